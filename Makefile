@@ -1,0 +1,52 @@
+# The habits of this project. `make run` and `make test` work on a fresh
+# machine with Python 3.11+, a C compiler and make: they create the virtual
+# environment and build the kernel themselves.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.neardup-installed
+SOURCES := $(shell find app native -type f \( -name '*.py' -o -name '*.c' -o -name '*.h' \) -not -path 'native/build/*' -not -name '_native*') pyproject.toml setup.py
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: venv install run test sanitize lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "neardup needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+venv: $(BIN)/python
+
+# Non-editable install: the tests run against the installed package and its
+# compiled kernel, exactly as a user gets it.
+$(STAMP): $(BIN)/python $(SOURCES)
+	$(BIN)/pip install -q '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/neardup serve --host $(HOST) --port $(PORT)
+
+# pytest is run from its own entry point, not `python -m`, so the source
+# tree's app/ (which has no compiled kernel) never shadows the installed one.
+test: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+sanitize: $(STAMP)
+	bash native/sanitize.sh $(BIN)/python
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests bench native
+	$(BIN)/ruff format --check app tests bench native
+	$(BIN)/mypy app
+
+bench: $(STAMP)
+	$(BIN)/python bench/kernel.py
+	$(BIN)/python bench/service.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info native/build

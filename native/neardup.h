@@ -1,0 +1,95 @@
+/*
+ * neardup kernel: tokenizing, shingle hashing, one-permutation MinHash
+ * signatures, bottom-N fingerprints, LSH band keys and fingerprint Jaccard.
+ *
+ * The API is stateless: every buffer belongs to the caller, nothing is kept
+ * between calls, so calls need no locks and cffi runs them without the GIL.
+ * Functions return ND_OK (0) or a negative ND_E_* code; they never abort on
+ * any input bytes.
+ */
+#ifndef NEARDUP_H
+#define NEARDUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ND_OK 0
+#define ND_E_UTF8 (-1)  /* a text is not valid UTF-8 */
+#define ND_E_ARG (-2)   /* a parameter is out of range */
+#define ND_E_NOMEM (-3) /* scratch memory could not be allocated */
+#define ND_E_SPACE (-4) /* an output buffer is too small */
+
+#define ND_SHINGLE_WORD 0 /* K consecutive words */
+#define ND_SHINGLE_CHAR 1 /* K consecutive code points of the normalized text */
+
+#define ND_MAX_K 16
+#define ND_MAX_NUM_PERM 1024
+#define ND_MAX_FP_SIZE 4096
+
+/* flags for calls with SIMD paths */
+#define ND_FLAG_SCALAR 1u /* force the scalar path */
+
+/* Bit set of the SIMD paths this CPU offers (and NEARDUP_SIMD does not turn off). */
+#define ND_SIMD_SSE42 1u
+#define ND_SIMD_AVX2 2u
+unsigned nd_simd_level(void);
+
+/*
+ * Normalize one text: case-fold, keep maximal runs of letters and digits
+ * (Python str.isalnum per code point), and write them as UTF-8 joined by
+ * single spaces. out must hold at least 3 * len + 1 bytes (case folding can
+ * expand a code point to up to 3). *out_len gets the bytes written.
+ */
+int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
+                 size_t *out_len);
+
+/*
+ * Sketch n texts. Text i is data[offsets[i] .. offsets[i+1]).
+ * Outputs (caller-owned):
+ *   signatures   n * num_perm   one-permutation MinHash, densified
+ *   fingerprints n * fp_size    row i: the fp_len[i] smallest distinct 32-bit
+ *                               shingle values, ascending
+ *   fp_len       n
+ *   shingles     n              distinct shingle count
+ *   status       n              ND_OK or the text's error code (ND_E_UTF8)
+ * A text with no words has 0 shingles, fp_len 0, and a signature of all
+ * 0xFFFFFFFF. Returns ND_E_ARG for bad parameters, ND_E_NOMEM, else ND_OK
+ * (per-text problems go to status).
+ */
+int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
+                    int shingle_kind, uint32_t k, uint32_t num_perm,
+                    uint32_t fp_size, uint64_t seed, unsigned flags,
+                    uint32_t *signatures, uint32_t *fingerprints,
+                    uint32_t *fp_len, uint64_t *shingles, int32_t *status);
+
+/*
+ * LSH band keys: for each of n signatures of num_perm values, bands keys of
+ * 64 bits, band j hashing values [j*rows, (j+1)*rows) together with j.
+ * Needs bands * rows <= num_perm. out is n * bands.
+ */
+int nd_band_keys(const uint32_t *signatures, size_t n, uint32_t num_perm,
+                 uint32_t bands, uint32_t rows, uint64_t *out);
+
+/*
+ * Fingerprint Jaccard estimate of sorted, distinct uint32 arrays a and b,
+ * made with fingerprint size fp_size. A fingerprint shorter than fp_size is
+ * complete (all the text's values). Let tau be the smaller of the largest
+ * values of the incomplete fingerprints (no limit if both are complete): the
+ * estimate is |A ∩ B| / |A ∪ B| over the values <= tau. That is at least the
+ * fp_size smallest values of the union, and the exact Jaccard when both are
+ * complete. Two empty fingerprints give 0.
+ */
+double nd_jaccard(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
+                  uint32_t fp_size, unsigned flags);
+
+/*
+ * One query fingerprint against n candidates packed in values: candidate i is
+ * values[offsets[i] .. offsets[i+1]). out[i] gets the estimate, or 0.0 where
+ * it is below threshold (the merge stops once the threshold is out of
+ * reach).
+ */
+int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
+                    const uint64_t *offsets, size_t n, uint32_t fp_size,
+                    double threshold, unsigned flags, double *out);
+
+#endif
