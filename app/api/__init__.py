@@ -1,0 +1,1 @@
+"""The HTTP layer: routes that translate between HTTP and app.index."""

@@ -1,0 +1,96 @@
+"""POST/PUT/GET/DELETE /documents: ingest, read and remove documents."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi.responses import ORJSONResponse
+
+from app.api import schemas
+from app.api.errors import problem
+from app.api.similar import similar_out
+from app.index import Document, Index, IngestResult, NoShinglesError
+from app.api.deps import get_index
+
+router = APIRouter(tags=["documents"])
+IndexDep = Annotated[Index, Depends(get_index)]
+PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
+NOT_FOUND = {404: {"model": schemas.Problem, "description": "unknown id"}}
+
+
+def _ingest_out(r: IngestResult, threshold: float | None) -> schemas.IngestOut:
+    if r.error is not None:
+        raise NoShinglesError(r.error)
+    similar = None
+    if r.similar is not None and threshold is not None:
+        similar = similar_out(r.similar, threshold)
+    return schemas.IngestOut(id=r.id, shingles=r.shingles, created=r.created, similar=similar)
+
+
+@router.post("/documents", status_code=201, response_model=schemas.IngestOut)
+async def ingest(
+    body: schemas.DocumentIn,
+    index: IndexDep,
+    similar: Annotated[bool, Query(description="also return near-duplicates found")] = False,
+    threshold: Annotated[schemas.Threshold | None, Query()] = None,
+    limit: Annotated[schemas.Limit, Query()] = 10,
+) -> schemas.IngestOut:
+    """Store a document; with ?similar=true also its near-duplicates before it was stored."""
+    doc = Document(text=body.text, id=body.id, metadata=body.metadata)
+    (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
+    used = index.check_threshold(threshold) if similar else None
+    return _ingest_out(result, used)
+
+
+@router.post("/documents/batch", response_model=schemas.BatchOut)
+async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
+    """Store up to 1000 documents; one status per document, in request order."""
+    docs = [Document(text=d.text, id=d.id, metadata=d.metadata) for d in body.documents]
+    results = await index.ingest(docs)
+    items = [
+        schemas.BatchItemOut(
+            id=r.id,
+            status="error" if r.error else ("created" if r.created else "updated"),
+            shingles=r.shingles,
+            error=r.error,
+        )
+        for r in results
+    ]
+    return schemas.BatchOut(
+        created=sum(i.status == "created" for i in items),
+        updated=sum(i.status == "updated" for i in items),
+        errors=sum(i.status == "error" for i in items),
+        results=items,
+    )
+
+
+@router.put(
+    "/documents/{doc_id:path}",
+    response_model=schemas.IngestOut,
+    responses={201: {"model": schemas.IngestOut, "description": "created"}},
+)
+async def upsert(
+    doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
+) -> schemas.IngestOut:
+    """Create or replace the document with this id: 201 when new, 200 when replaced."""
+    (result,) = await index.ingest([Document(text=body.text, id=doc_id, metadata=body.metadata)])
+    response.status_code = 201 if result.created else 200
+    return _ingest_out(result, None)
+
+
+@router.get("/documents/{doc_id:path}", response_model=schemas.DocumentOut, responses=NOT_FOUND)
+async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ORJSONResponse:
+    """The stored record of a document (its text is not kept)."""
+    rec = await index.get(doc_id)
+    if rec is None:
+        return problem(404, "Not found", f"no document with id {doc_id!r}")
+    return schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
+
+
+@router.delete("/documents/{doc_id:path}", status_code=204, responses=NOT_FOUND)
+async def delete(doc_id: PathId, index: IndexDep) -> Response:
+    """Remove a document and its index entries."""
+    if not await index.delete(doc_id):
+        return problem(404, "Not found", f"no document with id {doc_id!r}")
+    return Response(status_code=204)

@@ -1,0 +1,76 @@
+"""Errors as application/problem+json (RFC 9457), one place for all routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import ORJSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import kernel
+from app.index import BusyError, NoShinglesError, ThresholdError, TooLargeError
+from app.storage import StoreError, StoreUnavailableError
+
+PROBLEM = "application/problem+json"
+RETRY_AFTER_S = 1
+
+
+def problem(
+    status: int,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> ORJSONResponse:
+    """A problem+json response."""
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    return ORJSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _where(loc: tuple) -> str:
+    parts = [str(p) for p in loc if p not in ("body",)]
+    return ".".join(parts) or "body"
+
+
+async def _validation(_: Request, exc: RequestValidationError) -> ORJSONResponse:
+    errors = [
+        {"field": _where(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
+        for e in exc.errors()
+    ]
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return problem(422, "Invalid request", detail, errors=errors)
+
+
+async def _http(_: Request, exc: StarletteHTTPException) -> ORJSONResponse:
+    title = {404: "Not found", 405: "Method not allowed", 413: "Request too large"}.get(
+        exc.status_code, "Error"
+    )
+    return problem(exc.status_code, title, str(exc.detail), headers=exc.headers)
+
+
+def _unprocessable(title: str):  # type: ignore[no-untyped-def]
+    async def handler(_: Request, exc: Exception) -> ORJSONResponse:
+        return problem(422, title, str(exc))
+
+    return handler
+
+
+async def _unavailable(_: Request, exc: Exception) -> ORJSONResponse:
+    return problem(
+        503, "Service unavailable", str(exc), headers={"Retry-After": str(RETRY_AFTER_S)}
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn exceptions into problem responses."""
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(NoShinglesError, _unprocessable("Text has no words"))
+    app.add_exception_handler(ThresholdError, _unprocessable("Threshold out of range"))
+    app.add_exception_handler(TooLargeError, _unprocessable("Text too large"))
+    app.add_exception_handler(kernel.KernelError, _unprocessable("Invalid text"))
+    app.add_exception_handler(StoreUnavailableError, _unavailable)
+    app.add_exception_handler(BusyError, _unavailable)
+    app.add_exception_handler(StoreError, _unavailable)

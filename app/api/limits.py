@@ -1,0 +1,92 @@
+"""ASGI middleware that bounds what one request may take: body size and time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+PROBLEM = b"application/problem+json"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _send_problem(send: Send, status: int, title: str, detail: str, retry: bool) -> None:
+    body = orjson.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail})
+    headers = [(b"content-type", PROBLEM), (b"content-length", str(len(body)).encode())]
+    if retry:
+        headers.append((b"retry-after", b"1"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Answer 413 to a body over max_bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        detail = f"the request body is over {self.max_bytes} bytes (NEARDUP_MAX_BODY_BYTES)"
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await _send_problem(send, 413, "Request too large", detail, False)
+                return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _send_problem(send, 413, "Request too large", detail, False)
+
+
+class Deadline:
+    """Answer 503 to a request still running after timeout seconds."""
+
+    def __init__(self, app: ASGIApp, timeout: float) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "").startswith("/duplicates"):
+            # Streams of the whole corpus are bounded by the corpus, not a clock.
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await asyncio.wait_for(self.app(scope, receive, tracking_send), self.timeout)
+        except TimeoutError:
+            if not started:
+                detail = f"the request took over {self.timeout} s (NEARDUP_REQUEST_TIMEOUT)"
+                await _send_problem(send, 503, "Request timed out", detail, True)

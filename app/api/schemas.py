@@ -1,0 +1,99 @@
+"""Request and response bodies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+MAX_ID_BYTES = 512
+MAX_BATCH = 1000
+MAX_LIMIT = 1000
+
+
+def check_id(value: str) -> str:
+    """Ids are 1-512 bytes of UTF-8."""
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError("id must be valid Unicode (no lone surrogates)") from None
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise ValueError(f"id must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}")
+    return value
+
+
+DocId = Annotated[str, AfterValidator(check_id)]
+Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DocumentIn(_In):
+    id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
+    text: str = Field(description="the document text (UTF-8)")
+    metadata: dict[str, Any] | None = Field(None, description="any JSON object, stored as is")
+
+
+class DocumentPut(_In):
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+class BatchIn(_In):
+    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class SimilarIn(_In):
+    text: str
+    threshold: Threshold | None = None
+    limit: Limit = 10
+
+
+class Match(BaseModel):
+    id: str
+    similarity: float
+
+
+class SimilarOut(BaseModel):
+    id: str | None = None
+    threshold: float
+    results: list[Match]
+    candidates: int = Field(description="LSH candidates verified for this answer")
+    capped: bool = Field(description="true when the candidate cap cut the candidates")
+
+
+class DocumentOut(BaseModel):
+    id: str
+    shingles: int
+    metadata: dict[str, Any] | None = None
+
+
+class IngestOut(BaseModel):
+    id: str
+    shingles: int
+    created: bool
+    similar: SimilarOut | None = None
+
+
+class BatchItemOut(BaseModel):
+    id: str
+    status: str = Field(description="created, updated or error")
+    shingles: int
+    error: str | None = None
+
+
+class BatchOut(BaseModel):
+    created: int
+    updated: int
+    errors: int
+    results: list[BatchItemOut]
+
+
+class Problem(BaseModel):
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str

@@ -1,0 +1,66 @@
+"""Service settings, read from NEARDUP_* environment variables."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app import kernel
+
+_COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Settings(BaseSettings):
+    """Everything the service can be configured with; see the README's table."""
+
+    model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="ignore", frozen=True)
+
+    redis_url: str | None = None
+    data_dir: Path = Path("./data")
+    collection: str = "default"
+    shingle: str = "word:3"
+    num_perm: int = Field(128, ge=16, le=1024)
+    fingerprint_size: int = Field(256, ge=16, le=4096)
+    seed: int = Field(1, ge=0, lt=2**63)
+    threshold: float = Field(0.5, ge=0.05, le=1.0)
+    candidate_cap: int = Field(1000, ge=10, le=100_000)
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    max_text_bytes: int = Field(8 * 1024 * 1024, ge=16)
+    durability: Literal["everysec", "always"] = "everysec"
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    redis_timeout: float = Field(2.0, gt=0, le=60)
+    request_timeout: float = Field(30.0, gt=0, le=3600)
+
+    @field_validator("shingle")
+    @classmethod
+    def _valid_shingle(cls, value: str) -> str:
+        kernel.parse_shingle(value)  # raises ValueError with the reason
+        return value
+
+    @field_validator("collection")
+    @classmethod
+    def _valid_collection(cls, value: str) -> str:
+        if not _COLLECTION.match(value):
+            raise ValueError("use 1-64 letters, digits, '_' or '-'")
+        return value
+
+
+class SettingsError(Exception):
+    """Settings that cannot start the service; the message names each variable."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings, turning validation errors into one readable message."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
+            lines.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,418 @@
+"""Near-duplicate logic: sketch, band keys, candidates, verification, ranking.
+
+It knows nothing of HTTP. Writes follow an order that needs no multi-key
+transaction: band memberships first, the record last; a delete removes the
+record first. A reader only trusts what a record says, so a crash between
+steps never shows a half-written document, and re-sending repairs it. Writes
+to one id are serialised by a short per-document lock key, so concurrent
+writers cannot leave band memberships that disagree with the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import orjson
+
+from app import kernel, records
+from app.lsh import BandPlan, plan_bands
+from app.storage import Store
+
+LOCK_TTL_MS = 10_000
+LOCK_WAIT_S = 10.0
+# Sketching runs on a worker thread (the kernel releases the GIL) once a
+# request carries this much text; below it the thread hop costs more.
+THREAD_TEXT_BYTES = 256 * 1024
+DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
+
+
+class IndexError_(Exception):
+    """Base of the index's own errors."""
+
+
+class NoShinglesError(IndexError_):
+    """A text has no words, so nothing can be compared with it."""
+
+
+class ThresholdError(IndexError_):
+    """A query threshold the index cannot answer."""
+
+
+class TooLargeError(IndexError_):
+    """A text is over the configured size limit."""
+
+
+class BusyError(IndexError_):
+    """A document stayed locked by another writer for too long; retry."""
+
+
+class ConfigMismatchError(IndexError_):
+    """The collection in Redis was made with other sketch parameters."""
+
+
+@dataclass(frozen=True)
+class Params:
+    """A collection's sketch and LSH parameters, fixed when it is created."""
+
+    shingle: str
+    num_perm: int
+    fingerprint_size: int
+    seed: int
+    threshold: float
+    bands: int
+    rows: int
+
+    @classmethod
+    def create(
+        cls, shingle: str, num_perm: int, fingerprint_size: int, seed: int, threshold: float
+    ) -> Params:
+        plan = plan_bands(threshold, num_perm)
+        return cls(shingle, num_perm, fingerprint_size, seed, threshold, plan.bands, plan.rows)
+
+    @property
+    def plan(self) -> BandPlan:
+        return plan_bands(self.threshold, self.num_perm)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document to ingest; id None means the index names it."""
+
+    text: str
+    id: str | None = None
+    metadata: dict | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    id: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Verified near-duplicates, best first, and what it took to find them."""
+
+    results: list[Match]
+    candidates: int
+    capped: bool
+
+
+@dataclass
+class IngestResult:
+    id: str
+    shingles: int
+    created: bool = False
+    error: str | None = None
+    similar: QueryResult | None = field(default=None)
+
+
+@dataclass(frozen=True)
+class _Sketched:
+    shingles: np.ndarray
+    fp_values: np.ndarray
+    fp_offsets: np.ndarray
+    band_keys: np.ndarray
+
+    def fingerprint(self, i: int) -> np.ndarray:
+        return self.fp_values[int(self.fp_offsets[i]) : int(self.fp_offsets[i + 1])]
+
+
+class Index:
+    """One collection's near-duplicate index on a Store."""
+
+    def __init__(
+        self,
+        store: Store,
+        params: Params,
+        candidate_cap: int,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    ) -> None:
+        self.store = store
+        self.params = params
+        self.candidate_cap = candidate_cap
+        self.max_text_bytes = max_text_bytes
+
+    @classmethod
+    async def open(
+        cls,
+        store: Store,
+        params: Params,
+        candidate_cap: int,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    ) -> Index:
+        """Open the collection, creating it with params if it is new."""
+        stored = Params(**orjson.loads(await store.config(params.to_json())))
+        if stored != params:
+            ours, theirs = asdict(params), asdict(stored)
+            diff = ", ".join(
+                f"{k}: stored {theirs[k]!r}, configured {ours[k]!r}"
+                for k in ours
+                if ours[k] != theirs[k]
+            )
+            raise ConfigMismatchError(
+                f"the collection was created with other parameters ({diff}); "
+                "start with the stored settings or choose another NEARDUP_COLLECTION"
+            )
+        return cls(store, params, candidate_cap, max_text_bytes)
+
+    # sketching ----------------------------------------------------------------
+
+    def _check_size(self, texts: Sequence[str]) -> None:
+        limit = self.max_text_bytes
+        for i, text in enumerate(texts):
+            # Code points bound the UTF-8 size from below, four bytes each from above.
+            if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+                where = f"text {i}" if len(texts) > 1 else "the text"
+                raise TooLargeError(
+                    f"{where} is over {limit} bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)"
+                )
+
+    async def _sketch(self, texts: Sequence[str]) -> _Sketched:
+        self._check_size(texts)
+        if sum(map(len, texts)) >= THREAD_TEXT_BYTES:
+            return await asyncio.to_thread(self._sketch_now, texts)
+        return self._sketch_now(texts)
+
+    def _sketch_now(self, texts: Sequence[str]) -> _Sketched:
+        p = self.params
+        s = kernel.sketch(
+            list(texts),
+            shingle=p.shingle,
+            num_perm=p.num_perm,
+            fingerprint_size=p.fingerprint_size,
+            seed=p.seed,
+        )
+        keys = kernel.band_keys(s.signatures, p.bands, p.rows)
+        return _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
+
+    # queries --------------------------------------------------------------------
+
+    def check_threshold(self, threshold: float | None) -> float:
+        """The threshold a query uses, refusing one below the index's own."""
+        if threshold is None:
+            return self.params.threshold
+        if not 0.0 < threshold <= 1.0:
+            raise ThresholdError("threshold must be greater than 0 and at most 1")
+        if threshold < self.params.threshold - 1e-9:
+            raise ThresholdError(
+                f"threshold {threshold} is below {self.params.threshold}, the lowest this "
+                "collection's LSH bands were built for; pairs that similar may not be found"
+            )
+        return threshold
+
+    async def similar_to_text(
+        self, text: str, threshold: float | None = None, limit: int = 10
+    ) -> QueryResult:
+        """Stored near-duplicates of a text that is not stored."""
+        t = self.check_threshold(threshold)
+        sk = await self._sketch([text])
+        if int(sk.shingles[0]) == 0:
+            raise NoShinglesError("the text has no words (letters or digits) to compare")
+        return await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit)
+
+    async def similar_to_id(
+        self, doc_id: str, threshold: float | None = None, limit: int = 10
+    ) -> QueryResult | None:
+        """Near-duplicates of a stored document, or None if the id is unknown."""
+        t = self.check_threshold(threshold)
+        (handle,) = await self.store.handles([doc_id])
+        if handle is None:
+            return None
+        (raw,) = await self.store.records([handle])
+        if raw is None:
+            return None
+        rec = records.unpack(raw)
+        return await self._query(rec.fingerprint, rec.band_keys, handle, t, limit)
+
+    async def _candidates(
+        self, band_keys: np.ndarray, exclude: int | None
+    ) -> tuple[np.ndarray, bool]:
+        cap = self.candidate_cap
+        members = await self.store.band_members(band_keys, cap + 1)
+        capped = any(len(m) > cap for m in members)
+        flat = np.fromiter(map(int, itertools.chain.from_iterable(members)), dtype=np.int64)
+        handles, hits = np.unique(flat, return_counts=True)
+        if exclude is not None:
+            keep = handles != exclude
+            handles, hits = handles[keep], hits[keep]
+        if len(handles) > cap:
+            # Candidates sharing more bands are likelier to be similar.
+            order = np.argsort(-hits, kind="stable")[:cap]
+            handles = np.sort(handles[order])
+            capped = True
+        return handles, capped
+
+    async def _query(
+        self,
+        fingerprint: np.ndarray,
+        band_keys: np.ndarray,
+        exclude: int | None,
+        threshold: float,
+        limit: int,
+    ) -> QueryResult:
+        handles, capped = await self._candidates(band_keys, exclude)
+        raws = [r for r in await self.store.records(handles.tolist()) if r is not None]
+        if not raws:
+            return QueryResult([], len(handles), capped)
+        values, offsets = records.fingerprints_of(raws)
+        sims = kernel.jaccard_many_packed(
+            fingerprint,
+            values,
+            offsets,
+            threshold,
+            fingerprint_size=self.params.fingerprint_size,
+        )
+        kept = np.flatnonzero(sims >= threshold)
+        matches = [Match(records.unpack(raws[i]).id, float(sims[i])) for i in kept.tolist()]
+        matches.sort(key=lambda m: (-m.similarity, m.id))
+        return QueryResult(matches[:limit], len(handles), capped)
+
+    # reads and deletes ---------------------------------------------------------
+
+    async def get(self, doc_id: str) -> records.Record | None:
+        (handle,) = await self.store.handles([doc_id])
+        if handle is None:
+            return None
+        (raw,) = await self.store.records([handle])
+        return None if raw is None else records.unpack(raw)
+
+    async def delete(self, doc_id: str) -> bool:
+        """Remove a document: record first, then its bands, then its id."""
+        (handle,) = await self.store.handles([doc_id])
+        if handle is None:
+            return False
+        token = await self._lock([handle])
+        try:
+            (raw,) = await self.store.records([handle])
+            if raw is None:
+                return False
+            rec = records.unpack(raw)
+            await self.store.delete_records([handle])
+            await self.store.remove_bands([(handle, rec.band_keys)])
+            await self.store.forget_ids([doc_id], [handle])
+            return True
+        finally:
+            await self.store.unlock([handle], token)
+
+    async def count(self) -> int:
+        return await self.store.count_ids()
+
+    # ingest -------------------------------------------------------------------------
+
+    async def ingest(
+        self,
+        docs: Sequence[Document],
+        *,
+        similar: bool = False,
+        threshold: float | None = None,
+        limit: int = 10,
+    ) -> list[IngestResult]:
+        """Store documents (replacing any with the same id), one result each.
+
+        With similar=True each result also carries the near-duplicates found
+        before the document was stored. A text with no words is refused in
+        its result and nothing of it is stored.
+        """
+        t = self.check_threshold(threshold) if similar else self.params.threshold
+        ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
+        sk = await self._sketch([d.text for d in docs])
+        results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
+        good = [i for i, r in enumerate(results) if r.shingles > 0]
+        for r in results:
+            if r.shingles == 0:
+                r.error = "the text has no words (letters or digits) to compare"
+        if similar:
+            known = dict(zip(ids, await self.store.handles(ids), strict=True))
+            for i in good:
+                results[i].similar = await self._query(
+                    sk.fingerprint(i), sk.band_keys[i], known[ids[i]], t, limit
+                )
+        # A batch may name an id twice: later occurrences go in later rounds,
+        # so the last one wins and each round writes each id once.
+        rounds: list[list[int]] = []
+        seen: dict[str, int] = {}
+        for i in good:
+            n = seen.get(ids[i], 0)
+            seen[ids[i]] = n + 1
+            if n == len(rounds):
+                rounds.append([])
+            rounds[n].append(i)
+        for batch in rounds:
+            created = await self._write(
+                [ids[i] for i in batch],
+                [(i, docs[i].metadata) for i in batch],
+                sk,
+            )
+            for i, c in zip(batch, created, strict=True):
+                results[i].created = c
+        return results
+
+    async def _write(
+        self, ids: list[str], items: list[tuple[int, dict | None]], sk: _Sketched
+    ) -> list[bool]:
+        handles = await self.store.assign_handles(ids)
+        token = await self._lock(handles)
+        try:
+            old = await self.store.records(handles)
+            new = [
+                records.pack(
+                    doc_id,
+                    sk.fingerprint(i),
+                    sk.band_keys[i],
+                    int(sk.shingles[i]),
+                    meta,
+                )
+                for doc_id, (i, meta) in zip(ids, items, strict=True)
+            ]
+            await self.store.add_bands(
+                [(h, sk.band_keys[i]) for h, (i, _) in zip(handles, items, strict=True)]
+            )
+            await self.store.put_records(list(zip(handles, new, strict=True)))
+            stale = []
+            for h, raw, (i, _) in zip(handles, old, items, strict=True):
+                if raw is not None:
+                    gone = np.setdiff1d(records.unpack(raw).band_keys, sk.band_keys[i])
+                    if len(gone):
+                        stale.append((h, gone))
+            await self.store.remove_bands(stale)
+            return [raw is None for raw in old]
+        finally:
+            await self.store.unlock(handles, token)
+
+    async def _lock(self, handles: list[int]) -> bytes:
+        """Take the write locks of all handles, waiting for other writers.
+
+        All or nothing: a writer that cannot take every lock releases the ones
+        it took before it waits, so two batches sharing ids cannot deadlock.
+        """
+        token = uuid.uuid4().bytes + os.getpid().to_bytes(4, "little")
+        wanted = list(dict.fromkeys(handles))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LOCK_WAIT_S
+        delay = 0.002
+        while True:
+            got = await self.store.try_lock(wanted, token, LOCK_TTL_MS)
+            if all(got):
+                return token
+            await self.store.unlock([h for h, ok in zip(wanted, got, strict=True) if ok], token)
+            if loop.time() > deadline:
+                raise BusyError("another request kept writing the same document; retry")
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.05)
+
+    # corpus-wide ---------------------------------------------------------------------
+
+    async def handles_and_ids(self) -> AsyncIterator[list[tuple[str, int]]]:
+        async for chunk in self.store.scan_ids():
+            yield chunk

@@ -1,0 +1,246 @@
+"""The one module that speaks Redis.
+
+Key layout, every key under ``nd:{collection}:``:
+
+    config        STRING  JSON of the collection's fixed sketch parameters
+    next          STRING  INCR counter handing out integer document handles
+    ids           HASH    external id -> handle
+    d:{handle}    STRING  packed document record (app.records)
+    l:{handle}    STRING  short-lived write lock token for one document
+    b:{key}       SET     handles whose signature has this band key (8 raw bytes)
+
+No command spans two of these keys, and every Lua script touches one key, so
+the same code can run against Redis Cluster. Correctness comes from write
+order (bands first, record last; delete record first) in app.index.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator, Sequence
+
+import numpy as np
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_FORGET_ID = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+_BAND_KEY = struct.Struct("<Q")
+
+
+class StoreUnavailableError(Exception):
+    """Redis cannot be reached or did not answer in time; worth retrying."""
+
+
+class StoreError(Exception):
+    """Redis answered with an error that retrying will not fix."""
+
+
+def _translate(exc: Exception) -> Exception:
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        return StoreUnavailableError(f"Redis is unavailable: {exc}")
+    return StoreError(f"Redis error: {exc}")
+
+
+class Store:
+    """One collection's keys on one Redis server."""
+
+    def __init__(self, client: aioredis.Redis, collection: str) -> None:
+        self._r = client
+        self._prefix = f"nd:{collection}:".encode()
+        self._ids = self._prefix + b"ids"
+        self._unlock = client.register_script(_UNLOCK)
+        self._forget = client.register_script(_FORGET_ID)
+
+    @classmethod
+    def connect(cls, url: str, collection: str, timeout: float) -> Store:
+        """A store on the server at url (redis://, rediss:// or unix://)."""
+        client = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            decode_responses=False,
+            health_check_interval=0,
+            max_connections=256,
+        )
+        return cls(client, collection)
+
+    async def close(self) -> None:
+        await self._r.aclose()
+
+    # keys -----------------------------------------------------------------
+
+    def _doc(self, handle: int) -> bytes:
+        return self._prefix + b"d:%d" % handle
+
+    def _lock(self, handle: int) -> bytes:
+        return self._prefix + b"l:%d" % handle
+
+    def band_key(self, key: int) -> bytes:
+        """The Redis key of the SET for one 64-bit band key."""
+        return self._prefix + b"b:" + _BAND_KEY.pack(key)
+
+    # plumbing -------------------------------------------------------------
+
+    async def _run(self, coro):  # type: ignore[no-untyped-def]
+        try:
+            return await coro
+        except (RedisError, OSError) as exc:
+            raise _translate(exc) from exc
+
+    async def _pipeline(self, build) -> list:  # type: ignore[no-untyped-def]
+        pipe = self._r.pipeline(transaction=False)
+        build(pipe)
+        if not len(pipe):
+            return []
+        return await self._run(pipe.execute())
+
+    async def ping(self) -> bool:
+        return bool(await self._run(self._r.ping()))
+
+    async def info(self, section: str) -> dict:
+        return await self._run(self._r.info(section))
+
+    # collection configuration --------------------------------------------
+
+    async def config(self, proposed: bytes) -> bytes:
+        """The collection's stored configuration, storing `proposed` if there is none."""
+        key = self._prefix + b"config"
+        await self._run(self._r.set(key, proposed, nx=True))
+        stored = await self._run(self._r.get(key))
+        return stored if stored is not None else proposed
+
+    # ids and handles ------------------------------------------------------
+
+    async def handles(self, ids: Sequence[str]) -> list[int | None]:
+        """The handle of each id, None where the id is unknown."""
+        if not ids:
+            return []
+        raw = await self._run(self._r.hmget(self._ids, list(ids)))
+        return [None if h is None else int(h) for h in raw]
+
+    async def assign_handles(self, ids: Sequence[str]) -> list[int]:
+        """A handle for each id, creating one where the id has none.
+
+        HSETNX settles races: a concurrent writer of the same new id loses
+        the field and takes the winner's handle.
+        """
+        known = await self.handles(ids)
+        missing = [i for i, h in enumerate(known) if h is None]
+        if missing:
+            last = await self._run(self._r.incrby(self._prefix + b"next", len(missing)))
+            first = last - len(missing) + 1
+            wanted = {ids[i]: first + n for n, i in enumerate(missing)}
+            await self._pipeline(
+                lambda p: [p.hsetnx(self._ids, doc_id, h) for doc_id, h in wanted.items()]
+            )
+            settled = await self.handles([ids[i] for i in missing])
+            for i, h in zip(missing, settled, strict=True):
+                known[i] = h
+        if any(h is None for h in known):  # deleted between the two reads
+            return await self.assign_handles(ids)
+        return [int(h) for h in known]  # type: ignore[arg-type]
+
+    async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
+        """Drop id -> handle mappings that still point at these handles."""
+        await self._pipeline(
+            lambda p: [
+                self._forget(keys=[self._ids], args=[i, h], client=p)
+                for i, h in zip(ids, handles, strict=True)
+            ]
+        )
+
+    async def count_ids(self) -> int:
+        return int(await self._run(self._r.hlen(self._ids)))
+
+    async def scan_ids(self, batch: int = 1000) -> AsyncIterator[list[tuple[str, int]]]:
+        """Every (id, handle), in batches, without loading the whole hash."""
+        cursor = 0
+        while True:
+            cursor, chunk = await self._run(self._r.hscan(self._ids, cursor, count=batch))
+            if chunk:
+                yield [(k.decode("utf-8"), int(v)) for k, v in chunk.items()]
+            if cursor == 0:
+                return
+
+    # locks ----------------------------------------------------------------
+
+    async def try_lock(self, handles: Sequence[int], token: bytes, ttl_ms: int) -> list[bool]:
+        """Take the write lock of each handle that is free; say which were taken."""
+        got = await self._pipeline(
+            lambda p: [p.set(self._lock(h), token, nx=True, px=ttl_ms) for h in handles]
+        )
+        return [bool(g) for g in got]
+
+    async def unlock(self, handles: Sequence[int], token: bytes) -> None:
+        await self._pipeline(
+            lambda p: [self._unlock(keys=[self._lock(h)], args=[token], client=p) for h in handles]
+        )
+
+    # records ----------------------------------------------------------------
+
+    async def records(self, handles: Sequence[int]) -> list[bytes | None]:
+        """The packed record of each handle, None where there is none."""
+        if len(handles) == 0:
+            return []
+        return await self._run(self._r.mget([self._doc(int(h)) for h in handles]))
+
+    async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
+        await self._pipeline(lambda p: [p.set(self._doc(h), raw) for h, raw in records])
+
+    async def delete_records(self, handles: Sequence[int]) -> None:
+        if handles:
+            await self._run(self._r.delete(*[self._doc(h) for h in handles]))
+
+    # band memberships ---------------------------------------------------------
+
+    async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
+        """SADD each handle to the SET of each of its band keys."""
+        await self._pipeline(
+            lambda p: [
+                p.sadd(self.band_key(int(k)), h) for h, keys in memberships for k in keys.tolist()
+            ]
+        )
+
+    async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
+        await self._pipeline(
+            lambda p: [
+                p.srem(self.band_key(int(k)), h) for h, keys in memberships for k in keys.tolist()
+            ]
+        )
+
+    async def band_members(self, keys: np.ndarray, per_band: int) -> list[list[bytes]]:
+        """Up to per_band members of each band key's SET (all of a smaller SET).
+
+        SRANDMEMBER with a count bounds the work a hot key can cause.
+        """
+        return await self._pipeline(
+            lambda p: [p.srandmember(self.band_key(k), per_band) for k in keys.tolist()]
+        )
+
+    async def band_sizes(self, keys: Sequence[int]) -> list[int]:
+        return await self._pipeline(lambda p: [p.scard(self.band_key(k)) for k in keys])
+
+    async def band_sets(self, batch: int = 1000) -> AsyncIterator[list[list[bytes]]]:
+        """The members of every band SET with two or more members, in batches."""
+        pattern = self._prefix + b"b:*"
+        async for keys in self._scan(pattern, batch):
+            members = await self._pipeline(lambda p, ks=keys: [p.smembers(k) for k in ks])
+            yield [list(m) for m in members if len(m) > 1]
+
+    async def _scan(self, pattern: bytes, batch: int) -> AsyncIterator[list[bytes]]:
+        cursor = 0
+        while True:
+            cursor, keys = await self._run(self._r.scan(cursor, match=pattern, count=batch))
+            if keys:
+                yield keys
+            if cursor == 0:
+                return
