@@ -92,4 +92,7 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                     const uint64_t *offsets, size_t n, uint32_t fp_size,
                     double threshold, unsigned flags, double *out);
 
+/* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
+const char *nd_unicode_version(void);
+
 #endif

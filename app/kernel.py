@@ -1,0 +1,361 @@
+"""The Python face of the C kernel (native/neardup.c); the only importer of ``app._native``.
+
+Every function makes one C call per batch: texts are packed into one buffer with offsets,
+fingerprints travel packed as (values, offsets), and the C code runs without the GIL, so
+threads scale across cores. Invalid input raises a :class:`KernelError` (a ``ValueError``)
+whose message says what is wrong and, for texts, which one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from app._native import ffi, lib
+
+__all__ = [
+    "MAX_FINGERPRINT_SIZE",
+    "MAX_K",
+    "MAX_NUM_PERM",
+    "InvalidParameterError",
+    "InvalidTextError",
+    "KernelError",
+    "Sketch",
+    "band_keys",
+    "jaccard",
+    "jaccard_many",
+    "jaccard_many_packed",
+    "normalize",
+    "parse_shingle",
+    "simd_level",
+    "sketch",
+    "unicode_version",
+]
+
+MAX_K: int = lib.ND_MAX_K
+MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
+MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
+
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+
+
+class KernelError(ValueError):
+    """Input the kernel cannot work with."""
+
+
+class InvalidTextError(KernelError):
+    """A text is not valid UTF-8 (bytes) or cannot be encoded as UTF-8 (str)."""
+
+
+class InvalidParameterError(KernelError):
+    """A shingle spec, size, threshold or array argument is out of range."""
+
+
+_KINDS = {"word": lib.ND_SHINGLE_WORD, "char": lib.ND_SHINGLE_CHAR}
+
+
+def parse_shingle(spec: str) -> tuple[str, int]:
+    """Parse ``"word:K"`` or ``"char:K"`` (1 <= K <= 16) into ``(kind, K)``."""
+    if not isinstance(spec, str):
+        raise InvalidParameterError(f"shingle must be a string like 'word:3', got {spec!r}")
+    kind, sep, k_text = spec.strip().partition(":")
+    kind = kind.strip().lower()
+    if not sep or kind not in _KINDS:
+        raise InvalidParameterError(f"shingle must be 'word:K' or 'char:K', got {spec!r}")
+    try:
+        k = int(k_text)
+    except ValueError:
+        raise InvalidParameterError(f"shingle size K must be an integer, got {spec!r}") from None
+    if not 1 <= k <= MAX_K:
+        raise InvalidParameterError(f"shingle size K must be between 1 and {MAX_K}, got {k}")
+    return kind, k
+
+
+def _check_int(name: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidParameterError(f"{name} must be an integer, got {value!r}")
+    if not lo <= int(value) <= hi:
+        raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}")
+    return int(value)
+
+
+def _flags(simd: bool) -> int:
+    return 0 if simd else lib.ND_FLAG_SCALAR
+
+
+@dataclass(frozen=True, eq=False)
+class Sketch:
+    """Sketches of n texts.
+
+    ``signatures``: uint32 [n, num_perm] one-permutation MinHash values (for LSH bands).
+    ``fp_values`` / ``fp_offsets``: all fingerprints packed; text i's is
+    ``fp_values[fp_offsets[i]:fp_offsets[i + 1]]``, sorted ascending, distinct.
+    ``shingles``: uint64 [n], the distinct shingle count per text.
+    """
+
+    signatures: U32
+    fp_values: U32
+    fp_offsets: U64
+    shingles: U64
+
+    def __len__(self) -> int:
+        return len(self.shingles)
+
+    @functools.cached_property
+    def fingerprints(self) -> list[U32]:
+        """Per-text fingerprints (views into ``fp_values``)."""
+        bounds = self.fp_offsets.tolist()
+        return [self.fp_values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+
+def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, U64]:
+    if isinstance(texts, str | bytes | bytearray | memoryview):
+        raise TypeError("texts must be a sequence of texts (a list), not a single text")
+    parts: list[bytes] = []
+    for i, t in enumerate(texts):
+        if isinstance(t, str):
+            try:
+                parts.append(t.encode("utf-8"))
+            except UnicodeEncodeError as e:
+                raise InvalidTextError(
+                    f"text {i} cannot be encoded as UTF-8 (code point U+{ord(t[e.start]):04X} "
+                    f"at index {e.start}: {e.reason})"
+                ) from None
+        elif isinstance(t, bytes | bytearray | memoryview):
+            parts.append(bytes(t))
+        else:
+            raise TypeError(f"text {i} must be str or bytes, got {type(t).__name__}")
+    offsets = np.zeros(len(parts) + 1, dtype=np.uint64)
+    if parts:
+        np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=len(parts)), out=offsets[1:])
+    return b"".join(parts), offsets
+
+
+def _utf8_error(i: int, raw: bytes) -> InvalidTextError:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return InvalidTextError(f"text {i} is not valid UTF-8 at byte {e.start}: {e.reason}")
+    return InvalidTextError(f"text {i} is not valid UTF-8")
+
+
+def sketch(
+    texts: Sequence[str | bytes],
+    *,
+    shingle: str = "word:3",
+    num_perm: int = 128,
+    fingerprint_size: int = 256,
+    seed: int = 1,
+    simd: bool = True,
+) -> Sketch:
+    """Signatures, fingerprints and shingle counts of many texts in one C call.
+
+    ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
+    ``shingle``: ``"word:K"`` or ``"char:K"``. ``simd=False`` forces the scalar paths.
+    """
+    kind, k = parse_shingle(shingle)
+    num_perm = _check_int("num_perm", num_perm, 1, MAX_NUM_PERM)
+    fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
+    seed = _check_int("seed", seed, 0, 2**64 - 1)
+    data, offsets = _pack_texts(texts)
+    n = len(offsets) - 1
+    sigs = np.empty((n, num_perm), dtype=np.uint32)
+    fps = np.empty((n, fp_size), dtype=np.uint32)
+    fp_len = np.empty(n, dtype=np.uint32)
+    shingles = np.empty(n, dtype=np.uint64)
+    status = np.empty(n, dtype=np.int32)
+    rc = lib.nd_sketch_batch(
+        ffi.from_buffer("uint8_t[]", data),
+        ffi.from_buffer("uint64_t[]", offsets),
+        n,
+        _KINDS[kind],
+        k,
+        num_perm,
+        fp_size,
+        seed,
+        _flags(simd),
+        ffi.from_buffer("uint32_t[]", sigs, require_writable=True),
+        ffi.from_buffer("uint32_t[]", fps, require_writable=True),
+        ffi.from_buffer("uint32_t[]", fp_len, require_writable=True),
+        ffi.from_buffer("uint64_t[]", shingles, require_writable=True),
+        ffi.from_buffer("int32_t[]", status, require_writable=True),
+    )
+    if rc == lib.ND_E_NOMEM:
+        raise MemoryError("the kernel could not allocate its scratch memory")
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(f"the kernel refused the parameters (code {rc})")
+    bad = np.flatnonzero(status != lib.ND_OK)
+    if len(bad):
+        i = int(bad[0])
+        if status[i] == lib.ND_E_NOMEM:
+            raise MemoryError(f"the kernel ran out of memory on text {i}")
+        raise _utf8_error(i, data[int(offsets[i]) : int(offsets[i + 1])])
+    fp_offsets = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum(fp_len, out=fp_offsets[1:])
+    if n and int(fp_len.min()) == fp_size:
+        fp_values = fps.reshape(-1)
+    else:
+        fp_values = fps[np.arange(fp_size, dtype=np.uint32)[None, :] < fp_len[:, None]]
+    return Sketch(sigs, fp_values, fp_offsets, shingles)
+
+
+def _fingerprint(name: str, x: Any) -> U32:
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise InvalidParameterError(f"{name} must be a 1-D array of uint32, got shape {arr.shape}")
+    if arr.dtype != np.uint32:
+        if arr.size and (arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() > 0xFFFFFFFF):
+            raise InvalidParameterError(f"{name} must hold uint32 values")
+        arr = arr.astype(np.uint32)
+    return np.ascontiguousarray(arr)
+
+
+def _threshold(threshold: float) -> float:
+    t = float(threshold)
+    if t != t:
+        raise InvalidParameterError("threshold must be a number, got NaN")
+    return t
+
+
+def jaccard(a: Any, b: Any, *, fingerprint_size: int = 256, simd: bool = True) -> float:
+    """Bottom-N Jaccard estimate of two fingerprints made with ``fingerprint_size``.
+
+    Exact when both fingerprints are complete (shorter than ``fingerprint_size``).
+    """
+    fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
+    a_arr, b_arr = _fingerprint("a", a), _fingerprint("b", b)
+    return float(
+        lib.nd_jaccard(
+            ffi.from_buffer("uint32_t[]", a_arr),
+            len(a_arr),
+            ffi.from_buffer("uint32_t[]", b_arr),
+            len(b_arr),
+            fp_size,
+            _flags(simd),
+        )
+    )
+
+
+def jaccard_many_packed(
+    query: Any,
+    values: Any,
+    offsets: Any,
+    threshold: float = 0.0,
+    *,
+    fingerprint_size: int = 256,
+    simd: bool = True,
+) -> npt.NDArray[np.float64]:
+    """One query fingerprint against packed candidates (``values``, ``offsets`` of n + 1).
+
+    Returns float64 [n]: the estimate, or 0.0 where it is below ``threshold``.
+    """
+    fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
+    t = _threshold(threshold)
+    q = _fingerprint("query", query)
+    vals = _fingerprint("values", values)
+    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    if offs.ndim != 1 or len(offs) < 1:
+        raise InvalidParameterError("offsets must be a 1-D array of n + 1 uint64 values")
+    n = len(offs) - 1
+    if n and (int(offs[-1]) > len(vals) or bool(np.any(offs[1:] < offs[:-1]))):
+        raise InvalidParameterError("offsets must be non-decreasing and within values")
+    out = np.empty(n, dtype=np.float64)
+    rc = lib.nd_jaccard_many(
+        ffi.from_buffer("uint32_t[]", q),
+        len(q),
+        ffi.from_buffer("uint32_t[]", vals),
+        ffi.from_buffer("uint64_t[]", offs),
+        n,
+        fp_size,
+        t,
+        _flags(simd),
+        ffi.from_buffer("double[]", out, require_writable=True),
+    )
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(f"the kernel refused the arguments (code {rc})")
+    return out
+
+
+def jaccard_many(
+    query: Any,
+    candidates: Sequence[Any],
+    threshold: float = 0.0,
+    *,
+    fingerprint_size: int = 256,
+    simd: bool = True,
+) -> npt.NDArray[np.float64]:
+    """One query fingerprint against a list of candidate fingerprints (see jaccard_many_packed)."""
+    arrays = [_fingerprint(f"candidates[{i}]", c) for i, c in enumerate(candidates)]
+    offsets = np.zeros(len(arrays) + 1, dtype=np.uint64)
+    if arrays:
+        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+    values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
+    return jaccard_many_packed(
+        query, values, offsets, threshold, fingerprint_size=fingerprint_size, simd=simd
+    )
+
+
+def band_keys(signatures: Any, bands: int, rows: int) -> U64:
+    """LSH band keys: uint64 [n, bands], band j hashing signature values [j*rows, (j+1)*rows)."""
+    sigs = np.asarray(signatures)
+    if sigs.ndim != 2 or sigs.dtype != np.uint32:
+        raise InvalidParameterError("signatures must be a 2-D uint32 array [n, num_perm]")
+    sigs = np.ascontiguousarray(sigs)
+    n, num_perm = sigs.shape
+    bands = _check_int("bands", bands, 1, MAX_NUM_PERM)
+    rows = _check_int("rows", rows, 1, MAX_NUM_PERM)
+    if bands * rows > num_perm:
+        raise InvalidParameterError(
+            f"bands * rows must be at most num_perm ({num_perm}), got {bands} * {rows}"
+        )
+    out = np.empty((n, bands), dtype=np.uint64)
+    if n == 0:
+        return out
+    rc = lib.nd_band_keys(
+        ffi.from_buffer("uint32_t[]", sigs),
+        n,
+        num_perm,
+        bands,
+        rows,
+        ffi.from_buffer("uint64_t[]", out, require_writable=True),
+    )
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(f"the kernel refused the band parameters (code {rc})")
+    return out
+
+
+def normalize(text: str | bytes) -> str:
+    """The text as the tokenizer sees it: case-folded words joined by single spaces."""
+    if isinstance(text, str):
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidTextError(f"text 0 cannot be encoded as UTF-8: {e.reason}") from None
+    else:
+        raw = bytes(text)
+    cap = 3 * len(raw) + 1
+    out = ffi.new("uint8_t[]", cap)
+    out_len = ffi.new("size_t *")
+    rc = lib.nd_normalize(ffi.from_buffer("uint8_t[]", raw), len(raw), out, cap, out_len)
+    if rc == lib.ND_E_UTF8:
+        raise _utf8_error(0, raw)
+    if rc != lib.ND_OK:
+        raise KernelError(f"normalize failed (code {rc})")
+    return bytes(ffi.buffer(out, out_len[0])).decode("utf-8")
+
+
+def simd_level() -> dict[str, bool]:
+    """The SIMD paths in use (the CPU offers them and NEARDUP_SIMD=off did not turn them off)."""
+    level = lib.nd_simd_level()
+    return {"sse4.2": bool(level & lib.ND_SIMD_SSE42), "avx2": bool(level & lib.ND_SIMD_AVX2)}
+
+
+def unicode_version() -> str:
+    """The Unicode version of the tokenizer tables (that of the Python that generated them)."""
+    return ffi.string(lib.nd_unicode_version()).decode("ascii")
