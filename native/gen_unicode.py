@@ -112,7 +112,7 @@ def main() -> int:
         "#include <stdint.h>",
         "",
         f"#define ND_UC_SHIFT {shift}",
-        f"#define ND_UC_UNICODE_VERSION \"{unicodedata.unidata_version}\"",
+        f'#define ND_UC_UNICODE_VERSION "{unicodedata.unidata_version}"',
         "",
         "/* A folding record: n output code points (1..3); n == 1: cp + delta, else",
         " * nd_uc_exp[exp]; bit i of alnum: output i is alnum (str.isalnum). */",

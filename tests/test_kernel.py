@@ -1,0 +1,565 @@
+"""The C kernel (through app.kernel) against the plain-Python oracle of the shingling contract."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import subprocess
+import sys
+import threading
+import unicodedata
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from app import kernel
+
+
+def _load_oracle() -> ModuleType:
+    """tests/oracle.py by path (pytest runs with --import-mode=importlib)."""
+    if "neardup_test_oracle" in sys.modules:
+        return sys.modules["neardup_test_oracle"]
+    spec = importlib.util.spec_from_file_location(
+        "neardup_test_oracle", Path(__file__).with_name("oracle.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["neardup_test_oracle"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+oracle = _load_oracle()
+
+CORPUS = oracle.corpus()
+needs_corpus = pytest.mark.skipif(not CORPUS, reason="shared corpus not found")
+
+TRICKY = [
+    "ß",
+    "ẞ",
+    "ﬁ",
+    "ﬀ",
+    "ﬃ",
+    "İ",
+    "\u0131",
+    "ΐ",
+    "ŉ",
+    "ǰ",
+    "Σ",
+    "ς",
+    "ΣΑΣ",
+    "e\u0301",
+    "\u0345",
+    "Ǆ",
+    "ǅ",
+    "ﬓ",
+    "ᾼ",
+    "Å",
+    "K",
+    "Ω",
+    "👍🏽",
+    "🇫🇷",
+    "👨‍👩‍👧",
+    "٣",
+    "Ⅻ",
+    "½",
+    "²",
+    "①",
+    "\u200d",
+    "\u00a0",
+    "\u3000",
+    "中文",
+    "日本語",
+    "한국어",
+    "ঔ",
+    "ก",
+    "Straße",
+    "İstanbul",
+    "\U0001d518\U0001d52b\U0001d526",
+    "\u13a0",
+    "\uab70",
+    "\u0130\u0130",
+    "x\u0307",
+    "a1b2",
+    "ⓐ",
+    "Ⓐ",
+    "\U000e0041",
+]
+VOCAB = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "Über", "ÉTÉ"]
+SEPARATORS = [" ", "  ", "\n", ", ", "-", "\t", "…", "\u00a0", "_", "'", ".", "", "\u2028"]
+
+word_parts = st.one_of(
+    st.sampled_from(VOCAB),
+    st.sampled_from(TRICKY),
+    st.text(min_size=1, max_size=12),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789", min_size=1, max_size=40),
+)
+texts = st.one_of(
+    st.lists(st.tuples(word_parts, st.sampled_from(SEPARATORS)), max_size=60).map(
+        lambda parts: "".join(w + s for w, s in parts)
+    ),
+    st.text(),
+    st.sampled_from(["", " ", "\n\t  ", "...", "word", "one two", "\u3000\u3000"]),
+)
+SPECS = ["word:1", "word:2", "word:3", "word:4", "word:5", "char:3", "char:4", "char:5"]
+
+
+def _fp_equal(x: kernel.Sketch, y: kernel.Sketch) -> bool:
+    return np.array_equal(x.fp_values, y.fp_values) and np.array_equal(x.fp_offsets, y.fp_offsets)
+
+
+# --- tokenizer --------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+@example("")
+@example("Straße ﬁne İstanbul ΐ ŉ ΣΑΣ")
+@example("e\u0301 \u0345 👍🏽 ٣ Ⅻ")
+def test_normalize_matches_oracle(text: str) -> None:
+    """normalize() is the oracle's words joined by spaces, on any Unicode text."""
+    assert kernel.normalize(text) == oracle.normalized(text)
+    assert kernel.normalize(text.encode("utf-8")) == oracle.normalized(text)
+
+
+def test_unicode_tables_match_this_python() -> None:
+    """The generated tables come from the Unicode version this Python implements."""
+    assert kernel.unicode_version() == unicodedata.unidata_version
+
+
+@pytest.mark.parametrize("joiner", [" ", "", "a", "\u0345"])
+def test_normalize_every_code_point(joiner: str) -> None:
+    """Every code point (no surrogates), alone and next to its neighbours, folds like Python."""
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(cps), 1 << 18):
+        text = joiner.join(chr(c) for c in cps[start : start + (1 << 18)])
+        assert kernel.normalize(text) == oracle.normalized(text)
+
+
+# --- shingles and fingerprints ----------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6))
+def test_shingle_counts_match_oracle(batch: list[str]) -> None:
+    """The distinct shingle count equals the size of the oracle's shingle set for every spec."""
+    for spec in SPECS:
+        s = kernel.sketch(batch, shingle=spec)
+        assert s.shingles.tolist() == [len(oracle.shingles(t, spec)) for t in batch], spec
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6), st.sampled_from([1, 2, 5, 64, 256]))
+def test_fingerprint_shape(batch: list[str], fp_size: int) -> None:
+    """Fingerprints are sorted, distinct, and hold min(N, shingles) values."""
+    for spec in ("word:3", "char:4"):
+        s = kernel.sketch(batch, shingle=spec, fingerprint_size=fp_size)
+        assert len(s.fingerprints) == len(batch)
+        for fp, count in zip(s.fingerprints, s.shingles.tolist(), strict=True):
+            assert fp.dtype == np.uint32
+            assert np.all(np.diff(fp.astype(np.int64)) > 0)
+            # distinct 32-bit values: equal to min(N, count) barring a 32-bit collision
+            assert len(fp) == min(fp_size, count) or (len(fp) < fp_size and count > len(fp))
+            assert len(fp) <= min(fp_size, count)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts, texts, st.sampled_from(SPECS))
+def test_jaccard_exact_when_fingerprints_complete(a: str, b: str, spec: str) -> None:
+    """With fewer shingles than N, fingerprint Jaccard is the oracle's exact Jaccard."""
+    sa, sb = oracle.shingles(a, spec), oracle.shingles(b, spec)
+    s = kernel.sketch([a, b], shingle=spec, fingerprint_size=256)
+    assert max(len(sa), len(sb)) < 256
+    exact = oracle.exact_jaccard(sa, sb)
+    assert kernel.jaccard(*s.fingerprints) == pytest.approx(exact, abs=1e-12)
+    assert kernel.jaccard(*s.fingerprints, simd=False) == pytest.approx(exact, abs=1e-12)
+
+
+@needs_corpus
+def test_jaccard_exact_on_corpus_pairs() -> None:
+    """On the shared articles (truth pairs and random pairs) with N large enough, J is exact."""
+    by_id = dict(CORPUS)
+    rng = random.Random(7)
+    pairs = [(by_id[x], by_id[y]) for x, y in oracle.truth_pairs() if x in by_id and y in by_id]
+    pairs += [(rng.choice(CORPUS)[1], rng.choice(CORPUS)[1]) for _ in range(40)]
+    for a, b in pairs:
+        s = kernel.sketch([a, b], fingerprint_size=4096)
+        sa, sb = oracle.shingles(a), oracle.shingles(b)
+        assert s.shingles.tolist() == [len(sa), len(sb)]
+        assert kernel.jaccard(*s.fingerprints, fingerprint_size=4096) == pytest.approx(
+            oracle.exact_jaccard(sa, sb), abs=1e-12
+        )
+
+
+def test_short_texts_are_one_shingle() -> None:
+    """Fewer than K words make one shingle of all of them; no words make none."""
+    s = kernel.sketch(["alpha beta", "Alpha, BETA!", "alpha beta gamma", "", " ,;"])
+    assert s.shingles.tolist() == [1, 1, 1, 0, 0]
+    fps = s.fingerprints
+    assert kernel.jaccard(fps[0], fps[1]) == 1.0
+    assert kernel.jaccard(fps[0], fps[2]) == 0.0  # (alpha, beta) is not (alpha, beta, gamma)
+    assert len(fps[3]) == len(fps[4]) == 0
+    assert np.all(s.signatures[3:] == 0xFFFFFFFF)
+    assert kernel.jaccard(fps[3], fps[4]) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=4), st.sampled_from([1, 3, 64, 128, 1024]))
+def test_signature_values_come_from_the_text(batch: list[str], num_perm: int) -> None:
+    """Every signature value (densified bins too) is one of the text's shingle values."""
+    s = kernel.sketch(batch, num_perm=num_perm, fingerprint_size=4096)
+    for sig, fp, count in zip(s.signatures, s.fingerprints, s.shingles.tolist(), strict=True):
+        if count == 0:
+            assert np.all(sig == 0xFFFFFFFF)
+            continue
+        assert set(sig.tolist()) <= set(fp.tolist())
+        assert int(sig.min()) == int(fp[0])  # the smallest value wins its bin
+
+
+def test_seed_changes_hashes_deterministically() -> None:
+    """The same seed gives the same sketch; another seed gives other values."""
+    batch = ["the quick brown fox jumps over the lazy dog again and again"]
+    a, b, c = (kernel.sketch(batch, seed=x) for x in (1, 1, 2))
+    assert np.array_equal(a.signatures, b.signatures) and _fp_equal(a, b)
+    assert not np.array_equal(a.signatures, c.signatures)
+    assert a.shingles.tolist() == c.shingles.tolist()
+
+
+# --- invalid input ----------------------------------------------------------------------------
+
+BAD_UTF8 = [
+    b"\x80",
+    b"\xbf",
+    b"\xc0\x80",
+    b"\xc1\xbf",
+    b"\xe0\x80\x80",
+    b"\xe0\x9f\xbf",
+    b"\xed\xa0\x80",
+    b"\xed\xbf\xbf",
+    b"\xf0\x80\x80\x80",
+    b"\xf0\x8f\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"\xf5\x80\x80\x80",
+    b"\xff",
+    b"\xfe",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xc3",
+    b"ok \xe2\x82 ok",
+    b"abc\xc3(",
+]
+
+
+@pytest.mark.parametrize("raw", BAD_UTF8)
+@pytest.mark.parametrize("simd", [True, False])
+def test_invalid_utf8_is_refused(raw: bytes, simd: bool) -> None:
+    """Overlongs, surrogates, > U+10FFFF and truncated sequences give InvalidTextError."""
+    padded = b"word " * 20 + raw + b" tail"  # also past the 32-byte SIMD blocks
+    for text in (raw, padded):
+        with pytest.raises(kernel.InvalidTextError, match="text 1 is not valid UTF-8"):
+            kernel.sketch([b"fine", text], simd=simd)
+        with pytest.raises(kernel.InvalidTextError):
+            kernel.sketch([b"fine", text], shingle="char:4", simd=simd)
+        with pytest.raises(kernel.InvalidTextError):
+            kernel.normalize(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_arbitrary_bytes_valid_iff_python_decodes(raw: bytes, simd: bool) -> None:
+    """Any bytes: the kernel accepts exactly what Python's strict UTF-8 decoder accepts."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        with pytest.raises(kernel.InvalidTextError):
+            kernel.sketch([raw], simd=simd)
+        return
+    s = kernel.sketch([raw], simd=simd)
+    t = kernel.sketch([text], simd=simd)
+    assert np.array_equal(s.signatures, t.signatures) and _fp_equal(s, t)
+    assert s.shingles[0] == len(oracle.shingles(text))
+
+
+def test_lone_surrogate_str_is_refused() -> None:
+    """A str with a lone surrogate cannot be UTF-8: InvalidTextError names the text."""
+    with pytest.raises(kernel.InvalidTextError, match="text 2"):
+        kernel.sketch(["a", "b", "x\ud800y"])
+    with pytest.raises(kernel.InvalidTextError):
+        kernel.normalize("\udfff")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"shingle": "word:0"},
+        {"shingle": "word:17"},
+        {"shingle": "char:0"},
+        {"shingle": "line:3"},
+        {"shingle": "word"},
+        {"shingle": "word:x"},
+        {"shingle": 3},
+        {"num_perm": 0},
+        {"num_perm": 1025},
+        {"num_perm": 2.5},
+        {"fingerprint_size": 0},
+        {"fingerprint_size": 4097},
+        {"seed": -1},
+        {"seed": 2**64},
+    ],
+)
+def test_bad_parameters_are_refused(kwargs: dict) -> None:
+    """Out-of-range sketch parameters raise InvalidParameterError, a ValueError."""
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.sketch(["some text here"], **kwargs)
+    assert issubclass(kernel.InvalidParameterError, ValueError)
+
+
+def test_other_bad_arguments() -> None:
+    """A single str is not a batch; band and Jaccard arguments are checked."""
+    with pytest.raises(TypeError):
+        kernel.sketch("a single text")  # type: ignore[arg-type]
+    sigs = kernel.sketch(["a b c d"]).signatures
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.band_keys(sigs, 17, 8)
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.band_keys(sigs, 0, 8)
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.band_keys(sigs.astype(np.int64), 4, 4)
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.jaccard([1, 2], [3], fingerprint_size=0)
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.jaccard_many([1, 2], [[3]], threshold=float("nan"))
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.jaccard_many_packed([1], np.array([1, 2], np.uint32), np.array([0, 5], np.uint64))
+    assert kernel.parse_shingle(" Word:3 ") == ("word", 3)
+    assert kernel.parse_shingle("char:16") == ("char", 16)
+
+
+# --- SIMD and scalar paths agree --------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8), st.sampled_from(["word:1", "word:3", "char:5"]))
+def test_simd_and_scalar_sketches_identical(batch: list[str], spec: str) -> None:
+    """Signatures, fingerprints and counts are bit-identical with and without SIMD."""
+    batch = [*batch, " ".join(batch) * 3]  # long words and runs across 32-byte blocks
+    v = kernel.sketch(batch, shingle=spec, fingerprint_size=16)
+    s = kernel.sketch(batch, shingle=spec, fingerprint_size=16, simd=False)
+    assert np.array_equal(v.signatures, s.signatures)
+    assert _fp_equal(v, s)
+    assert np.array_equal(v.shingles, s.shingles)
+
+
+@needs_corpus
+@pytest.mark.parametrize("fp_size", [8, 64, 128, 256])
+def test_simd_and_scalar_identical_on_corpus(fp_size: int) -> None:
+    """On the corpus: sketches, jaccard and jaccard_many (all thresholds) agree exactly."""
+    docs = [t for _, t in CORPUS[:300]]
+    v = kernel.sketch(docs, fingerprint_size=fp_size)
+    s = kernel.sketch(docs, fingerprint_size=fp_size, simd=False)
+    assert np.array_equal(v.signatures, s.signatures) and _fp_equal(v, s)
+    fps = v.fingerprints
+    for qi in range(0, 300, 29):
+        for t in (0.0, 0.1, 0.5, 0.9, 1.0):
+            a = kernel.jaccard_many(fps[qi], fps, t, fingerprint_size=fp_size)
+            b = kernel.jaccard_many(fps[qi], fps, t, fingerprint_size=fp_size, simd=False)
+            assert np.array_equal(a, b)
+        singles = [kernel.jaccard(fps[qi], f, fingerprint_size=fp_size, simd=False) for f in fps]
+        assert np.array_equal(kernel.jaccard_many(fps[qi], fps, fingerprint_size=fp_size), singles)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True),
+    st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True),
+    st.lists(st.integers(0, 2**32 - 1), max_size=300, unique=True),
+    st.sampled_from([1, 8, 50, 128, 256]),
+    st.floats(0.0, 1.0),
+)
+def test_jaccard_paths_agree_on_arbitrary_sets(
+    a: list[int], b: list[int], shared: list[int], fp_size: int, t: float
+) -> None:
+    """Arbitrary sorted sets (sharing values, many equal upper halves): all paths agree."""
+    a_arr = np.unique(np.array(a + shared, dtype=np.uint32))[:fp_size]
+    b_arr = np.unique(np.array(b + shared[: len(shared) // 2], dtype=np.uint32))[:fp_size]
+    b_arr = np.unique(np.concatenate([b_arr, a_arr[::3] & 0xFFFF0000]))[:fp_size]  # same hi 16
+    x = kernel.jaccard(a_arr, b_arr, fingerprint_size=fp_size)
+    y = kernel.jaccard(a_arr, b_arr, fingerprint_size=fp_size, simd=False)
+    assert x == y
+    assert x == pytest.approx(_reference_estimate(a_arr, b_arr, fp_size), abs=1e-12)
+    many = kernel.jaccard_many(a_arr, [b_arr, a_arr, b_arr[:1]], t, fingerprint_size=fp_size)
+    many_s = kernel.jaccard_many(
+        a_arr, [b_arr, a_arr, b_arr[:1]], t, fingerprint_size=fp_size, simd=False
+    )
+    assert np.array_equal(many, many_s)
+    assert many[0] == (x if x >= t else 0.0)
+
+
+def _reference_estimate(a: np.ndarray, b: np.ndarray, n: int) -> float:
+    """The header's tau rule, written with numpy sets."""
+    maxes = [int(x[-1]) for x in (a, b) if len(x) >= n]
+    tau = min(maxes) if maxes else 2**32
+    a2, b2 = a[a.astype(np.int64) <= tau], b[b.astype(np.int64) <= tau]
+    union = len(np.union1d(a2, b2))
+    return len(np.intersect1d(a2, b2)) / union if union else 0.0
+
+
+def test_scalar_forced_by_environment(tmp_path: Path) -> None:
+    """NEARDUP_SIMD=off turns every SIMD path off at load time, with identical results."""
+
+    code = (
+        "from app import kernel; import numpy as np; "
+        "print(sorted(kernel.simd_level().items())); "
+        "s = kernel.sketch(['Some text, with words, more words and more text ' * 9]); "
+        "print(s.signatures.sum(dtype=np.uint64), s.fp_values.sum(dtype=np.uint64))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "NEARDUP_SIMD": "off"},
+        cwd=tmp_path,  # not the source tree, whose app/ has no compiled kernel
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == "[('avx2', False), ('sse4.2', False)]"
+    s = kernel.sketch(["Some text, with words, more words and more text " * 9])
+    assert out[1] == f"{s.signatures.sum(dtype=np.uint64)} {s.fp_values.sum(dtype=np.uint64)}"
+
+
+# --- accuracy ---------------------------------------------------------------------------------
+
+
+def _edited(words: list[str], rate: float, rng: random.Random) -> str:
+    out = []
+    for w in words:
+        r = rng.random()
+        if r < rate / 2:
+            out.append(f"edit{rng.randrange(10**6)}")
+        elif r < rate:
+            continue
+        else:
+            out.append(w)
+    return " ".join(out)
+
+
+@needs_corpus
+def test_estimates_are_accurate() -> None:
+    """Over many pairs with J spread over [0, 1], mean errors stay within 1/sqrt(k), 1/sqrt(N)."""
+    rng = random.Random(11)
+    docs = [t for _, t in CORPUS]
+    a_texts, b_texts = [], []
+    for i in range(150):
+        base = " ".join(docs[(5 * i + j) % len(docs)] for j in range(5)).split()  # ~1300 words
+        a_texts.append(" ".join(base))
+        b_texts.append(_edited(base, rng.random() ** 2 * 0.9, rng))
+    n_fp, k = 64, 128
+    sa = kernel.sketch(a_texts, num_perm=k, fingerprint_size=n_fp)
+    sb = kernel.sketch(b_texts, num_perm=k, fingerprint_size=n_fp)
+    exact = np.array(
+        [
+            oracle.exact_jaccard(oracle.shingles(a), oracle.shingles(b))
+            for a, b in zip(a_texts, b_texts, strict=True)
+        ]
+    )
+    assert exact.min() < 0.2 and exact.max() > 0.8  # the pairs cover the range
+    assert sa.shingles.min() > 10 * n_fp  # the bottom-N estimator is exercised
+    sig_est = (sa.signatures == sb.signatures).mean(axis=1)
+    fp_est = np.array(
+        [
+            kernel.jaccard(x, y, fingerprint_size=n_fp)
+            for x, y in zip(sa.fingerprints, sb.fingerprints, strict=True)
+        ]
+    )
+    assert np.abs(sig_est - exact).mean() < 1 / np.sqrt(k)
+    assert np.abs(fp_est - exact).mean() < 1 / np.sqrt(n_fp)
+    assert abs((sig_est - exact).mean()) < 0.25 / np.sqrt(k)  # no bias
+    assert abs((fp_est - exact).mean()) < 0.25 / np.sqrt(n_fp)
+    unrelated = (sa.signatures[:-1] == sb.signatures[1:]).mean()
+    assert unrelated < 0.05
+
+
+# --- batch Jaccard and band keys --------------------------------------------------------------
+
+
+@needs_corpus
+def test_jaccard_many_matches_jaccard_and_threshold() -> None:
+    """jaccard_many equals jaccard per candidate, 0.0 below the threshold, equal at or above."""
+    rng = random.Random(3)
+    docs = [t for _, t in CORPUS[:200]]
+    docs += [_edited(d.split(), 0.1, rng) for d in docs[:50]]
+    s = kernel.sketch(docs, fingerprint_size=128)
+    fps = s.fingerprints
+    for qi in (0, 7, 49):
+        full = np.array([kernel.jaccard(fps[qi], f, fingerprint_size=128) for f in fps])
+        assert np.array_equal(kernel.jaccard_many(fps[qi], fps, fingerprint_size=128), full)
+        for t in (0.3, 0.5, full[200 + qi]):
+            got = kernel.jaccard_many(fps[qi], fps, t, fingerprint_size=128)
+            assert np.array_equal(got, np.where(full >= t, full, 0.0))
+        packed = kernel.jaccard_many_packed(
+            fps[qi], s.fp_values, s.fp_offsets, 0.5, fingerprint_size=128
+        )
+        assert np.array_equal(packed, np.where(full >= 0.5, full, 0.0))
+    assert kernel.jaccard_many(fps[0], []).shape == (0,)
+
+
+def test_band_keys_equal_iff_band_slices_equal() -> None:
+    """Band keys: uint64 [n, bands]; equal exactly where the bands' values are equal."""
+    rng = np.random.default_rng(5)
+    sigs = rng.integers(0, 2**32, size=(40, 128), dtype=np.uint32)
+    sigs[1::2, :64] = sigs[0::2, :64]  # odd rows share the first 8 bands of 8 with even rows
+    sigs[3, 64:72] = sigs[3, 0:8]  # same values in another band must give another key
+    keys = kernel.band_keys(sigs, 16, 8)
+    assert keys.shape == (40, 16) and keys.dtype == np.uint64
+    for i in range(40):
+        for j in range(40):
+            for band in range(16):
+                same = np.array_equal(
+                    sigs[i, band * 8 : band * 8 + 8], sigs[j, band * 8 : band * 8 + 8]
+                )
+                assert (keys[i, band] == keys[j, band]) == same
+    assert keys[3, 8] != keys[3, 0]
+    keys_r = kernel.band_keys(sigs, 3, 5)
+    assert keys_r.shape == (40, 3)
+    assert len(np.unique(keys)) == len(np.unique(keys.view(np.uint64)))
+
+
+# --- scale and threads ------------------------------------------------------------------------
+
+
+def test_ten_megabyte_text() -> None:
+    """A 10 MB text sketches, with the exact distinct shingle count."""
+    rng = random.Random(1)
+    vocab = [f"w{i}" for i in range(5000)]
+    words = [rng.choice(vocab) for _ in range(1_600_000)]
+    words.append("x" * 1_000_000)  # and one 1 MB word
+    text = " ".join(words)
+    assert len(text) >= 10_000_000
+    s = kernel.sketch([text, "short text"])
+    assert int(s.shingles[0]) == len(set(zip(words, words[1:], words[2:], strict=False)))
+    assert len(s.fingerprints[0]) == 256 and len(s.fingerprints[1]) == 1
+
+
+@needs_corpus
+def test_threads_give_the_same_sketches() -> None:
+    """Two threads sketching at once get what one thread gets."""
+    docs = [t for _, t in CORPUS]
+    expected = kernel.sketch(docs)
+    results: list[kernel.Sketch | None] = [None, None]
+
+    def work(i: int) -> None:
+        for _ in range(3):
+            results[i] = kernel.sketch(docs)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for r in results:
+        assert r is not None
+        assert np.array_equal(r.signatures, expected.signatures) and _fp_equal(r, expected)
