@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.responses import ORJSONResponse
 
 from app import __version__
 from app.api import documents, errors, health, similar
@@ -55,7 +54,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Near-duplicate document lookup: MinHash LSH on Redis, "
         "every answer verified by fingerprint Jaccard.",
-        default_response_class=ORJSONResponse,
         lifespan=lifespan,
     )
     app.state.settings = settings

@@ -17,7 +17,8 @@ order (bands first, record last; delete record first) in app.index.
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import redis.asyncio as aioredis
@@ -30,7 +31,9 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 _FORGET_ID = """
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
 return 0
 """
 _BAND_KEY = struct.Struct("<Q")
@@ -57,8 +60,6 @@ class Store:
         self._r = client
         self._prefix = f"nd:{collection}:".encode()
         self._ids = self._prefix + b"ids"
-        self._unlock = client.register_script(_UNLOCK)
-        self._forget = client.register_script(_FORGET_ID)
 
     @classmethod
     def connect(cls, url: str, collection: str, timeout: float) -> Store:
@@ -90,13 +91,13 @@ class Store:
 
     # plumbing -------------------------------------------------------------
 
-    async def _run(self, coro):  # type: ignore[no-untyped-def]
+    async def _run(self, coro: Any) -> Any:
         try:
             return await coro
         except (RedisError, OSError) as exc:
             raise _translate(exc) from exc
 
-    async def _pipeline(self, build) -> list:  # type: ignore[no-untyped-def]
+    async def _pipeline(self, build: Callable[[Any], object]) -> list[Any]:
         pipe = self._r.pipeline(transaction=False)
         build(pipe)
         if not len(pipe):
@@ -153,8 +154,7 @@ class Store:
         """Drop id -> handle mappings that still point at these handles."""
         await self._pipeline(
             lambda p: [
-                self._forget(keys=[self._ids], args=[i, h], client=p)
-                for i, h in zip(ids, handles, strict=True)
+                p.eval(_FORGET_ID, 1, self._ids, i, h) for i, h in zip(ids, handles, strict=True)
             ]
         )
 
@@ -181,9 +181,7 @@ class Store:
         return [bool(g) for g in got]
 
     async def unlock(self, handles: Sequence[int], token: bytes) -> None:
-        await self._pipeline(
-            lambda p: [self._unlock(keys=[self._lock(h)], args=[token], client=p) for h in handles]
-        )
+        await self._pipeline(lambda p: [p.eval(_UNLOCK, 1, self._lock(h), token) for h in handles])
 
     # records ----------------------------------------------------------------
 
@@ -233,8 +231,11 @@ class Store:
         """The members of every band SET with two or more members, in batches."""
         pattern = self._prefix + b"b:*"
         async for keys in self._scan(pattern, batch):
-            members = await self._pipeline(lambda p, ks=keys: [p.smembers(k) for k in ks])
+            members = await self._smembers(keys)
             yield [list(m) for m in members if len(m) > 1]
+
+    async def _smembers(self, keys: list[bytes]) -> list[set[bytes]]:
+        return await self._pipeline(lambda p: [p.smembers(k) for k in keys])
 
     async def _scan(self, pattern: bytes, batch: int) -> AsyncIterator[list[bytes]]:
         cursor = 0

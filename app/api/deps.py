@@ -8,4 +8,4 @@ from app.index import Index
 
 
 def get_index(request: Request) -> Index:
-    return request.app.state.index  # type: ignore[no-any-return]
+    return request.app.state.index

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from fastapi.responses import ORJSONResponse
 
 from app.api import schemas
-from app.api.errors import problem
+from app.api.deps import get_index
+from app.api.errors import ProblemResponse, problem
 from app.api.similar import similar_out
 from app.index import Document, Index, IngestResult, NoShinglesError
-from app.api.deps import get_index
 
 router = APIRouter(tags=["documents"])
 IndexDep = Annotated[Index, Depends(get_index)]
 PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
-NOT_FOUND = {404: {"model": schemas.Problem, "description": "unknown id"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": schemas.Problem, "description": "unknown id"}
+}
 
 
 def _ingest_out(r: IngestResult, threshold: float | None) -> schemas.IngestOut:
@@ -66,7 +67,7 @@ async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchO
 
 
 @router.put(
-    "/documents/{doc_id:path}",
+    "/documents/{doc_id:docid}",
     response_model=schemas.IngestOut,
     responses={201: {"model": schemas.IngestOut, "description": "created"}},
 )
@@ -79,8 +80,8 @@ async def upsert(
     return _ingest_out(result, None)
 
 
-@router.get("/documents/{doc_id:path}", response_model=schemas.DocumentOut, responses=NOT_FOUND)
-async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ORJSONResponse:
+@router.get("/documents/{doc_id:docid}", response_model=schemas.DocumentOut, responses=NOT_FOUND)
+async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ProblemResponse:
     """The stored record of a document (its text is not kept)."""
     rec = await index.get(doc_id)
     if rec is None:
@@ -88,7 +89,7 @@ async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ORJSONR
     return schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
 
 
-@router.delete("/documents/{doc_id:path}", status_code=204, responses=NOT_FOUND)
+@router.delete("/documents/{doc_id:docid}", status_code=204, responses=NOT_FOUND)
 async def delete(doc_id: PathId, index: IndexDep) -> Response:
     """Remove a document and its index entries."""
     if not await index.delete(doc_id):

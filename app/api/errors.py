@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import ORJSONResponse
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import kernel
@@ -17,16 +19,25 @@ PROBLEM = "application/problem+json"
 RETRY_AFTER_S = 1
 
 
+class ProblemResponse(JSONResponse):
+    """application/problem+json, rendered with orjson."""
+
+    media_type = PROBLEM
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 def problem(
     status: int,
     title: str,
     detail: str,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
     **extra: Any,
-) -> ORJSONResponse:
+) -> ProblemResponse:
     """A problem+json response."""
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
-    return ORJSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+    return ProblemResponse(body, status_code=status, headers=headers)
 
 
 def _where(loc: tuple) -> str:
@@ -34,7 +45,7 @@ def _where(loc: tuple) -> str:
     return ".".join(parts) or "body"
 
 
-async def _validation(_: Request, exc: RequestValidationError) -> ORJSONResponse:
+async def _validation(_: Request, exc: RequestValidationError) -> ProblemResponse:
     errors = [
         {"field": _where(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
         for e in exc.errors()
@@ -43,21 +54,21 @@ async def _validation(_: Request, exc: RequestValidationError) -> ORJSONResponse
     return problem(422, "Invalid request", detail, errors=errors)
 
 
-async def _http(_: Request, exc: StarletteHTTPException) -> ORJSONResponse:
+async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
     title = {404: "Not found", 405: "Method not allowed", 413: "Request too large"}.get(
         exc.status_code, "Error"
     )
     return problem(exc.status_code, title, str(exc.detail), headers=exc.headers)
 
 
-def _unprocessable(title: str):  # type: ignore[no-untyped-def]
-    async def handler(_: Request, exc: Exception) -> ORJSONResponse:
+def _unprocessable(title: str) -> Callable[[Request, Exception], Awaitable[ProblemResponse]]:
+    async def handler(_: Request, exc: Exception) -> ProblemResponse:
         return problem(422, title, str(exc))
 
     return handler
 
 
-async def _unavailable(_: Request, exc: Exception) -> ORJSONResponse:
+async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
     return problem(
         503, "Service unavailable", str(exc), headers={"Retry-After": str(RETRY_AFTER_S)}
     )

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import ORJSONResponse
 
 from app import kernel
-from app.api.errors import problem
+from app.api.errors import ProblemResponse, problem
 from app.storage import StoreError, StoreUnavailableError
 
 router = APIRouter(tags=["health"])
@@ -19,7 +18,7 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", response_model=None)
-async def readyz(request: Request) -> dict[str, object] | ORJSONResponse:
+async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
     """Redis answers and the kernel is loaded: the service can take traffic."""
     index = request.app.state.index
     try:

