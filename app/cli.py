@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from app.config import SettingsError, load_settings
@@ -29,6 +30,12 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
         os.environ["NEARDUP_REDIS_URL"] = embedded.url
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
+    # uvicorn re-raises the signal that stopped it once it has shut down; with
+    # a handler of our own in place that re-raise returns here instead of
+    # killing the process, so the embedded Redis is flushed and stopped below.
+    stop_signals: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
     try:
         uvicorn.run(
             "app.main:create_app",
