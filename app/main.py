@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,11 +11,7 @@ from app import __version__
 from app.api import documents, errors, health, similar
 from app.api.limits import BodyLimit, Deadline
 from app.config import Settings, load_settings
-from app.embedded import EmbeddedRedis
-from app.index import Index, Params
-from app.storage import Store
-
-log = logging.getLogger("neardup")
+from app.runtime import open_index
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -25,29 +20,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        embedded = None
-        url = settings.redis_url
-        if url is None:
-            embedded = EmbeddedRedis(settings.data_dir, settings.durability).start()
-            url = embedded.url
-            log.info("embedded Redis on %s (data in %s)", url, settings.data_dir)
-        store = Store.connect(url, settings.collection, settings.redis_timeout)
-        params = Params.create(
-            settings.shingle,
-            settings.num_perm,
-            settings.fingerprint_size,
-            settings.seed,
-            settings.threshold,
-        )
-        app.state.index = await Index.open(
-            store, params, settings.candidate_cap, settings.max_text_bytes
-        )
-        try:
+        async with open_index(settings) as index:
+            app.state.index = index
             yield
-        finally:
-            await store.close()
-            if embedded is not None:
-                embedded.stop()
 
     app = FastAPI(
         title="neardup",
