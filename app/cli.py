@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from app.config import SettingsError, load_settings
+import httpx
+
+from app.config import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from app.backends import Backend
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -52,6 +60,99 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        print(f"neardup: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]]) -> int:
+    """Run work on the backend that --url (or the settings) names, reporting failures."""
+    from app.backends import BackendError, connect
+    from app.embedded import EmbeddedRedisError
+    from app.index import IndexError_
+    from app.storage import StoreError, StoreUnavailableError
+
+    settings = None if args.url else _settings_or_exit()
+
+    async def main() -> int:
+        async with connect(args.url, settings) as backend:
+            return await work(backend)
+
+    try:
+        return asyncio.run(main())
+    except (BackendError, IndexError_, StoreError, StoreUnavailableError) as exc:
+        print(f"neardup: {exc}", file=sys.stderr)
+    except EmbeddedRedisError as exc:
+        print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
+    except httpx.HTTPError as exc:
+        print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
+    return 1
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from app import tools
+
+    err = Console(stderr=True)
+    missing = [p for p in args.files if p != "-" and not os.path.isfile(p)]
+    if missing:
+        print(f"neardup: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+
+    async def work(backend: Backend) -> int:
+        summary = await tools.ingest(backend, args.files, err, progress=not args.quiet)
+        print(summary.report())
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _query(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from app import tools
+
+    text = None
+    if args.id is None:
+        text = sys.stdin.read()
+
+    async def work(backend: Backend) -> int:
+        answer = await backend.similar(args.id, text, args.threshold, args.limit)
+        tools.print_similar(answer, Console(), args.json)
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _duplicates(args: argparse.Namespace) -> int:
+    from app import tools
+
+    async def work(backend: Backend) -> int:
+        if args.output == "-":
+            sink = tools.stdout_bytes()
+            n = await tools.write_duplicates(backend, args.groups, args.threshold, sink)
+        else:
+            with open(args.output, "wb") as sink:
+                n = await tools.write_duplicates(backend, args.groups, args.threshold, sink)
+        kind = "groups" if args.groups else "pairs"
+        print(f"neardup: {n} {kind} written to {args.output}", file=sys.stderr)
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--url",
+        help="a running neardup service (API key from NEARDUP_API_KEY); "
+        "without it, work straight on the store the NEARDUP_* settings name",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="neardup", description="Near-duplicate document lookup service."
@@ -62,12 +163,40 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.set_defaults(func=_serve)
+
+    ingest = sub.add_parser(
+        "ingest", help="load documents from JSON Lines or 'id text' files ('-' is stdin)"
+    )
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_target(ingest)
+    ingest.set_defaults(func=_ingest)
+
+    query = sub.add_parser("query", help="near-duplicates of a stored id or of text on stdin")
+    query.add_argument("--id", help="a stored document's id (otherwise read text from stdin)")
+    query.add_argument("--threshold", type=float)
+    query.add_argument("--limit", type=int, default=10)
+    query.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_target(query)
+    query.set_defaults(func=_query)
+
+    dups = sub.add_parser("duplicates", help="write every near-duplicate pair or group as NDJSON")
+    dups.add_argument("--groups", action="store_true", help="connected groups, not pairs")
+    dups.add_argument("--threshold", type=float)
+    dups.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
+    _add_target(dups)
+    dups.set_defaults(func=_duplicates)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:
+        # The reader (say, `| head`) went away: not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -108,6 +108,25 @@ class QueryResult:
     capped: bool
 
 
+@dataclass(frozen=True)
+class Pair:
+    """A verified near-duplicate pair; a is the older document (smaller handle)."""
+
+    a: int
+    a_id: str
+    b: int
+    b_id: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Group:
+    """Documents connected by near-duplicate pairs; canonical is the oldest."""
+
+    canonical: str
+    members: list[str]
+
+
 @dataclass
 class IngestResult:
     id: str
@@ -253,19 +272,25 @@ class Index:
             capped = True
         return handles, capped
 
-    async def _query(
+    async def _verified(
         self,
         fingerprint: np.ndarray,
         band_keys: np.ndarray,
         exclude: int | None,
         threshold: float,
-        limit: int,
-    ) -> QueryResult:
+    ) -> tuple[np.ndarray, list[bytes], np.ndarray, int, bool]:
+        """Candidates from the bands verified by one batched Jaccard call.
+
+        Returns the handles, records and similarities of those at or above
+        the threshold, with the number of candidates and whether they were capped.
+        """
         handles, capped = await self._candidates(band_keys, exclude)
-        raws = [r for r in await self.store.records(handles.tolist()) if r is not None]
+        fetched = await self.store.records(handles.tolist())
+        present = [i for i, r in enumerate(fetched) if r is not None]
+        raws = [fetched[i] for i in present]
         if not raws:
-            return QueryResult([], len(handles), capped)
-        values, offsets = records.fingerprints_of(raws)
+            return np.zeros(0, np.int64), [], np.zeros(0), len(handles), capped
+        values, offsets = records.fingerprints_of(raws)  # type: ignore[arg-type]
         sims = kernel.jaccard_many_packed(
             fingerprint,
             values,
@@ -274,9 +299,31 @@ class Index:
             fingerprint_size=self.params.fingerprint_size,
         )
         kept = np.flatnonzero(sims >= threshold)
-        matches = [Match(records.unpack(raws[i]).id, float(sims[i])) for i in kept.tolist()]
+        return (
+            handles[np.asarray(present, dtype=np.int64)[kept]],
+            [raws[i] for i in kept.tolist()],  # type: ignore[misc]
+            sims[kept],
+            len(handles),
+            capped,
+        )
+
+    async def _query(
+        self,
+        fingerprint: np.ndarray,
+        band_keys: np.ndarray,
+        exclude: int | None,
+        threshold: float,
+        limit: int,
+    ) -> QueryResult:
+        _, raws, sims, candidates, capped = await self._verified(
+            fingerprint, band_keys, exclude, threshold
+        )
+        matches = [
+            Match(records.unpack(raw).id, float(sim))
+            for raw, sim in zip(raws, sims.tolist(), strict=True)
+        ]
         matches.sort(key=lambda m: (-m.similarity, m.id))
-        return QueryResult(matches[:limit], len(handles), capped)
+        return QueryResult(matches[:limit], candidates, capped)
 
     # reads and deletes ---------------------------------------------------------
 
@@ -413,6 +460,58 @@ class Index:
 
     # corpus-wide ---------------------------------------------------------------------
 
-    async def handles_and_ids(self) -> AsyncIterator[list[tuple[str, int]]]:
-        async for chunk in self.store.scan_ids():
-            yield chunk
+    async def duplicate_pairs(
+        self, threshold: float | None = None, batch: int = 256
+    ) -> AsyncIterator[Pair]:
+        """Every verified near-duplicate pair once, older document first.
+
+        Documents are visited in handle order, a batch of records at a time,
+        and each is queried through its own bands exactly like GET /similar;
+        a pair is reported from its older member, so memory stays bounded by
+        one batch and no pair of documents is compared outside the bands.
+        """
+        t = self.check_threshold(threshold)
+        last = await self.store.last_handle()
+        for first in range(1, last + 1, batch):
+            handles = list(range(first, min(first + batch, last + 1)))
+            for handle, raw in zip(handles, await self.store.records(handles), strict=True):
+                if raw is None:
+                    continue
+                rec = records.unpack(raw)
+                found, raws, sims, _, _ = await self._verified(
+                    rec.fingerprint, rec.band_keys, handle, t
+                )
+                newer = [
+                    Pair(handle, rec.id, int(h), records.unpack(r).id, float(s))
+                    for h, r, s in zip(found.tolist(), raws, sims.tolist(), strict=True)
+                    if h > handle
+                ]
+                newer.sort(key=lambda p: (-p.similarity, p.b_id))
+                for pair in newer:
+                    yield pair
+
+    async def duplicate_groups(self, threshold: float | None = None) -> AsyncIterator[Group]:
+        """Connected groups of near-duplicates; the oldest member is canonical."""
+        parent: dict[int, int] = {}
+        names: dict[int, str] = {}
+
+        def root(h: int) -> int:
+            while parent[h] != h:
+                parent[h] = parent[parent[h]]
+                h = parent[h]
+            return h
+
+        async for p in self.duplicate_pairs(threshold):
+            for h, name in ((p.a, p.a_id), (p.b, p.b_id)):
+                parent.setdefault(h, h)
+                names[h] = name
+            ra, rb = root(p.a), root(p.b)
+            if ra != rb:
+                # The smaller handle (the older document) stays the root.
+                parent[max(ra, rb)] = min(ra, rb)
+        groups: dict[int, list[int]] = {}
+        for h in parent:
+            groups.setdefault(root(h), []).append(h)
+        for r in sorted(groups):
+            members = sorted(groups[r])
+            yield Group(names[r], [names[h] for h in members])

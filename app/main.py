@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import __version__
-from app.api import documents, errors, health, similar
+from app.api import documents, duplicates, errors, health, similar
 from app.api.limits import BodyLimit, Deadline
 from app.config import Settings, load_settings
 from app.runtime import open_index
@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(documents.router)
     app.include_router(similar.router)
+    app.include_router(duplicates.router)
     app.include_router(health.router)
     app.add_middleware(Deadline, timeout=settings.request_timeout)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

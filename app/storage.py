@@ -17,7 +17,7 @@ order (bands first, record last; delete record first) in app.index.
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -158,18 +158,13 @@ class Store:
             ]
         )
 
+    async def last_handle(self) -> int:
+        """The largest handle handed out so far (0 for an empty collection)."""
+        raw = await self._run(self._r.get(self._prefix + b"next"))
+        return int(raw or 0)
+
     async def count_ids(self) -> int:
         return int(await self._run(self._r.hlen(self._ids)))
-
-    async def scan_ids(self, batch: int = 1000) -> AsyncIterator[list[tuple[str, int]]]:
-        """Every (id, handle), in batches, without loading the whole hash."""
-        cursor = 0
-        while True:
-            cursor, chunk = await self._run(self._r.hscan(self._ids, cursor, count=batch))
-            if chunk:
-                yield [(k.decode("utf-8"), int(v)) for k, v in chunk.items()]
-            if cursor == 0:
-                return
 
     # locks ----------------------------------------------------------------
 
@@ -223,25 +218,3 @@ class Store:
         return await self._pipeline(
             lambda p: [p.srandmember(self.band_key(k), per_band) for k in keys.tolist()]
         )
-
-    async def band_sizes(self, keys: Sequence[int]) -> list[int]:
-        return await self._pipeline(lambda p: [p.scard(self.band_key(k)) for k in keys])
-
-    async def band_sets(self, batch: int = 1000) -> AsyncIterator[list[list[bytes]]]:
-        """The members of every band SET with two or more members, in batches."""
-        pattern = self._prefix + b"b:*"
-        async for keys in self._scan(pattern, batch):
-            members = await self._smembers(keys)
-            yield [list(m) for m in members if len(m) > 1]
-
-    async def _smembers(self, keys: list[bytes]) -> list[set[bytes]]:
-        return await self._pipeline(lambda p: [p.smembers(k) for k in keys])
-
-    async def _scan(self, pattern: bytes, batch: int) -> AsyncIterator[list[bytes]]:
-        cursor = 0
-        while True:
-            cursor, keys = await self._run(self._r.scan(cursor, match=pattern, count=batch))
-            if keys:
-                yield keys
-            if cursor == 0:
-                return

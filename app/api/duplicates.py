@@ -1,0 +1,59 @@
+"""GET /duplicates and /duplicates/groups: the whole collection's near-duplicates, streamed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
+
+from app.api import schemas
+from app.api.deps import get_index
+from app.index import Index
+
+router = APIRouter(tags=["duplicates"])
+IndexDep = Annotated[Index, Depends(get_index)]
+NDJSON = "application/x-ndjson"
+
+
+def _ndjson_doc(example: dict) -> dict:
+    return {200: {"content": {NDJSON: {"example": example}}, "description": "one JSON per line"}}
+
+
+@router.get(
+    "/duplicates",
+    response_class=StreamingResponse,
+    responses=_ndjson_doc({"a": "older-id", "b": "newer-id", "similarity": 0.93}),
+)
+async def all_pairs(
+    index: IndexDep, threshold: Annotated[schemas.Threshold | None, Query()] = None
+) -> StreamingResponse:
+    """Every verified near-duplicate pair in the collection, as NDJSON; a is the older."""
+    used = index.check_threshold(threshold)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for p in index.duplicate_pairs(used):
+            yield orjson.dumps({"a": p.a_id, "b": p.b_id, "similarity": p.similarity}) + b"\n"
+
+    return StreamingResponse(lines(), media_type=NDJSON)
+
+
+@router.get(
+    "/duplicates/groups",
+    response_class=StreamingResponse,
+    responses=_ndjson_doc({"canonical": "oldest-id", "members": ["oldest-id", "other-id"]}),
+)
+async def groups(
+    index: IndexDep, threshold: Annotated[schemas.Threshold | None, Query()] = None
+) -> StreamingResponse:
+    """Connected groups of near-duplicates as NDJSON; canonical is the oldest member."""
+    used = index.check_threshold(threshold)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for g in index.duplicate_groups(used):
+            body = {"canonical": g.canonical, "size": len(g.members), "members": g.members}
+            yield orjson.dumps(body) + b"\n"
+
+    return StreamingResponse(lines(), media_type=NDJSON)

@@ -1,0 +1,145 @@
+"""Where the CLI tools send their work: a running service, or the store itself."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from app.config import Settings
+from app.index import Document, Index, QueryResult
+from app.runtime import open_index
+
+
+class BackendError(Exception):
+    """The service refused or failed a request; the message says why."""
+
+
+class Backend(Protocol):
+    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]: ...
+
+    async def similar(
+        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+    ) -> dict[str, Any]: ...
+
+    def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
+
+
+def _similar_dict(result: QueryResult, threshold: float, doc_id: str | None) -> dict[str, Any]:
+    return {
+        "id": doc_id,
+        "threshold": threshold,
+        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
+        "candidates": result.candidates,
+        "capped": result.capped,
+    }
+
+
+class LocalBackend:
+    """Straight into the store named by the service's own settings."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
+        results = await self.index.ingest(docs)
+        return [
+            {
+                "id": r.id,
+                "status": "error" if r.error else ("created" if r.created else "updated"),
+                "error": r.error,
+            }
+            for r in results
+        ]
+
+    async def similar(
+        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+    ) -> dict[str, Any]:
+        t = self.index.check_threshold(threshold)
+        if doc_id is not None:
+            result = await self.index.similar_to_id(doc_id, t, limit)
+            if result is None:
+                raise BackendError(f"no document with id {doc_id!r}")
+        else:
+            result = await self.index.similar_to_text(text or "", t, limit)
+        return _similar_dict(result, t, doc_id)
+
+    async def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
+        if groups:
+            async for g in self.index.duplicate_groups(threshold):
+                yield {"canonical": g.canonical, "size": len(g.members), "members": g.members}
+        else:
+            async for p in self.index.duplicate_pairs(threshold):
+                yield {"a": p.a_id, "b": p.b_id, "similarity": p.similarity}
+
+
+class RemoteBackend:
+    """A running neardup service, with the API key from NEARDUP_API_KEY."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    @staticmethod
+    def _check(resp: httpx.Response) -> None:
+        if resp.is_success:
+            return
+        try:
+            detail = resp.json().get("detail", resp.text)
+        except ValueError:
+            detail = resp.text
+        raise BackendError(f"{resp.status_code} from {resp.request.url.path}: {detail}")
+
+    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
+        body = {"documents": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs]}
+        resp = await self.client.post("/documents/batch", content=orjson.dumps(body))
+        self._check(resp)
+        return list(resp.json()["results"])
+
+    async def similar(
+        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": limit}
+        if doc_id is not None:
+            if threshold is not None:
+                params["threshold"] = threshold
+            path = "/similar/" + quote(doc_id, safe="").replace(".", "%2E")
+            resp = await self.client.get(path, params=params)
+        else:
+            body: dict[str, Any] = {"text": text, "limit": limit}
+            if threshold is not None:
+                body["threshold"] = threshold
+            resp = await self.client.post("/similar", content=orjson.dumps(body))
+        self._check(resp)
+        return dict(resp.json())
+
+    async def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
+        path = "/duplicates/groups" if groups else "/duplicates"
+        params = {} if threshold is None else {"threshold": threshold}
+        async with self.client.stream("GET", path, params=params, timeout=None) as resp:
+            if not resp.is_success:
+                await resp.aread()
+                self._check(resp)
+            async for line in resp.aiter_lines():
+                if line:
+                    yield orjson.loads(line)
+
+
+@asynccontextmanager
+async def connect(url: str | None, settings: Settings | None) -> AsyncIterator[Backend]:
+    """A backend on the service at url, or on the store the settings name."""
+    if url is not None:
+        key = os.environ.get("NEARDUP_API_KEY")
+        headers = {"content-type": "application/json"}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+            yield RemoteBackend(client)
+        return
+    assert settings is not None
+    async with open_index(settings) as index:
+        yield LocalBackend(index)

@@ -1,0 +1,106 @@
+"""Reading documents to ingest: JSON Lines or the `id text` line format."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from app.index import Document
+
+MAX_ID_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Line:
+    """One input line: a document, or the reason it cannot be one."""
+
+    source: str
+    number: int
+    size: int  # bytes of input the line took, for progress
+    document: Document | None
+    error: str | None = None
+
+
+def _is_jsonl(path: str, first: bytes) -> bool:
+    if path.endswith((".jsonl", ".ndjson", ".json")):
+        return True
+    try:
+        return isinstance(orjson.loads(first), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _parse_json(raw: bytes) -> Document:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise ValueError("expected a JSON object with id and text")
+    doc_id, text, meta = obj.get("id"), obj.get("text"), obj.get("metadata")
+    if not isinstance(doc_id, str):
+        raise ValueError("'id' must be a string (ids make re-ingesting idempotent)")
+    if not isinstance(text, str):
+        raise ValueError("'text' must be a string")
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError("'metadata' must be a JSON object")
+    unknown = set(obj) - {"id", "text", "metadata"}
+    if unknown:
+        raise ValueError(f"unknown fields {sorted(unknown)}")
+    return Document(text=text, id=doc_id, metadata=meta)
+
+
+def _parse_text(raw: bytes) -> Document:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    doc_id, sep, text = line.partition(" ")
+    if not doc_id or not sep:
+        raise ValueError("expected 'id text' separated by a space")
+    return Document(text=text, id=doc_id)
+
+
+def _check_id(doc: Document) -> None:
+    size = len((doc.id or "").encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise ValueError(f"id must be 1 to {MAX_ID_BYTES} bytes, got {size}")
+
+
+def read_lines(path: str) -> Iterator[Line]:
+    """Every non-blank line of a file ('-' is stdin) as a document or an error."""
+    stream: IO[bytes]
+    if path == "-":
+        stream, name = sys.stdin.buffer, "<stdin>"
+    else:
+        stream, name = Path(path).open("rb"), path  # noqa: SIM115 - closed below
+    try:
+        parse = None
+        for number, line in enumerate(stream, start=1):
+            raw = line.rstrip(b"\r\n")
+            if not raw.strip():
+                continue
+            if parse is None:
+                parse = _parse_json if _is_jsonl(path, raw) else _parse_text
+            try:
+                doc = parse(raw)
+                _check_id(doc)
+            except ValueError as exc:
+                yield Line(name, number, len(line), None, str(exc))
+                continue
+            yield Line(name, number, len(line), doc)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def total_bytes(paths: list[str]) -> int | None:
+    """The size of all inputs, or None when one is stdin."""
+    if "-" in paths:
+        return None
+    return sum(Path(p).stat().st_size for p in paths)

@@ -1,0 +1,141 @@
+"""The bulk tools behind `neardup ingest`, `query` and `duplicates`."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from app.backends import Backend
+from app.sources import Line, read_lines, total_bytes
+
+BATCH = 500
+IN_FLIGHT = 4
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest run did; skipped lines keep their file and line number."""
+
+    ingested: int = 0
+    created: int = 0
+    updated: int = 0
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def report(self) -> str:
+        rate = self.ingested / self.seconds if self.seconds else 0.0
+        return (
+            f"ingested {self.ingested} documents ({self.created} new, {self.updated} replaced) "
+            f"in {self.seconds:.1f} s, {rate:.0f} docs/s; skipped {len(self.skipped)} lines"
+        )
+
+
+def _batches(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
+    while chunk := list(itertools.islice(lines, size)):
+        yield chunk
+
+
+async def ingest(
+    backend: Backend, paths: list[str], err: Console, progress: bool = True
+) -> IngestSummary:
+    """Send every good line of every file in batches, reporting bad lines as it goes."""
+    summary = IngestSummary()
+    started = time.monotonic()
+    total = total_bytes(paths)
+    columns = (
+        SpinnerColumn(),
+        BarColumn(),
+        TextColumn("{task.fields[docs]} docs  {task.fields[rate]} docs/s"),
+        TimeRemainingColumn(),
+    )
+    lines = itertools.chain.from_iterable(read_lines(p) for p in paths)
+    pending: set[asyncio.Task[None]] = set()
+    with Progress(*columns, console=err, disable=not progress, transient=False) as bar:
+        task = bar.add_task("ingest", total=total, docs=0, rate=0)
+
+        async def send(chunk: list[Line]) -> None:
+            good = [ln for ln in chunk if ln.document is not None]
+            results = await backend.ingest([ln.document for ln in good])  # type: ignore[misc]
+            for ln, r in zip(good, results, strict=True):
+                if r["status"] == "error":
+                    skip(ln, r.get("error") or "refused")
+                else:
+                    summary.ingested += 1
+                    summary.created += r["status"] == "created"
+                    summary.updated += r["status"] == "updated"
+            elapsed = time.monotonic() - started
+            bar.update(
+                task,
+                advance=sum(ln.size for ln in chunk),
+                docs=summary.ingested,
+                rate=f"{summary.ingested / elapsed:.0f}" if elapsed else 0,
+            )
+
+        def skip(ln: Line, why: str) -> None:
+            message = f"{ln.source}:{ln.number}: skipped: {why}"
+            summary.skipped.append(message)
+            err.print(message, markup=False, highlight=False, soft_wrap=True)
+
+        for chunk in _batches(lines, BATCH):
+            for ln in chunk:
+                if ln.error is not None:
+                    skip(ln, ln.error)
+            pending.add(asyncio.create_task(send(chunk)))
+            if len(pending) >= IN_FLIGHT:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    t.result()
+        await asyncio.gather(*pending)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def print_similar(answer: dict[str, Any], out: Console, as_json: bool) -> None:
+    """A query answer as JSON or as a table."""
+    if as_json:
+        out.file.write(orjson.dumps(answer).decode() + "\n")
+        return
+    title = f"near-duplicates of {answer['id']!r}" if answer.get("id") else "near-duplicates"
+    out.print(f"{title} at threshold {answer['threshold']}", markup=False, highlight=False)
+    table = Table()
+    table.add_column("id", overflow="fold")
+    table.add_column("similarity", justify="right")
+    for r in answer["results"]:
+        table.add_row(r["id"], f"{r['similarity']:.4f}")
+    out.print(table)
+    note = f"{answer['candidates']} candidates verified"
+    if answer.get("capped"):
+        note += " (candidate cap reached)"
+    out.print(note)
+
+
+async def write_duplicates(
+    backend: Backend, groups: bool, threshold: float | None, sink: IO[bytes]
+) -> int:
+    """Write every pair (or group) as one JSON line; return how many."""
+    count = 0
+    async for item in backend.duplicates(groups, threshold):
+        sink.write(orjson.dumps(item) + b"\n")
+        count += 1
+    sink.flush()
+    return count
+
+
+def stdout_bytes() -> IO[bytes]:
+    return sys.stdout.buffer

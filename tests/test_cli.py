@@ -1,0 +1,124 @@
+"""The bulk tools end to end: ingest, query and duplicates, through a service and direct."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from corpus import CORPUS, neardup_cmd, read_truth
+from test_serve import Server
+
+
+def run(*args: str, env: dict[str, str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*neardup_cmd(), *args], env=env, input=stdin, capture_output=True, timeout=300
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    return {**base, "NEARDUP_DATA_DIR": str(tmp_path / "data")}
+
+
+def _pairs(path: Path) -> set[frozenset[str]]:
+    return {frozenset((p["a"], p["b"])) for p in map(json.loads, path.read_text().splitlines())}
+
+
+def _check_duplicates(
+    tmp_path: Path, env: dict[str, str], *target: str, in_file_order: bool = True
+) -> None:
+    truth = {frozenset(p) for p in read_truth()}
+    out = tmp_path / "pairs.ndjson"
+    done = run("duplicates", "-o", str(out), *target, env=env)
+    assert done.returncode == 0, done.stderr
+    assert _pairs(out) == truth
+    groups_out = tmp_path / "groups.ndjson"
+    assert run("duplicates", "--groups", "-o", str(groups_out), *target, env=env).returncode == 0
+    groups = [json.loads(line) for line in groups_out.read_text().splitlines()]
+    assert {frozenset(g["members"]) for g in groups} == truth
+    order = [line.split(" ", 1)[0] for line in CORPUS.read_text().splitlines()]
+    for g in groups:
+        assert g["canonical"] in g["members"]
+        if in_file_order:  # one sequential ingest: the oldest is first in the file
+            assert g["canonical"] == min(g["members"], key=order.index)
+
+
+def test_ingest_query_duplicates_straight_into_the_store(tmp_path: Path, env: dict) -> None:
+    """Direct ingest of the shared corpus, then query and duplicates find the 10 pairs."""
+    done = run("ingest", "--quiet", str(CORPUS), env=env)
+    assert done.returncode == 0, done.stderr
+    assert b"ingested 1000 documents" in done.stdout
+    a, b = read_truth()[0]
+    answer = json.loads(run("query", "--id", a, "--json", env=env).stdout)
+    assert b in [r["id"] for r in answer["results"]]
+    table = run("query", "--id", a, env=env).stdout.decode()
+    assert b in table and "similarity" in table
+    _check_duplicates(tmp_path, env)
+
+
+def test_ingest_through_running_service_is_idempotent(tmp_path: Path, env: dict) -> None:
+    """Ingest via --url twice gives the same index; query reads text from stdin."""
+    server = Server(tmp_path / "served")
+    try:
+        server.wait_ready()
+        for expect in (b"1000 new, 0 replaced", b"0 new, 1000 replaced"):
+            done = run("ingest", str(CORPUS), "--url", server.url, env=env)
+            assert done.returncode == 0, done.stderr
+            assert expect in done.stdout
+            assert b"docs/s" in done.stderr  # the progress bar
+        # Batches travel concurrently, so arrival order is not file order.
+        _check_duplicates(tmp_path, env, "--url", server.url, in_file_order=False)
+        a, b = read_truth()[1]
+        text = dict(line.split(" ", 1) for line in CORPUS.read_text().splitlines())[b]
+        found = run("query", "--json", "--url", server.url, env=env, stdin=text.encode())
+        assert {a, b} <= {r["id"] for r in json.loads(found.stdout)["results"]}
+    finally:
+        server.stop()
+
+
+def test_bad_lines_are_reported_and_skipped(tmp_path: Path, env: dict) -> None:
+    """Broken lines are named by file and line; the good ones are all ingested."""
+    src = tmp_path / "docs.jsonl"
+    src.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "g1", "text": "first good document with words"}),
+                "{broken json",
+                json.dumps({"id": "g2", "text": "second good document", "metadata": {"x": 1}}),
+                json.dumps({"text": "no id here"}),
+                json.dumps({"id": "g3", "text": "?!"}),
+                json.dumps({"id": "x" * 600, "text": "id too long"}),
+                json.dumps({"id": "g4", "text": "fourth good document"}),
+            ]
+        )
+        + "\n"
+    )
+    done = run("ingest", "--quiet", str(src), env=env)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr.decode()
+    for line in (2, 4, 5, 6):
+        assert f"{src}:{line}: skipped" in err
+    assert "ingested 3 documents" in done.stdout.decode()
+    assert "skipped 4 lines" in done.stdout.decode()
+    for doc_id in ("g1", "g2", "g4"):
+        answer = run("query", "--id", doc_id, "--json", env=env)
+        assert answer.returncode == 0, answer.stderr
+
+
+def test_stdin_in_shared_format(env: dict) -> None:
+    """`ingest -` reads the `id text` format from stdin."""
+    data = b"s1 one text about the harbour and its boats\ns2 another text entirely\n"
+    done = run("ingest", "--quiet", "-", env=env, stdin=data)
+    assert done.returncode == 0, done.stderr
+    assert b"ingested 2 documents" in done.stdout
+
+
+def test_query_unknown_id_fails_clearly(env: dict) -> None:
+    """Asking for an unknown id exits non-zero with a message, not a traceback."""
+    done = run("query", "--id", "missing", env=env)
+    assert done.returncode == 1
+    assert b"no document with id" in done.stderr and b"Traceback" not in done.stderr
