@@ -114,27 +114,44 @@ class Sketch:
         return [self.fp_values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 
+def _encode_error(i: int, text: str, e: UnicodeEncodeError) -> InvalidTextError:
+    return InvalidTextError(
+        f"text {i} cannot be encoded as UTF-8 (code point U+{ord(text[e.start]):04X} "
+        f"at index {e.start}: {e.reason})"
+    )
+
+
 def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, U64]:
+    """All texts as one UTF-8 buffer plus n + 1 byte offsets."""
     if isinstance(texts, str | bytes | bytearray | memoryview):
         raise TypeError("texts must be a sequence of texts (a list), not a single text")
-    parts: list[bytes] = []
-    for i, t in enumerate(texts):
-        if isinstance(t, str):
-            try:
-                parts.append(t.encode("utf-8"))
-            except UnicodeEncodeError as e:
-                raise InvalidTextError(
-                    f"text {i} cannot be encoded as UTF-8 (code point U+{ord(t[e.start]):04X} "
-                    f"at index {e.start}: {e.reason})"
-                ) from None
-        elif isinstance(t, bytes | bytearray | memoryview):
-            parts.append(bytes(t))
-        else:
-            raise TypeError(f"text {i} must be str or bytes, got {type(t).__name__}")
-    offsets = np.zeros(len(parts) + 1, dtype=np.uint64)
-    if parts:
-        np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=len(parts)), out=offsets[1:])
-    return b"".join(parts), offsets
+    if not isinstance(texts, list | tuple):
+        texts = list(texts)
+    n = len(texts)
+    offsets = np.zeros(n + 1, dtype=np.uint64)
+    if n == 0:
+        return b"", offsets
+    data: bytes | None = None
+    if all(type(t) is str for t in texts):
+        joined = "".join(texts)  # type: ignore[arg-type]
+        if joined.isascii():  # O(1) in CPython: byte lengths are str lengths
+            data = joined.encode("ascii")
+            np.cumsum(np.fromiter(map(len, texts), dtype=np.uint64, count=n), out=offsets[1:])
+    if data is None:
+        parts: list[bytes] = []
+        for i, t in enumerate(texts):
+            if isinstance(t, str):
+                try:
+                    parts.append(t.encode("utf-8"))
+                except UnicodeEncodeError as e:
+                    raise _encode_error(i, t, e) from None
+            elif isinstance(t, bytes | bytearray | memoryview):
+                parts.append(bytes(t))
+            else:
+                raise TypeError(f"text {i} must be str or bytes, got {type(t).__name__}")
+        data = b"".join(parts)
+        np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=n), out=offsets[1:])
+    return data, offsets
 
 
 def _utf8_error(i: int, raw: bytes) -> InvalidTextError:
@@ -165,12 +182,16 @@ def sketch(
     seed = _check_int("seed", seed, 0, 2**64 - 1)
     data, offsets = _pack_texts(texts)
     n = len(offsets) - 1
+    # room for each fingerprint: at most one shingle per 2 bytes (words), 3 per byte (chars)
+    lengths = np.diff(offsets)
+    most = lengths // 2 + 1 if kind == "word" else lengths * 3 + 1
+    fp_cap = int(np.minimum(most, fp_size).sum())
     sigs = np.empty((n, num_perm), dtype=np.uint32)
-    fps = np.empty((n, fp_size), dtype=np.uint32)
-    fp_len = np.empty(n, dtype=np.uint32)
+    fp_values = np.empty(fp_cap, dtype=np.uint32)
+    fp_offsets = np.empty(n + 1, dtype=np.uint64)
     shingles = np.empty(n, dtype=np.uint64)
     status = np.empty(n, dtype=np.int32)
-    rc = lib.nd_sketch_batch(
+    rc = lib.nd_sketch_batch_packed(
         ffi.from_buffer("uint8_t[]", data),
         ffi.from_buffer("uint64_t[]", offsets),
         n,
@@ -181,27 +202,27 @@ def sketch(
         seed,
         _flags(simd),
         ffi.from_buffer("uint32_t[]", sigs, require_writable=True),
-        ffi.from_buffer("uint32_t[]", fps, require_writable=True),
-        ffi.from_buffer("uint32_t[]", fp_len, require_writable=True),
+        ffi.from_buffer("uint32_t[]", fp_values, require_writable=True),
+        fp_cap,
+        ffi.from_buffer("uint64_t[]", fp_offsets, require_writable=True),
         ffi.from_buffer("uint64_t[]", shingles, require_writable=True),
         ffi.from_buffer("int32_t[]", status, require_writable=True),
     )
     if rc == lib.ND_E_NOMEM:
         raise MemoryError("the kernel could not allocate its scratch memory")
-    if rc != lib.ND_OK:
+    if rc not in (lib.ND_OK, lib.ND_E_SPACE) or (rc == lib.ND_E_SPACE and status.all()):
         raise InvalidParameterError(f"the kernel refused the parameters (code {rc})")
     bad = np.flatnonzero(status != lib.ND_OK)
     if len(bad):
         i = int(bad[0])
         if status[i] == lib.ND_E_NOMEM:
             raise MemoryError(f"the kernel ran out of memory on text {i}")
+        if status[i] == lib.ND_E_SPACE:
+            raise KernelError(f"internal error: fingerprint space too small at text {i}")
         raise _utf8_error(i, data[int(offsets[i]) : int(offsets[i + 1])])
-    fp_offsets = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(fp_len, out=fp_offsets[1:])
-    if n and int(fp_len.min()) == fp_size:
-        fp_values = fps.reshape(-1)
-    else:
-        fp_values = fps[np.arange(fp_size, dtype=np.uint32)[None, :] < fp_len[:, None]]
+    used = int(fp_offsets[-1]) if n else 0
+    if used < fp_cap:
+        fp_values = fp_values[:used].copy() if used < fp_cap // 2 else fp_values[:used]
     return Sketch(sigs, fp_values, fp_offsets, shingles)
 
 

@@ -173,418 +173,504 @@ static inline size_t utf8_encode(uint32_t cp, uint8_t *out) {
 /* ------------------------------------------------------------------ */
 /* Sketch state                                                         */
 
+#define ND_HBUF 128 /* shingle hashes gathered before the set/signature pass */
+
 typedef struct {
-    /* distinct shingle set: open addressing, 0 = empty slot */
+    /* Distinct shingle set: open addressing, 0 = empty slot. A hash's home slot
+     * is its top `bits` bits, so the table is ordered by value (the fingerprint
+     * value is the top 32 bits): probing runs forward into `spill` extra slots
+     * past the end and never wraps, and the bottom-N is read off the front of
+     * the table at the end. */
     uint64_t *tab;
     size_t tab_alloc; /* slots allocated */
-    size_t mask;      /* slots in use for this text - 1 */
+    size_t slots, spill;
+    unsigned shift; /* 64 - bits */
     size_t used, limit;
     int has_zero;
     uint64_t count;
-    /* one-permutation MinHash */
-    uint32_t *sig; /* caller's row */
-    uint8_t *filled;
+    /* one-permutation MinHash; a bin still at 0xFFFFFFFF is empty unless its
+     * bit is set in vmax (a real value of 0xFFFFFFFF, about 2^-32 per shingle) */
+    uint32_t *sig; /* the caller's row */
     uint32_t num_perm;
-    /* bottom-N candidates */
-    uint32_t *fp;  /* 2 * fp_size */
-    uint32_t *tmp; /* 2 * fp_size, radix sort scratch */
-    uint32_t fpn, fp_size;
-    uint64_t cut; /* accept v < cut */
+    uint64_t vmax[ND_MAX_NUM_PERM / 64];
+    /* bottom-N gathering */
+    uint32_t *fp; /* FP_BUF(fp_size) */
+    uint32_t fp_size;
     int err;
-    /* rolling shingle state */
+    /* hashing parameters */
     uint32_t k;
     uint64_t bk1; /* B^(K-1) */
-    uint64_t S;
-    uint64_t ring[ND_MAX_K];
-    uint32_t ring_pos;
-    uint64_t nitems; /* words (or code points) rolled in */
-    uint64_t shingle_seed;
-    /* current word hash (word mode) */
-    uint64_t wh, wacc, wlen, word_seed;
-    uint32_t wnacc;
-    int in_word;
-    uint64_t nwords;
-    uint64_t char_seed;
+    uint64_t shingle_seed, word_seed, char_seed;
 } nd_ctx;
 
-static void radix_sort_u32(uint32_t *a, uint32_t *tmp, uint32_t n) {
-    if (n < 48) {
-        for (uint32_t i = 1; i < n; i++) {
-            uint32_t x = a[i];
-            uint32_t j = i;
-            while (j > 0 && a[j - 1] > x) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = x;
-        }
-        return;
-    }
-    uint32_t hist[4][256];
-    memset(hist, 0, sizeof hist);
-    for (uint32_t i = 0; i < n; i++) {
+#define FP_BUF(n) (2 * (size_t)(n) + 64)
+
+/* Rolling window and the pending shingle hashes; on the scanner's stack. */
+typedef struct {
+    uint64_t S; /* sum of the window's item hashes times powers of B */
+    uint64_t n; /* items (words or code points) rolled in */
+    uint32_t nh;
+    uint64_t ring[16]; /* item i at ring[i & 15]; never-written slots are 0 */
+    uint64_t hbuf[ND_HBUF];
+} nd_roll;
+
+/* The word being hashed: its folded UTF-8 bytes, 8 at a time, little endian,
+ * the last chunk zero padded; word hash = fmix64(h + len). */
+typedef struct {
+    uint64_t h, acc, len;
+    uint32_t nacc;
+    int in_word;
+} nd_word;
+
+static inline int is_filled(const nd_ctx *c, uint32_t bin) {
+    return c->sig[bin] != 0xFFFFFFFFu || ((c->vmax[bin >> 6] >> (bin & 63)) & 1);
+}
+
+static inline void insertion_sort(uint32_t *a, size_t n) {
+    for (size_t i = 1; i < n; i++) {
         uint32_t x = a[i];
-        hist[0][x & 0xFF]++;
-        hist[1][(x >> 8) & 0xFF]++;
-        hist[2][(x >> 16) & 0xFF]++;
-        hist[3][x >> 24]++;
+        if (a[i - 1] <= x) continue;
+        size_t j = i;
+        do {
+            a[j] = a[j - 1];
+            j--;
+        } while (j > 0 && a[j - 1] > x);
+        a[j] = x;
     }
-    uint32_t *src = a, *dst = tmp;
-    for (int pass = 0; pass < 4; pass++) {
-        uint32_t *h = hist[pass];
-        unsigned shift = (unsigned)pass * 8;
-        if (h[(src[0] >> shift) & 0xFF] == n) continue; /* all share this digit */
-        uint32_t sum = 0;
-        for (int d = 0; d < 256; d++) {
-            uint32_t c = h[d];
-            h[d] = sum;
-            sum += c;
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t x = src[i];
-            dst[h[(x >> shift) & 0xFF]++] = x;
-        }
-        uint32_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
 }
 
-/* sort + dedupe the candidate buffer, keep at most fp_size, set the cut */
-static void fp_compact(nd_ctx *c) {
-    uint32_t n = c->fpn;
-    if (n == 0) return;
-    radix_sort_u32(c->fp, c->tmp, n);
-    uint32_t m = 1;
-    for (uint32_t i = 1; i < n && m < c->fp_size; i++)
-        if (c->fp[i] != c->fp[m - 1]) c->fp[m++] = c->fp[i];
-    c->fpn = m;
-    if (m == c->fp_size) c->cut = c->fp[m - 1];
+/* sort (nearly sorted input), dedupe, keep at most max values */
+static size_t sort_dedupe(uint32_t *a, size_t n, size_t max) {
+    if (n == 0) return 0;
+    insertion_sort(a, n);
+    size_t m = 1;
+    for (size_t i = 1; i < n && m < max; i++)
+        if (a[i] != a[m - 1]) a[m++] = a[i];
+    return m;
 }
 
-static int set_grow(nd_ctx *c) {
-    size_t old_slots = c->mask + 1;
-    size_t slots = old_slots * 2;
-    uint64_t *nt = (uint64_t *)calloc(slots, sizeof *nt);
-    if (nt == NULL) return ND_E_NOMEM;
-    size_t nmask = slots - 1;
-    for (size_t i = 0; i < old_slots; i++) {
-        uint64_t h = c->tab[i];
-        if (h == 0) continue;
-        size_t j = (size_t)h & nmask;
-        while (nt[j] != 0) j = (j + 1) & nmask;
-        nt[j] = h;
+/* size the table for `slots` home slots (a power of two) */
+static int set_alloc(nd_ctx *c, size_t slots) {
+    unsigned bits = 0;
+    while (((size_t)1 << bits) < slots) bits++;
+    if (bits > 32) return ND_E_NOMEM; /* the order trick needs home <= value */
+    size_t spill = 64 + slots / 16;
+    if (slots + spill > c->tab_alloc) {
+        free(c->tab);
+        c->tab = (uint64_t *)malloc((slots + spill) * sizeof *c->tab);
+        c->tab_alloc = c->tab ? slots + spill : 0;
+        if (c->tab == NULL) return ND_E_NOMEM;
     }
-    free(c->tab);
-    c->tab = nt;
-    c->tab_alloc = slots;
-    c->mask = nmask;
+    memset(c->tab, 0, (slots + spill) * sizeof *c->tab);
+    c->slots = slots;
+    c->spill = spill;
+    c->shift = 64 - bits;
     c->limit = slots / 2;
+    c->used = 0;
     return ND_OK;
 }
 
-/* one shingle hash: dedupe, then signature bin and bottom-N candidate */
-static inline void add_shingle(nd_ctx *c, uint64_t h) {
-    if (ND_UNLIKELY(c->err)) return; /* out of memory: the text is failed anyway */
-    if (ND_UNLIKELY(h == 0)) {
-        if (c->has_zero) return;
-        c->has_zero = 1;
-    } else {
-        uint64_t *tab = c->tab;
-        size_t mask = c->mask;
-        size_t i = (size_t)h & mask;
-        for (;;) {
-            uint64_t t = tab[i];
-            if (t == h) return;
-            if (t == 0) break;
-            i = (i + 1) & mask;
+static inline int set_place(uint64_t *tab, size_t end, unsigned shift, uint64_t h) {
+    size_t i = shift >= 64 ? 0 : (size_t)(h >> shift);
+    while (tab[i] != 0)
+        if (++i == end) return 0;
+    tab[i] = h;
+    return 1;
+}
+
+/* double the table (also when probing ran off the end of the spill area) */
+static int set_grow(nd_ctx *c) {
+    size_t old_total = c->slots + c->spill;
+    uint64_t *old = c->tab;
+    size_t slots = c->slots;
+    for (;;) {
+        slots *= 2;
+        c->tab = NULL;
+        c->tab_alloc = 0;
+        if (set_alloc(c, slots) != ND_OK) {
+            free(c->tab);
+            c->tab = old;
+            c->tab_alloc = old_total;
+            return ND_E_NOMEM;
         }
-        tab[i] = h;
-        if (ND_UNLIKELY(++c->used > c->limit)) {
-            if (set_grow(c) != ND_OK) {
-                c->err = ND_E_NOMEM;
-                return;
+        size_t used = 0;
+        int ok = 1;
+        for (size_t i = 0; i < old_total && ok; i++)
+            if (old[i] != 0) {
+                ok = set_place(c->tab, c->slots + c->spill, c->shift, old[i]);
+                used++;
             }
+        if (ok) {
+            c->used = used;
+            free(old);
+            return ND_OK;
         }
+        free(c->tab); /* spill overflow again (freakishly unlucky): bigger still */
     }
-    c->count++;
-    uint32_t v = (uint32_t)(h >> 32);
-    uint32_t bin = (uint32_t)(((uint64_t)(uint32_t)h * c->num_perm) >> 32);
-    c->filled[bin] = 1;
-    if (v < c->sig[bin]) c->sig[bin] = v;
-    if (v < c->cut) {
-        c->fp[c->fpn++] = v;
-        if (ND_UNLIKELY(c->fpn == 2 * c->fp_size)) fp_compact(c);
+}
+
+/* Shingle hashes -> distinct set; each new one updates its signature bin. */
+static void flush_shingles(nd_ctx *c, const uint64_t *hs, uint32_t nh) {
+    uint64_t *tab = c->tab;
+    size_t end = c->slots + c->spill;
+    unsigned shift = c->shift;
+    uint32_t *sig = c->sig;
+    uint64_t np = c->num_perm;
+    uint64_t count = c->count;
+    for (uint32_t x = 0; x < nh; x++) {
+        uint64_t h = hs[x];
+        if (ND_UNLIKELY(h == 0)) {
+            if (c->has_zero) continue;
+            c->has_zero = 1;
+        } else {
+            size_t i = (size_t)(h >> shift);
+            uint64_t t;
+            while ((t = tab[i]) != 0 && t != h)
+                if (ND_UNLIKELY(++i == end)) break;
+            if (t == h) continue;
+            if (ND_UNLIKELY(i == end || ++c->used > c->limit)) {
+                if (i != end) c->used--;
+                if (set_grow(c) != ND_OK) {
+                    c->err = ND_E_NOMEM;
+                    c->count = count;
+                    return;
+                }
+                tab = c->tab;
+                end = c->slots + c->spill;
+                shift = c->shift;
+                x--; /* insert h into the new table */
+                continue;
+            }
+            tab[i] = h;
+        }
+        count++;
+        uint32_t v = (uint32_t)(h >> 32);
+        uint32_t bin = (uint32_t)(((uint64_t)(uint32_t)h * np) >> 32);
+        uint32_t cur = sig[bin];
+        sig[bin] = v < cur ? v : cur; /* branch-free: the outcome is a coin toss */
+        if (ND_UNLIKELY(v == 0xFFFFFFFFu)) c->vmax[bin >> 6] |= 1ULL << (bin & 63);
     }
+    c->count = count;
+}
+
+/* The fp_size smallest distinct values, ascending, into out; returns how many.
+ * Slots are in home order and an element never sits before its home, so once
+ * N values are gathered, the first empty slot closes the scan: everything
+ * past it has a larger home and so a larger value. Gathered values are sorted
+ * but for the few displaced within a cluster. */
+static uint32_t bottom_n(nd_ctx *c, uint32_t *out) {
+    const uint64_t *tab = c->tab;
+    size_t end = c->slots + c->spill;
+    size_t n_max = c->fp_size, cap = FP_BUF(c->fp_size);
+    uint32_t *buf = c->fp;
+    size_t k = 0, i = 0;
+    if (c->has_zero) buf[k++] = 0;
+    for (;;) {
+        /* branch-free blocks while far from N */
+        while (k < n_max && i + 16 <= end) {
+            if (k + 16 > cap) k = sort_dedupe(buf, k, n_max);
+            for (size_t j = 0; j < 16; j++) {
+                uint64_t t = tab[i + j];
+                buf[k] = (uint32_t)(t >> 32);
+                k += t != 0;
+            }
+            i += 16;
+        }
+        /* then slot by slot to the end of the current cluster */
+        for (; i < end; i++) {
+            uint64_t t = tab[i];
+            if (t == 0) {
+                if (k >= n_max) break;
+                continue;
+            }
+            if (k == cap) k = sort_dedupe(buf, k, n_max);
+            buf[k++] = (uint32_t)(t >> 32);
+        }
+        k = sort_dedupe(buf, k, n_max);
+        /* short of N only if equal 32-bit values were merged: read on */
+        if (k >= n_max || i >= end) break;
+    }
+    memcpy(out, buf, k * sizeof *out);
+    return (uint32_t)k;
 }
 
 /* roll one item hash (word or code point) into the K-window */
-static inline void roll(nd_ctx *c, uint64_t x) {
-    uint32_t k = c->k;
-    uint64_t S = c->S;
-    if (c->nitems >= k) S -= c->ring[c->ring_pos] * c->bk1;
-    S = S * ND_B + x;
-    c->S = S;
-    c->ring[c->ring_pos] = x;
-    if (++c->ring_pos == k) c->ring_pos = 0;
-    if (++c->nitems >= k) add_shingle(c, fmix64(S ^ c->shingle_seed));
-}
-
-static inline void roll_finish(nd_ctx *c) {
-    if (c->nitems > 0 && c->nitems < c->k) add_shingle(c, fmix64(c->S ^ c->shingle_seed));
-}
-
-/* word hash: folded UTF-8 bytes, 8 at a time, little endian, zero padded */
-static inline void word_byte(nd_ctx *c, uint8_t b) {
-    c->wacc |= (uint64_t)b << (8 * c->wnacc);
-    c->wlen++;
-    if (++c->wnacc == 8) {
-        c->wh = (c->wh ^ c->wacc) * ND_M1;
-        c->wacc = 0;
-        c->wnacc = 0;
+static inline void roll_push(nd_ctx *c, nd_roll *r, uint64_t x) {
+    uint64_t old = r->ring[(r->n - c->k) & 15]; /* 0 while fewer than K items */
+    uint64_t S = (r->S - old * c->bk1) * ND_B + x;
+    r->S = S;
+    r->ring[r->n & 15] = x;
+    if (++r->n >= c->k) {
+        r->hbuf[r->nh++] = fmix64(S ^ c->shingle_seed);
+        if (ND_UNLIKELY(r->nh == ND_HBUF)) {
+            flush_shingles(c, r->hbuf, ND_HBUF);
+            r->nh = 0;
+        }
     }
 }
 
-static inline void word_end(nd_ctx *c) {
-    uint64_t h = c->wh;
-    if (c->wnacc) h = (h ^ c->wacc) * ND_M1;
-    roll(c, fmix64(h + c->wlen));
-    c->wh = c->word_seed;
-    c->wacc = 0;
-    c->wnacc = 0;
-    c->wlen = 0;
+static inline void roll_finish(nd_ctx *c, nd_roll *r) {
+    /* fewer than K items: one shingle of all of them */
+    if (r->n > 0 && r->n < c->k) r->hbuf[r->nh++] = fmix64(r->S ^ c->shingle_seed);
+    flush_shingles(c, r->hbuf, r->nh);
+    r->nh = 0;
+}
+
+static inline void word_byte(nd_word *w, uint8_t b) {
+    w->acc |= (uint64_t)b << (8 * w->nacc);
+    w->len++;
+    if (++w->nacc == 8) {
+        w->h = (w->h ^ w->acc) * ND_M1;
+        w->acc = 0;
+        w->nacc = 0;
+    }
+}
+
+static inline void word_end(nd_ctx *c, nd_roll *r, nd_word *w) {
+    uint64_t h = w->h;
+    if (w->nacc) h = (h ^ w->acc) * ND_M1;
+    roll_push(c, r, fmix64(h + w->len));
+    w->h = c->word_seed;
+    w->acc = 0;
+    w->nacc = 0;
+    w->len = 0;
+    w->in_word = 0;
 }
 
 static inline uint64_t char_hash(const nd_ctx *c, uint32_t cp) {
     return fmix64(((uint64_t)cp + 1) * ND_M1 ^ c->char_seed);
 }
 
-enum { MODE_WORD = 0, MODE_CHAR = 1 };
-
-/* one folded output code point; alnum says whether it belongs to a word */
-static inline void emit_cp(nd_ctx *c, int mode, uint32_t cp, int alnum) {
+/* one folded non-ASCII output code point, word mode */
+static inline void word_cp(nd_ctx *c, nd_roll *r, nd_word *w, uint32_t cp, int alnum) {
     if (!alnum) {
-        if (c->in_word) {
-            c->in_word = 0;
-            c->nwords++;
-            if (mode == MODE_WORD) word_end(c);
-        }
+        if (w->in_word) word_end(c, r, w);
         return;
     }
-    if (mode == MODE_WORD) {
-        uint8_t buf[4];
-        size_t n = utf8_encode(cp, buf);
-        for (size_t i = 0; i < n; i++) word_byte(c, buf[i]);
-    } else {
-        if (!c->in_word && c->nwords > 0) roll(c, char_hash(c, 0x20));
-        roll(c, char_hash(c, cp));
-    }
-    c->in_word = 1;
+    uint8_t buf[4];
+    size_t n = utf8_encode(cp, buf);
+    for (size_t i = 0; i < n; i++) word_byte(w, buf[i]);
+    w->in_word = 1;
 }
 
-/* decode + fold one non-ASCII sequence; returns bytes consumed, 0 = invalid */
-static inline size_t scan_nonascii(nd_ctx *c, int mode, const uint8_t *p, const uint8_t *end) {
+/* one folded output code point, char mode (w only tracks in_word) */
+static inline void char_cp(nd_ctx *c, nd_roll *r, nd_word *w, uint32_t cp, int alnum) {
+    if (!alnum) {
+        w->in_word = 0;
+        return;
+    }
+    if (!w->in_word && w->len > 0) roll_push(c, r, char_hash(c, 0x20)); /* len: words seen */
+    if (!w->in_word) w->len++;
+    roll_push(c, r, char_hash(c, cp));
+    w->in_word = 1;
+}
+
+enum { MODE_WORD = 0, MODE_CHAR = 1 };
+
+/* decode + fold one non-ASCII sequence at p; returns bytes consumed, 0 = invalid */
+static inline size_t scan_nonascii(nd_ctx *c, nd_roll *r, nd_word *w, int mode, const uint8_t *p,
+                                   const uint8_t *end) {
     uint32_t cp;
     size_t n = utf8_decode(p, end, &cp);
     if (n == 0) return 0;
-    const nd_uc_rec *r = uc_lookup(cp);
-    if (ND_LIKELY(r->n == 1)) {
-        emit_cp(c, mode, (uint32_t)((int32_t)cp + r->delta), r->alnum & 1);
+    const nd_uc_rec *u = uc_lookup(cp);
+    if (ND_LIKELY(u->n == 1)) {
+        uint32_t f = (uint32_t)((int32_t)cp + u->delta);
+        if (mode == MODE_WORD)
+            word_cp(c, r, w, f, u->alnum & 1);
+        else
+            char_cp(c, r, w, f, u->alnum & 1);
     } else {
-        const uint32_t *x = nd_uc_exp[r->exp];
-        for (unsigned i = 0; i < r->n; i++) emit_cp(c, mode, x[i], (r->alnum >> i) & 1);
+        const uint32_t *x = nd_uc_exp[u->exp];
+        for (unsigned i = 0; i < u->n; i++) {
+            if (mode == MODE_WORD)
+                word_cp(c, r, w, x[i], (u->alnum >> i) & 1);
+            else
+                char_cp(c, r, w, x[i], (u->alnum >> i) & 1);
+        }
     }
     return n;
 }
 
-/* Scalar scanner: the reference for every path. */
-static inline int scan_scalar(nd_ctx *c, int mode, const uint8_t *p, const uint8_t *end) {
-    while (p < end) {
+/* Scalar scanner, the reference for every path: bytes from p until p >= stop
+ * (a multi-byte sequence may run on up to end). NULL on invalid UTF-8. */
+static inline const uint8_t *scan_scalar(nd_ctx *c, nd_roll *r, nd_word *w, int mode,
+                                         const uint8_t *p, const uint8_t *stop,
+                                         const uint8_t *end) {
+    while (p < stop) {
         uint8_t b = *p;
         if (b < 0x80) {
             uint8_t f = nd_ascii_fold[b];
             if (mode == MODE_WORD) {
                 if (f) {
-                    c->in_word = 1;
-                    word_byte(c, f);
-                } else if (c->in_word) {
-                    c->in_word = 0;
-                    c->nwords++;
-                    word_end(c);
+                    word_byte(w, f);
+                    w->in_word = 1;
+                } else if (w->in_word) {
+                    word_end(c, r, w);
                 }
             } else {
-                emit_cp(c, mode, f, f != 0);
+                char_cp(c, r, w, f, f != 0);
             }
             p++;
             continue;
         }
-        size_t n = scan_nonascii(c, mode, p, end);
-        if (n == 0) return ND_E_UTF8;
+        size_t n = scan_nonascii(c, r, w, mode, p, end);
+        if (n == 0) return NULL;
         p += n;
     }
-    return ND_OK;
+    return p;
 }
 
 #if ND_X86
-/* AVX2 word-mode scanner for ASCII stretches: classify and fold 32 bytes at
- * a time, then walk the word spans with bit scans. Words are hashed exactly
- * as word_byte/word_end would hash them; a block with any byte >= 0x80 is
- * handed to the scalar code byte by byte. */
-__attribute__((target("avx2,bmi,bmi2"))) static int scan_word_avx2(nd_ctx *c, const uint8_t *p,
-                                                                   const uint8_t *end) {
-    uint8_t folded[40];
-    while ((size_t)(end - p) >= 32) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
-        if (ND_UNLIKELY(_mm256_movemask_epi8(x) != 0)) {
-            /* non-ASCII somewhere: scalar up to the first such byte, then one sequence */
-            uint32_t hi = (uint32_t)_mm256_movemask_epi8(x);
-            const uint8_t *stop = p + __builtin_ctz(hi);
-            int rc = scan_scalar(c, MODE_WORD, p, stop);
-            if (rc != ND_OK) return rc;
-            size_t n = scan_nonascii(c, MODE_WORD, stop, end);
-            if (n == 0) return ND_E_UTF8;
-            p = stop + n;
+/* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
+ * the words with bit scans and hash each in 8-byte chunks straight from the
+ * folded block. Hashes exactly as word_byte/word_end would; blocks with a
+ * byte >= 0x80 go through scan_scalar. */
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
+    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    uint8_t folded[64 + 16];
+    memset(folded + 64, 0, 16);
+    const __m256i a_1 = _mm256_set1_epi8('A' - 1), z_1 = _mm256_set1_epi8('Z' + 1);
+    const __m256i la_1 = _mm256_set1_epi8('a' - 1), lz_1 = _mm256_set1_epi8('z' + 1);
+    const __m256i d0_1 = _mm256_set1_epi8('0' - 1), d9_1 = _mm256_set1_epi8('9' + 1);
+    const __m256i bit5 = _mm256_set1_epi8(0x20);
+    const uint64_t wseed = c->word_seed;
+    while ((size_t)(end - p) >= 64) {
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+        if (ND_UNLIKELY(_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)) {
+            p = scan_scalar(c, r, w, MODE_WORD, p, p + 64, end);
+            if (p == NULL) return NULL;
             continue;
         }
-        /* lower-case A-Z, mark [0-9a-z] */
-        __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, _mm256_set1_epi8('A' - 1)),
-                                      _mm256_cmpgt_epi8(_mm256_set1_epi8('Z' + 1), x));
-        __m256i lo = _mm256_or_si256(x, _mm256_and_si256(up, _mm256_set1_epi8(0x20)));
-        __m256i isl = _mm256_and_si256(_mm256_cmpgt_epi8(lo, _mm256_set1_epi8('a' - 1)),
-                                       _mm256_cmpgt_epi8(_mm256_set1_epi8('z' + 1), lo));
-        __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, _mm256_set1_epi8('0' - 1)),
-                                       _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), x));
-        uint32_t m = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
-        _mm256_storeu_si256((__m256i *)(void *)folded, lo);
-        memset(folded + 32, 0, 8);
-        uint32_t pos = 0;
-        while (pos < 32) {
-            uint32_t rest = m >> pos; /* pos < 32 */
-            if (c->in_word) {
-                /* run of word bytes from pos */
-                /* bits above 31 - pos are 0 in rest, so this is <= 32 - pos */
-                uint32_t run = (uint32_t)__builtin_ctzll(~(uint64_t)rest);
-                /* push run bytes: fill the pending chunk, then whole chunks */
-                const uint8_t *src = folded + pos;
-                uint32_t left = run;
-                while (left > 0) {
-                    uint32_t room = 8 - c->wnacc;
-                    uint32_t take = left < room ? left : room;
-                    uint64_t chunk;
-                    memcpy(&chunk, src, 8);
-                    if (take < 8) chunk &= (1ULL << (8 * take)) - 1;
-                    c->wacc |= chunk << (8 * c->wnacc);
-                    c->wnacc += take;
-                    c->wlen += take;
-                    if (c->wnacc == 8) {
-                        c->wh = (c->wh ^ c->wacc) * ND_M1;
-                        c->wacc = 0;
-                        c->wnacc = 0;
-                    }
-                    src += take;
-                    left -= take;
-                }
-                pos += run;
-                if (pos < 32) {
-                    c->in_word = 0;
-                    c->nwords++;
-                    word_end(c);
-                }
-            } else {
-                if (rest == 0) break;
-                pos += (uint32_t)__builtin_ctz(rest);
-                c->in_word = 1;
-            }
+        uint64_t m = 0;
+        for (int half = 0; half < 2; half++) {
+            __m256i x = half ? x1 : x0;
+            __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, a_1), _mm256_cmpgt_epi8(z_1, x));
+            __m256i lo = _mm256_or_si256(x, _mm256_and_si256(up, bit5));
+            __m256i isl = _mm256_and_si256(_mm256_cmpgt_epi8(lo, la_1), _mm256_cmpgt_epi8(lz_1, lo));
+            __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, d0_1), _mm256_cmpgt_epi8(d9_1, x));
+            uint32_t mm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
+            m |= (uint64_t)mm << (32 * half);
+            _mm256_storeu_si256((__m256i *)(void *)(folded + 32 * half), lo);
         }
-        p += 32;
+        if (w->in_word) {
+            /* the word from the previous block goes on for `run` bytes */
+            unsigned run = (unsigned)_tzcnt_u64(~m);
+            for (unsigned i = 0; i < run; i++) word_byte(w, folded[i]);
+            if (run == 64) {
+                p += 64;
+                continue;
+            }
+            word_end(c, r, w);
+            m &= ~_bzhi_u64(~0ULL, run);
+        }
+        while (m) {
+            unsigned s = (unsigned)_tzcnt_u64(m);
+            unsigned len = (unsigned)_tzcnt_u64(~(m >> s)); /* <= 64 - s */
+            if (s + len == 64) {
+                /* runs into the next block: hash incrementally */
+                for (unsigned i = s; i < 64; i++) word_byte(w, folded[i]);
+                w->in_word = 1;
+                break;
+            }
+            const uint8_t *q = folded + s;
+            uint64_t h = wseed, chunk;
+            unsigned left = len;
+            while (left > 8) {
+                memcpy(&chunk, q, 8);
+                h = (h ^ chunk) * ND_M1;
+                q += 8;
+                left -= 8;
+            }
+            memcpy(&chunk, q, 8);
+            h = (h ^ _bzhi_u64(chunk, 8 * left)) * ND_M1;
+            roll_push(c, r, fmix64(h + len));
+            m &= m + (m & (0 - m)); /* clear this run of ones */
+        }
+        p += 64;
     }
-    return scan_scalar(c, MODE_WORD, p, end);
+    return scan_scalar(c, r, w, MODE_WORD, p, end, end);
 }
 #endif
 
 /* ------------------------------------------------------------------ */
 /* Sketch                                                               */
 
+/* Optimal densification (Shrivastava 2017): empty bin i takes the value of
+ * bin j = hash(seed, i, attempt) for the first attempt that hits a bin filled
+ * by a shingle. Filling writes into empty bins, so the filled set is taken as
+ * a snapshot first. */
 static void densify(nd_ctx *c, uint64_t seed) {
     uint32_t np = c->num_perm;
+    uint64_t filled[ND_MAX_NUM_PERM / 64];
+    memset(filled, 0, sizeof filled);
+    uint32_t nfilled = 0;
+    for (uint32_t i = 0; i < np; i++)
+        if (is_filled(c, i)) {
+            filled[i >> 6] |= 1ULL << (i & 63);
+            nfilled++;
+        }
+    if (nfilled == np || nfilled == 0) return;
+    uint32_t *sig = c->sig;
     uint64_t dseed = seed_part(seed, 4);
     for (uint32_t i = 0; i < np; i++) {
-        if (c->filled[i]) continue;
-        uint32_t attempt = 0;
-        for (;;) {
+        if ((filled[i >> 6] >> (i & 63)) & 1) continue;
+        for (uint32_t attempt = 0;; attempt++) {
+            uint32_t j;
             if (ND_UNLIKELY(attempt >= 64u * np)) {
-                /* practically unreachable: fall back to the next filled bin */
-                uint32_t j = i;
+                j = i;
                 do j = (j + 1 == np) ? 0 : j + 1;
-                while (!c->filled[j]);
-                c->sig[i] = c->sig[j];
-                break;
+                while (!((filled[j >> 6] >> (j & 63)) & 1));
+            } else {
+                uint64_t x = fmix64(dseed ^ (((uint64_t)i << 32) | attempt));
+                j = (uint32_t)(((x & 0xFFFFFFFFULL) * np) >> 32);
+                if (!((filled[j >> 6] >> (j & 63)) & 1)) continue;
             }
-            uint64_t x = fmix64(dseed ^ (((uint64_t)i << 32) | attempt));
-            uint32_t j = (uint32_t)(((x & 0xFFFFFFFFULL) * np) >> 32);
-            if (c->filled[j]) {
-                c->sig[i] = c->sig[j];
-                break;
-            }
-            attempt++;
+            sig[i] = sig[j];
+            break;
         }
     }
 }
 
 static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_t seed,
                       unsigned simd, uint32_t *fp_out, uint32_t *fp_len) {
-    /* size the set for this text: at most one shingle per 2 bytes (words) */
+    /* size the set for this text (about one shingle per 5 bytes of words);
+     * it grows if the text has more */
     size_t est = kind == ND_SHINGLE_WORD ? len / 5 + 16 : len + 16;
     size_t slots = 64;
     while (slots < 2 * est && slots < ((size_t)1 << 22)) slots <<= 1;
-    if (slots > c->tab_alloc) {
-        free(c->tab);
-        c->tab = (uint64_t *)malloc(slots * sizeof *c->tab);
-        c->tab_alloc = c->tab ? slots : 0;
-        if (c->tab == NULL) return ND_E_NOMEM;
-    }
-    memset(c->tab, 0, slots * sizeof *c->tab);
-    c->mask = slots - 1;
-    c->used = 0;
-    c->limit = slots / 2;
+    if (set_alloc(c, slots) != ND_OK) return ND_E_NOMEM;
     c->has_zero = 0;
     c->count = 0;
     c->err = 0;
     for (uint32_t i = 0; i < c->num_perm; i++) c->sig[i] = 0xFFFFFFFFu;
-    memset(c->filled, 0, c->num_perm);
-    c->fpn = 0;
-    c->cut = 1ULL << 32;
-    c->S = 0;
-    c->ring_pos = 0;
-    c->nitems = 0;
-    c->wh = c->word_seed;
-    c->wacc = 0;
-    c->wnacc = 0;
-    c->wlen = 0;
-    c->in_word = 0;
-    c->nwords = 0;
+    memset(c->vmax, 0, sizeof c->vmax);
 
-    int rc = ND_OK;
-    if (len == 0) {
-        /* nothing to scan */
-    } else if (kind == ND_SHINGLE_WORD) {
+    nd_roll r;
+    r.S = 0;
+    r.n = 0;
+    r.nh = 0;
+    memset(r.ring, 0, sizeof r.ring);
+    nd_word w = {c->word_seed, 0, 0, 0, 0};
+
+    const uint8_t *q = p;
+    if (len > 0) {
+        if (kind == ND_SHINGLE_WORD) {
 #if ND_X86
-        if (simd & ND_SIMD_AVX2)
-            rc = scan_word_avx2(c, p, p + len);
-        else
+            if (simd & ND_SIMD_AVX2)
+                q = scan_words_avx2(c, &r, &w, p, p + len);
+            else
 #endif
-            rc = scan_scalar(c, MODE_WORD, p, p + len);
-        if (rc == ND_OK && c->in_word) {
-            c->in_word = 0;
-            c->nwords++;
-            word_end(c);
+                q = scan_scalar(c, &r, &w, MODE_WORD, p, p + len, p + len);
+            if (q != NULL && w.in_word) word_end(c, &r, &w);
+        } else {
+            q = scan_scalar(c, &r, &w, MODE_CHAR, p, p + len, p + len);
         }
-    } else {
-        rc = scan_scalar(c, MODE_CHAR, p, p + len);
     }
+    int rc = q == NULL ? ND_E_UTF8 : ND_OK;
     if (rc == ND_OK) {
-        roll_finish(c);
+        roll_finish(c, &r);
         rc = c->err;
     }
     if (rc != ND_OK) {
@@ -593,25 +679,26 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
         c->count = 0;
         return rc;
     }
-    fp_compact(c);
-    memcpy(fp_out, c->fp, (size_t)c->fpn * sizeof *fp_out);
-    *fp_len = c->fpn;
+    *fp_len = bottom_n(c, fp_out);
     if (c->count > 0) densify(c, seed);
     return ND_OK;
 }
 
-ND_EXPORT int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
-                              int shingle_kind, uint32_t k, uint32_t num_perm, uint32_t fp_size,
-                              uint64_t seed, unsigned flags, uint32_t *signatures,
-                              uint32_t *fingerprints, uint32_t *fp_len, uint64_t *shingles,
-                              int32_t *status) {
+/* The batch loop behind both entry points: fingerprints go either to rows of
+ * fp_size (fingerprints, fp_len) or packed (fp_values, fp_cap, fp_offsets). */
+static int sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
+                        uint32_t k, uint32_t num_perm, uint32_t fp_size, uint64_t seed,
+                        unsigned flags, uint32_t *signatures, uint32_t *fingerprints,
+                        uint32_t *fp_len, uint32_t *fp_values, uint64_t fp_cap,
+                        uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) || k < 1 ||
         k > ND_MAX_K || num_perm < 1 || num_perm > ND_MAX_NUM_PERM || fp_size < 1 ||
         fp_size > ND_MAX_FP_SIZE)
         return ND_E_ARG;
+    if (fp_offsets != NULL) fp_offsets[0] = 0;
     if (n == 0) return ND_OK;
-    if (offsets == NULL || signatures == NULL || fingerprints == NULL || fp_len == NULL ||
-        shingles == NULL || status == NULL || (data == NULL && offsets[n] != offsets[0]))
+    if (offsets == NULL || signatures == NULL || shingles == NULL || status == NULL ||
+        (data == NULL && offsets[n] != offsets[0]))
         return ND_E_ARG;
     for (size_t i = 0; i < n; i++)
         if (offsets[i + 1] < offsets[i]) return ND_E_ARG;
@@ -626,24 +713,36 @@ ND_EXPORT int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size
     c.shingle_seed = seed_part(seed, 1) ^ ((uint64_t)shingle_kind << 8 | k);
     c.word_seed = seed_part(seed, 2);
     c.char_seed = seed_part(seed, 3);
-    c.filled = (uint8_t *)malloc(num_perm);
-    c.fp = (uint32_t *)malloc(2 * (size_t)fp_size * sizeof(uint32_t));
-    c.tmp = (uint32_t *)malloc(2 * (size_t)fp_size * sizeof(uint32_t));
+    c.fp = (uint32_t *)malloc(FP_BUF(fp_size) * sizeof(uint32_t));
+    uint32_t *row = (uint32_t *)malloc((size_t)fp_size * sizeof(uint32_t));
     int ret = ND_OK;
-    if (c.filled == NULL || c.fp == NULL || c.tmp == NULL) {
+    if (c.fp == NULL || row == NULL) {
         ret = ND_E_NOMEM;
         for (size_t i = 0; i < n; i++) status[i] = ND_E_NOMEM;
         goto done;
     }
     unsigned simd = nd_active(flags);
+    uint64_t packed = 0;
     for (size_t i = 0; i < n; i++) {
         c.sig = signatures + i * num_perm;
         const uint8_t *p = data ? data + offsets[i] : NULL;
         size_t len = (size_t)(offsets[i + 1] - offsets[i]);
-        int rc = sketch_one(&c, p, len, shingle_kind, seed, simd, fingerprints + i * fp_size,
-                            &fp_len[i]);
+        uint32_t flen = 0;
+        uint32_t *dst = fingerprints ? fingerprints + i * fp_size : row;
+        int rc = sketch_one(&c, p, len, shingle_kind, seed, simd, dst, &flen);
         status[i] = rc;
         shingles[i] = rc == ND_OK ? c.count : 0;
+        if (fp_len != NULL) fp_len[i] = flen;
+        if (fp_offsets != NULL) {
+            if (flen > fp_cap - packed) {
+                ret = ND_E_SPACE;
+                for (size_t j = i; j < n; j++) status[j] = ND_E_SPACE;
+                break;
+            }
+            memcpy(fp_values + packed, dst, (size_t)flen * sizeof *dst);
+            packed += flen;
+            fp_offsets[i + 1] = packed;
+        }
         if (rc == ND_E_NOMEM) {
             ret = ND_E_NOMEM;
             for (size_t j = i + 1; j < n; j++) status[j] = ND_E_NOMEM;
@@ -652,10 +751,29 @@ ND_EXPORT int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size
     }
 done:
     free(c.tab);
-    free(c.filled);
     free(c.fp);
-    free(c.tmp);
+    free(row);
     return ret;
+}
+
+ND_EXPORT int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
+                              int shingle_kind, uint32_t k, uint32_t num_perm, uint32_t fp_size,
+                              uint64_t seed, unsigned flags, uint32_t *signatures,
+                              uint32_t *fingerprints, uint32_t *fp_len, uint64_t *shingles,
+                              int32_t *status) {
+    if (n > 0 && (fingerprints == NULL || fp_len == NULL)) return ND_E_ARG;
+    return sketch_batch(data, offsets, n, shingle_kind, k, num_perm, fp_size, seed, flags,
+                        signatures, fingerprints, fp_len, NULL, 0, NULL, shingles, status);
+}
+
+ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
+                                     int shingle_kind, uint32_t k, uint32_t num_perm,
+                                     uint32_t fp_size, uint64_t seed, unsigned flags,
+                                     uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
+                                     uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
+    if (fp_offsets == NULL || (fp_values == NULL && fp_cap > 0)) return ND_E_ARG;
+    return sketch_batch(data, offsets, n, shingle_kind, k, num_perm, fp_size, seed, flags,
+                        signatures, NULL, NULL, fp_values, fp_cap, fp_offsets, shingles, status);
 }
 
 /* ------------------------------------------------------------------ */

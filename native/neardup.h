@@ -63,6 +63,18 @@ int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
                     uint32_t *fp_len, uint64_t *shingles, int32_t *status);
 
 /*
+ * nd_sketch_batch with the fingerprints packed instead of in rows of fp_size:
+ * text i's fingerprint is fp_values[fp_offsets[i] .. fp_offsets[i+1]) (fp_offsets
+ * has n + 1 entries). fp_cap is the capacity of fp_values; enough is the sum over
+ * the texts of min(fp_size, an upper bound of its shingles), else ND_E_SPACE.
+ */
+int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
+                           int shingle_kind, uint32_t k, uint32_t num_perm,
+                           uint32_t fp_size, uint64_t seed, unsigned flags,
+                           uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
+                           uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
+
+/*
  * LSH band keys: for each of n signatures of num_perm values, bands keys of
  * 64 bits, band j hashing values [j*rows, (j+1)*rows) together with j.
  * Needs bands * rows <= num_perm. out is n * bands.

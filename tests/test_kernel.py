@@ -209,6 +209,36 @@ def test_short_texts_are_one_shingle() -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=5), st.sampled_from(["word:2", "char:3"]))
+def test_smaller_fingerprint_is_a_prefix(batch: list[str], spec: str) -> None:
+    """The N smallest values are the first N of any larger fingerprint of the same text."""
+    batch = [*batch, " ".join(batch) * 20]
+    big = kernel.sketch(batch, shingle=spec, fingerprint_size=4096)
+    for n in (1, 7, 64):
+        small = kernel.sketch(batch, shingle=spec, fingerprint_size=n)
+        for fs, fb in zip(small.fingerprints, big.fingerprints, strict=True):
+            assert np.array_equal(fs, fb[:n])
+
+
+@pytest.mark.parametrize("spec", ["word:3", "word:1", "char:2", "char:6"])
+def test_many_more_shingles_than_expected(spec: str) -> None:
+    """Texts denser in shingles than the set's first size estimate: counts stay exact."""
+    rng = random.Random(5)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    words = ["".join(rng.choices(alphabet, k=rng.choice((1, 2)))) for _ in range(150_000)]
+    text = " ".join(words)
+    s = kernel.sketch([text, text[:1000]], shingle=spec, fingerprint_size=512)
+    assert s.shingles.tolist() == [
+        len(oracle.shingles(text, spec)),
+        len(oracle.shingles(text[:1000], spec)),
+    ]
+    scalar = kernel.sketch([text, text[:1000]], shingle=spec, fingerprint_size=512, simd=False)
+    assert np.array_equal(s.signatures, scalar.signatures) and _fp_equal(s, scalar)
+    fp = s.fingerprints[0]
+    assert len(fp) == 512 and np.all(np.diff(fp.astype(np.int64)) > 0)
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=4), st.sampled_from([1, 3, 64, 128, 1024]))
 def test_signature_values_come_from_the_text(batch: list[str], num_perm: int) -> None:
     """Every signature value (densified bins too) is one of the text's shingle values."""
