@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,9 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
         os.environ["NEARDUP_REDIS_URL"] = embedded.url
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
+    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Workers share their metrics through files in one directory.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="neardup-metrics-")
     # uvicorn re-raises the signal that stopped it once it has shut down; with
     # a handler of our own in place that re-raise returns here instead of
     # killing the process, so the embedded Redis is flushed and stopped below.
@@ -52,6 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             workers=args.workers,
             log_level=settings.log_level,
+            access_log=False,  # app.api.observe logs each request with its id
             timeout_graceful_shutdown=30,
         )
     finally:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import orjson
 
-from app import kernel, records
+from app import kernel, metrics, records
 from app.lsh import BandPlan, plan_bands
 from app.storage import Store
 
@@ -285,6 +285,9 @@ class Index:
         the threshold, with the number of candidates and whether they were capped.
         """
         handles, capped = await self._candidates(band_keys, exclude)
+        metrics.CANDIDATES.observe(len(handles))
+        if capped:
+            metrics.CANDIDATES_CAPPED.inc()
         fetched = await self.store.records(handles.tolist())
         present = [i for i, r in enumerate(fetched) if r is not None]
         raws = [fetched[i] for i in present]
@@ -299,6 +302,8 @@ class Index:
             fingerprint_size=self.params.fingerprint_size,
         )
         kept = np.flatnonzero(sims >= threshold)
+        metrics.CANDIDATES_VERIFIED.inc(len(raws))
+        metrics.CANDIDATES_KEPT.inc(len(kept))
         return (
             handles[np.asarray(present, dtype=np.int64)[kept]],
             [raws[i] for i in kept.tolist()],  # type: ignore[misc]

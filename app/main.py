@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import __version__
+from app import __version__, logs
 from app.api import documents, duplicates, errors, health, similar
 from app.api.limits import BodyLimit, Deadline
+from app.api.observe import Observe
 from app.config import Settings, load_settings
 from app.runtime import open_index
 
@@ -17,6 +18,7 @@ from app.runtime import open_index
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the service. Without NEARDUP_REDIS_URL it runs its own embedded Redis."""
     settings = settings or load_settings()
+    logs.configure(settings.log_format, settings.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -39,4 +41,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.add_middleware(Deadline, timeout=settings.request_timeout)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(Observe)
     return app

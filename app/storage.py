@@ -17,6 +17,7 @@ order (bands first, record last; delete record first) in app.index.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +26,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from app import metrics
 
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -91,18 +94,21 @@ class Store:
 
     # plumbing -------------------------------------------------------------
 
-    async def _run(self, coro: Any) -> Any:
+    async def _run(self, coro: Any, op: str = "command") -> Any:
+        started = time.perf_counter()
         try:
             return await coro
         except (RedisError, OSError) as exc:
             raise _translate(exc) from exc
+        finally:
+            metrics.REDIS_SECONDS.labels(op).observe(time.perf_counter() - started)
 
     async def _pipeline(self, build: Callable[[Any], object]) -> list[Any]:
         pipe = self._r.pipeline(transaction=False)
         build(pipe)
         if not len(pipe):
             return []
-        return await self._run(pipe.execute())
+        return await self._run(pipe.execute(), "pipeline")
 
     async def ping(self) -> bool:
         return bool(await self._run(self._r.ping()))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+import contextlib
 
-from app import kernel
+from fastapi import APIRouter, Request, Response
+
+from app import kernel, metrics
 from app.api.errors import ProblemResponse, problem
 from app.storage import StoreError, StoreUnavailableError
 
@@ -15,6 +17,17 @@ router = APIRouter(tags=["health"])
 async def healthz() -> dict[str, str]:
     """The process is up (it does not look at Redis)."""
     return {"status": "ok"}
+
+
+@router.get("/metrics", response_class=Response)
+async def prometheus(request: Request) -> Response:
+    """Prometheus metrics: requests, latency, candidates, verification, Redis, documents."""
+    index = request.app.state.index
+    # Without Redis the other metrics are still worth serving.
+    with contextlib.suppress(StoreUnavailableError, StoreError):
+        metrics.DOCUMENTS.set(await index.count())
+    body, content_type = metrics.render()
+    return Response(body, media_type=content_type)
 
 
 @router.get("/readyz", response_model=None)

@@ -1,0 +1,62 @@
+"""Prometheus metrics. Works per process, or across uvicorn workers when
+PROMETHEUS_MULTIPROC_DIR is set (`neardup serve --workers N` sets it)."""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+REQUESTS = Counter(
+    "neardup_http_requests_total", "HTTP requests answered", ["method", "route", "status"]
+)
+LATENCY = Histogram(
+    "neardup_http_request_duration_seconds",
+    "Time to answer an HTTP request",
+    ["method", "route", "status"],
+    buckets=_LATENCY_BUCKETS,
+)
+CANDIDATES = Histogram(
+    "neardup_query_candidates",
+    "LSH candidates verified per query",
+    buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000),
+)
+CANDIDATES_VERIFIED = Counter(
+    "neardup_candidates_verified_total", "Candidates checked by fingerprint Jaccard"
+)
+CANDIDATES_KEPT = Counter(
+    "neardup_candidates_kept_total",
+    "Candidates at or above the threshold; kept/verified is the fraction verification kept",
+)
+CANDIDATES_CAPPED = Counter(
+    "neardup_queries_capped_total", "Queries whose candidates were cut by the cap"
+)
+REDIS_SECONDS = Histogram(
+    "neardup_redis_roundtrip_seconds",
+    "Time of one Redis round trip (a command or a pipeline)",
+    ["op"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1),
+)
+DOCUMENTS = Gauge(
+    "neardup_documents", "Documents stored in the collection", multiprocess_mode="mostrecent"
+)
+
+
+def render() -> tuple[bytes, str]:
+    """The metrics page and its content type."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -1,0 +1,84 @@
+"""/metrics counts what happened; every request gets one log line with its request id."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+TEXT = "Wind farms off the northern coast produced record power during the winter storms"
+
+
+def _samples(client: TestClient) -> dict[tuple[str, tuple], float]:
+    resp = client.get("/metrics")
+    assert resp.status_code == 200
+    assert resp.headers["content-type"].startswith("text/plain")
+    out = {}
+    for family in text_string_to_metric_families(resp.text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def _value(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_count_requests_candidates_and_documents(client: TestClient) -> None:
+    """Requests by route and status, verified and kept candidates, and stored documents."""
+    before = _samples(client)
+    client.put("/documents/m1", json={"text": TEXT})
+    client.put("/documents/m2", json={"text": TEXT + " again"})
+    for _ in range(3):
+        assert client.get("/similar/m1").status_code == 200
+    client.get("/documents/nope")
+    after = _samples(client)
+
+    def delta(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    route = "/similar/{doc_id:docid}"
+    assert delta("neardup_http_requests_total", method="GET", route=route, status="200") == 3
+    assert (
+        delta(
+            "neardup_http_requests_total",
+            method="GET",
+            route="/documents/{doc_id:docid}",
+            status="404",
+        )
+        == 1
+    )
+    assert delta("neardup_http_request_duration_seconds_count", method="GET", route=route,
+                 status="200") == 3  # fmt: skip
+    assert delta("neardup_query_candidates_count") == 3
+    assert delta("neardup_candidates_verified_total") == 3  # m2, once per query
+    assert delta("neardup_candidates_kept_total") == 3
+    assert delta("neardup_redis_roundtrip_seconds_count", op="pipeline") > 0
+    assert _value(after, "neardup_documents") == 2
+
+
+def test_each_request_logs_one_json_line_with_its_id(
+    settings, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    """A request's X-Request-ID comes back in the response and in its JSON log line."""
+    from app.logs import JsonFormatter
+    from app.main import create_app
+
+    with TestClient(create_app(settings.model_copy(update={"log_format": "json"}))) as c:
+        logger = logging.getLogger("neardup.access")
+        logger.addHandler(caplog.handler)
+        try:
+            resp = c.get("/healthz", headers={"x-request-id": "req-123"})
+            generated = c.get("/documents/missing").headers["x-request-id"]
+        finally:
+            logger.removeHandler(caplog.handler)
+    assert resp.headers["x-request-id"] == "req-123"
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+    assert [(line["request_id"], line["status"]) for line in lines] == [
+        ("req-123", 200),
+        (generated, 404),
+    ]
+    assert all(line["duration_ms"] >= 0 and line["route"] for line in lines)
