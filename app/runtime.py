@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from app.config import Settings
 from app.embedded import EmbeddedRedis
 from app.index import Index, Params
-from app.storage import Store
+from app.storage import Store, StoreUnavailableError
+
+log = logging.getLogger("neardup")
 
 
 def params_of(settings: Settings) -> Params:
@@ -22,9 +25,52 @@ def params_of(settings: Settings) -> Params:
     )
 
 
+async def _first_contact(store: Store, settings: Settings) -> Index:
+    """Durability first (NEARDUP_DURABILITY=always), then the collection's stored parameters."""
+    if settings.durability == "always":
+        why = await store.fsync_always()
+        if why is not None:
+            log.warning(
+                "NEARDUP_DURABILITY=always, but %s: acknowledged writes may be lost "
+                "if the Redis machine dies",
+                why,
+            )
+    return await Index.open(
+        store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
+    )
+
+
+class UncheckedIndex(Index):
+    """An index opened while its Redis was unreachable.
+
+    It works like any Index, but the collection's parameters are checked on
+    first contact: app.api.deps.get_index awaits check() before a route may
+    use it, so nothing is written to a collection made with other parameters.
+    Concurrent checks are harmless (each is idempotent), so there is no lock
+    that requests would queue behind while Redis stays away.
+    """
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        params = params_of(settings)
+        super().__init__(store, params, settings.candidate_cap, settings.max_text_bytes)
+        self._settings = settings
+        self.checked = False
+
+    async def check(self) -> None:
+        if not self.checked:
+            await _first_contact(self.store, self._settings)
+            self.checked = True
+            log.info("Redis answers again; collection %s checked", self._settings.collection)
+
+
 @asynccontextmanager
-async def open_index(settings: Settings) -> AsyncIterator[Index]:
-    """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis."""
+async def open_index(settings: Settings, *, wait_for_redis: bool = False) -> AsyncIterator[Index]:
+    """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis.
+
+    With wait_for_redis (the service), a NEARDUP_REDIS_URL that does not answer
+    yet is not fatal: the index is an UncheckedIndex, and requests get 503
+    until Redis answers.
+    """
     embedded = None
     url = settings.redis_url
     if url is None:
@@ -32,9 +78,14 @@ async def open_index(settings: Settings) -> AsyncIterator[Index]:
         url = embedded.url
     store = Store.connect(url, settings.collection, settings.redis_timeout)
     try:
-        yield await Index.open(
-            store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
-        )
+        try:
+            index = await _first_contact(store, settings)
+        except StoreUnavailableError as exc:
+            if not wait_for_redis or embedded is not None:
+                raise
+            log.warning("%s; answering 503 until it is back", exc)
+            index = UncheckedIndex(store, settings)
+        yield index
     finally:
         await store.close()
         if embedded is not None:

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app import metrics
@@ -66,7 +68,14 @@ class Store:
 
     @classmethod
     def connect(cls, url: str, collection: str, timeout: float) -> Store:
-        """A store on the server at url (redis://, rediss:// or unix://)."""
+        """A store on the server at url (redis://, rediss:// or unix://).
+
+        A command fails after one timeout, never more: redis-py's default
+        retries (with back-off) would hold a request for many timeouts while
+        Redis is stopped, and the caller is told to retry by the 503 instead.
+        A connection error is retried once at once, on a fresh connection,
+        which is what a pooled connection to a restarted Redis needs.
+        """
         client = aioredis.Redis.from_url(
             url,
             socket_timeout=timeout,
@@ -74,8 +83,26 @@ class Store:
             decode_responses=False,
             health_check_interval=0,
             max_connections=256,
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
         return cls(client, collection)
+
+    async def fsync_always(self) -> str | None:
+        """Ask Redis to fsync its append-only file before every reply.
+
+        Returns None when that is in force, else why not (CONFIG refused, as
+        managed Redis services do, or the append-only file switched off).
+        """
+        try:
+            await self._r.config_set("appendfsync", "always")
+            aof: dict[Any, Any] = await self._r.config_get("appendonly")
+        except ResponseError as exc:
+            return f"CONFIG SET appendfsync always was refused ({exc})"
+        except (RedisError, OSError) as exc:
+            raise _translate(exc) from exc
+        if aof.get(b"appendonly", aof.get("appendonly")) not in (b"yes", "yes"):
+            return "appendonly is off, so nothing is written to disk before a reply"
+        return None
 
     async def close(self) -> None:
         await self._r.aclose()

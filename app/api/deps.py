@@ -5,7 +5,12 @@ from __future__ import annotations
 from fastapi import Request
 
 from app.index import Index
+from app.runtime import UncheckedIndex
 
 
-def get_index(request: Request) -> Index:
-    return request.app.state.index
+async def get_index(request: Request) -> Index:
+    """The index; one opened while Redis was down is checked first (503 until it can be)."""
+    index = request.app.state.index
+    if isinstance(index, UncheckedIndex):
+        await index.check()
+    return index

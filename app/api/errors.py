@@ -12,7 +12,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import kernel
-from app.index import BusyError, NoShinglesError, ThresholdError, TooLargeError
+from app.api.schemas import Problem
+from app.index import (
+    BusyError,
+    ConfigMismatchError,
+    NoShinglesError,
+    ThresholdError,
+    TooLargeError,
+)
 from app.storage import StoreError, StoreUnavailableError
 
 PROBLEM = "application/problem+json"
@@ -74,8 +81,54 @@ async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
     )
 
 
+def problem_doc(description: str) -> dict[str, Any]:
+    """An OpenAPI response object for a problem+json answer."""
+    ref = {"$ref": "#/components/schemas/Problem"}
+    return {"description": description, "content": {PROBLEM: {"schema": ref}}}
+
+
+def extend_openapi(app: FastAPI, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Run edit on the OpenAPI schema once, when it is first built."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            edit(build())
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document_problems(schema: dict[str, Any]) -> None:
+    """Declare the answers that middleware and handlers give on every route.
+
+    422 bodies are problem+json (not FastAPI's default shape); any route can
+    answer 503 (Redis unavailable, a busy document, the request deadline), and
+    any route with a body 413.
+    """
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Problem", Problem.model_json_schema())
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            if not isinstance(op, dict):
+                continue
+            responses = op.setdefault("responses", {})
+            if "422" in responses:
+                responses["422"] = problem_doc("the request is invalid; detail says what to fix")
+            if "requestBody" in op:
+                responses.setdefault("413", problem_doc("the body is over NEARDUP_MAX_BODY_BYTES"))
+            responses.setdefault("503", problem_doc("unavailable for now; retry after Retry-After"))
+            ref = {"$ref": "#/components/schemas/Problem"}
+            for r in responses.values():  # error bodies are problem+json, declared as such
+                content = r.get("content", {})
+                if content.get("application/json", {}).get("schema") == ref:
+                    content[PROBLEM] = content.pop("application/json")
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn exceptions into problem responses."""
+    extend_openapi(app, _document_problems)
+    app.add_exception_handler(ConfigMismatchError, _unavailable)
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(NoShinglesError, _unprocessable("Text has no words"))

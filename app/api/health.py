@@ -7,7 +7,9 @@ import contextlib
 from fastapi import APIRouter, Request, Response
 
 from app import kernel, metrics
+from app.api.deps import get_index
 from app.api.errors import ProblemResponse, problem
+from app.index import ConfigMismatchError
 from app.storage import StoreError, StoreUnavailableError
 
 router = APIRouter(tags=["health"])
@@ -33,9 +35,9 @@ async def prometheus(request: Request) -> Response:
 @router.get("/readyz", response_model=None)
 async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
     """Redis answers and the kernel is loaded: the service can take traffic."""
-    index = request.app.state.index
     try:
+        index = await get_index(request)  # checks a collection opened while Redis was down
         await index.store.ping()
-    except (StoreUnavailableError, StoreError) as exc:
+    except (StoreUnavailableError, StoreError, ConfigMismatchError) as exc:
         return problem(503, "Not ready", str(exc), headers={"Retry-After": "1"})
     return {"status": "ready", "simd": kernel.simd_level(), "documents": await index.count()}
