@@ -29,6 +29,13 @@ def _serve(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"neardup: {exc}", file=sys.stderr)
         return 2
+    from app.auth import KeyRing, bind_policy
+
+    keys = KeyRing.from_settings(settings)
+    allowed, said = bind_policy(args.host, args.port, args.insecure, keys)
+    print(said, file=sys.stderr)
+    if not allowed:
+        return 2
     embedded = None
     if settings.redis_url is None:
         # One Redis for all workers: started here, handed to them by URL.
@@ -164,7 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: this machine only)"
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a --host other than loopback without API keys",
+    )
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     serve.set_defaults(func=_serve)

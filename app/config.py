@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app import kernel
+from app import auth, kernel
 
 _COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -33,8 +33,27 @@ class Settings(BaseSettings):
     durability: Literal["everysec", "always"] = "everysec"
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    redis_timeout: float = Field(2.0, gt=0, le=60)
+    # Short enough that a stopped Redis is a 503 well within 1 s (see Store.connect).
+    redis_timeout: float = Field(0.5, gt=0, le=60)
     request_timeout: float = Field(30.0, gt=0, le=3600)
+    # "key:scope,key:scope" and/or a file of "key scope" lines; see app.auth.
+    api_keys: SecretStr | None = None
+    api_keys_file: Path | None = None
+
+    @field_validator("api_keys")
+    @classmethod
+    def _valid_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        auth.parse_keys(value.get_secret_value())  # raises ValueError, never naming a key
+        return value
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _valid_key_file(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            auth.read_key_file(value)
+        return value
 
     @field_validator("shingle")
     @classmethod
@@ -62,5 +81,6 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for err in exc.errors():
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
-            lines.append(f"{name}: {err['msg']} (got {err.get('input')!r})")
+            got = "hidden" if name == "NEARDUP_API_KEYS" else repr(err.get("input"))
+            lines.append(f"{name}: {err['msg']} (got {got})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import __version__, logs
+from app import __version__, auth, logs
 from app.api import documents, duplicates, errors, health, similar
 from app.api.limits import BodyLimit, Deadline
 from app.api.observe import Observe
@@ -22,7 +22,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_index(settings) as index:
+        # A Redis that is down at start-up means 503s until it is back, not a crash.
+        async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index
             yield
 
@@ -41,5 +42,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.add_middleware(Deadline, timeout=settings.request_timeout)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    auth.install(app, settings)  # outside the body limit: no key, nothing read
     app.add_middleware(Observe)
     return app
