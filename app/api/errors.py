@@ -62,6 +62,10 @@ async def _validation(_: Request, exc: RequestValidationError) -> ProblemRespons
 
 
 async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot decode (say, not UTF-8): the
+        # same 422 as any other malformed JSON body.
+        return problem(422, "Invalid request", f"body: {exc.detail}; send UTF-8 JSON")
     title = {404: "Not found", 405: "Method not allowed", 413: "Request too large"}.get(
         exc.status_code, "Error"
     )

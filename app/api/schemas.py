@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 MAX_ID_BYTES = 512
@@ -22,7 +23,18 @@ def check_id(value: str) -> str:
     return value
 
 
+def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Metadata must be storable as JSON: integers within 64 bits, valid Unicode."""
+    if value is not None:
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError as exc:
+            raise ValueError(f"metadata cannot be stored as JSON: {exc}") from None
+    return value
+
+
 DocId = Annotated[str, AfterValidator(check_id)]
+Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 
@@ -34,12 +46,12 @@ class _In(BaseModel):
 class DocumentIn(_In):
     id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
     text: str = Field(description="the document text (UTF-8)")
-    metadata: dict[str, Any] | None = Field(None, description="any JSON object, stored as is")
+    metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
 class DocumentPut(_In):
     text: str
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
 
 
 class BatchIn(_In):
