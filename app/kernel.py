@@ -9,6 +9,7 @@ whose message says what is wrong and, for texts, which one.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,8 +78,25 @@ def parse_shingle(spec: str) -> tuple[str, int]:
     return kind, k
 
 
+_spec_cache: dict[str, tuple[str, int]] = {}
+_INTEGER = (int, np.integer)
+
+
+def _spec(spec: str) -> tuple[str, int]:
+    """parse_shingle, remembered per spec string (sketch is called per request)."""
+    try:
+        return _spec_cache[spec]
+    except (KeyError, TypeError):
+        parsed = parse_shingle(spec)
+        if len(_spec_cache) < 64:
+            _spec_cache[spec] = parsed
+        return parsed
+
+
 def _check_int(name: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if type(value) is int and lo <= value <= hi:
+        return value
+    if isinstance(value, bool) or not isinstance(value, _INTEGER):
         raise InvalidParameterError(f"{name} must be an integer, got {value!r}")
     if not lo <= int(value) <= hi:
         raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}")
@@ -121,24 +139,16 @@ def _encode_error(i: int, text: str, e: UnicodeEncodeError) -> InvalidTextError:
     )
 
 
-def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, U64]:
-    """All texts as one UTF-8 buffer plus n + 1 byte offsets."""
+def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, list[int]]:
+    """All texts as one UTF-8 buffer, and each text's length in bytes."""
     if isinstance(texts, str | bytes | bytearray | memoryview):
         raise TypeError("texts must be a sequence of texts (a list), not a single text")
     if not isinstance(texts, list | tuple):
-        texts = list(texts)
-    n = len(texts)
-    offsets = np.zeros(n + 1, dtype=np.uint64)
-    if n == 0:
-        return b"", offsets
-    data: bytes | None = None
-    if all(type(t) is str for t in texts):
-        joined = "".join(texts)  # type: ignore[arg-type]
-        if joined.isascii():  # O(1) in CPython: byte lengths are str lengths
-            data = joined.encode("ascii")
-            np.cumsum(np.fromiter(map(len, texts), dtype=np.uint64, count=n), out=offsets[1:])
-    if data is None:
-        parts: list[bytes] = []
+        texts = list(texts)  # iterated twice below on the slow path
+    try:  # the common case: all str, all encodable
+        parts = [t.encode("utf-8") for t in texts]  # type: ignore[union-attr]
+    except (AttributeError, UnicodeEncodeError):
+        parts = []
         for i, t in enumerate(texts):
             if isinstance(t, str):
                 try:
@@ -148,10 +158,8 @@ def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, U64]:
             elif isinstance(t, bytes | bytearray | memoryview):
                 parts.append(bytes(t))
             else:
-                raise TypeError(f"text {i} must be str or bytes, got {type(t).__name__}")
-        data = b"".join(parts)
-        np.cumsum(np.fromiter(map(len, parts), dtype=np.uint64, count=n), out=offsets[1:])
-    return data, offsets
+                raise TypeError(f"text {i} must be str or bytes, got {type(t).__name__}") from None
+    return b"".join(parts), list(map(len, parts))
 
 
 def _utf8_error(i: int, raw: bytes) -> InvalidTextError:
@@ -176,16 +184,21 @@ def sketch(
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
     ``shingle``: ``"word:K"`` or ``"char:K"``. ``simd=False`` forces the scalar paths.
     """
-    kind, k = parse_shingle(shingle)
+    kind, k = _spec(shingle)
     num_perm = _check_int("num_perm", num_perm, 1, MAX_NUM_PERM)
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
-    data, offsets = _pack_texts(texts)
-    n = len(offsets) - 1
+    data, lengths = _pack_texts(texts)
+    n = len(lengths)
+    offsets = np.fromiter(itertools.accumulate(lengths, initial=0), dtype=np.uint64, count=n + 1)
     # room for each fingerprint: at most one shingle per 2 bytes (words), 3 per byte (chars)
-    lengths = np.diff(offsets)
-    most = lengths // 2 + 1 if kind == "word" else lengths * 3 + 1
-    fp_cap = int(np.minimum(most, fp_size).sum())
+    if n <= 32:
+        per_byte = (lambda x: x // 2 + 1) if kind == "word" else (lambda x: 3 * x + 1)
+        fp_cap = sum(min(per_byte(x), fp_size) for x in lengths)
+    else:
+        arr = np.asarray(lengths, dtype=np.int64)
+        most = arr // 2 + 1 if kind == "word" else arr * 3 + 1
+        fp_cap = int(np.minimum(most, fp_size).sum())
     sigs = np.empty((n, num_perm), dtype=np.uint32)
     fp_values = np.empty(fp_cap, dtype=np.uint32)
     fp_offsets = np.empty(n + 1, dtype=np.uint64)
@@ -212,9 +225,8 @@ def sketch(
         raise MemoryError("the kernel could not allocate its scratch memory")
     if rc not in (lib.ND_OK, lib.ND_E_SPACE) or (rc == lib.ND_E_SPACE and status.all()):
         raise InvalidParameterError(f"the kernel refused the parameters (code {rc})")
-    bad = np.flatnonzero(status != lib.ND_OK)
-    if len(bad):
-        i = int(bad[0])
+    if status.any():
+        i = int(np.flatnonzero(status)[0])
         if status[i] == lib.ND_E_NOMEM:
             raise MemoryError(f"the kernel ran out of memory on text {i}")
         if status[i] == lib.ND_E_SPACE:

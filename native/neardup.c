@@ -869,17 +869,16 @@ ND_EXPORT int nd_band_keys(const uint32_t *signatures, size_t n, uint32_t num_pe
 
 /* number of elements of sorted a[0..n) that are <= tau */
 static inline uint32_t count_le(const uint32_t *a, uint32_t n, uint32_t tau) {
-    uint32_t lo = 0, len = n;
-    while (len > 0) {
+    /* branch-free binary search: the outcome of each step is a coin toss */
+    if (n == 0) return 0;
+    const uint32_t *base = a;
+    uint32_t len = n;
+    while (len > 1) {
         uint32_t half = len / 2;
-        if (a[lo + half] <= tau) {
-            lo += half + 1;
-            len -= half + 1;
-        } else {
-            len = half;
-        }
+        base += (size_t)(base[half - 1] <= tau) * half; /* arithmetic, not a branch */
+        len -= half;
     }
-    return lo;
+    return (uint32_t)(base - a) + (base[0] <= tau);
 }
 
 /* The counts the estimate is made of: na, nb are cut to the values <= tau. */
@@ -913,6 +912,9 @@ static uint32_t min_intersection(uint32_t na, uint32_t nb, double threshold) {
     while (c < most && jaccard_ratio(c, na, nb) < threshold) c++;
     return c;
 }
+
+#define MEMO_UNKNOWN UINT32_MAX
+#define MEMO_NONE (UINT32_MAX - 1) /* the threshold cannot be reached */
 
 /* Scalar merge from (i, j): intersection count, or UINT32_MAX once
  * inter + min(remaining) < need (the threshold is out of reach). */
@@ -961,8 +963,8 @@ __attribute__((target("sse4.2,popcnt"))) static uint32_t merge_sse42(const uint3
                 ((unsigned)_mm_movemask_ps(_mm_castsi128_ps(m1)) << 4));
         }
         uint32_t amax = a[i + 7], bmax = b[j + 7];
-        i += amax <= bmax ? 8 : 0;
-        j += bmax <= amax ? 8 : 0;
+        i += (uint32_t)(amax <= bmax) << 3; /* arithmetic, not a branch */
+        j += (uint32_t)(bmax <= amax) << 3;
         uint32_t ra = na - i, rb = nb - j;
         if (inter + (ra < rb ? ra : rb) < need) return UINT32_MAX;
     }
@@ -998,11 +1000,27 @@ ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t
         if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] > UINT32_MAX) return ND_E_ARG;
     if (values == NULL && offsets[n] != offsets[0]) return ND_E_ARG;
     unsigned simd = nd_active(flags);
+    /* The smallest intersection that reaches the threshold depends only on
+     * (na, nb); na is mostly the whole query, so remember it per nb. */
+    uint32_t memo_n = fp_size < nq ? nq : fp_size;
+    if (memo_n > 65536) memo_n = 65536;
+    uint32_t *memo = threshold > 0.0 ? (uint32_t *)malloc(((size_t)memo_n + 1) * sizeof *memo) : NULL;
+    if (memo != NULL) memset(memo, 0xFF, ((size_t)memo_n + 1) * sizeof *memo);
     for (size_t i = 0; i < n; i++) {
         const uint32_t *b = values ? values + offsets[i] : NULL;
         uint32_t na = nq, nb = (uint32_t)(offsets[i + 1] - offsets[i]);
         jaccard_bounds(query, &na, b, &nb, fp_size);
-        uint32_t need = min_intersection(na, nb, threshold);
+        uint32_t need;
+        if (memo != NULL && na == nq && nb <= memo_n) {
+            uint32_t m = memo[nb];
+            if (m == MEMO_UNKNOWN) {
+                m = min_intersection(na, nb, threshold);
+                memo[nb] = m = m == UINT32_MAX ? MEMO_NONE : m;
+            }
+            need = m == MEMO_NONE ? UINT32_MAX : m;
+        } else {
+            need = min_intersection(na, nb, threshold);
+        }
         double r = 0.0;
         if (need != UINT32_MAX) {
             uint32_t inter = intersect(query, na, b, nb, need, simd);
@@ -1013,5 +1031,6 @@ ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t
         }
         out[i] = r;
     }
+    free(memo);
     return ND_OK;
 }
