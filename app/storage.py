@@ -71,10 +71,11 @@ class Store:
         """A store on the server at url (redis://, rediss:// or unix://).
 
         A command fails after one timeout, never more: redis-py's default
-        retries (with back-off) would hold a request for many timeouts while
-        Redis is stopped, and the caller is told to retry by the 503 instead.
-        A connection error is retried once at once, on a fresh connection,
-        which is what a pooled connection to a restarted Redis needs.
+        retries (ten, with back-off, a timed-out handshake counted as a
+        connection error) would hold a request for many timeouts while Redis
+        is stopped; the 503 tells the caller to retry instead. A pooled
+        connection to a Redis that restarted needs no retry: the pool sees
+        the closed socket when it hands the connection out, and reconnects.
         """
         client = aioredis.Redis.from_url(
             url,
@@ -83,7 +84,7 @@ class Store:
             decode_responses=False,
             health_check_interval=0,
             max_connections=256,
-            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            retry=Retry(NoBackoff(), 0),
         )
         return cls(client, collection)
 
