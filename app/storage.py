@@ -70,10 +70,10 @@ class Store:
     def connect(cls, url: str, collection: str, timeout: float) -> Store:
         """A store on the server at url (redis://, rediss:// or unix://).
 
-        A command fails after one timeout, never more: redis-py's default
-        retries (ten, with back-off, a timed-out handshake counted as a
-        connection error) would hold a request for many timeouts while Redis
-        is stopped; the 503 tells the caller to retry instead. A pooled
+        A command fails after one timeout, never more, so retries stay off
+        (said explicitly: redis-py's Redis() default is ten, and any retry of
+        a connection error would also retry a timed-out handshake) and the
+        503 tells the caller to retry instead. A pooled
         connection to a Redis that restarted needs no retry: the pool sees
         the closed socket when it hands the connection out, and reconnects.
         """
