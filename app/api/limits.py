@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 PROBLEM = b"application/problem+json"
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """Raised from receive() once a streamed body passes the limit.
+
+    An HTTPException because FastAPI's body parsing re-raises those (the
+    app's handler then answers 413) and turns any other exception into a 400.
+    """
 
 
 async def _send_problem(send: Send, status: int, title: str, detail: str, retry: bool) -> None:
@@ -48,7 +53,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(413, detail)
             return message
 
         async def tracking_send(message: Message) -> None:
