@@ -32,6 +32,7 @@ async def all_pairs(
 ) -> StreamingResponse:
     """Every verified near-duplicate pair in the collection, as NDJSON; a is the older."""
     used = index.check_threshold(threshold)
+    await index.count()  # Redis away: a 503 now, not a 200 cut short
 
     async def lines() -> AsyncIterator[bytes]:
         async for p in index.duplicate_pairs(used):
@@ -50,6 +51,7 @@ async def groups(
 ) -> StreamingResponse:
     """Connected groups of near-duplicates as NDJSON; canonical is the oldest member."""
     used = index.check_threshold(threshold)
+    await index.count()  # Redis away: a 503 now, not a 200 cut short
 
     async def lines() -> AsyncIterator[bytes]:
         async for g in index.duplicate_groups(used):
