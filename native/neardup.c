@@ -222,10 +222,6 @@ typedef struct {
     int in_word;
 } nd_word;
 
-static inline int is_filled(const nd_ctx *c, uint32_t bin) {
-    return c->sig[bin] != 0xFFFFFFFFu || ((c->vmax[bin >> 6] >> (bin & 63)) & 1);
-}
-
 static inline void insertion_sort(uint32_t *a, size_t n) {
     for (size_t i = 1; i < n; i++) {
         uint32_t x = a[i];
@@ -526,15 +522,102 @@ static inline const uint8_t *scan_scalar(nd_ctx *c, nd_roll *r, nd_word *w, int 
  * the words with bit scans and hash each in 8-byte chunks straight from the
  * folded block. Hashes exactly as word_byte/word_end would; blocks with a
  * byte >= 0x80 go through scan_scalar. */
-__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
-    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
-    uint8_t folded[64 + 16];
-    memset(folded + 64, 0, 16);
+__attribute__((target("avx2,bmi,bmi2"))) static inline void word_push_avx2(nd_word *w,
+                                                                          const uint8_t *src,
+                                                                          unsigned n) {
+    /* n bytes of a word that crosses a block boundary; src readable for n + 8 */
+    while (n > 0) {
+        unsigned room = 8 - w->nacc;
+        unsigned take = n < room ? n : room;
+        uint64_t chunk;
+        memcpy(&chunk, src, 8);
+        w->acc |= _bzhi_u64(chunk, 8 * take) << (8 * w->nacc);
+        w->nacc += take;
+        w->len += take;
+        if (w->nacc == 8) {
+            w->h = (w->h ^ w->acc) * ND_M1;
+            w->acc = 0;
+            w->nacc = 0;
+        }
+        src += take;
+        n -= take;
+    }
+}
+
+/* One 64-byte all-ASCII block. */
+__attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_ctx *c,
+                                                                            nd_roll *r,
+                                                                            nd_word *w,
+                                                                            const uint8_t *p) {
+    uint8_t folded[64 + 24];
+    memset(folded + 64, 0, 24);
     const __m256i a_1 = _mm256_set1_epi8('A' - 1), z_1 = _mm256_set1_epi8('Z' + 1);
     const __m256i la_1 = _mm256_set1_epi8('a' - 1), lz_1 = _mm256_set1_epi8('z' + 1);
     const __m256i d0_1 = _mm256_set1_epi8('0' - 1), d9_1 = _mm256_set1_epi8('9' + 1);
     const __m256i bit5 = _mm256_set1_epi8(0x20);
+    uint64_t m = 0;
+    for (int half = 0; half < 2; half++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * half));
+        __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, a_1), _mm256_cmpgt_epi8(z_1, x));
+        __m256i lo = _mm256_or_si256(x, _mm256_and_si256(up, bit5));
+        __m256i isl = _mm256_and_si256(_mm256_cmpgt_epi8(lo, la_1), _mm256_cmpgt_epi8(lz_1, lo));
+        __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, d0_1), _mm256_cmpgt_epi8(d9_1, x));
+        uint32_t mm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
+        m |= (uint64_t)mm << (32 * half);
+        _mm256_storeu_si256((__m256i *)(void *)(folded + 32 * half), lo);
+    }
+    if (w->in_word) {
+        /* the word from the previous block goes on for `run` bytes */
+        unsigned run = (unsigned)_tzcnt_u64(~m);
+        word_push_avx2(w, folded, run);
+        if (run == 64) return;
+        word_end(c, r, w);
+        m &= ~_bzhi_u64(~0ULL, run);
+    }
     const uint64_t wseed = c->word_seed;
+    while (m) {
+        unsigned s = (unsigned)_tzcnt_u64(m);
+        unsigned len = (unsigned)_tzcnt_u64(~(m >> s)); /* <= 64 - s */
+        if (s + len == 64) {
+            /* runs into the next block: hash incrementally */
+            word_push_avx2(w, folded + s, len);
+            w->in_word = 1;
+            return;
+        }
+        const uint8_t *q = folded + s;
+        uint64_t h, c0, c1;
+        memcpy(&c0, q, 8);
+        memcpy(&c1, q + 8, 8);
+        if (ND_LIKELY(len <= 16)) {
+            /* one or two chunks, chosen without a branch */
+            unsigned l0 = len < 8 ? len : 8;
+            uint64_t h1 = (wseed ^ _bzhi_u64(c0, 8 * l0)) * ND_M1;
+            uint64_t h2 = (h1 ^ _bzhi_u64(c1, 8 * (len - l0))) * ND_M1;
+            h = len > 8 ? h2 : h1;
+        } else {
+            h = wseed;
+            unsigned left = len;
+            while (left > 8) {
+                memcpy(&c0, q, 8);
+                h = (h ^ c0) * ND_M1;
+                q += 8;
+                left -= 8;
+            }
+            memcpy(&c0, q, 8);
+            h = (h ^ _bzhi_u64(c0, 8 * left)) * ND_M1;
+        }
+        roll_push(c, r, fmix64(h + len));
+        m &= m + (m & (0 - m)); /* clear this run of ones */
+    }
+}
+
+/* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
+ * the words with bit scans and hash each in 8-byte chunks straight from the
+ * folded block. Hashes exactly as word_byte/word_end would; blocks with a
+ * byte >= 0x80 go through scan_scalar. The last partial block is padded with
+ * NUL bytes (separators), which ends the last word just as the text end does. */
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
+    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
     while ((size_t)(end - p) >= 64) {
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
@@ -543,54 +626,21 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
             if (p == NULL) return NULL;
             continue;
         }
-        uint64_t m = 0;
-        for (int half = 0; half < 2; half++) {
-            __m256i x = half ? x1 : x0;
-            __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, a_1), _mm256_cmpgt_epi8(z_1, x));
-            __m256i lo = _mm256_or_si256(x, _mm256_and_si256(up, bit5));
-            __m256i isl = _mm256_and_si256(_mm256_cmpgt_epi8(lo, la_1), _mm256_cmpgt_epi8(lz_1, lo));
-            __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, d0_1), _mm256_cmpgt_epi8(d9_1, x));
-            uint32_t mm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
-            m |= (uint64_t)mm << (32 * half);
-            _mm256_storeu_si256((__m256i *)(void *)(folded + 32 * half), lo);
-        }
-        if (w->in_word) {
-            /* the word from the previous block goes on for `run` bytes */
-            unsigned run = (unsigned)_tzcnt_u64(~m);
-            for (unsigned i = 0; i < run; i++) word_byte(w, folded[i]);
-            if (run == 64) {
-                p += 64;
-                continue;
-            }
-            word_end(c, r, w);
-            m &= ~_bzhi_u64(~0ULL, run);
-        }
-        while (m) {
-            unsigned s = (unsigned)_tzcnt_u64(m);
-            unsigned len = (unsigned)_tzcnt_u64(~(m >> s)); /* <= 64 - s */
-            if (s + len == 64) {
-                /* runs into the next block: hash incrementally */
-                for (unsigned i = s; i < 64; i++) word_byte(w, folded[i]);
-                w->in_word = 1;
-                break;
-            }
-            const uint8_t *q = folded + s;
-            uint64_t h = wseed, chunk;
-            unsigned left = len;
-            while (left > 8) {
-                memcpy(&chunk, q, 8);
-                h = (h ^ chunk) * ND_M1;
-                q += 8;
-                left -= 8;
-            }
-            memcpy(&chunk, q, 8);
-            h = (h ^ _bzhi_u64(chunk, 8 * left)) * ND_M1;
-            roll_push(c, r, fmix64(h + len));
-            m &= m + (m & (0 - m)); /* clear this run of ones */
-        }
+        words_block_avx2(c, r, w, p);
         p += 64;
     }
-    return scan_scalar(c, r, w, MODE_WORD, p, end, end);
+    size_t rest = (size_t)(end - p);
+    if (rest > 0) {
+        uint8_t tail[64];
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, p, rest);
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
+        if (_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)
+            return scan_scalar(c, r, w, MODE_WORD, p, end, end);
+        words_block_avx2(c, r, w, tail);
+    }
+    return end;
 }
 #endif
 
@@ -603,32 +653,39 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
  * a snapshot first. */
 static void densify(nd_ctx *c, uint64_t seed) {
     uint32_t np = c->num_perm;
+    uint32_t words = (np + 63) / 64;
     uint64_t filled[ND_MAX_NUM_PERM / 64];
     memset(filled, 0, sizeof filled);
+    for (uint32_t i = 0; i < np; i++) /* branch-free snapshot of the filled bins */
+        filled[i >> 6] |= (uint64_t)(c->sig[i] != 0xFFFFFFFFu) << (i & 63);
     uint32_t nfilled = 0;
-    for (uint32_t i = 0; i < np; i++)
-        if (is_filled(c, i)) {
-            filled[i >> 6] |= 1ULL << (i & 63);
-            nfilled++;
-        }
+    for (uint32_t x = 0; x < words; x++) {
+        filled[x] |= c->vmax[x];
+        nfilled += (uint32_t)__builtin_popcountll(filled[x]);
+    }
     if (nfilled == np || nfilled == 0) return;
     uint32_t *sig = c->sig;
     uint64_t dseed = seed_part(seed, 4);
-    for (uint32_t i = 0; i < np; i++) {
-        if ((filled[i >> 6] >> (i & 63)) & 1) continue;
-        for (uint32_t attempt = 0;; attempt++) {
-            uint32_t j;
-            if (ND_UNLIKELY(attempt >= 64u * np)) {
-                j = i;
-                do j = (j + 1 == np) ? 0 : j + 1;
-                while (!((filled[j >> 6] >> (j & 63)) & 1));
-            } else {
-                uint64_t x = fmix64(dseed ^ (((uint64_t)i << 32) | attempt));
-                j = (uint32_t)(((x & 0xFFFFFFFFULL) * np) >> 32);
-                if (!((filled[j >> 6] >> (j & 63)) & 1)) continue;
+    for (uint32_t x = 0; x < words; x++) {
+        uint64_t empty = ~filled[x];
+        if (x == np / 64) empty &= (1ULL << (np & 63)) - 1; /* no bins past np */
+        for (; empty != 0; empty &= empty - 1) {
+            uint32_t i = x * 64 + (uint32_t)__builtin_ctzll(empty);
+            for (uint32_t attempt = 0;; attempt++) {
+                uint32_t j;
+                if (ND_UNLIKELY(attempt >= 64u * np)) {
+                    /* practically unreachable: the next filled bin, cyclically */
+                    j = i;
+                    do j = (j + 1 == np) ? 0 : j + 1;
+                    while (!((filled[j >> 6] >> (j & 63)) & 1));
+                } else {
+                    uint64_t h = fmix64(dseed ^ (((uint64_t)i << 32) | attempt));
+                    j = (uint32_t)(((h & 0xFFFFFFFFULL) * np) >> 32);
+                    if (!((filled[j >> 6] >> (j & 63)) & 1)) continue;
+                }
+                sig[i] = sig[j]; /* j was filled by a shingle, not by densification */
+                break;
             }
-            sig[i] = sig[j];
-            break;
         }
     }
 }
