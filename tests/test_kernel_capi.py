@@ -1,0 +1,140 @@
+"""The C API itself (through app.kernel's cffi handles): both sketch entry points, error codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app import kernel
+
+ffi, lib = kernel.ffi, kernel.lib
+TEXTS = [
+    b"The quick brown fox jumps over the lazy dog, again and again.",
+    b"",
+    "Stra\u00dfe \u0130stanbul \u00e9t\u00e9 \u2014 na\u00efve caf\u00e9s ".encode() * 9,
+    b"one",
+    b"word " * 400,
+]
+
+
+def _pack(texts: list[bytes]) -> tuple[bytes, np.ndarray]:
+    offsets = np.zeros(len(texts) + 1, dtype=np.uint64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return b"".join(texts), offsets
+
+
+def _rows(texts: list[bytes], fp_size: int, num_perm: int = 64, kind: int = 0, k: int = 3):
+    data, offsets = _pack(texts)
+    n = len(texts)
+    sigs = np.zeros((n, num_perm), np.uint32)
+    fps = np.zeros((n, fp_size), np.uint32)
+    fp_len = np.zeros(n, np.uint32)
+    shingles = np.zeros(n, np.uint64)
+    status = np.zeros(n, np.int32)
+    rc = lib.nd_sketch_batch(
+        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, k, num_perm, fp_size, 9, 0,
+        ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", fps),
+        ffi.from_buffer("uint32_t[]", fp_len), ffi.from_buffer("uint64_t[]", shingles),
+        ffi.from_buffer("int32_t[]", status),
+    )  # fmt: skip
+    return rc, sigs, fps, fp_len, shingles, status
+
+
+@pytest.mark.parametrize("fp_size", [1, 5, 256])
+@pytest.mark.parametrize("kind,k", [(0, 3), (1, 4)])
+def test_row_and_packed_entry_points_agree(fp_size: int, kind: int, k: int) -> None:
+    """nd_sketch_batch (rows of fp_size) and the packed variant give the same sketches."""
+    rc, sigs, fps, fp_len, shingles, status = _rows(TEXTS, fp_size, kind=kind, k=k)
+    assert rc == lib.ND_OK and not status.any()
+    packed = kernel.sketch(
+        TEXTS, shingle=f"{'word' if kind == 0 else 'char'}:{k}", num_perm=64,
+        fingerprint_size=fp_size, seed=9,
+    )  # fmt: skip
+    assert np.array_equal(sigs, packed.signatures)
+    assert np.array_equal(shingles, packed.shingles)
+    for i, fp in enumerate(packed.fingerprints):
+        assert fp_len[i] == len(fp)
+        assert np.array_equal(fps[i, : fp_len[i]], fp)
+
+
+def test_per_text_status_and_outputs_of_a_bad_text() -> None:
+    """An invalid text gets ND_E_UTF8 in its status, empty outputs; the others are sketched."""
+    rc, sigs, _, fp_len, shingles, status = _rows([b"good text here", b"bad \xff text", b"ok"], 8)
+    assert rc == lib.ND_OK
+    assert status.tolist() == [lib.ND_OK, lib.ND_E_UTF8, lib.ND_OK]
+    assert shingles.tolist()[1] == 0 and fp_len[1] == 0 and np.all(sigs[1] == 0xFFFFFFFF)
+    assert shingles.tolist()[0] == 1 and shingles.tolist()[2] == 1
+
+
+def test_argument_errors() -> None:
+    """Out-of-range parameters give ND_E_ARG; NULL outputs are refused, never written."""
+    data, offsets = _pack([b"a b c"])
+    off = ffi.from_buffer("uint64_t[]", offsets)
+    sig = np.zeros(8, np.uint32)
+    out = [ffi.from_buffer("uint32_t[]", sig)] * 3
+    sh = np.zeros(1, np.uint64)
+    st = np.zeros(1, np.int32)
+    tail = (ffi.from_buffer("uint64_t[]", sh), ffi.from_buffer("int32_t[]", st))
+    for kind, k, num_perm, fp_size in [(2, 3, 8, 8), (0, 0, 8, 8), (0, 17, 8, 8), (0, 3, 0, 8),
+                                       (0, 3, 1025, 8), (0, 3, 8, 0), (0, 3, 8, 4097)]:  # fmt: skip
+        rc = lib.nd_sketch_batch(data, off, 1, kind, k, num_perm, fp_size, 1, 0, *out, *tail)
+        assert rc == lib.ND_E_ARG
+    assert lib.nd_sketch_batch(data, off, 1, 0, 3, 8, 8, 1, 0, ffi.NULL, *out[1:], *tail) == (
+        lib.ND_E_ARG
+    )
+    bad = np.array([5, 0], np.uint64)  # decreasing offsets
+    rc = lib.nd_sketch_batch(
+        data, ffi.from_buffer("uint64_t[]", bad), 1, 0, 3, 8, 8, 1, 0, *out, *tail
+    )
+    assert rc == lib.ND_E_ARG
+    sigs = np.zeros((1, 8), np.uint32)
+    keys = np.zeros(4, np.uint64)
+    assert (
+        lib.nd_band_keys(
+            ffi.from_buffer("uint32_t[]", sigs), 1, 8, 3, 3, ffi.from_buffer("uint64_t[]", keys)
+        )
+        == lib.ND_E_ARG
+    )
+    assert lib.nd_jaccard(ffi.NULL, 0, ffi.NULL, 0, 0, 0) == lib.ND_E_ARG
+    assert lib.nd_jaccard(ffi.NULL, 0, ffi.NULL, 0, 8, 0) == 0.0
+    res = np.zeros(1, np.float64)
+    assert lib.nd_jaccard_many(
+        ffi.NULL, 0, ffi.NULL, ffi.from_buffer("uint64_t[]", np.zeros(2, np.uint64)), 1, 8,
+        float("nan"), 0, ffi.from_buffer("double[]", res),
+    ) == lib.ND_E_ARG  # fmt: skip
+
+
+def test_packed_output_too_small() -> None:
+    """The packed entry point reports ND_E_SPACE instead of writing past fp_cap."""
+    data, offsets = _pack([b"a b c d e f g", b"h i j k l m n"])
+    sigs = np.zeros((2, 8), np.uint32)
+    values = np.full(6, 7, np.uint32)  # room for 4 + a guard
+    fp_offsets = np.zeros(3, np.uint64)
+    sh = np.zeros(2, np.uint64)
+    st = np.zeros(2, np.int32)
+    rc = lib.nd_sketch_batch_packed(
+        data, ffi.from_buffer("uint64_t[]", offsets), 2, 0, 3, 8, 4, 1, 0,
+        ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", values), 5,
+        ffi.from_buffer("uint64_t[]", fp_offsets), ffi.from_buffer("uint64_t[]", sh),
+        ffi.from_buffer("int32_t[]", st),
+    )  # fmt: skip
+    assert rc == lib.ND_E_SPACE
+    assert st.tolist() == [lib.ND_OK, lib.ND_E_SPACE]
+    assert fp_offsets[1] == 4 and values[5] == 7
+
+
+def test_normalize_output_space() -> None:
+    """nd_normalize refuses an output buffer that is too small rather than overflowing it."""
+    text = "Stra\u00dfe \u0390\u0390\u0390".encode()
+    need = len(kernel.normalize(text).encode())
+    out = ffi.new("uint8_t[]", need + 8)
+    out_len = ffi.new("size_t *")
+    assert lib.nd_normalize(text, len(text), out, need, out_len) == lib.ND_OK
+    assert out_len[0] == need
+    assert lib.nd_normalize(text, len(text), out, need - 1, out_len) == lib.ND_E_SPACE
+    worst = "\u0390\u1ff7" * 50  # 2 -> 6 and 3 -> 6 bytes: within the documented 3x bound
+    raw = worst.encode()
+    big = ffi.new("uint8_t[]", 3 * len(raw) + 1)
+    assert lib.nd_normalize(raw, len(raw), big, 3 * len(raw) + 1, out_len) == lib.ND_OK
+    folded = "".join(ch if ch.isalnum() else " " for ch in worst.casefold())
+    assert bytes(ffi.buffer(big, out_len[0])).decode() == " ".join(folded.split())
