@@ -239,6 +239,8 @@ def sketch(
 
 
 def _fingerprint(name: str, x: Any) -> U32:
+    if type(x) is np.ndarray and x.dtype == np.uint32 and x.ndim == 1 and x.flags.c_contiguous:
+        return x  # the common case, checked cheaply (called once per query)
     arr = np.asarray(x)
     if arr.ndim != 1:
         raise InvalidParameterError(f"{name} must be a 1-D array of uint32, got shape {arr.shape}")
@@ -293,10 +295,10 @@ def jaccard_many_packed(
     q = _fingerprint("query", query)
     vals = _fingerprint("values", values)
     offs = np.ascontiguousarray(offsets, dtype=np.uint64)
-    if offs.ndim != 1 or len(offs) < 1:
+    if offs.ndim != 1 or offs.shape[0] < 1:
         raise InvalidParameterError("offsets must be a 1-D array of n + 1 uint64 values")
-    n = len(offs) - 1
-    if n and (int(offs[-1]) > len(vals) or bool(np.any(offs[1:] < offs[:-1]))):
+    n = offs.shape[0] - 1
+    if n and int(offs[n]) > vals.shape[0]:  # the C call checks that they never decrease
         raise InvalidParameterError("offsets must be non-decreasing and within values")
     out = np.empty(n, dtype=np.float64)
     rc = lib.nd_jaccard_many(
@@ -311,7 +313,9 @@ def jaccard_many_packed(
         ffi.from_buffer("double[]", out, require_writable=True),
     )
     if rc != lib.ND_OK:
-        raise InvalidParameterError(f"the kernel refused the arguments (code {rc})")
+        raise InvalidParameterError(
+            f"the kernel refused the arguments (code {rc}): offsets must be non-decreasing"
+        )
     return out
 
 

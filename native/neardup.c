@@ -938,6 +938,21 @@ static inline uint32_t count_le(const uint32_t *a, uint32_t n, uint32_t tau) {
     return (uint32_t)(base - a) + (base[0] <= tau);
 }
 
+/* count_le for hash values (about uniform): guess the position from the
+ * value, then search a small window around it (falls back to the whole array
+ * when the answer is outside the window). Same result as count_le. */
+static inline uint32_t count_le_uniform(const uint32_t *a, uint32_t n, uint32_t tau) {
+    if (n <= 64) return count_le(a, n, tau);
+    uint32_t last = a[n - 1];
+    if (tau >= last) return n;
+    uint32_t g = (uint32_t)((double)tau / ((double)last + 1.0) * (double)n);
+    uint32_t lo = g > 24 ? g - 24 : 0;
+    uint32_t hi = g + 24 < n ? g + 24 : n;
+    if ((lo == 0 || a[lo - 1] <= tau) && (hi == n || a[hi] > tau))
+        return lo + count_le(a + lo, hi - lo, tau);
+    return count_le(a, n, tau);
+}
+
 /* The counts the estimate is made of: na, nb are cut to the values <= tau. */
 static inline void jaccard_bounds(const uint32_t *a, uint32_t *na, const uint32_t *b, uint32_t *nb,
                                   uint32_t fp_size) {
@@ -948,8 +963,8 @@ static inline void jaccard_bounds(const uint32_t *a, uint32_t *na, const uint32_
         tau = a[*na - 1] < b[*nb - 1] ? a[*na - 1] : b[*nb - 1];
     else
         tau = a_inc ? a[*na - 1] : b[*nb - 1];
-    if (*na && a[*na - 1] > tau) *na = count_le(a, *na, tau);
-    if (*nb && b[*nb - 1] > tau) *nb = count_le(b, *nb, tau);
+    if (*na && a[*na - 1] > tau) *na = count_le_uniform(a, *na, tau);
+    if (*nb && b[*nb - 1] > tau) *nb = count_le_uniform(b, *nb, tau);
 }
 
 static inline double jaccard_ratio(uint32_t inter, uint32_t na, uint32_t nb) {
@@ -970,8 +985,11 @@ static uint32_t min_intersection(uint32_t na, uint32_t nb, double threshold) {
     return c;
 }
 
-#define MEMO_UNKNOWN UINT32_MAX
-#define MEMO_NONE (UINT32_MAX - 1) /* the threshold cannot be reached */
+#define MEMO_SLOTS 1024
+typedef struct {
+    uint64_t key; /* na << 32 | nb; all ones = empty (na, nb < 2^32 - 1 as lengths) */
+    uint32_t need;
+} nd_memo;
 
 /* Scalar merge from (i, j): intersection count, or UINT32_MAX once
  * inter + min(remaining) < need (the threshold is out of reach). */
@@ -1058,23 +1076,22 @@ ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t
     if (values == NULL && offsets[n] != offsets[0]) return ND_E_ARG;
     unsigned simd = nd_active(flags);
     /* The smallest intersection that reaches the threshold depends only on
-     * (na, nb); na is mostly the whole query, so remember it per nb. */
-    uint32_t memo_n = fp_size < nq ? nq : fp_size;
-    if (memo_n > 65536) memo_n = 65536;
-    uint32_t *memo = threshold > 0.0 ? (uint32_t *)malloc(((size_t)memo_n + 1) * sizeof *memo) : NULL;
-    if (memo != NULL) memset(memo, 0xFF, ((size_t)memo_n + 1) * sizeof *memo);
+     * (na, nb), which repeat a lot: remember it in a small direct-mapped table. */
+    nd_memo *memo = threshold > 0.0 ? (nd_memo *)malloc(MEMO_SLOTS * sizeof *memo) : NULL;
+    if (memo != NULL) memset(memo, 0xFF, MEMO_SLOTS * sizeof *memo);
     for (size_t i = 0; i < n; i++) {
         const uint32_t *b = values ? values + offsets[i] : NULL;
         uint32_t na = nq, nb = (uint32_t)(offsets[i + 1] - offsets[i]);
         jaccard_bounds(query, &na, b, &nb, fp_size);
         uint32_t need;
-        if (memo != NULL && na == nq && nb <= memo_n) {
-            uint32_t m = memo[nb];
-            if (m == MEMO_UNKNOWN) {
-                m = min_intersection(na, nb, threshold);
-                memo[nb] = m = m == UINT32_MAX ? MEMO_NONE : m;
+        if (memo != NULL) {
+            uint64_t key = (uint64_t)na << 32 | nb;
+            nd_memo *e = &memo[(na * 37u + nb) & (MEMO_SLOTS - 1)];
+            if (e->key != key) {
+                e->key = key;
+                e->need = min_intersection(na, nb, threshold);
             }
-            need = m == MEMO_NONE ? UINT32_MAX : m;
+            need = e->need;
         } else {
             need = min_intersection(na, nb, threshold);
         }

@@ -366,6 +366,10 @@ def test_other_bad_arguments() -> None:
         kernel.jaccard_many([1, 2], [[3]], threshold=float("nan"))
     with pytest.raises(kernel.InvalidParameterError):
         kernel.jaccard_many_packed([1], np.array([1, 2], np.uint32), np.array([0, 5], np.uint64))
+    with pytest.raises(kernel.InvalidParameterError):  # decreasing offsets
+        kernel.jaccard_many_packed(
+            [1], np.array([1, 2, 3], np.uint32), np.array([0, 2, 1], np.uint64)
+        )
     assert kernel.parse_shingle(" Word:3 ") == ("word", 3)
     assert kernel.parse_shingle("char:16") == ("char", 16)
 
