@@ -1,19 +1,30 @@
 /*
- * neardup kernel. See neardup.h for the contract; the design notes live in
- * README.md and ../shared/design.md. In short, per text, in one pass over its
- * bytes:
+ * neardup kernel. See neardup.h for the contract and ../shared/design.md for
+ * the design. Per text, in one pass over its bytes:
  *
  *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
  *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
- *   rolling polynomial over the last K word hashes -> fmix64 -> shingle hash H
- *   -> exact distinct set (open addressing) -> for each new H:
- *        one-permutation MinHash bin update (bin from low 32 bits, value =
- *        high 32 bits) and a bounded bottom-N candidate buffer.
+ *   rolling polynomial over the last K word hashes (O(1) per shingle) ->
+ *   fmix64 -> shingle hash H -> exact distinct set (open addressing) -> for
+ *   each new H: one-permutation MinHash bin update (bin from the low 32 bits,
+ *   value = the high 32 bits). Empty bins are densified at the end.
  *
- * SIMD: an AVX2 ASCII scanner (classify + fold 32 bytes per step) and the
+ * Bottom-N fingerprint: the distinct set is needed anyway for the exact
+ * shingle count, so it is laid out by value: a hash's home slot is its top
+ * bits, linear probing runs forward only (a spill area instead of wrapping),
+ * so slot order is value order up to small displacements inside clusters.
+ * The N smallest distinct values are read off the front of the table (up to
+ * the first empty slot after N) and put in order by an insertion sort that
+ * only has those displacements to fix. Nothing else is ever sorted, and there
+ * is no per-shingle work for the fingerprint at all. (A separate 2N buffer
+ * with a running cut-off, tried first, spent ~25% of the time sorting.)
+ *
+ * SIMD: an AVX2 scanner for ASCII (classify + fold 64 bytes per step, words
+ * found with bit scans and hashed straight from the folded block) and the
  * SSE4.2 pcmpestrm block skip in the Jaccard merge. Both sit in target
- * regions behind a run-time CPU check and produce exactly what the scalar
- * code produces: the scalar code defines the result.
+ * regions behind a run-time CPU check (NEARDUP_SIMD=off turns them off) and
+ * produce exactly what the scalar code produces: the scalar code defines
+ * the result, and the tests compare them on every input they try.
  */
 #include "neardup.h"
 
@@ -45,8 +56,11 @@ static unsigned nd_detect_level(void) {
     unsigned lv = 0;
 #if ND_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("sse4.2")) lv |= ND_SIMD_SSE42;
-    if (__builtin_cpu_supports("avx2")) lv |= ND_SIMD_AVX2;
+    /* each level also needs what its target regions use besides the name */
+    if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt")) lv |= ND_SIMD_SSE42;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+        __builtin_cpu_supports("bmi2"))
+        lv |= ND_SIMD_AVX2;
 #endif
     const char *env = getenv("NEARDUP_SIMD");
     if (env != NULL && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0 ||
