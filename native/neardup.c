@@ -576,10 +576,6 @@ static inline const uint8_t *scan_scalar(nd_ctx *c, nd_roll *r, nd_word *w, int 
 }
 
 #if ND_X86
-/* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
- * the words with bit scans and hash each in 8-byte chunks straight from the
- * folded block. Hashes exactly as word_byte/word_end would; blocks with a
- * byte >= 0x80 go through scan_scalar. */
 __attribute__((target("avx2,bmi,bmi2"))) static inline void word_push_avx2(nd_word *w,
                                                                           const uint8_t *src,
                                                                           unsigned n) {
