@@ -238,6 +238,17 @@ def test_many_more_shingles_than_expected(spec: str) -> None:
     assert len(fp) == 512 and np.all(np.diff(fp.astype(np.int64)) > 0)
 
 
+def test_empty_batch_and_any_sequence() -> None:
+    """No texts give empty outputs of the right shapes; any iterable of texts is accepted."""
+    s = kernel.sketch([], num_perm=16)
+    assert s.signatures.shape == (0, 16) and s.fp_offsets.tolist() == [0]
+    assert len(s) == 0 and s.fingerprints == []
+    g = kernel.sketch(t for t in ["a b c", b"a b c"])
+    assert g.shingles.tolist() == [1, 1]
+    assert np.array_equal(g.fingerprints[0], g.fingerprints[1])
+    assert kernel.band_keys(np.zeros((0, 128), np.uint32), 16, 8).shape == (0, 16)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=4), st.sampled_from([1, 3, 64, 128, 1024]))
 def test_signature_values_come_from_the_text(batch: list[str], num_perm: int) -> None:
