@@ -35,6 +35,7 @@ __all__ = [
     "parse_shingle",
     "simd_level",
     "sketch",
+    "tune_allocator",
     "unicode_version",
 ]
 
@@ -385,6 +386,26 @@ def normalize(text: str | bytes) -> str:
     if rc != lib.ND_OK:
         raise KernelError(f"normalize failed (code {rc})")
     return bytes(ffi.buffer(out, out_len[0])).decode("utf-8")
+
+
+def tune_allocator(trim_threshold: int = 256 << 20, mmap_threshold: int = 32 << 20) -> bool:
+    """Make glibc keep freed memory for reuse instead of handing it back to the OS.
+
+    A batch of texts means buffers of a few hundred KB (the packed texts, signatures,
+    fingerprints). With glibc's defaults these are returned to the OS when freed and every
+    next batch page-faults them in again, which on a VM costs about as much as sketching.
+    Process-wide, so it is the caller's choice (the service calls it at start-up, the
+    benchmark too); returns False where the C library is not glibc.
+    """
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(None)
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    ok = libc.mallopt(m_trim_threshold, trim_threshold) == 1
+    return bool(libc.mallopt(m_mmap_threshold, mmap_threshold) == 1 and ok)
 
 
 def simd_level() -> dict[str, bool]:

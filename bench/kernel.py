@@ -183,7 +183,13 @@ def bench_jaccard(docs: list[str], n_fp: int, repeat: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller corpus, fewer rounds")
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="leave glibc's trim/mmap thresholds alone (the service tunes them at start-up)",
+    )
     args = parser.parse_args()
+    tuned = False if args.default_malloc else kernel.tune_allocator()
     repeat = 2 if args.quick else 5
     corpora: list[tuple[str, list[str]]] = []
     articles = read_articles()
@@ -194,7 +200,8 @@ def main() -> None:
     simd = ", ".join(k for k, v in kernel.simd_level().items() if v) or "none"
     print(
         f"neardup kernel benchmark: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, SIMD: {simd}"
+        f"{os.cpu_count()} cores, SIMD: {simd}, "
+        f"allocator: {'kernel.tune_allocator()' if tuned else 'glibc defaults'}"
     )
     print(
         f"sketch: word:3 shingles, num_perm=128, fingerprint_size=256, str texts in calls of "

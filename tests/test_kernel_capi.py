@@ -138,3 +138,11 @@ def test_normalize_output_space() -> None:
     assert lib.nd_normalize(raw, len(raw), big, 3 * len(raw) + 1, out_len) == lib.ND_OK
     folded = "".join(ch if ch.isalnum() else " " for ch in worst.casefold())
     assert bytes(ffi.buffer(big, out_len[0])).decode() == " ".join(folded.split())
+
+
+def test_tune_allocator_on_glibc() -> None:
+    """tune_allocator() takes effect where the C library is glibc (mallopt accepts it)."""
+    import platform
+
+    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert kernel.tune_allocator() is expected
