@@ -56,4 +56,6 @@ case "$LOADED" in
         ;;
 esac
 
-"$PY" -m pytest -q -p no:cacheprovider --rootdir "$ROOT" "$ROOT"/tests/test_kernel*.py
+# --capture=sys: the sanitizers write their reports to fd 2, which must reach the log
+# even when the process aborts (fd-level capture would swallow them).
+"$PY" -m pytest -q -p no:cacheprovider --capture=sys --rootdir "$ROOT" "$ROOT"/tests/test_kernel*.py
