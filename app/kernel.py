@@ -192,14 +192,7 @@ def sketch(
     data, lengths = _pack_texts(texts)
     n = len(lengths)
     offsets = np.fromiter(itertools.accumulate(lengths, initial=0), dtype=np.uint64, count=n + 1)
-    # room for each fingerprint: at most one shingle per 2 bytes (words), 3 per byte (chars)
-    if n <= 32:
-        per_byte = (lambda x: x // 2 + 1) if kind == "word" else (lambda x: 3 * x + 1)
-        fp_cap = sum(min(per_byte(x), fp_size) for x in lengths)
-    else:
-        arr = np.asarray(lengths, dtype=np.int64)
-        most = arr // 2 + 1 if kind == "word" else arr * 3 + 1
-        fp_cap = int(np.minimum(most, fp_size).sum())
+    fp_cap = n * fp_size  # room for every fingerprint; trimmed below when mostly unused
     sigs = np.empty((n, num_perm), dtype=np.uint32)
     fp_values = np.empty(fp_cap, dtype=np.uint32)
     fp_offsets = np.empty(n + 1, dtype=np.uint64)
