@@ -149,6 +149,8 @@ def _pack_texts(texts: Sequence[str | bytes]) -> tuple[bytes, list[int]]:
     try:  # the common case: all str, all encodable
         parts = [t.encode("utf-8") for t in texts]  # type: ignore[union-attr]
     except (AttributeError, UnicodeEncodeError):
+        if all(type(t) is bytes for t in texts):  # UTF-8 already: the C decoder checks it
+            return b"".join(texts), list(map(len, texts))  # type: ignore[arg-type]
         parts = []
         for i, t in enumerate(texts):
             if isinstance(t, str):
