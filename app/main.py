@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import __version__, auth, logs
+from app import __version__, auth, kernel, logs
 from app.api import documents, duplicates, errors, health, similar
 from app.api.limits import BodyLimit, Deadline
 from app.api.observe import Observe
@@ -19,6 +19,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the service. Without NEARDUP_REDIS_URL it runs its own embedded Redis."""
     settings = settings or load_settings()
     logs.configure(settings.log_format, settings.log_level)
+    # Batch buffers are reused instead of page-faulted in again for every request.
+    kernel.tune_allocator()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
