@@ -36,9 +36,26 @@ class Settings(BaseSettings):
     # Short enough that a stopped Redis is a 503 well within 1 s (see Store.connect).
     redis_timeout: float = Field(0.5, gt=0, le=60)
     request_timeout: float = Field(30.0, gt=0, le=3600)
+    # Replicas that must have a write before it is acknowledged (Redis WAIT), and how
+    # long a write waits for them before it is answered 503; 0 does not wait.
+    min_replicas: int = Field(0, ge=0, le=64)
+    replica_timeout: float = Field(1.0, gt=0, le=60)
     # "key:scope,key:scope" and/or a file of "key scope" lines; see app.auth.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _valid_redis_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        from app.storage import CLUSTER_SCHEMES, parse_cluster_url
+
+        schemes = ("redis://", "rediss://", "unix://", *CLUSTER_SCHEMES)
+        if not value.startswith(schemes):
+            raise ValueError(f"use a URL that starts with one of {', '.join(schemes)}")
+        parse_cluster_url(value)  # raises ValueError with the reason
+        return value
 
     @field_validator("api_keys")
     @classmethod
@@ -81,6 +98,7 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for err in exc.errors():
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
-            got = "hidden" if name == "NEARDUP_API_KEYS" else repr(err.get("input"))
+            secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
+            got = "hidden" if secret else repr(err.get("input"))
             lines.append(f"{name}: {err['msg']} (got {got})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None

@@ -26,7 +26,17 @@ def params_of(settings: Settings) -> Params:
 
 
 async def _first_contact(store: Store, settings: Settings) -> Index:
-    """Durability first (NEARDUP_DURABILITY=always), then the collection's stored parameters."""
+    """Durability first (NEARDUP_DURABILITY=always, NEARDUP_MIN_REPLICAS), then the
+    collection's stored parameters."""
+    if settings.min_replicas:
+        fewest = await store.fewest_replicas()
+        if fewest < settings.min_replicas:
+            log.warning(
+                "NEARDUP_MIN_REPLICAS=%d, but a Redis master has %d replicas connected: "
+                "writes to it are answered 503 until enough replicas are back",
+                settings.min_replicas,
+                fewest,
+            )
     if settings.durability == "always":
         why = await store.fsync_always()
         if why is not None:
@@ -76,7 +86,13 @@ async def open_index(settings: Settings, *, wait_for_redis: bool = False) -> Asy
     if url is None:
         embedded = EmbeddedRedis(settings.data_dir, settings.durability).start()
         url = embedded.url
-    store = Store.connect(url, settings.collection, settings.redis_timeout)
+    store = Store.connect(
+        url,
+        settings.collection,
+        settings.redis_timeout,
+        min_replicas=settings.min_replicas,
+        replica_timeout=settings.replica_timeout,
+    )
     try:
         try:
             index = await _first_contact(store, settings)

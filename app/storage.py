@@ -10,23 +10,45 @@ Key layout, every key under ``nd:{collection}:``:
     b:{key}       SET     handles whose signature has this band key (8 raw bytes)
 
 No command spans two of these keys, and every Lua script touches one key, so
-the same code can run against Redis Cluster. Correctness comes from write
-order (bands first, record last; delete record first) in app.index.
+the same code runs against Redis Cluster (``redis+cluster://`` URLs): a
+pipeline there is split by redis-py into one pipeline per master, sent at
+once, so a query stays one round trip per step and node touched. Correctness
+comes from write order (bands first, record last; delete record first) in
+app.index.
+
+With ``min_replicas`` (NEARDUP_MIN_REPLICAS) every write pipeline ends with
+``WAIT`` on each master it wrote to, on the same connection as its writes
+(WAIT only counts the writes of its own connection), and a write that too few
+replicas acknowledged is a ReplicationError (a 503): applied, perhaps not
+replicated, worth retrying.
 """
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.crc import key_slot
+from redis.exceptions import (
+    AskError,
+    ClusterError,
+    ReadOnlyError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app import metrics
@@ -42,51 +64,157 @@ end
 return 0
 """
 _BAND_KEY = struct.Struct("<Q")
+# After a cluster error, the slot map is re-read at most this often.
+REFRESH_INTERVAL_S = 0.2
 
 
 class StoreUnavailableError(Exception):
     """Redis cannot be reached or did not answer in time; worth retrying."""
 
 
+class ReplicationError(StoreUnavailableError):
+    """A write was applied but fewer replicas than required acknowledged it in time."""
+
+
 class StoreError(Exception):
     """Redis answered with an error that retrying will not fix."""
 
 
+# Errors that pass once Redis is back or a cluster has settled: a failover
+# (CLUSTERDOWN, MASTERDOWN, a master that now is a read-only replica),
+# redirects that did not settle, slots not covered yet, a node still loading.
+_UNAVAILABLE = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    OSError,
+    ClusterError,
+    TryAgainError,
+    AskError,
+    ReadOnlyError,
+    RedisClusterException,
+)
+_UNAVAILABLE_REPLIES = ("NOREPLICAS", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN")
+
+
 def _translate(exc: Exception) -> Exception:
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+    if isinstance(exc, _UNAVAILABLE) or str(exc).startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailableError(f"Redis is unavailable: {exc}")
     return StoreError(f"Redis error: {exc}")
+
+
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+
+
+@dataclass(frozen=True)
+class ClusterURL:
+    """What a redis+cluster:// URL names: startup nodes and credentials."""
+
+    nodes: tuple[tuple[str, int], ...]
+    username: str | None
+    password: str | None
+    ssl: bool
+
+
+def parse_cluster_url(url: str) -> ClusterURL | None:
+    """The parts of a redis+cluster://[user:password@]host:port[,host:port...] URL.
+
+    None for any other URL; ValueError, saying what is wrong, for a malformed one.
+    rediss+cluster:// is the same over TLS.
+    """
+    scheme = next((s for s in CLUSTER_SCHEMES if url.startswith(s)), None)
+    if scheme is None:
+        return None
+    rest = url[len(scheme) :].split("/", 1)[0].split("?", 1)[0]
+    userinfo, _, hosts = rest.rpartition("@")
+    username = password = None
+    if userinfo:
+        user, colon, secret = userinfo.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    nodes = []
+    for part in hosts.split(","):
+        host, colon, port = part.strip().rpartition(":")
+        host = host.strip("[]")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(
+                f"{scheme}host:port[,host:port...] expected, got node {part.strip()!r}"
+            )
+        nodes.append((host, int(port)))
+    return ClusterURL(tuple(nodes), username, password, scheme.startswith("rediss"))
 
 
 class Store:
     """One collection's keys on one Redis server."""
 
-    def __init__(self, client: aioredis.Redis, collection: str) -> None:
-        self._r = client
+    def __init__(
+        self,
+        client: aioredis.Redis | RedisCluster,
+        collection: str,
+        *,
+        min_replicas: int = 0,
+        replica_timeout: float = 1.0,
+    ) -> None:
+        self._r: Any = client
+        self._cluster = isinstance(client, RedisCluster)
         self._prefix = f"nd:{collection}:".encode()
         self._ids = self._prefix + b"ids"
+        self._min_replicas = min_replicas
+        self._replica_timeout = replica_timeout
+        self._refresh: asyncio.Task[None] | None = None
+        self._refreshed_at = 0.0
 
     @classmethod
-    def connect(cls, url: str, collection: str, timeout: float) -> Store:
-        """A store on the server at url (redis://, rediss:// or unix://).
+    def connect(
+        cls,
+        url: str,
+        collection: str,
+        timeout: float,
+        *,
+        min_replicas: int = 0,
+        replica_timeout: float = 1.0,
+    ) -> Store:
+        """A store on the server at url (redis://, rediss:// or unix://), or on the
+        Redis Cluster a redis+cluster://host:port[,host:port...] URL names.
 
         A command fails after one timeout, never more, so retries stay off
-        (said explicitly: redis-py's Redis() default is ten, and any retry of
-        a connection error would also retry a timed-out handshake) and the
-        503 tells the caller to retry instead. A pooled
-        connection to a Redis that restarted needs no retry: the pool sees
-        the closed socket when it hands the connection out, and reconnects.
+        (said explicitly: redis-py's Redis() default is ten, RedisCluster's
+        three, and any retry of a connection error would also retry a
+        timed-out handshake) and the 503 tells the caller to retry instead. A
+        pooled connection to a Redis that restarted needs no retry: the pool
+        sees the closed socket when it hands the connection out, and
+        reconnects. On a cluster, an error that may mean the slots moved (a
+        failover) makes the store re-read the slot map in the background
+        (_refresh_topology), so requests after a failover find the new masters.
+
+        With min_replicas, a write may wait replica_timeout for its replicas
+        (WAIT) on top of the usual timeout, so the socket timeout allows both.
         """
-        client = aioredis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            decode_responses=False,
-            health_check_interval=0,
-            max_connections=256,
-            retry=Retry(NoBackoff(), 0),
-        )
-        return cls(client, collection)
+        options: dict[str, Any] = {
+            "socket_timeout": timeout + (replica_timeout if min_replicas else 0.0),
+            "socket_connect_timeout": timeout,
+            "decode_responses": False,
+            "health_check_interval": 0,
+            "max_connections": 256,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        cluster = parse_cluster_url(url)
+        client: aioredis.Redis | RedisCluster
+        if cluster is None:
+            client = aioredis.Redis.from_url(url, **options)
+        else:
+            client = RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in cluster.nodes],
+                username=cluster.username,
+                password=cluster.password,
+                ssl=cluster.ssl,
+                **options,
+            )
+        return cls(client, collection, min_replicas=min_replicas, replica_timeout=replica_timeout)
+
+    @property
+    def cluster(self) -> bool:
+        """Whether this store is on a Redis Cluster."""
+        return self._cluster
 
     async def fsync_always(self) -> str | None:
         """Ask Redis to fsync its append-only file before every reply.
@@ -106,6 +234,8 @@ class Store:
         return None
 
     async def close(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
         await self._r.aclose()
 
     # keys -----------------------------------------------------------------
@@ -126,10 +256,36 @@ class Store:
         started = time.perf_counter()
         try:
             return await coro
-        except (RedisError, OSError) as exc:
-            raise _translate(exc) from exc
+        except (RedisError, RedisClusterException, OSError) as exc:
+            error = _translate(exc)
+            if isinstance(error, StoreUnavailableError):
+                self._refresh_topology()
+            raise error from exc
         finally:
             metrics.REDIS_SECONDS.labels(op).observe(time.perf_counter() - started)
+
+    def _refresh_topology(self) -> None:
+        """On a cluster, re-read the slot map in the background after an error.
+
+        redis-py does so by itself only after a failed single command, not
+        after a failed pipeline, and with retries off it never retries into
+        the new map; so without this, pipelines would keep going to a master
+        that died and whose replica took over. One refresh at a time, at most
+        every REFRESH_INTERVAL_S; each is bounded by the socket timeouts.
+        """
+        if not self._cluster or (self._refresh is not None and not self._refresh.done()):
+            return
+        now = time.monotonic()
+        if now - self._refreshed_at < REFRESH_INTERVAL_S:
+            return
+        self._refreshed_at = now
+        self._refresh = asyncio.get_running_loop().create_task(self._reread_slots())
+
+    async def _reread_slots(self) -> None:
+        try:
+            await self._r.nodes_manager.initialize()
+        except Exception:  # the next failed request tries again
+            self._refreshed_at = time.monotonic()
 
     async def _pipeline(self, build: Callable[[Any], object]) -> list[Any]:
         pipe = self._r.pipeline(transaction=False)
@@ -138,8 +294,74 @@ class Store:
             return []
         return await self._run(pipe.execute(), "pipeline")
 
+    async def _masters_of(self, slots: set[int]) -> dict[int, Any]:
+        """The master that owns each slot in the client's slot map (initialised first)."""
+        await self._run(self._r.initialize())
+        nodes = self._r.nodes_manager
+        try:
+            return {slot: nodes.get_node_from_slot(slot) for slot in slots}
+        except (KeyError, RedisClusterException) as exc:  # a slot with no master yet
+            self._refresh_topology()
+            raise StoreUnavailableError(f"Redis Cluster has no master for a slot: {exc}") from exc
+
+    async def _write(self, build: Callable[[Any], object], keys: Sequence[bytes]) -> list[Any]:
+        """A pipeline of writes to keys; with min_replicas, acknowledged once replicated.
+
+        WAIT counts only the writes made on its own connection, so it goes at
+        the end of the same pipeline: once, or on a cluster once per master
+        the keys live on (redis-py sends each master's share of a pipeline
+        on one connection, in order). If the slot map changed while the
+        pipeline ran (a redirect, a failover), some writes may have gone
+        where no WAIT followed them, so that is a ReplicationError as well.
+        """
+        if not self._min_replicas:
+            return await self._pipeline(build)
+        pipe = self._r.pipeline(transaction=False)
+        build(pipe)
+        sent = len(pipe)
+        if not sent:
+            return []
+        timeout_ms = max(1, round(self._replica_timeout * 1000))
+        if self._cluster:
+            slots = {key_slot(k) for k in keys}
+            before = await self._masters_of(slots)
+            masters = {node.name: node for node in before.values()}
+            for node in masters.values():
+                pipe.execute_command("WAIT", self._min_replicas, timeout_ms, target_nodes=node)
+        else:
+            pipe.execute_command("WAIT", self._min_replicas, timeout_ms)
+        replies = await self._run(pipe.execute(), "pipeline")
+        acked = [int(n) for n in replies[sent:]]
+        if self._cluster:
+            after = await self._masters_of(slots)
+            if any(after[s].name != before[s].name for s in slots):
+                self._refresh_topology()
+                raise ReplicationError(
+                    "the write was applied, but the cluster's slots moved while it ran, so it "
+                    "may not be replicated (NEARDUP_MIN_REPLICAS); retry"
+                )
+        if min(acked) < self._min_replicas:
+            raise ReplicationError(
+                f"the write was applied, but only {min(acked)} of the "
+                f"{self._min_replicas} replicas required (NEARDUP_MIN_REPLICAS) acknowledged "
+                f"it within {self._replica_timeout:g} s, so it may not survive a failover; retry"
+            )
+        return replies[:sent]
+
     async def ping(self) -> bool:
+        if self._cluster:  # every master answers, not just one
+            return bool(await self._run(self._r.ping(target_nodes=RedisCluster.PRIMARIES)))
         return bool(await self._run(self._r.ping()))
+
+    async def fewest_replicas(self) -> int:
+        """The number of replicas connected to the master with the fewest (each master)."""
+        if self._cluster:
+            infos = await self._run(
+                self._r.info("replication", target_nodes=RedisCluster.PRIMARIES)
+            )
+            return min(int(i.get("connected_slaves", 0)) for i in infos.values())
+        info = await self._run(self._r.info("replication"))
+        return int(info.get("connected_slaves", 0))
 
     async def info(self, section: str) -> dict:
         return await self._run(self._r.info(section))
@@ -149,7 +371,7 @@ class Store:
     async def config(self, proposed: bytes) -> bytes:
         """The collection's stored configuration, storing `proposed` if there is none."""
         key = self._prefix + b"config"
-        await self._run(self._r.set(key, proposed, nx=True))
+        await self._write(lambda p: p.set(key, proposed, nx=True), [key])
         stored = await self._run(self._r.get(key))
         return stored if stored is not None else proposed
 
@@ -171,11 +393,13 @@ class Store:
         known = await self.handles(ids)
         missing = [i for i, h in enumerate(known) if h is None]
         if missing:
-            last = await self._run(self._r.incrby(self._prefix + b"next", len(missing)))
+            counter = self._prefix + b"next"
+            (last,) = await self._write(lambda p: p.incrby(counter, len(missing)), [counter])
             first = last - len(missing) + 1
             wanted = {ids[i]: first + n for n, i in enumerate(missing)}
-            await self._pipeline(
-                lambda p: [p.hsetnx(self._ids, doc_id, h) for doc_id, h in wanted.items()]
+            await self._write(
+                lambda p: [p.hsetnx(self._ids, doc_id, h) for doc_id, h in wanted.items()],
+                [self._ids],
             )
             settled = await self.handles([ids[i] for i in missing])
             for i, h in zip(missing, settled, strict=True):
@@ -186,10 +410,11 @@ class Store:
 
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
         """Drop id -> handle mappings that still point at these handles."""
-        await self._pipeline(
+        await self._write(
             lambda p: [
                 p.eval(_FORGET_ID, 1, self._ids, i, h) for i, h in zip(ids, handles, strict=True)
-            ]
+            ],
+            [self._ids],
         )
 
     async def last_handle(self) -> int:
@@ -218,31 +443,31 @@ class Store:
         """The packed record of each handle, None where there is none."""
         if len(handles) == 0:
             return []
-        return await self._run(self._r.mget([self._doc(int(h)) for h in handles]))
+        keys = [self._doc(int(h)) for h in handles]
+        if self._cluster:  # one GET per key, a pipeline per master
+            return await self._pipeline(lambda p: [p.get(k) for k in keys])
+        return await self._run(self._r.mget(keys))
 
     async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
-        await self._pipeline(lambda p: [p.set(self._doc(h), raw) for h, raw in records])
+        keys = [self._doc(h) for h, _ in records]
+        await self._write(
+            lambda p: [p.set(k, raw) for k, (_, raw) in zip(keys, records, strict=True)], keys
+        )
 
     async def delete_records(self, handles: Sequence[int]) -> None:
-        if handles:
-            await self._run(self._r.delete(*[self._doc(h) for h in handles]))
+        keys = [self._doc(h) for h in handles]
+        await self._write(lambda p: [p.delete(k) for k in keys], keys)
 
     # band memberships ---------------------------------------------------------
 
     async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """SADD each handle to the SET of each of its band keys."""
-        await self._pipeline(
-            lambda p: [
-                p.sadd(self.band_key(int(k)), h) for h, keys in memberships for k in keys.tolist()
-            ]
-        )
+        pairs = [(self.band_key(k), h) for h, keys in memberships for k in keys.tolist()]
+        await self._write(lambda p: [p.sadd(k, h) for k, h in pairs], [k for k, _ in pairs])
 
     async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
-        await self._pipeline(
-            lambda p: [
-                p.srem(self.band_key(int(k)), h) for h, keys in memberships for k in keys.tolist()
-            ]
-        )
+        pairs = [(self.band_key(k), h) for h, keys in memberships for k in keys.tolist()]
+        await self._write(lambda p: [p.srem(k, h) for k, h in pairs], [k for k, _ in pairs])
 
     async def band_members(self, keys: np.ndarray, per_band: int) -> list[list[bytes]]:
         """Up to per_band members of each band key's SET (all of a smaller SET).
