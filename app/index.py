@@ -324,7 +324,7 @@ class Index:
             fingerprint, band_keys, exclude, threshold
         )
         matches = [
-            Match(records.unpack(raw).id, float(sim))
+            Match(records.id_of(raw), float(sim))
             for raw, sim in zip(raws, sims.tolist(), strict=True)
         ]
         matches.sort(key=lambda m: (-m.similarity, m.id))

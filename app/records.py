@@ -86,6 +86,13 @@ def unpack(raw: bytes) -> Record:
     return Record(doc_id, fingerprint, band_keys, shingles, metadata)
 
 
+def id_of(raw: bytes) -> str:
+    """Just the id of a record, without parsing the rest (see unpack)."""
+    _, fp_len, _, bands, id_len, _, _ = _HEADER.unpack_from(raw)
+    pos = _HEADER.size + 4 * fp_len + 8 * bands
+    return raw[pos : pos + id_len].decode("utf-8")
+
+
 def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """Fingerprints of many records, packed, without a Python loop over records.
 

@@ -49,3 +49,11 @@ def test_corrupt_records_are_refused() -> None:
     for bad in (raw[:10], raw[:-4], raw + b"\0\0\0\0", b"\x07" + raw[1:]):
         with pytest.raises(records.CorruptRecordError):
             records.unpack(bad)
+
+
+def test_id_of_reads_the_id_alone() -> None:
+    """The id-only reader agrees with the full parser."""
+    rng = np.random.default_rng(3)
+    for i in range(50):
+        raw = records.pack(*_random_record(rng, i))
+        assert records.id_of(raw) == records.unpack(raw).id

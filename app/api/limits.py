@@ -90,7 +90,8 @@ class Deadline:
             await send(message)
 
         try:
-            await asyncio.wait_for(self.app(scope, receive, tracking_send), self.timeout)
+            async with asyncio.timeout(self.timeout):  # same task: no Task per request
+                await self.app(scope, receive, tracking_send)
         except TimeoutError:
             if not started:
                 detail = f"the request took over {self.timeout} s (NEARDUP_REQUEST_TIMEOUT)"
