@@ -72,6 +72,41 @@ def redis_url() -> Iterator[str]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+# Modules whose tests run twice, on the single redis-server and on a Redis Cluster
+# (3 masters, 3 replicas), through the store_url fixture behind `settings`/`client`.
+BOTH_STORES = {
+    "test_api_documents",
+    "test_api_similar",
+    "test_index",
+    "test_auth",
+    "test_observability",
+    "test_limits",
+}
+
+
+@pytest.fixture(scope="session")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL (redis+cluster://) of a real Redis Cluster for the session, started on first use."""
+    from cluster import LocalCluster
+
+    cluster = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
+    yield cluster.url
+    cluster.stop()
+
+
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The store of a test's service: the session's redis-server, or, in the BOTH_STORES
+    modules, each of it and the session's cluster in turn (parameters "single", "cluster")."""
+    kind = getattr(request, "param", "single")
+    return str(request.getfixturevalue("cluster_url" if kind == "cluster" else "redis_url"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_url" in metafunc.fixturenames and metafunc.definition.path.stem in BOTH_STORES:
+        metafunc.parametrize("store_url", ["single", "cluster"], indirect=True)
+
+
 _collections = itertools.count()
 
 
@@ -82,15 +117,15 @@ def collection() -> str:
 
 
 @pytest.fixture
-def settings(redis_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def settings(store_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     from app.config import load_settings
 
-    return load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    return load_settings(redis_url=store_url, collection=collection, data_dir=tmp_path)
 
 
 @pytest.fixture
 def client(settings):  # type: ignore[no-untyped-def]
-    """A TestClient over the real app, on the session's Redis."""
+    """A TestClient over the real app, on the session's Redis (or cluster, see store_url)."""
     from fastapi.testclient import TestClient
 
     from app.main import create_app

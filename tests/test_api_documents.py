@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import oracle
 import pytest
-import redis
+from cluster import all_keys, sync_client
 from fastapi.testclient import TestClient
 
 
@@ -105,14 +105,14 @@ def test_ids_round_trip_in_paths(client: TestClient, doc_id: str) -> None:
 
 
 def test_ids_never_leave_the_collection_prefix(
-    client: TestClient, redis_url: str, collection: str
+    client: TestClient, store_url: str, collection: str
 ) -> None:
     """Ids with ':', '{', '}', '*', newlines and '..' create only keys under the prefix."""
-    r = redis.Redis.from_url(redis_url)
-    before = set(r.keys("*"))
+    r = sync_client(store_url)
+    before = all_keys(r)
     for doc_id in ["a:b", "{x}", "*", "..", "line\nbreak", "nd:other:ids"]:
         assert client.put(f"/documents/{enc(doc_id)}", json={"text": TEXT}).is_success
-    created = set(r.keys("*")) - before
+    created = all_keys(r) - before
     assert created
     assert all(k.startswith(f"nd:{collection}:".encode()) for k in created)
 

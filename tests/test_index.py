@@ -46,12 +46,12 @@ async def _open(redis_url: str, collection: str) -> Index:
     return await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5), 1000)
 
 
-def test_duplicate_pairs_and_groups_match_brute_force(redis_url: str, collection: str) -> None:
+def test_duplicate_pairs_and_groups_match_brute_force(store_url: str, collection: str) -> None:
     """Every pair at or above the threshold, once, older first; groups are the components."""
     docs = _corpus()
 
     async def run() -> tuple[list, list]:
-        index = await _open(redis_url, collection)
+        index = await _open(store_url, collection)
         try:
             await index.ingest([Document(text=t, id=i) for i, t in docs])
             pairs = [p async for p in index.duplicate_pairs(0.5)]
@@ -90,14 +90,14 @@ def test_duplicate_pairs_and_groups_match_brute_force(redis_url: str, collection
         assert g.canonical == min(g.members, key=order.index)
 
 
-def test_reopening_with_other_parameters_is_refused(redis_url: str, collection: str) -> None:
+def test_reopening_with_other_parameters_is_refused(store_url: str, collection: str) -> None:
     """A collection remembers its parameters and will not open with different ones."""
     from app.index import ConfigMismatchError
 
     async def run() -> str:
-        first = await _open(redis_url, collection)
+        first = await _open(store_url, collection)
         await first.store.close()
-        store = Store.connect(redis_url, collection, 2.0)
+        store = Store.connect(store_url, collection, 2.0)
         try:
             await Index.open(store, Params.create("word:4", 128, 256, 1, 0.5), 1000)
         except ConfigMismatchError as exc:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-import redis
+from cluster import sync_client
 from corpus import read_corpus
 from fastapi.testclient import TestClient
 from procs import serving
@@ -108,12 +108,12 @@ def neighbour(settings) -> Iterator[tuple[str, TestClient]]:  # type: ignore[no-
 
 
 def test_ids_naming_another_collections_keys_leave_it_alone(
-    client: TestClient, neighbour: tuple[str, TestClient], redis_url: str
+    client: TestClient, neighbour: tuple[str, TestClient], store_url: str
 ) -> None:
     """Ids spelled like the keys of another collection write and delete only their own."""
     other, nc = neighbour
     assert nc.put("/documents/victim", json={"text": TEXT}).status_code == 201
-    r = redis.Redis.from_url(redis_url)
+    r = sync_client(store_url)
     keys = sorted(r.scan_iter(match=f"nd:{other}:*"))
     before = {k: r.dump(k) for k in keys}
     hostile = [
