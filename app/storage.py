@@ -369,10 +369,17 @@ class Store:
     # collection configuration --------------------------------------------
 
     async def config(self, proposed: bytes) -> bytes:
-        """The collection's stored configuration, storing `proposed` if there is none."""
+        """The collection's stored configuration, storing `proposed` if there is none.
+
+        Creating it is a write like any other (WAIT with min_replicas); reading
+        an existing one is not, so a service opens a collection whose replicas
+        are away and can answer reads.
+        """
         key = self._prefix + b"config"
-        await self._write(lambda p: p.set(key, proposed, nx=True), [key])
         stored = await self._run(self._r.get(key))
+        if stored is None:
+            await self._write(lambda p: p.set(key, proposed, nx=True), [key])
+            stored = await self._run(self._r.get(key))
         return stored if stored is not None else proposed
 
     # ids and handles ------------------------------------------------------
