@@ -1,0 +1,447 @@
+"""Redis Cluster and NEARDUP_MIN_REPLICAS: connecting, round trips per node, WAIT, failover.
+
+The API's own tests also run on the session's cluster (conftest BOTH_STORES); these
+are the cluster's particular promises. The failover test starts its own cluster and
+a real `neardup serve`, kills a master with SIGKILL and checks what survives. Every
+loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cluster import LocalCluster, free_cluster_port, sync_client, wait_until
+from corpus import read_corpus, read_truth
+from fastapi.testclient import TestClient
+from procs import serving
+from redis.asyncio.cluster import ClusterNode
+from redis.cluster import RedisCluster
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ClusterError,
+    MasterDownError,
+    MovedError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from textgen import mutate
+
+from app.config import SettingsError, load_settings
+from app.index import Document, Index, Params
+from app.storage import Store, StoreError, StoreUnavailableError, parse_cluster_url
+
+TEXT = (
+    "Harbour cranes stood idle on Friday as dock workers walked out over pay, leaving "
+    "container ships waiting in the bay and shops worried about their winter stock"
+)
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+def test_cluster_urls_name_every_startup_node() -> None:
+    """redis+cluster:// takes a list of host:port, credentials, and rediss+ for TLS."""
+    got = parse_cluster_url("redis+cluster://10.0.0.1:7000,10.0.0.2:7001, node3:7002")
+    assert got is not None
+    assert got.nodes == (("10.0.0.1", 7000), ("10.0.0.2", 7001), ("node3", 7002))
+    assert (got.username, got.password, got.ssl) == (None, None, False)
+    tls = parse_cluster_url("rediss+cluster://app:s%40cret@[::1]:7000")
+    assert tls is not None and tls.ssl and tls.nodes == (("::1", 7000),)
+    assert (tls.username, tls.password) == ("app", "s@cret")
+    assert parse_cluster_url("redis://localhost:6379/0") is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis+cluster://",
+        "redis+cluster://host",
+        "redis+cluster://u:hunter2@host:7000,host:port",
+        "redis+cluster://host:70000",
+        "cluster://host:7000",
+        "http://host:6379",
+    ],
+)
+def test_bad_redis_urls_stop_start_up_without_echoing_them(url: str) -> None:
+    """A malformed URL names NEARDUP_REDIS_URL and what to fix, never the URL (passwords)."""
+    with pytest.raises(SettingsError) as err:
+        load_settings(redis_url=url)
+    assert "NEARDUP_REDIS_URL" in str(err.value)
+    assert "hunter2" not in str(err.value) and "hidden" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ClusterDownError("CLUSTERDOWN The cluster is down"),
+        MasterDownError("MASTERDOWN Link with MASTER is down"),
+        TryAgainError("TRYAGAIN Multiple keys request during rehashing of slot"),
+        MovedError("3999 127.0.0.1:7001"),
+        AskError("3999 127.0.0.1:7001"),
+        ClusterError("TTL exhausted."),
+        SlotNotCoveredError('Slot "12" not covered by the cluster.'),
+        RedisClusterException("Redis Cluster cannot be connected."),
+        ReadOnlyError("READONLY You can't write against a read only replica."),
+        ResponseError("NOREPLICAS Not enough good replicas to write."),
+        RedisConnectionError("Error 111 connecting to 127.0.0.1:7000. Connection refused."),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_cluster_errors_are_unavailable_never_faults(exc: Exception) -> None:
+    """Every error a failover can cause is StoreUnavailableError (a 503 with Retry-After)."""
+    store = Store.connect("redis://127.0.0.1:1", "x", 0.5)
+
+    async def run() -> None:
+        async def fail() -> None:
+            raise exc
+
+        try:
+            await store._run(fail())
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreUnavailableError):
+        asyncio.run(run())
+
+
+def test_a_wrong_type_is_still_a_store_error() -> None:
+    """Errors that retrying cannot fix stay StoreError."""
+    store = Store.connect("redis://127.0.0.1:1", "x", 0.5)
+
+    async def run() -> None:
+        async def fail() -> None:
+            raise ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+
+        try:
+            await store._run(fail())
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreError):
+        asyncio.run(run())
+
+
+# --- on the session's cluster -----------------------------------------------------------------
+
+
+def test_unreachable_cluster_is_503_until_it_answers(collection: str, tmp_path: Path) -> None:
+    """A service whose cluster does not answer starts, and answers 503 fast, not 500."""
+    from app.main import create_app
+
+    port = free_cluster_port(set())
+    settings = load_settings(
+        redis_url=f"redis+cluster://127.0.0.1:{port}", collection=collection, data_dir=tmp_path
+    )
+    with TestClient(create_app(settings)) as c:
+        for method, path, body in [
+            ("GET", "/readyz", None),
+            ("PUT", "/documents/a", {"text": TEXT}),
+            ("GET", "/similar/a", None),
+        ]:
+            started = time.monotonic()
+            resp = c.request(method, path, json=body)
+            assert resp.status_code == 503 and resp.headers["retry-after"] == "1", resp.text
+            assert time.monotonic() - started < 1.0
+
+
+class _RoundTrips:
+    """Counts what the cluster client sends to each node: single commands and pipelines."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.commands: collections.Counter[str] = collections.Counter()
+        self.pipelines: collections.Counter[str] = collections.Counter()
+        command, pipeline = ClusterNode.execute_command, ClusterNode.execute_pipeline
+
+        async def counted_command(node: ClusterNode, *args: Any, **kwargs: Any) -> Any:
+            self.commands[node.name] += 1
+            return await command(node, *args, **kwargs)
+
+        async def counted_pipeline(node: ClusterNode, commands: list) -> Any:
+            self.pipelines[node.name] += 1
+            return await pipeline(node, commands)
+
+        monkeypatch.setattr(ClusterNode, "execute_command", counted_command)
+        monkeypatch.setattr(ClusterNode, "execute_pipeline", counted_pipeline)
+
+    def reset(self) -> None:
+        self.commands.clear()
+        self.pipelines.clear()
+
+
+def test_a_query_is_a_few_round_trips_per_node(
+    cluster_url: str, collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Band lookups and record reads go as one pipeline per master each: a query with 42
+    bands and dozens of candidates is at most 4 round trips to any node."""
+    rng = random.Random(7)
+    docs = [Document(text=mutate(TEXT, 0.05, rng), id=f"near{i}") for i in range(40)]
+    docs += [Document(text=f"unrelated words {i} " + "x" * (i + 1), id=f"u{i}") for i in range(20)]
+    trips = _RoundTrips(monkeypatch)
+
+    async def run() -> tuple[Any, Any]:
+        store = Store.connect(cluster_url, collection, 2.0)
+        try:
+            index = await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5), 1000)
+            await index.ingest(docs)
+            trips.reset()
+            by_id = await index.similar_to_id("near0", limit=100)
+            by_id_trips = (dict(trips.commands), dict(trips.pipelines))
+            trips.reset()
+            await index.similar_to_text(TEXT, limit=100)
+            return by_id, (by_id_trips, (dict(trips.commands), dict(trips.pipelines)))
+        finally:
+            await store.close()
+
+    result, counted = asyncio.run(run())
+    assert result.candidates >= 30 and len(result.results) >= 20
+    (id_commands, id_pipes), (text_commands, text_pipes) = counted
+    # GET /similar/{id}: id -> handle (one HMGET), its record, its 42 bands, the candidates.
+    assert sum(id_commands.values()) == 1
+    assert len(id_pipes) == 3  # every master was touched ...
+    assert max(id_pipes.values()) <= 3  # ... with at most 3 pipelines each
+    # POST /similar: bands and candidates only.
+    assert sum(text_commands.values()) == 0
+    assert max(text_pipes.values()) <= 2
+
+
+def _wait_calls(cluster_url: str) -> int:
+    """WAIT commands served so far, summed over the cluster's masters."""
+    r = sync_client(cluster_url)
+    try:
+        stats = r.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+        return sum(int(s.get("cmdstat_wait", {}).get("calls", 0)) for s in stats.values())
+    finally:
+        r.close()
+
+
+def test_min_replicas_waits_on_every_master_written(
+    cluster_url: str, collection: str, tmp_path: Path
+) -> None:
+    """With NEARDUP_MIN_REPLICAS=1 on the cluster (one replica per master) writes succeed, each
+    followed by WAIT; without it, no WAIT is sent."""
+    from app.main import create_app
+
+    url = cluster_url
+    settings = load_settings(redis_url=url, collection=collection, data_dir=tmp_path)
+    with TestClient(create_app(settings)) as c:
+        before = _wait_calls(url)
+        assert c.put("/documents/plain", json={"text": TEXT}).status_code == 201
+        assert _wait_calls(url) == before
+    waiting = settings.model_copy(update={"min_replicas": 1})
+    with TestClient(create_app(waiting)) as c:
+        before = _wait_calls(url)
+        assert c.put("/documents/w1", json={"text": TEXT}).status_code == 201
+        after_put = _wait_calls(url)
+        # counter, id, bands (on every master) and record: at least 6 WAITs
+        assert after_put - before >= 6
+        batch = [{"id": f"wb{i}", "text": f"{TEXT} {i}"} for i in range(20)]
+        body = c.post("/documents/batch", json={"documents": batch}).json()
+        assert body["created"] == 20 and body["errors"] == 0
+        assert c.delete("/documents/w1").status_code == 204
+        assert _wait_calls(url) > after_put
+        assert c.get("/similar/wb0").json()["results"]
+
+
+def test_min_replicas_without_replicas_is_503_that_says_retry(
+    redis_url: str, collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """On a Redis with no replica, NEARDUP_MIN_REPLICAS=1 makes every write a 503 after
+    NEARDUP_REPLICA_TIMEOUT that says the write may not be replicated; reads still work,
+    and start-up warns."""
+    from app.main import create_app
+
+    settings = load_settings(
+        redis_url=redis_url,
+        collection=collection,
+        data_dir=tmp_path,
+        min_replicas=1,
+        replica_timeout=0.2,
+    )
+    with TestClient(create_app(settings)) as c:
+        assert "NEARDUP_MIN_REPLICAS=1, but a Redis master has 0 replicas" in capfd.readouterr().err
+        for method, path, body in [
+            ("PUT", "/documents/a", {"text": TEXT}),
+            ("POST", "/documents", {"id": "b", "text": TEXT}),
+            ("POST", "/documents/batch", {"documents": [{"id": "c", "text": TEXT}]}),
+        ]:
+            started = time.monotonic()
+            resp = c.request(method, path, json=body)
+            took = time.monotonic() - started
+            assert resp.status_code == 503 and resp.headers["retry-after"] == "1", resp.text
+            detail = resp.json()["detail"]
+            assert "NEARDUP_MIN_REPLICAS" in detail and "retry" in detail
+            assert 0.2 <= took < 1.5
+        assert c.get("/documents/a").status_code == 404
+        assert c.post("/similar", json={"text": TEXT}).status_code == 200
+        assert c.get("/readyz").status_code == 200
+
+
+# --- failover -----------------------------------------------------------------------------------
+
+
+class _Load:
+    """Readers and a writer against the service while a master dies, every answer kept."""
+
+    def __init__(self, url: str, reads: list[str]) -> None:
+        self.url = url
+        self.reads = reads
+        self.stop = threading.Event()
+        self.answers: list[tuple[str, int, float, str | None, str]] = []
+        self.acked: dict[str, int] = {}
+        self.failures: list[BaseException] = []
+        self._threads = [
+            threading.Thread(target=self._reader, daemon=True),
+            threading.Thread(target=self._writer, daemon=True),
+        ]
+
+    def _record(self, what: str, resp: httpx.Response, took: float) -> None:
+        self.answers.append(
+            (what, resp.status_code, took, resp.headers.get("retry-after"), resp.text[:300])
+        )
+
+    def _reader(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=10) as c:
+            for n in range(5000):
+                if self.stop.is_set():
+                    return
+                doc_id = self.reads[n % len(self.reads)]
+                try:
+                    started = time.monotonic()
+                    resp = c.get(f"/similar/{doc_id}")
+                    self._record("read", resp, time.monotonic() - started)
+                except httpx.HTTPError as exc:
+                    self.failures.append(exc)
+                time.sleep(0.01)
+
+    def _writer(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=10) as c:
+            for n in range(2000):
+                if self.stop.is_set():
+                    return
+                doc_id = f"live{n}"
+                try:
+                    started = time.monotonic()
+                    resp = c.put(f"/documents/{doc_id}", json={"text": f"{TEXT} number {n}"})
+                    self._record("write", resp, time.monotonic() - started)
+                    if resp.status_code in (200, 201):
+                        self.acked[doc_id] = resp.json()["shingles"]
+                except httpx.HTTPError as exc:
+                    self.failures.append(exc)
+                time.sleep(0.01)
+
+    def __enter__(self) -> _Load:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self._threads:
+            t.join(30)
+
+
+def _promoted(cluster: LocalCluster) -> bool:
+    """Three running masters again, and every running node says cluster_state:ok."""
+    return len(cluster.running_masters()) == cluster.masters and all(
+        cluster._state_ok(n) for n in cluster.nodes if n.alive
+    )
+
+
+def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
+    """kill -9 of the master holding the id index, under reads and writes, with
+    NEARDUP_MIN_REPLICAS=1. Its replica takes over; meanwhile requests get 503 with
+    Retry-After (never 500) within a bounded time; the service finds the new master by
+    itself; every document acknowledged before and during the failover is there; the
+    GET /similar answers for the known plagiarism pairs are unchanged. Writes to the
+    promoted master, which has no replica left, are 503 until the killed node is back
+    as its replica; then they succeed again."""
+    cluster = LocalCluster(tmp_path / "cluster", node_timeout_ms=1000).start()
+    try:
+        with serving(
+            tmp_path, NEARDUP_REDIS_URL=cluster.url, NEARDUP_MIN_REPLICAS="1",
+            NEARDUP_LOG_LEVEL="warning",
+        ) as server, httpx.Client(base_url=server.url, timeout=30) as c:  # fmt: skip
+            # 1. the shared corpus, acknowledged batch by batch
+            docs = [{"id": i, "text": t} for i, t in read_corpus()]
+            acked: dict[str, int] = {}
+            for k in range(0, len(docs), 100):
+                resp = c.post("/documents/batch", json={"documents": docs[k : k + 100]})
+                assert resp.status_code == 200 and resp.json()["errors"] == 0, resp.text
+                acked.update({r["id"]: r["shingles"] for r in resp.json()["results"]})
+            truth = read_truth()
+            pair_ids = [i for pair in truth for i in pair]
+            before = {i: c.get(f"/similar/{i}").json() for i in pair_ids}
+            for a, b in truth:
+                assert b in {r["id"] for r in before[a]["results"]}
+
+            # 2. kill -9 the master of the id index, which every request reads
+            victim = cluster.master_of(b"nd:default:ids")
+            with _Load(server.url, pair_ids) as load:
+                time.sleep(0.5)
+                killed_at = time.monotonic()
+                victim.kill()
+                assert wait_until(lambda: _promoted(cluster), 30, step=0.1), "no failover"
+                promoted_after = time.monotonic() - killed_at
+                # 3. the service finds the new master by itself
+                assert wait_until(
+                    lambda: c.get(f"/documents/{pair_ids[0]}").status_code == 200, 15
+                ), server.output()
+                recovered_after = time.monotonic() - killed_at
+                time.sleep(0.5)
+            assert not load.failures, load.failures[:3]
+            statuses = collections.Counter((w, s) for w, s, *_ in load.answers)
+            assert {s for _, s in statuses} <= {200, 201, 503}, (statuses, load.answers[-5:])
+            assert statuses[("read", 503)] > 0, statuses  # the election was seen
+            assert statuses[("read", 200)] > 0, statuses
+            for what, status, took, retry_after, text in load.answers:
+                if status == 503:
+                    assert retry_after == "1", text
+                # NEARDUP_REDIS_TIMEOUT (0.5 s) + NEARDUP_REPLICA_TIMEOUT (1 s) + slack
+                assert took < 3.0, (what, status, took, text)
+            slowest = max(took for _, _, took, _, _ in load.answers)
+            print(
+                f"failover: replica promoted after {promoted_after:.1f} s, service answering "
+                f"after {recovered_after:.1f} s, slowest answer {slowest:.2f} s, {dict(statuses)}"
+            )
+            assert promoted_after < 20 and recovered_after < promoted_after + 10
+
+            # 4. every acknowledged document is there: the corpus and the live writes
+            acked.update(load.acked)
+            missing = [
+                i
+                for i, shingles in acked.items()
+                if (r := c.get(f"/documents/{i}")).status_code != 200
+                or r.json()["shingles"] != shingles
+            ]
+            assert not missing, missing[:5]
+            # 5. the known pairs answer as before
+            after = {i: c.get(f"/similar/{i}").json() for i in pair_ids}
+            assert after == before
+
+            # Writes need a replica of the promoted master: 503 until the killed node is back.
+            resp = c.put("/documents/late", json={"text": TEXT})
+            assert resp.status_code == 503 and "NEARDUP_MIN_REPLICAS" in resp.json()["detail"]
+            victim.start()
+            cluster.wait_healthy(30)
+            assert cluster.role(victim) == "slave"
+            assert wait_until(
+                lambda: c.put("/documents/late", json={"text": TEXT}).status_code in (200, 201),
+                10,
+            )
+            assert c.get("/readyz").status_code == 200
+            assert "Traceback" not in server.output()
+    finally:
+        cluster.stop()
