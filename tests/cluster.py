@@ -104,6 +104,7 @@ class Node:
     port: int
     directory: Path
     node_timeout_ms: int
+    extra: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -124,6 +125,7 @@ class Node:
                 "--appendonly", "yes",
                 "--save", "",
                 "--logfile", "redis.log",
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -167,10 +169,18 @@ class Node:
 
 
 class LocalCluster:
-    """masters x (1 + replicas) redis-server processes joined into one Redis Cluster."""
+    """masters x (1 + replicas) redis-server processes joined into one Redis Cluster.
+
+    extra: more redis-server arguments for every node (say "--appendonly", "no").
+    """
 
     def __init__(
-        self, directory: Path, masters: int = 3, replicas: int = 1, node_timeout_ms: int = 1000
+        self,
+        directory: Path,
+        masters: int = 3,
+        replicas: int = 1,
+        node_timeout_ms: int = 1000,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.directory = directory
         self.masters = masters
@@ -180,7 +190,7 @@ class LocalCluster:
         for i in range(masters * (1 + replicas)):
             port = free_cluster_port(taken)
             taken |= {port, port + 10000}
-            self.nodes.append(Node(port, directory / f"node{i}", node_timeout_ms))
+            self.nodes.append(Node(port, directory / f"node{i}", node_timeout_ms, extra))
 
     @property
     def url(self) -> str:

@@ -1,0 +1,360 @@
+"""One Redis against a Redis Cluster: ingest and query throughput, Redis memory per document.
+
+The stores, all on this machine, on loopback TCP, persistence off (the bench measures
+the index, not the disk):
+
+  1 Redis              one redis-server
+  cluster 3+3          3 masters and 3 replicas (tests/cluster.py, redis-cli --cluster create)
+  cluster 3+3, WAIT 1  the same cluster with NEARDUP_MIN_REPLICAS=1: each write pipeline
+                       waits for the replica of every master it wrote to
+
+The workload runs neardup's Index in this process (the code the service runs behind its
+routes, without HTTP): batches of 100 documents from a few concurrent writers, then
+GET /similar/{id}-style queries from concurrent readers. The corpus is generated from the
+words of the shared articles: unique documents of about 300 words, one in ten a
+near-duplicate (5% of words edited) of an earlier one, so queries find candidates.
+
+Memory per document is used_memory after the ingest minus before it, summed over the
+masters (replicas hold as much again), divided by the documents. The single Redis also
+gets a breakdown by key kind from MEMORY USAGE on samples.
+
+On a machine with few cores the cluster's six servers, their replication and the client
+share the same cores, so the cluster figures here show the cost of the cluster protocol,
+not the gain of more machines; the README's deployment section does that arithmetic.
+
+    python bench/cluster.py [--docs 20000] [--json bench/out/cluster.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import redis  # noqa: E402
+from cluster import LocalCluster, free_cluster_port, redis_server_binary, wait_until  # noqa: E402
+from corpus import read_corpus  # noqa: E402
+
+from app.index import Document, Index, Params  # noqa: E402
+from app.storage import Store  # noqa: E402
+
+NO_DISK = ("--save", "", "--appendonly", "no")
+COLLECTION = "bench"
+
+
+# --- corpus ---------------------------------------------------------------------------------
+
+
+def make_docs(n: int, seed: int = 11, words_per_doc: int = 300) -> list[Document]:
+    """n documents of words drawn from the shared articles; one in ten a near-duplicate."""
+    rng = random.Random(seed)
+    vocabulary = [w for _, text in read_corpus() for w in text.split()]
+    docs: list[Document] = []
+    texts: list[list[str]] = []
+    for i in range(n):
+        if i >= 10 and i % 10 == 0:
+            words = list(texts[rng.randrange(len(texts))])
+            for k in rng.sample(range(len(words)), len(words) // 20):
+                words[k] = rng.choice(vocabulary)
+        else:
+            length = rng.randint(words_per_doc // 2, words_per_doc * 3 // 2)
+            words = rng.choices(vocabulary, k=length)
+        texts.append(words)
+        docs.append(Document(text=" ".join(words), id=f"doc{i}", metadata={"n": i}))
+    return docs
+
+
+# --- stores ---------------------------------------------------------------------------------
+
+
+class SingleRedis:
+    """One redis-server on a free loopback port."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_cluster_port(set())
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> SingleRedis:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.directory), *NO_DISK],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        if not wait_until(lambda: self.client().ping(), 10):
+            raise RuntimeError("redis-server did not start")
+        return self
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=60)
+
+    def masters(self) -> list[redis.Redis]:
+        return [self.client()]
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+class Cluster:
+    """A LocalCluster of 3 masters and 3 replicas with persistence off."""
+
+    def __init__(self, directory: Path) -> None:
+        self.cluster = LocalCluster(directory, extra=NO_DISK)
+
+    @property
+    def url(self) -> str:
+        return self.cluster.url
+
+    def start(self) -> Cluster:
+        self.cluster.start()
+        return self
+
+    def masters(self) -> list[redis.Redis]:
+        return [n.client(60) for n in self.cluster.running_masters()]
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def used_memory(masters: list[redis.Redis]) -> int:
+    return sum(int(c.info("memory")["used_memory"]) for c in masters)
+
+
+def key_count(masters: list[redis.Redis]) -> int:
+    return sum(int(c.dbsize()) for c in masters)
+
+
+def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, float]:
+    """Bytes per document by key kind (MEMORY USAGE on samples), on a single Redis."""
+    prefix = f"nd:{COLLECTION}:"
+    rng = random.Random(3)
+    records = [f"{prefix}d:{h}" for h in rng.sample(range(1, docs + 1), min(sample, docs))]
+    record = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in records)
+    bands = list(itertools.islice(client.scan_iter(match=f"{prefix}b:*", count=1000), sample))
+    band = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in bands)
+    band_keys = sum(1 for _ in client.scan_iter(match=f"{prefix}b:*", count=10_000))
+    ids = int(client.memory_usage(f"{prefix}ids", samples=0) or 0)
+    return {
+        "record": record,
+        "band_keys_per_doc": band_keys / docs,
+        "band_key": band,
+        "bands_per_doc": band * band_keys / docs,
+        "ids_per_doc": ids / docs,
+    }
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+async def run_concurrently(
+    jobs: list[Callable[[], Awaitable[Any]]], concurrency: int
+) -> list[float]:
+    """Run the jobs with at most concurrency at once; each job's latency in seconds."""
+    queue = iter(jobs)
+    latencies: list[float] = []
+
+    async def worker() -> None:
+        for job in queue:
+            started = time.perf_counter()
+            await job()
+            latencies.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def chunks(seq: list[Document], size: int) -> Iterator[list[Document]]:
+    for k in range(0, len(seq), size):
+        yield seq[k : k + size]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def measure(
+    url: str,
+    masters: list[redis.Redis],
+    docs: list[Document],
+    args: argparse.Namespace,
+    *,
+    min_replicas: int = 0,
+    queries: bool = True,
+    collection: str = COLLECTION,
+) -> dict[str, Any]:
+    store = Store.connect(url, collection, 30.0, min_replicas=min_replicas, replica_timeout=5.0)
+    try:
+        index = await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5), 1000)
+        memory0, keys0 = used_memory(masters), key_count(masters)
+
+        def ingest(batch: list[Document]) -> Callable[[], Awaitable[Any]]:
+            return lambda: index.ingest(batch)
+
+        started = time.perf_counter()
+        batches = await run_concurrently(
+            [ingest(b) for b in chunks(docs, args.batch)], args.writers
+        )
+        took = time.perf_counter() - started
+        out: dict[str, Any] = {
+            "docs": len(docs),
+            "ingest_docs_per_s": len(docs) / took,
+            "batch_p50_ms": 1000 * percentile(batches, 0.5),
+            "batch_p99_ms": 1000 * percentile(batches, 0.99),
+            "bytes_per_doc": (used_memory(masters) - memory0) / len(docs),
+            "keys_per_doc": (key_count(masters) - keys0) / len(docs),
+            "masters": len(masters),
+        }
+        if queries:
+            rng = random.Random(5)
+            ids = [docs[rng.randrange(len(docs))].id or "" for _ in range(args.queries)]
+            found = 0
+
+            def query(doc_id: str) -> Callable[[], Awaitable[Any]]:
+                async def run() -> None:
+                    nonlocal found
+                    result = await index.similar_to_id(doc_id)
+                    found += bool(result and result.results)
+
+                return run
+
+            started = time.perf_counter()
+            latencies = await run_concurrently([query(i) for i in ids], args.readers)
+            took = time.perf_counter() - started
+            out.update(
+                {
+                    "query_per_s": len(ids) / took,
+                    "query_p50_ms": 1000 * percentile(latencies, 0.5),
+                    "query_p99_ms": 1000 * percentile(latencies, 0.99),
+                    "queries_with_results": found / len(ids),
+                }
+            )
+        return out
+    finally:
+        await store.close()
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
+    def n(x: float | None, fmt: str = ",.0f") -> str:
+        return "-" if x is None else format(x, fmt)
+
+    lines = [
+        f"neardup on one Redis and on a Redis Cluster ({meta['cpus']} CPUs, "
+        f"redis {meta['redis']}, {meta['docs']:,} documents, batches of {meta['batch']}, "
+        f"{meta['writers']} writers, {meta['readers']} readers, Index in-process)",
+        "",
+        f"{'store':<22} {'ingest docs/s':>13} {'batch p50 ms':>12} {'query/s':>8} "
+        f"{'p50 ms':>7} {'p99 ms':>7} {'bytes/doc':>10} {'keys/doc':>9}",
+    ]
+    for name, r in results.items():
+        lines.append(
+            f"{name:<22} {n(r['ingest_docs_per_s']):>13} {n(r['batch_p50_ms'], ',.1f'):>12} "
+            f"{n(r.get('query_per_s')):>8} {n(r.get('query_p50_ms'), '.2f'):>7} "
+            f"{n(r.get('query_p99_ms'), '.2f'):>7} {n(r['bytes_per_doc']):>10} "
+            f"{n(r['keys_per_doc'], '.1f'):>9}"
+        )
+    parts = meta.get("breakdown")
+    if parts:
+        lines += [
+            "",
+            "1 Redis, bytes per document by key kind (MEMORY USAGE samples): "
+            f"record {parts['record']:,.0f}, band SETs {parts['bands_per_doc']:,.0f} "
+            f"({parts['band_keys_per_doc']:.1f} keys of {parts['band_key']:,.0f} B), "
+            f"id index {parts['ids_per_doc']:,.0f}",
+        ]
+    lines += [
+        "bytes/doc: used_memory after minus before the ingest, summed over the masters "
+        "(each replica holds as much again).",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--docs", type=int, default=20_000)
+    p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--writers", type=int, default=4)
+    p.add_argument("--readers", type=int, default=16)
+    p.add_argument("--queries", type=int, default=4000)
+    p.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "cluster.json")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    docs = make_docs(args.docs)
+    results: dict[str, dict[str, Any]] = {}
+    meta: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "docs": args.docs,
+        "batch": args.batch,
+        "writers": args.writers,
+        "readers": args.readers,
+    }
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-cluster-") as tmp:
+        single = SingleRedis(Path(tmp) / "single").start()
+        try:
+            meta["redis"] = single.client().info("server")["redis_version"]
+            print("1 Redis ...", file=sys.stderr, flush=True)
+            results["1 Redis"] = asyncio.run(measure(single.url, single.masters(), docs, args))
+            meta["breakdown"] = breakdown(single.client(), args.docs)
+        finally:
+            single.stop()
+        cluster = Cluster(Path(tmp) / "cluster").start()
+        try:
+            print("cluster 3+3 ...", file=sys.stderr, flush=True)
+            results["cluster 3+3"] = asyncio.run(
+                measure(cluster.url, cluster.masters(), docs, args)
+            )
+            print("cluster 3+3, WAIT 1 ...", file=sys.stderr, flush=True)
+            results["cluster 3+3, WAIT 1"] = asyncio.run(
+                measure(
+                    cluster.url,
+                    cluster.masters(),
+                    docs,
+                    args,
+                    min_replicas=1,
+                    queries=False,
+                    collection=COLLECTION + "w",
+                )
+            )
+        finally:
+            cluster.stop()
+    print(render(results, meta))
+    with contextlib.suppress(OSError):
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
