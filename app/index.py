@@ -31,6 +31,8 @@ LOCK_WAIT_S = 10.0
 # request carries this much text; below it the thread hop costs more.
 THREAD_TEXT_BYTES = 256 * 1024
 DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
+# A query reads at most about this many times candidate_cap band members.
+FETCH_BUDGET = 4
 
 
 class IndexError_(Exception):
@@ -257,9 +259,33 @@ class Index:
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
     ) -> tuple[np.ndarray, bool]:
+        """Handles sharing a band with the query: at most candidate_cap of them.
+
+        Reads at most about FETCH_BUDGET x cap band members however hot the
+        keys are: first an even share from every band (all of the usual small
+        SETs, in one exchange); only if some band filled its share, the sizes
+        of those bands and a share of the rest of the budget by size.
+        """
         cap = self.candidate_cap
-        members = await self.store.band_members(band_keys, cap + 1)
-        capped = any(len(m) > cap for m in members)
+        nbands = max(1, len(band_keys))
+        first = min(cap + 1, -(-FETCH_BUDGET * cap // nbands))
+        members = await self.store.band_members(band_keys, [first] * len(band_keys))
+        capped = False
+        full = [i for i, m in enumerate(members) if len(m) >= first]
+        if full and first <= cap:
+            sizes = np.asarray(await self.store.band_cards(band_keys[full]), dtype=np.int64)
+            left = FETCH_BUDGET * cap - sum(len(m) for m in members) + first * len(full)
+            shares = np.maximum(first, left * sizes // max(1, int(sizes.sum())))
+            shares = np.minimum(np.minimum(shares, sizes), cap + 1)
+            more = [(i, int(n)) for i, n in zip(full, shares.tolist(), strict=True) if n > first]
+            if more:
+                again = await self.store.band_members(
+                    band_keys[[i for i, _ in more]], [n for _, n in more]
+                )
+                for (i, _), m in zip(more, again, strict=True):
+                    members[i] = m
+            capped = bool((sizes > shares).any())
+        capped = capped or any(len(m) > cap for m in members)
         flat = np.fromiter(map(int, itertools.chain.from_iterable(members)), dtype=np.int64)
         handles, hits = np.unique(flat, return_counts=True)
         if exclude is not None:
