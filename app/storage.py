@@ -236,15 +236,23 @@ class Store:
 
         Returns None when that is in force, else why not (CONFIG refused, as
         managed Redis services do, or the append-only file switched off).
+        On a cluster every node is asked, replicas too (one may be promoted);
+        redis-py would send CONFIG to one node only. Nodes that join later
+        need it in their own configuration.
         """
         try:
-            await self._r.config_set("appendfsync", "always")
-            aof: dict[Any, Any] = await self._r.config_get("appendonly")
+            if self._cluster:
+                every = {"target_nodes": RedisCluster.ALL_NODES}
+                await self._r.config_set("appendfsync", "always", **every)
+                aofs = list((await self._r.config_get("appendonly", **every)).values())
+            else:
+                await self._r.config_set("appendfsync", "always")
+                aofs = [await self._r.config_get("appendonly")]
         except ResponseError as exc:
             return f"CONFIG SET appendfsync always was refused ({exc})"
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             raise _translate(exc) from exc
-        if aof.get(b"appendonly", aof.get("appendonly")) not in (b"yes", "yes"):
+        if any(a.get(b"appendonly", a.get("appendonly")) not in (b"yes", "yes") for a in aofs):
             return "appendonly is off, so nothing is written to disk before a reply"
         return None
 

@@ -255,6 +255,27 @@ def test_min_replicas_waits_on_every_master_written(
         assert c.get("/similar/wb0").json()["results"]
 
 
+def test_durability_always_reaches_every_node(
+    cluster_url: str, collection: str, tmp_path: Path
+) -> None:
+    """NEARDUP_DURABILITY=always sets appendfsync always on every master and replica."""
+    from app.main import create_app
+
+    settings = load_settings(
+        redis_url=cluster_url, collection=collection, data_dir=tmp_path, durability="always"
+    )
+    r = sync_client(cluster_url)
+    try:
+        with TestClient(create_app(settings)) as c:
+            assert c.get("/readyz").status_code == 200
+        got = r.config_get("appendfsync", target_nodes=RedisCluster.ALL_NODES)
+        assert len(got) == 6, got
+        assert all(v["appendfsync"] == "always" for v in got.values()), got
+    finally:  # the session's other tests run at the default
+        r.config_set("appendfsync", "everysec", target_nodes=RedisCluster.ALL_NODES)
+        r.close()
+
+
 def test_min_replicas_without_replicas_is_503_that_says_retry(
     redis_url: str, collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
