@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import redis  # noqa: E402
-from cluster import LocalCluster, free_cluster_port, redis_server_binary, wait_until  # noqa: E402
+from cluster_procs import LocalCluster, free_cluster_port, redis_server_binary, wait_until  # noqa: E402
 from corpus import read_corpus  # noqa: E402
 
 from app.index import Document, Index, Params  # noqa: E402

@@ -87,7 +87,7 @@ BOTH_STORES = {
 @pytest.fixture(scope="session")
 def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL (redis+cluster://) of a real Redis Cluster for the session, started on first use."""
-    from cluster import LocalCluster
+    from cluster_procs import LocalCluster
 
     cluster = LocalCluster(tmp_path_factory.mktemp("cluster")).start()
     yield cluster.url

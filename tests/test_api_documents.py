@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import oracle
 import pytest
-from cluster import all_keys, sync_client
+from cluster_procs import all_keys, sync_client
 from fastapi.testclient import TestClient
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster import LocalCluster, free_cluster_port, sync_client, wait_until
+from cluster_procs import LocalCluster, free_cluster_port, sync_client, wait_until
 from corpus import read_corpus, read_truth
 from fastapi.testclient import TestClient
 from procs import serving

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from cluster import sync_client
+from cluster_procs import sync_client
 from corpus import read_corpus
 from fastapi.testclient import TestClient
 from procs import serving
