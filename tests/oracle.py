@@ -8,8 +8,6 @@ least one) items is one shingle of all of them; a text without words has no shin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 def words(text: str) -> list[str]:
     """Maximal runs of alnum code points of the case-folded text."""
@@ -61,34 +59,3 @@ def exact_jaccard(a: set, b: set) -> float:
     """Size of the intersection over size of the union; 0 for two empty sets."""
     union = len(a | b)
     return len(a & b) / union if union else 0.0
-
-
-# --- test data helpers (not part of the contract) ---------------------------------------------
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def corpus() -> list[tuple[str, str]]:
-    """(id, text) of the shared articles corpus, or [] when it is not beside the repo."""
-    path = SHARED_DATA / "articles_1000.train"
-    if not path.exists():
-        return []
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            doc_id, _, text = line.rstrip("\n").partition(" ")
-            out.append((doc_id, text))
-    return out
-
-
-def truth_pairs() -> list[tuple[str, str]]:
-    """The corpus' known plagiarism pairs (ids)."""
-    path = SHARED_DATA / "articles_1000.truth"
-    if not path.exists():
-        return []
-    pairs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            pairs.append((parts[0], parts[1]))
-    return pairs

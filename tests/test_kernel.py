@@ -14,6 +14,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from corpus import read_corpus, read_truth
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -36,8 +37,7 @@ def _load_oracle() -> ModuleType:
 
 oracle = _load_oracle()
 
-CORPUS = oracle.corpus()
-needs_corpus = pytest.mark.skipif(not CORPUS, reason="shared corpus not found")
+CORPUS = read_corpus()
 
 TRICKY = [
     "ß",
@@ -180,12 +180,11 @@ def test_jaccard_exact_when_fingerprints_complete(a: str, b: str, spec: str) -> 
     assert kernel.jaccard(*s.fingerprints, simd=False) == pytest.approx(exact, abs=1e-12)
 
 
-@needs_corpus
 def test_jaccard_exact_on_corpus_pairs() -> None:
     """On the shared articles (truth pairs and random pairs) with N large enough, J is exact."""
     by_id = dict(CORPUS)
     rng = random.Random(7)
-    pairs = [(by_id[x], by_id[y]) for x, y in oracle.truth_pairs() if x in by_id and y in by_id]
+    pairs = [(by_id[x], by_id[y]) for x, y in read_truth() if x in by_id and y in by_id]
     pairs += [(rng.choice(CORPUS)[1], rng.choice(CORPUS)[1]) for _ in range(40)]
     for a, b in pairs:
         s = kernel.sketch([a, b], fingerprint_size=4096)
@@ -400,7 +399,6 @@ def test_simd_and_scalar_sketches_identical(batch: list[str], spec: str) -> None
     assert np.array_equal(v.shingles, s.shingles)
 
 
-@needs_corpus
 @pytest.mark.parametrize("fp_size", [8, 64, 128, 256])
 def test_simd_and_scalar_identical_on_corpus(fp_size: int) -> None:
     """On the corpus: sketches, jaccard and jaccard_many (all thresholds) agree exactly."""
@@ -492,7 +490,6 @@ def _edited(words: list[str], rate: float, rng: random.Random) -> str:
     return " ".join(out)
 
 
-@needs_corpus
 def test_estimates_are_accurate() -> None:
     """Over many pairs with J spread over [0, 1], mean errors stay within 1/sqrt(k), 1/sqrt(N)."""
     rng = random.Random(11)
@@ -531,7 +528,6 @@ def test_estimates_are_accurate() -> None:
 # --- batch Jaccard and band keys --------------------------------------------------------------
 
 
-@needs_corpus
 def test_jaccard_many_matches_jaccard_and_threshold() -> None:
     """jaccard_many equals jaccard per candidate, 0.0 below the threshold, equal at or above."""
     rng = random.Random(3)
@@ -589,7 +585,6 @@ def test_ten_megabyte_text() -> None:
     assert len(s.fingerprints[0]) == 256 and len(s.fingerprints[1]) == 1
 
 
-@needs_corpus
 def test_threads_give_the_same_sketches() -> None:
     """Two threads sketching at once get what one thread gets."""
     docs = [t for _, t in CORPUS]

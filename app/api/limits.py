@@ -28,6 +28,19 @@ async def _send_problem(send: Send, status: int, title: str, detail: str, retry:
     await send({"type": "http.response.body", "body": body})
 
 
+class _Started:
+    """Wraps send, noting whether the response has started (then no problem can follow)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
 class BodyLimit:
     """Answer 413 to a body over max_bytes, declared or streamed."""
 
@@ -45,7 +58,7 @@ class BodyLimit:
                 await _send_problem(send, 413, "Request too large", detail, False)
                 return
         seen = 0
-        started = False
+        tracked = _Started(send)
 
         async def limited_receive() -> Message:
             nonlocal seen
@@ -56,16 +69,10 @@ class BodyLimit:
                     raise _TooLarge(413, detail)
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, limited_receive, tracked.send)
         except _TooLarge:
-            if not started:
+            if not tracked.started:
                 await _send_problem(send, 413, "Request too large", detail, False)
 
 
@@ -81,18 +88,11 @@ class Deadline:
             # Streams of the whole corpus are bounded by the corpus, not a clock.
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracked = _Started(send)
         try:
             async with asyncio.timeout(self.timeout):  # same task: no Task per request
-                await self.app(scope, receive, tracking_send)
+                await self.app(scope, receive, tracked.send)
         except TimeoutError:
-            if not started:
+            if not tracked.started:
                 detail = f"the request took over {self.timeout} s (NEARDUP_REQUEST_TIMEOUT)"
                 await _send_problem(send, 503, "Request timed out", detail, True)
