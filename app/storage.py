@@ -11,8 +11,9 @@ Key layout, every key under ``nd:{collection}:``:
 
 No command spans two of these keys, and every Lua script touches one key, so
 the same code runs against Redis Cluster (``redis+cluster://`` URLs): a
-pipeline there is split by redis-py into one pipeline per master, sent at
-once, so a query stays one round trip per step and node touched. Correctness
+batch of commands there is split into one pipeline per master (band
+memberships and record reads by _cluster_exchange, the rest by redis-py),
+sent at once, so a query stays one round trip per step and node touched. Correctness
 comes from write order (bands first, record last; delete record first) in
 app.index.
 
@@ -26,6 +27,7 @@ replicated, worth retrying.
 from __future__ import annotations
 
 import asyncio
+import math
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -382,6 +384,130 @@ class Store:
                 )
         return replies
 
+    async def _cluster_exchange(
+        self, commands: Sequence[tuple[bytes, ...]], write: bool = False
+    ) -> list[Any]:
+        """_exchange on a cluster: single-key commands (name, key, args...) grouped by the
+        master of each key's slot, one packed write and one read per master, all at once.
+
+        redis-py's cluster pipeline does the same grouping with ~20 us of Python per
+        command; this packs the commands itself and reads the replies through hiredis
+        under one timer per master (read_response(timeout=inf) arms none per reply).
+        Replies that redirect (MOVED, ASK, TRYAGAIN: a slot being moved) are sent again
+        through redis-py, which follows them, and the slot map is re-read. A write with
+        min_replicas ends with WAIT on each master's connection; a redirect, or a slot
+        map that changed while it ran, makes it a ReplicationError, like _write.
+        """
+        if not commands:
+            return []
+        slots = [key_slot(c[1]) for c in commands]
+        before = await self._masters_of(set(slots))
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for i, slot in enumerate(slots):
+            node = before[slot]
+            groups.setdefault(node.name, (node, []))[1].append(i)
+        wait = write and bool(self._min_replicas)
+        started = time.perf_counter()
+        try:
+            answers = await asyncio.gather(
+                *(
+                    self._node_exchange(node, [commands[i] for i in idx], wait)
+                    for node, idx in groups.values()
+                )
+            )
+        except StoreUnavailableError:
+            self._refresh_topology()
+            raise
+        finally:
+            metrics.REDIS_SECONDS.labels("pipeline").observe(time.perf_counter() - started)
+        replies: list[Any] = [None] * len(commands)
+        acked = []
+        for (_, idx), got in zip(groups.values(), answers, strict=True):
+            if wait:
+                acked.append(got.pop())
+            for i, reply in zip(idx, got, strict=True):
+                replies[i] = reply
+        moved = [i for i, r in enumerate(replies) if isinstance(r, AskError | TryAgainError)]
+        for reply in replies:
+            if isinstance(reply, Exception) and not isinstance(reply, AskError | TryAgainError):
+                error = _translate(reply)
+                if isinstance(error, StoreUnavailableError):
+                    self._refresh_topology()
+                raise error
+        if moved:
+            self._refresh_topology()
+            if wait:
+                raise ReplicationError(
+                    "the write was applied, but the cluster's slots moved while it ran, so "
+                    "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
+                )
+            again = await self._pipeline(
+                lambda p: [p.execute_command(commands[i][0].decode(), *commands[i][1:])
+                           for i in moved]
+            )  # fmt: skip
+            for i, reply in zip(moved, again, strict=True):
+                replies[i] = reply
+        if wait:
+            after = await self._masters_of(set(slots))
+            if any(after[slot].name != before[slot].name for slot in after):
+                self._refresh_topology()
+                raise ReplicationError(
+                    "the write was applied, but the cluster's slots moved while it ran, so "
+                    "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
+                )
+            if min(acked) < self._min_replicas:
+                raise ReplicationError(
+                    f"the write was applied, but only {min(acked)} of the "
+                    f"{self._min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
+                    f"acknowledged it within {self._replica_timeout:g} s, so it may not "
+                    "survive a failover; retry"
+                )
+        return replies
+
+    async def _node_exchange(
+        self, node: Any, commands: Sequence[tuple[bytes, ...]], wait: bool
+    ) -> list[Any]:
+        """Commands sent to one cluster node in one write, every reply read (error
+        replies as exception objects), then WAIT's count if wait."""
+        parts = [
+            b"*%d\r\n" % len(c) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in c)
+            for c in commands
+        ]
+        budget = self._timeout + 20e-6 * len(parts)
+        if wait:
+            timeout_ms = max(1, round(self._replica_timeout * 1000))
+            parts.append(b"*3\r\n$4\r\nWAIT\r\n$%d\r\n%d\r\n$%d\r\n%d\r\n" % (
+                len(b"%d" % self._min_replicas), self._min_replicas,
+                len(b"%d" % timeout_ms), timeout_ms,
+            ))  # fmt: skip
+            budget += self._replica_timeout
+        try:
+            conn = node.acquire_connection()
+        except RedisError as exc:  # MaxConnectionsError
+            raise _translate(exc) from exc
+        replies: list[Any] = []
+        try:
+            async with asyncio.timeout(budget):
+                await node.disconnect_if_needed(conn)  # marked by a slot map refresh
+                try:
+                    await conn.send_packed_command(b"".join(parts), check_health=False)
+                    for _ in parts:
+                        try:
+                            replies.append(await conn.read_response(timeout=math.inf))
+                        except ResponseError as exc:  # the connection stays in step
+                            replies.append(exc)
+                except BaseException:
+                    # Replies may be left unread on this connection: never reuse it.
+                    await conn.disconnect()
+                    raise
+        except TimeoutError as exc:
+            raise StoreUnavailableError(f"Redis is unavailable: timeout on {node.name}") from exc
+        except (RedisError, OSError) as exc:
+            raise _translate(exc) from exc
+        finally:
+            node.release(conn)
+        return replies
+
     async def _pipeline(self, build: Callable[[Any], object]) -> list[Any]:
         pipe = self._r.pipeline(transaction=False)
         build(pipe)
@@ -546,8 +672,8 @@ class Store:
         if len(handles) == 0:
             return []
         keys = [self._doc(int(h)) for h in handles]
-        if self._cluster:  # one GET per key, a pipeline per master
-            return await self._pipeline(lambda p: [p.get(k) for k in keys])
+        if self._cluster:  # one GET per key, one exchange per master
+            return await self._cluster_exchange([(b"GET", k) for k in keys])
         # One MGET; through _exchange so a large reply is bounded by one timer.
         command = [b"*%d\r\n$4\r\nMGET\r\n" % (len(keys) + 1)]
         command += [b"$%d\r\n%s\r\n" % (len(k), k) for k in keys]
@@ -582,10 +708,13 @@ class Store:
                 parts += self._pack(command, map(self.band_key, keys.tolist()), b"%d" % h)
             await self._exchange(parts, write=True)
             return
-        pairs = [(self.band_key(k), h) for h, keys in memberships for k in keys.tolist()]
-        name = command.decode().lower()
-        await self._write(
-            lambda p: [getattr(p, name)(k, h) for k, h in pairs], [k for k, _ in pairs]
+        await self._cluster_exchange(
+            [
+                (command, self.band_key(k), b"%d" % h)
+                for h, keys in memberships
+                for k in keys.tolist()
+            ],
+            write=True,
         )
 
     async def band_members(self, keys: np.ndarray, counts: Sequence[int]) -> list[list[bytes]]:
@@ -598,9 +727,9 @@ class Store:
             for k, n in zip(keys.tolist(), counts, strict=True):
                 parts += self._pack(b"SRANDMEMBER", [self.band_key(k)], b"%d" % n)
             return await self._exchange(parts)
-        return await self._pipeline(
-            lambda p: [
-                p.srandmember(self.band_key(k), n)
+        return await self._cluster_exchange(
+            [
+                (b"SRANDMEMBER", self.band_key(k), b"%d" % n)
                 for k, n in zip(keys.tolist(), counts, strict=True)
             ]
         )

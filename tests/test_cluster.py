@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from cluster_procs import LocalCluster, free_cluster_port, sync_client, wait_until
 from corpus import read_corpus, read_truth
@@ -158,12 +159,14 @@ def test_unreachable_cluster_is_503_until_it_answers(collection: str, tmp_path: 
 
 
 class _RoundTrips:
-    """Counts what the cluster client sends to each node: single commands and pipelines."""
+    """Counts the round trips to each node: single commands, and pipelines (redis-py's, or
+    the store's own packed exchanges)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.commands: collections.Counter[str] = collections.Counter()
         self.pipelines: collections.Counter[str] = collections.Counter()
         command, pipeline = ClusterNode.execute_command, ClusterNode.execute_pipeline
+        exchange = Store._node_exchange
 
         async def counted_command(node: ClusterNode, *args: Any, **kwargs: Any) -> Any:
             self.commands[node.name] += 1
@@ -173,8 +176,13 @@ class _RoundTrips:
             self.pipelines[node.name] += 1
             return await pipeline(node, commands)
 
+        async def counted_exchange(store: Store, node: ClusterNode, *args: Any) -> Any:
+            self.pipelines[node.name] += 1
+            return await exchange(store, node, *args)
+
         monkeypatch.setattr(ClusterNode, "execute_command", counted_command)
         monkeypatch.setattr(ClusterNode, "execute_pipeline", counted_pipeline)
+        monkeypatch.setattr(Store, "_node_exchange", counted_exchange)
 
     def reset(self) -> None:
         self.commands.clear()
@@ -215,6 +223,55 @@ def test_a_query_is_a_few_round_trips_per_node(
     # POST /similar: bands and candidates only.
     assert sum(text_commands.values()) == 0
     assert max(text_pipes.values()) <= 2
+
+
+def _scramble_slot_map(store: Store) -> None:
+    """Give every slot the wrong master in the store's client, as a map gone stale after
+    the cluster was resharded would."""
+    nodes = store._r.nodes_manager
+    masters = sorted(nodes.get_nodes_by_server_type("primary"), key=lambda n: n.name)
+    by_name = {m.name: i for i, m in enumerate(masters)}
+    for slot, owners in list(nodes.slots_cache.items()):
+        nodes.slots_cache[slot] = [masters[(by_name[owners[0].name] + 1) % len(masters)]]
+
+
+def test_redirects_are_followed_and_a_waited_write_is_refused(
+    cluster_url: str, collection: str
+) -> None:
+    """With a stale slot map every band and record command is answered MOVED: reads follow
+    the redirects and answer as before, and the map is re-read; a write that must reach
+    its replicas is refused (503) instead, since its WAIT went to the wrong masters."""
+    from app.storage import ReplicationError
+
+    params = Params.create("word:3", 128, 256, 1, 0.5)
+
+    async def run() -> tuple[list, list, bool, bool]:
+        store = Store.connect(cluster_url, collection, 2.0)
+        waiting = Store.connect(cluster_url, collection, 2.0, min_replicas=1)
+        try:
+            index = await Index.open(store, params, 1000)
+            await index.ingest([Document(text=TEXT, id="a"), Document(text=TEXT + " b", id="b")])
+            before = (await index.similar_to_text(TEXT)).results
+            assert store._refresh is None
+            _scramble_slot_map(store)
+            after = (await index.similar_to_text(TEXT)).results
+            reread = store._refresh is not None  # the MOVED replies were seen
+            await Index.open(waiting, params, 1000)
+            _scramble_slot_map(waiting)
+            refused = False
+            try:
+                await waiting.add_bands([(1, np.arange(3, dtype=np.uint64))])
+            except ReplicationError:
+                refused = True
+            return before, after, reread, refused
+        finally:
+            await store.close()
+            await waiting.close()
+
+    before, after, reread, refused = asyncio.run(run())
+    assert [m.id for m in before] == ["a", "b"]
+    assert after == before and reread
+    assert refused
 
 
 def _wait_calls(cluster_url: str) -> int:
