@@ -145,6 +145,15 @@ def used_memory(masters: list[redis.Redis]) -> int:
     return sum(int(c.info("memory")["used_memory"]) for c in masters)
 
 
+def redis_cpu(masters: list[redis.Redis]) -> float:
+    """CPU seconds (user + system) the masters' redis-server processes have used."""
+    total = 0.0
+    for c in masters:
+        info = c.info("cpu")
+        total += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    return total
+
+
 def key_count(masters: list[redis.Redis]) -> int:
     return sum(int(c.dbsize()) for c in masters)
 
@@ -216,14 +225,17 @@ async def measure(
         def ingest(batch: list[Document]) -> Callable[[], Awaitable[Any]]:
             return lambda: index.ingest(batch)
 
-        started = time.perf_counter()
+        started, cpu, rcpu = time.perf_counter(), time.process_time(), redis_cpu(masters)
         batches = await run_concurrently(
             [ingest(b) for b in chunks(docs, args.batch)], args.writers
         )
         took = time.perf_counter() - started
+        cpu, rcpu = time.process_time() - cpu, redis_cpu(masters) - rcpu
         out: dict[str, Any] = {
             "docs": len(docs),
             "ingest_docs_per_s": len(docs) / took,
+            "ingest_client_cpu_us": 1e6 * cpu / len(docs),
+            "ingest_redis_cpu_us": 1e6 * rcpu / len(docs),
             "batch_p50_ms": 1000 * percentile(batches, 0.5),
             "batch_p99_ms": 1000 * percentile(batches, 0.99),
             "bytes_per_doc": (used_memory(masters) - memory0) / len(docs),
@@ -243,12 +255,15 @@ async def measure(
 
                 return run
 
-            started = time.perf_counter()
+            started, cpu, rcpu = time.perf_counter(), time.process_time(), redis_cpu(masters)
             latencies = await run_concurrently([query(i) for i in ids], args.readers)
             took = time.perf_counter() - started
+            cpu, rcpu = time.process_time() - cpu, redis_cpu(masters) - rcpu
             out.update(
                 {
                     "query_per_s": len(ids) / took,
+                    "query_client_cpu_us": 1e6 * cpu / len(ids),
+                    "query_redis_cpu_us": 1e6 * rcpu / len(ids),
                     "query_p50_ms": 1000 * percentile(latencies, 0.5),
                     "query_p99_ms": 1000 * percentile(latencies, 0.99),
                     "queries_with_results": found / len(ids),
@@ -271,29 +286,36 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         f"redis {meta['redis']}, {meta['docs']:,} documents, batches of {meta['batch']}, "
         f"{meta['writers']} writers, {meta['readers']} readers, Index in-process)",
         "",
-        f"{'store':<22} {'ingest docs/s':>13} {'batch p50 ms':>12} {'query/s':>8} "
-        f"{'p50 ms':>7} {'p99 ms':>7} {'bytes/doc':>10} {'keys/doc':>9}",
+        f"{'':<20} {'-' * 10} ingest {'-' * 10}  {'-' * 14} query {'-' * 14}",
+        f"{'store':<20} {'docs/s':>7} {'client':>6} {'redis':>6} {'p50':>6}  "
+        f"{'q/s':>6} {'p50':>6} {'p99':>6} {'client':>7} {'redis':>6}  "
+        f"{'bytes/doc':>9} {'keys/doc':>8}",
     ]
     for name, r in results.items():
         lines.append(
-            f"{name:<22} {n(r['ingest_docs_per_s']):>13} {n(r['batch_p50_ms'], ',.1f'):>12} "
-            f"{n(r.get('query_per_s')):>8} {n(r.get('query_p50_ms'), '.2f'):>7} "
-            f"{n(r.get('query_p99_ms'), '.2f'):>7} {n(r['bytes_per_doc']):>10} "
-            f"{n(r['keys_per_doc'], '.1f'):>9}"
+            f"{name:<20} {n(r['ingest_docs_per_s']):>7} {n(r['ingest_client_cpu_us']):>6} "
+            f"{n(r['ingest_redis_cpu_us']):>6} {n(r['batch_p50_ms']):>6}  "
+            f"{n(r.get('query_per_s')):>6} {n(r.get('query_p50_ms'), '.1f'):>6} "
+            f"{n(r.get('query_p99_ms'), '.1f'):>6} {n(r.get('query_client_cpu_us')):>7} "
+            f"{n(r.get('query_redis_cpu_us')):>6}  {n(r['bytes_per_doc']):>9} "
+            f"{n(r['keys_per_doc'], '.1f'):>8}"
         )
+    lines += [
+        "",
+        "client, redis: CPU microseconds per document or query, of this process and of the "
+        "masters' redis-servers;",
+        "p50/p99: milliseconds per batch of documents or per query; bytes/doc: used_memory "
+        "after minus before the ingest,",
+        "summed over the masters (each replica holds as much again).",
+    ]
     parts = meta.get("breakdown")
     if parts:
         lines += [
-            "",
             "1 Redis, bytes per document by key kind (MEMORY USAGE samples): "
             f"record {parts['record']:,.0f}, band SETs {parts['bands_per_doc']:,.0f} "
             f"({parts['band_keys_per_doc']:.1f} keys of {parts['band_key']:,.0f} B), "
             f"id index {parts['ids_per_doc']:,.0f}",
         ]
-    lines += [
-        "bytes/doc: used_memory after minus before the ingest, summed over the masters "
-        "(each replica holds as much again).",
-    ]
     return "\n".join(lines)
 
 
