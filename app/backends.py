@@ -69,13 +69,8 @@ class LocalBackend:
             result = await self.index.similar_to_text(text or "", t, limit)
         return _similar_dict(result, t, doc_id)
 
-    async def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
-        if groups:
-            async for g in self.index.duplicate_groups(threshold):
-                yield {"canonical": g.canonical, "size": len(g.members), "members": g.members}
-        else:
-            async for p in self.index.duplicate_pairs(threshold):
-                yield {"a": p.a_id, "b": p.b_id, "similarity": p.similarity}
+    def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
+        return self.index.duplicates(groups, threshold)
 
 
 class RemoteBackend:

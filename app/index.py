@@ -17,6 +17,7 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import orjson
@@ -120,6 +121,10 @@ class Pair:
     b_id: str
     similarity: float
 
+    def as_dict(self) -> dict[str, Any]:
+        """The form the API and the CLI write, one JSON object per pair."""
+        return {"a": self.a_id, "b": self.b_id, "similarity": self.similarity}
+
 
 @dataclass(frozen=True)
 class Group:
@@ -127,6 +132,10 @@ class Group:
 
     canonical: str
     members: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The form the API and the CLI write, one JSON object per group."""
+        return {"canonical": self.canonical, "size": len(self.members), "members": self.members}
 
 
 @dataclass
@@ -520,6 +529,12 @@ class Index:
                 newer.sort(key=lambda p: (-p.similarity, p.b_id))
                 for pair in newer:
                     yield pair
+
+    async def duplicates(self, groups: bool, threshold: float | None = None) -> AsyncIterator[dict]:
+        """Pairs or groups, as the dicts the API and the CLI write."""
+        items = self.duplicate_groups(threshold) if groups else self.duplicate_pairs(threshold)
+        async for item in items:
+            yield item.as_dict()
 
     async def duplicate_groups(self, threshold: float | None = None) -> AsyncIterator[Group]:
         """Connected groups of near-duplicates; the oldest member is canonical."""

@@ -22,6 +22,17 @@ def _ndjson_doc(example: dict) -> dict:
     return {200: {"content": {NDJSON: {"example": example}}, "description": "one JSON per line"}}
 
 
+async def _stream(index: Index, groups: bool, threshold: float | None) -> StreamingResponse:
+    used = index.check_threshold(threshold)
+    await index.count()  # Redis away: a 503 now, not a 200 cut short
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for item in index.duplicates(groups, used):
+            yield orjson.dumps(item) + b"\n"
+
+    return StreamingResponse(lines(), media_type=NDJSON)
+
+
 @router.get(
     "/duplicates",
     response_class=StreamingResponse,
@@ -31,14 +42,7 @@ async def all_pairs(
     index: IndexDep, threshold: Annotated[schemas.Threshold | None, Query()] = None
 ) -> StreamingResponse:
     """Every verified near-duplicate pair in the collection, as NDJSON; a is the older."""
-    used = index.check_threshold(threshold)
-    await index.count()  # Redis away: a 503 now, not a 200 cut short
-
-    async def lines() -> AsyncIterator[bytes]:
-        async for p in index.duplicate_pairs(used):
-            yield orjson.dumps({"a": p.a_id, "b": p.b_id, "similarity": p.similarity}) + b"\n"
-
-    return StreamingResponse(lines(), media_type=NDJSON)
+    return await _stream(index, False, threshold)
 
 
 @router.get(
@@ -50,12 +54,4 @@ async def groups(
     index: IndexDep, threshold: Annotated[schemas.Threshold | None, Query()] = None
 ) -> StreamingResponse:
     """Connected groups of near-duplicates as NDJSON; canonical is the oldest member."""
-    used = index.check_threshold(threshold)
-    await index.count()  # Redis away: a 503 now, not a 200 cut short
-
-    async def lines() -> AsyncIterator[bytes]:
-        async for g in index.duplicate_groups(used):
-            body = {"canonical": g.canonical, "size": len(g.members), "members": g.members}
-            yield orjson.dumps(body) + b"\n"
-
-    return StreamingResponse(lines(), media_type=NDJSON)
+    return await _stream(index, True, threshold)
