@@ -314,6 +314,24 @@ class Store:
         except Exception:  # the next failed request tries again
             self._refreshed_at = time.monotonic()
 
+    def _slots_moved(self) -> ReplicationError:
+        """What a write that waited for replicas gets when the slots moved under it."""
+        self._refresh_topology()
+        return ReplicationError(
+            "the write was applied, but the cluster's slots moved while it ran, so "
+            "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
+        )
+
+    def _check_acked(self, acked: Sequence[int]) -> None:
+        """Refuse a write that fewer replicas than required acknowledged (WAIT replies)."""
+        if min(acked) < self._min_replicas:
+            raise ReplicationError(
+                f"the write was applied, but only {min(acked)} of the "
+                f"{self._min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
+                f"acknowledged it within {self._replica_timeout:g} s, so it may not "
+                "survive a failover; retry"
+            )
+
     @staticmethod
     def _pack(command: bytes, keys: Iterable[bytes], arg: bytes) -> list[bytes]:
         """RESP of `command key arg` for each key."""
@@ -376,12 +394,7 @@ class Store:
             if isinstance(reply, Exception):
                 raise _translate(reply)
         if write and self._min_replicas:
-            acked = int(replies.pop())
-            if acked < self._min_replicas:
-                raise ReplicationError(
-                    f"the write was applied, but only {acked} of the {self._min_replicas} "
-                    "replicas required (NEARDUP_MIN_REPLICAS) acknowledged it in time; retry"
-                )
+            self._check_acked([int(replies.pop())])
         return replies
 
     async def _cluster_exchange(
@@ -435,12 +448,9 @@ class Store:
                     self._refresh_topology()
                 raise error
         if moved:
-            self._refresh_topology()
             if wait:
-                raise ReplicationError(
-                    "the write was applied, but the cluster's slots moved while it ran, so "
-                    "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
-                )
+                raise self._slots_moved()
+            self._refresh_topology()
             again = await self._pipeline(
                 lambda p: [p.execute_command(commands[i][0].decode(), *commands[i][1:])
                            for i in moved]
@@ -450,18 +460,8 @@ class Store:
         if wait:
             after = await self._masters_of(set(slots))
             if any(after[slot].name != before[slot].name for slot in after):
-                self._refresh_topology()
-                raise ReplicationError(
-                    "the write was applied, but the cluster's slots moved while it ran, so "
-                    "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
-                )
-            if min(acked) < self._min_replicas:
-                raise ReplicationError(
-                    f"the write was applied, but only {min(acked)} of the "
-                    f"{self._min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
-                    f"acknowledged it within {self._replica_timeout:g} s, so it may not "
-                    "survive a failover; retry"
-                )
+                raise self._slots_moved()
+            self._check_acked(acked)
         return replies
 
     async def _node_exchange(
@@ -556,17 +556,8 @@ class Store:
         if self._cluster:
             after = await self._masters_of(slots)
             if any(after[s].name != before[s].name for s in slots):
-                self._refresh_topology()
-                raise ReplicationError(
-                    "the write was applied, but the cluster's slots moved while it ran, so it "
-                    "may not be replicated (NEARDUP_MIN_REPLICAS); retry"
-                )
-        if min(acked) < self._min_replicas:
-            raise ReplicationError(
-                f"the write was applied, but only {min(acked)} of the "
-                f"{self._min_replicas} replicas required (NEARDUP_MIN_REPLICAS) acknowledged "
-                f"it within {self._replica_timeout:g} s, so it may not survive a failover; retry"
-            )
+                raise self._slots_moved()
+        self._check_acked(acked)
         return replies[:sent]
 
     async def ping(self) -> bool:
