@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from procs import end_process, wait_until
 from procs import redis_binary as redis_server_binary
-from procs import wait_until
 from redis.cluster import ClusterNode, RedisCluster
 
 
@@ -131,18 +131,12 @@ class Node:
     def kill(self) -> None:
         """SIGKILL, as a crash or the OOM killer would."""
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+            end_process(self.proc, kill=True)
             self.proc = None
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            end_process(self.proc)
             self.proc = None
 
 

