@@ -104,6 +104,11 @@ def _translate(exc: Exception) -> Exception:
     return StoreError(f"Redis error: {exc}")
 
 
+def _resp(*args: bytes) -> bytes:
+    """One command in the Redis protocol (RESP), ready to send."""
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 
 
@@ -339,6 +344,11 @@ class Store:
         tail = b"\r\n$%d\r\n%s\r\n" % (len(arg), arg)
         return [head + b"%d\r\n" % len(k) + k + tail for k in keys]
 
+    def _wait_command(self) -> bytes:
+        """RESP of the WAIT that makes a write wait for min_replicas."""
+        timeout_ms = max(1, round(self._replica_timeout * 1000))
+        return _resp(b"WAIT", b"%d" % self._min_replicas, b"%d" % timeout_ms)
+
     async def _exchange(
         self, parts: list[bytes], write: bool = False, weight: int = 0
     ) -> list[Any]:
@@ -355,15 +365,7 @@ class Store:
         if self._bulk is None:
             raise RuntimeError("packed exchanges need a single Redis server")
         if write and self._min_replicas:
-            timeout_ms = max(1, round(self._replica_timeout * 1000))
-            parts = [
-                *parts,
-                b"*3\r\n$4\r\nWAIT\r\n"
-                + b"".join(
-                    b"$%d\r\n%s\r\n" % (len(a), a)
-                    for a in (b"%d" % self._min_replicas, b"%d" % timeout_ms)
-                ),
-            ]
+            parts = [*parts, self._wait_command()]
         started = time.perf_counter()
         pool = self._bulk.connection_pool
         conn = None
@@ -469,17 +471,10 @@ class Store:
     ) -> list[Any]:
         """Commands sent to one cluster node in one write, every reply read (error
         replies as exception objects), then WAIT's count if wait."""
-        parts = [
-            b"*%d\r\n" % len(c) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in c)
-            for c in commands
-        ]
+        parts = [_resp(*c) for c in commands]
         budget = self._timeout + 20e-6 * len(parts)
         if wait:
-            timeout_ms = max(1, round(self._replica_timeout * 1000))
-            parts.append(b"*3\r\n$4\r\nWAIT\r\n$%d\r\n%d\r\n$%d\r\n%d\r\n" % (
-                len(b"%d" % self._min_replicas), self._min_replicas,
-                len(b"%d" % timeout_ms), timeout_ms,
-            ))  # fmt: skip
+            parts.append(self._wait_command())
             budget += self._replica_timeout
         try:
             conn = node.acquire_connection()
@@ -666,9 +661,7 @@ class Store:
         if self._cluster:  # one GET per key, one exchange per master
             return await self._cluster_exchange([(b"GET", k) for k in keys])
         # One MGET; through _exchange so a large reply is bounded by one timer.
-        command = [b"*%d\r\n$4\r\nMGET\r\n" % (len(keys) + 1)]
-        command += [b"$%d\r\n%s\r\n" % (len(k), k) for k in keys]
-        (values,) = await self._exchange([b"".join(command)], weight=len(keys))
+        (values,) = await self._exchange([_resp(b"MGET", *keys)], weight=len(keys))
         return list(values)
 
     async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
