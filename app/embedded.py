@@ -122,3 +122,9 @@ class EmbeddedRedis:
         if self._lock_file is not None:
             os.close(self._lock_file)
             self._lock_file = None
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
