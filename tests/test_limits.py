@@ -188,21 +188,24 @@ def test_body_limit_over_http_declared_and_streamed(tmp_path: Path) -> None:
 
 
 def test_request_deadline_bounds_big_and_stalled_requests(tmp_path: Path) -> None:
-    """With NEARDUP_REQUEST_TIMEOUT=0.3 a 1000-document batch and an upload that stalls halfway
-    both get 503 + Retry-After soon after 0.3 s, and the service answers the next request."""
-    docs = [{"id": i, "text": t} for i, t in read_corpus()]
-    with serving(tmp_path, NEARDUP_REQUEST_TIMEOUT="0.3", NEARDUP_LOG_LEVEL="warning") as server:
+    """With NEARDUP_REQUEST_TIMEOUT=0.05 a 1000-document batch and an upload that stalls halfway
+    both get 503 + Retry-After soon after the deadline, and the service answers the next request.
+
+    The batch (each article twice over, ~3 MB) takes well over 0.05 s to parse, sketch and
+    store on any machine this runs on, so the deadline, not the work, ends it."""
+    docs = [{"id": i, "text": f"{t} {t}"} for i, t in read_corpus()]
+    with serving(tmp_path, NEARDUP_REQUEST_TIMEOUT="0.05", NEARDUP_LOG_LEVEL="warning") as server:
         started = time.monotonic()
         resp = httpx.post(server.url + "/documents/batch", json={"documents": docs}, timeout=30)
         took = time.monotonic() - started
         body = _problem(resp, 503)
         assert resp.headers["retry-after"] == "1" and "NEARDUP_REQUEST_TIMEOUT" in body["detail"]
-        assert took < 0.3 + 1.5, took
+        assert took < 0.05 + 1.5, took
         head = (
             b"POST /documents HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
         )
         answer, waited = _raw_request(server.port, head, b'{"text": "only the start', 5)
         assert answer.startswith(b"HTTP/1.1 503"), answer
-        assert waited < 0.3 + 1.5, waited
+        assert waited < 0.05 + 1.5, waited
         assert httpx.put(server.url + "/documents/after", json={"text": TEXT}).status_code == 201
