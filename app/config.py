@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     fingerprint_size: int = Field(256, ge=16, le=4096)
     seed: int = Field(1, ge=0, lt=2**63)
     threshold: float = Field(0.5, ge=0.05, le=1.0)
+    # Documents a new collection's band buckets are sized for (app.storage): past it,
+    # Redis memory per document slowly grows; an existing collection keeps its own.
+    capacity: int = Field(100_000, ge=1000, le=10_000_000_000)
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
     candidate_cap: int = Field(200, ge=10, le=100_000)
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)

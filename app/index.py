@@ -11,12 +11,11 @@ writers cannot leave band memberships that disagree with the record.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import orjson
 
 from app import kernel, metrics, records
 from app.lsh import BandPlan, plan_bands
-from app.storage import Store
+from app.storage import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
 LOCK_WAIT_S = 10.0
@@ -34,6 +33,8 @@ THREAD_TEXT_BYTES = 256 * 1024
 DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
 # A query reads at most about this many times candidate_cap band members.
 FETCH_BUDGET = 4
+# Documents a collection's band buckets are sized for unless told otherwise.
+DEFAULT_CAPACITY = 100_000
 
 
 class IndexError_(Exception):
@@ -71,13 +72,24 @@ class Params:
     threshold: float
     bands: int
     rows: int
+    # Fixed when the collection is made, from the capacity it was sized for.
+    band_buckets: int
 
     @classmethod
     def create(
-        cls, shingle: str, num_perm: int, fingerprint_size: int, seed: int, threshold: float
+        cls,
+        shingle: str,
+        num_perm: int,
+        fingerprint_size: int,
+        seed: int,
+        threshold: float,
+        capacity: int = DEFAULT_CAPACITY,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
-        return cls(shingle, num_perm, fingerprint_size, seed, threshold, plan.bands, plan.rows)
+        buckets = buckets_for(capacity * plan.bands)
+        return cls(
+            shingle, num_perm, fingerprint_size, seed, threshold, plan.bands, plan.rows, buckets
+        )
 
     @property
     def plan(self) -> BandPlan:
@@ -170,6 +182,7 @@ class Index:
     ) -> None:
         self.store = store
         self.params = params
+        store.use_band_buckets(params.band_buckets)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
 
@@ -182,7 +195,16 @@ class Index:
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> Index:
         """Open the collection, creating it with params if it is new."""
-        stored = Params(**orjson.loads(await store.config(params.to_json())))
+        fields = orjson.loads(await store.config(params.to_json()))
+        if "band_buckets" not in fields:
+            raise ConfigMismatchError(
+                "the collection was made by an older neardup that kept one Redis SET per "
+                "band; ingest into a new NEARDUP_COLLECTION (or delete its nd:<name>:* keys)"
+            )
+        stored = Params(**fields)
+        # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
+        # collections only.
+        params = replace(params, band_buckets=stored.band_buckets)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(
@@ -270,33 +292,25 @@ class Index:
     ) -> tuple[np.ndarray, bool]:
         """Handles sharing a band with the query: at most candidate_cap of them.
 
-        Reads at most about FETCH_BUDGET x cap band members however hot the
-        keys are: first an even share from every band (all of the usual small
-        SETs, in one exchange); only if some band filled its share, the sizes
-        of those bands and a share of the rest of the budget by size.
+        One lookup reads every band's inline handles (a dozen at most each).
+        Only hot bands, spilled to SETs, cost a second round trip, which reads
+        an even share of what is left of FETCH_BUDGET x cap from each, so a
+        query's work stays bounded however hot its bands are.
         """
         cap = self.candidate_cap
-        nbands = max(1, len(band_keys))
-        first = min(cap + 1, -(-FETCH_BUDGET * cap // nbands))
-        members = await self.store.band_members(band_keys, [first] * len(band_keys))
+        found = await self.store.band_lookup(band_keys)
+        parts = [a for a in found if a is not None]
+        hot = [i for i, a in enumerate(found) if a is None]
         capped = False
-        full = [i for i, m in enumerate(members) if len(m) >= first]
-        if full and first <= cap:
-            sizes = np.asarray(await self.store.band_cards(band_keys[full]), dtype=np.int64)
-            left = FETCH_BUDGET * cap - sum(len(m) for m in members) + first * len(full)
-            shares = np.maximum(first, left * sizes // max(1, int(sizes.sum())))
-            shares = np.minimum(np.minimum(shares, sizes), cap + 1)
-            more = [(i, int(n)) for i, n in zip(full, shares.tolist(), strict=True) if n > first]
-            if more:
-                again = await self.store.band_members(
-                    band_keys[[i for i, _ in more]], [n for _, n in more]
-                )
-                for (i, _), m in zip(more, again, strict=True):
-                    members[i] = m
-            capped = bool((sizes > shares).any())
-        capped = capped or any(len(m) > cap for m in members)
-        flat = np.fromiter(map(int, itertools.chain.from_iterable(members)), dtype=np.int64)
-        handles, hits = np.unique(flat, return_counts=True)
+        if hot:
+            left = FETCH_BUDGET * cap - sum(len(a) for a in parts)
+            share = min(cap + 1, max(-(-left // len(hot)), -(-cap // len(hot))))
+            for size, members in await self.store.band_sample(band_keys[hot], [share] * len(hot)):
+                parts.append(members)
+                capped = capped or size > len(members)
+        if not parts:
+            return np.zeros(0, np.int64), capped
+        handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
         if exclude is not None:
             keep = handles != exclude
             handles, hits = handles[keep], hits[keep]

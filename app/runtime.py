@@ -22,6 +22,7 @@ def params_of(settings: Settings) -> Params:
         settings.fingerprint_size,
         settings.seed,
         settings.threshold,
+        settings.capacity,
     )
 
 

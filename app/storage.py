@@ -7,12 +7,21 @@ Key layout, every key under ``nd:{collection}:``:
     ids           HASH    external id -> handle
     d:{handle}    STRING  packed document record (app.records)
     l:{handle}    STRING  short-lived write lock token for one document
-    b:{key}       SET     handles whose signature has this band key (8 raw bytes)
+    B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
+                          "" once the band outgrew MAX_INLINE handles and spilled
+    S{bucket}key  SET     the handles of a spilled (hot) band key
 
-No command spans two of these keys, and every Lua script touches one key, so
-the same code runs against Redis Cluster (``redis+cluster://`` URLs): a
-batch of commands there is split into one pipeline per master (band
-memberships and record reads by _cluster_exchange, the rest by redis-py),
+A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
+fixed when the collection is made (Params.band_buckets, sized from
+NEARDUP_CAPACITY): a few dozen small fields per HASH keep Redis's compact
+listpack encoding, so a band membership costs ~15 bytes instead of a whole
+key (~75 bytes) per band per document. A bucket and its spilled SETs share a
+hash tag, so they share a cluster slot.
+
+No command spans two slots, and every Lua script touches one slot, so
+the same code runs against Redis Cluster (``redis+cluster://`` URLs). Every
+batch of commands is packed by hand and its replies parsed in bulk by hiredis
+(_exchange): on a cluster one such exchange per master (_cluster_exchange),
 sent at once, so a query stays one round trip per step and node touched. Correctness
 comes from write order (bands first, record last; delete record first) in
 app.index.
@@ -27,16 +36,19 @@ replicated, worth retrying.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import struct
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import hiredis
 import numpy as np
 import redis.asyncio as aioredis
+from redis._parsers import hiredis as _redis_hiredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -55,17 +67,75 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app import metrics
 
-_UNLOCK = """
+_UNLOCK = b"""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-_FORGET_ID = """
+_FORGET_ID = b"""
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
   return redis.call('HDEL', KEYS[1], ARGV[1])
 end
 return 0
 """
+# A band adds a document with HSETNX when it is new, else with this script:
+# append to the inline handles, or move them all to the SET once there are
+# more than ARGV[4] (keeps the HASH value small enough for a listpack).
+_BAND_ADD = b"""
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end
+if #v == 0 then return redis.call('SADD', KEYS[2], ARGV[3]) end
+for i = 1, #v, 4 do
+  if string.sub(v, i, i + 3) == ARGV[2] then return 0 end
+end
+if #v < 4 * tonumber(ARGV[4]) then
+  redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
+  return 1
+end
+for i = 1, #v, 4 do
+  redis.call('SADD', KEYS[2], (struct.unpack('<I4', v, i)))
+end
+redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], '')
+return 1
+"""
+_BAND_REMOVE = b"""
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+if #v == 0 then
+  local n = redis.call('SREM', KEYS[2], ARGV[3])
+  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+  return n
+end
+for i = 1, #v, 4 do
+  if string.sub(v, i, i + 3) == ARGV[2] then
+    local rest = string.sub(v, 1, i - 1) .. string.sub(v, i + 4)
+    if #rest == 0 then redis.call('HDEL', KEYS[1], ARGV[1])
+    else redis.call('HSET', KEYS[1], ARGV[1], rest) end
+    return 1
+  end
+end
+return 0
+"""
 _BAND_KEY = struct.Struct("<Q")
+_HANDLE = struct.Struct("<I")
+_EMPTY = np.zeros(0, dtype="<u4")
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+# Handles a band keeps inline before it spills to a SET: 48 bytes, under
+# Redis's default hash-max-listpack-value (64).
+MAX_INLINE = 12
+# Band entries per bucket HASH at the collection's capacity: under Redis's
+# default hash-max-listpack-entries (128) with room to grow 2x past it.
+ENTRIES_PER_BUCKET = 48
+MAX_HANDLE = 2**32 - 1
+_TWO_KEY_SCRIPTS = (_BAND_ADD, _BAND_REMOVE)
+
+
+def buckets_for(entries: int) -> int:
+    """The number of band buckets (a power of two) for this many band entries."""
+    need = max(1, -(-entries // ENTRIES_PER_BUCKET))
+    return min(1 << 24, max(16, 1 << (need - 1).bit_length()))
+
+
 # After a cluster error, the slot map is re-read at most this often.
 REFRESH_INTERVAL_S = 0.2
 
@@ -102,6 +172,40 @@ def _translate(exc: Exception) -> Exception:
     if isinstance(exc, _UNAVAILABLE) or str(exc).startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailableError(f"Redis is unavailable: {exc}")
     return StoreError(f"Redis error: {exc}")
+
+
+# What redis-py's hiredis reader answers while a reply is incomplete.
+_INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
+
+
+async def _read_replies(conn: Any, n: int) -> list[Any]:
+    """The next n replies on a redis-py connection, error replies as exception objects.
+
+    With hiredis (a dependency) they are parsed in bulk from its reader, at
+    well under a microsecond each: redis-py's read_response costs ~5 us of
+    Python per reply, which is most of a query's CPU when a band lookup is
+    42 replies. Without it, one read_response per reply.
+    """
+    parser = getattr(conn, "_parser", None)
+    reader = getattr(parser, "_reader", None)
+    if not isinstance(reader, hiredis.Reader) or not hasattr(parser, "read_from_socket"):
+        replies: list[Any] = []
+        for _ in range(n):
+            try:
+                replies.append(await conn.read_response(timeout=math.inf))
+            except ResponseError as exc:  # the connection stays in step
+                replies.append(exc)
+        return replies
+    replies = []
+    while len(replies) < n:
+        reply = reader.gets()
+        if reply is _INCOMPLETE:
+            await parser.read_from_socket()  # type: ignore[union-attr]
+        elif isinstance(reply, RedisConnectionError):
+            raise reply
+        else:
+            replies.append(reply)
+    return replies
 
 
 def _resp(*args: bytes) -> bytes:
@@ -175,6 +279,16 @@ class Store:
         self._replica_timeout = replica_timeout
         self._refresh: asyncio.Task[None] | None = None
         self._refreshed_at = 0.0
+        self._bucket_shift = 64
+        self._bucket_format = b"%x"
+
+    def use_band_buckets(self, buckets: int) -> None:
+        """Set the collection's number of band buckets (a power of two)."""
+        if buckets < 1 or buckets & (buckets - 1):
+            raise ValueError(f"band buckets must be a power of two, got {buckets}")
+        bits = buckets.bit_length() - 1
+        self._bucket_shift = 64 - bits
+        self._bucket_format = b"%%0%dx" % max(1, -(-bits // 4))
 
     @classmethod
     def connect(
@@ -278,9 +392,16 @@ class Store:
     def _lock(self, handle: int) -> bytes:
         return self._prefix + b"l:%d" % handle
 
-    def band_key(self, key: int) -> bytes:
-        """The Redis key of the SET for one 64-bit band key."""
-        return self._prefix + b"b:" + _BAND_KEY.pack(key)
+    def _bucket(self, key: int) -> bytes:
+        """The hash tag of a band key's bucket: the HASH and its spilled SETs."""
+        # A shift by 64 (one bucket) leaves 0 for every key.
+        return b"{" + self._bucket_format % (key >> self._bucket_shift) + b"}"
+
+    def _band_place(self, key: int) -> tuple[bytes, bytes, bytes]:
+        """(bucket HASH, field, spill SET) of a 64-bit band key."""
+        tag = self._bucket(key)
+        field = _BAND_KEY.pack(key)
+        return self._prefix + b"B" + tag, field, self._prefix + b"S" + tag + field
 
     # plumbing -------------------------------------------------------------
 
@@ -337,20 +458,13 @@ class Store:
                 "survive a failover; retry"
             )
 
-    @staticmethod
-    def _pack(command: bytes, keys: Iterable[bytes], arg: bytes) -> list[bytes]:
-        """RESP of `command key arg` for each key."""
-        head = b"*3\r\n$%d\r\n%s\r\n$" % (len(command), command)
-        tail = b"\r\n$%d\r\n%s\r\n" % (len(arg), arg)
-        return [head + b"%d\r\n" % len(k) + k + tail for k in keys]
-
     def _wait_command(self) -> bytes:
         """RESP of the WAIT that makes a write wait for min_replicas."""
         timeout_ms = max(1, round(self._replica_timeout * 1000))
         return _resp(b"WAIT", b"%d" % self._min_replicas, b"%d" % timeout_ms)
 
     async def _exchange(
-        self, parts: list[bytes], write: bool = False, weight: int = 0
+        self, parts: list[bytes], write: bool = False, weight: int = 0, count: int | None = None
     ) -> list[Any]:
         """Send packed single-key commands in one write and read their replies (hiredis).
 
@@ -358,19 +472,21 @@ class Store:
         per reply; band memberships are tens of commands per document, so on
         one server they go this way. On a cluster (commands split per node)
         they go through redis-py's cluster pipeline. A write with
-        min_replicas ends with WAIT on the same connection.
+        min_replicas ends with WAIT on the same connection. count is the number
+        of commands in parts, when that is not one per part.
         """
-        if not parts:
+        count = len(parts) if count is None else count
+        if not count:
             return []
         if self._bulk is None:
             raise RuntimeError("packed exchanges need a single Redis server")
         if write and self._min_replicas:
-            parts = [*parts, self._wait_command()]
+            parts, count = [*parts, self._wait_command()], count + 1
         started = time.perf_counter()
         pool = self._bulk.connection_pool
         conn = None
         # ~20 us of Redis work per command, or per key of a multi-key command.
-        budget = self._timeout + 20e-6 * max(weight, len(parts))
+        budget = self._timeout + 20e-6 * max(weight, count)
         if write and self._min_replicas:
             budget += self._replica_timeout
         try:
@@ -379,7 +495,7 @@ class Store:
                 conn = await pool.get_connection()
                 try:
                     await conn.send_packed_command(b"".join(parts), check_health=False)
-                    replies = [await conn.read_response() for _ in parts]
+                    replies = await _read_replies(conn, count)
                 except BaseException:
                     # Replies may be left unread on this connection: never reuse it.
                     await conn.disconnect()
@@ -411,11 +527,12 @@ class Store:
         Replies that redirect (MOVED, ASK, TRYAGAIN: a slot being moved) are sent again
         through redis-py, which follows them, and the slot map is re-read. A write with
         min_replicas ends with WAIT on each master's connection; a redirect, or a slot
-        map that changed while it ran, makes it a ReplicationError, like _write.
+        map that changed while it ran, makes it a ReplicationError.
         """
         if not commands:
             return []
-        slots = [key_slot(c[1]) for c in commands]
+        # The slot of a command's first key (EVAL's after the script and key count).
+        slots = [key_slot(c[3] if c[0] == b"EVAL" else c[1]) for c in commands]
         before = await self._masters_of(set(slots))
         groups: dict[str, tuple[Any, list[int]]] = {}
         for i, slot in enumerate(slots):
@@ -486,11 +603,7 @@ class Store:
                 await node.disconnect_if_needed(conn)  # marked by a slot map refresh
                 try:
                     await conn.send_packed_command(b"".join(parts), check_health=False)
-                    for _ in parts:
-                        try:
-                            replies.append(await conn.read_response(timeout=math.inf))
-                        except ResponseError as exc:  # the connection stays in step
-                            replies.append(exc)
+                    replies = await _read_replies(conn, len(parts))
                 except BaseException:
                     # Replies may be left unread on this connection: never reuse it.
                     await conn.disconnect()
@@ -520,41 +633,6 @@ class Store:
             self._refresh_topology()
             raise StoreUnavailableError(f"Redis Cluster has no master for a slot: {exc}") from exc
 
-    async def _write(self, build: Callable[[Any], object], keys: Sequence[bytes]) -> list[Any]:
-        """A pipeline of writes to keys; with min_replicas, acknowledged once replicated.
-
-        WAIT counts only the writes made on its own connection, so it goes at
-        the end of the same pipeline: once, or on a cluster once per master
-        the keys live on (redis-py sends each master's share of a pipeline
-        on one connection, in order). If the slot map changed while the
-        pipeline ran (a redirect, a failover), some writes may have gone
-        where no WAIT followed them, so that is a ReplicationError as well.
-        """
-        if not self._min_replicas:
-            return await self._pipeline(build)
-        pipe = self._r.pipeline(transaction=False)
-        build(pipe)
-        sent = len(pipe)
-        if not sent:
-            return []
-        timeout_ms = max(1, round(self._replica_timeout * 1000))
-        if self._cluster:
-            slots = {key_slot(k) for k in keys}
-            before = await self._masters_of(slots)
-            masters = {node.name: node for node in before.values()}
-            for node in masters.values():
-                pipe.execute_command("WAIT", self._min_replicas, timeout_ms, target_nodes=node)
-        else:
-            pipe.execute_command("WAIT", self._min_replicas, timeout_ms)
-        replies = await self._run(pipe.execute(), "pipeline")
-        acked = [int(n) for n in replies[sent:]]
-        if self._cluster:
-            after = await self._masters_of(slots)
-            if any(after[s].name != before[s].name for s in slots):
-                raise self._slots_moved()
-        self._check_acked(acked)
-        return replies[:sent]
-
     async def ping(self) -> bool:
         if self._cluster:  # every master answers, not just one
             return bool(await self._run(self._r.ping(target_nodes=RedisCluster.PRIMARIES)))
@@ -583,10 +661,10 @@ class Store:
         are away and can answer reads.
         """
         key = self._prefix + b"config"
-        stored = await self._run(self._r.get(key))
+        (stored,) = await self._commands([(b"GET", key)])
         if stored is None:
-            await self._write(lambda p: p.set(key, proposed, nx=True), [key])
-            stored = await self._run(self._r.get(key))
+            await self._commands([(b"SET", key, proposed, b"NX")], write=True)
+            (stored,) = await self._commands([(b"GET", key)])
         return stored if stored is not None else proposed
 
     # ids and handles ------------------------------------------------------
@@ -595,7 +673,7 @@ class Store:
         """The handle of each id, None where the id is unknown."""
         if not ids:
             return []
-        raw = await self._run(self._r.hmget(self._ids, list(ids)))
+        (raw,) = await self._commands([(b"HMGET", self._ids, *(i.encode() for i in ids))])
         return [None if h is None else int(h) for h in raw]
 
     async def assign_handles(self, ids: Sequence[str]) -> list[int]:
@@ -608,12 +686,12 @@ class Store:
         missing = [i for i, h in enumerate(known) if h is None]
         if missing:
             counter = self._prefix + b"next"
-            (last,) = await self._write(lambda p: p.incrby(counter, len(missing)), [counter])
+            (last,) = await self._commands([(b"INCRBY", counter, b"%d" % len(missing))], write=True)
             first = last - len(missing) + 1
             wanted = {ids[i]: first + n for n, i in enumerate(missing)}
-            await self._write(
-                lambda p: [p.hsetnx(self._ids, doc_id, h) for doc_id, h in wanted.items()],
-                [self._ids],
+            await self._commands(
+                [(b"HSETNX", self._ids, i.encode(), b"%d" % h) for i, h in wanted.items()],
+                write=True,
             )
             settled = await self.handles([ids[i] for i in missing])
             for i, h in zip(missing, settled, strict=True):
@@ -624,32 +702,33 @@ class Store:
 
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
         """Drop id -> handle mappings that still point at these handles."""
-        await self._write(
-            lambda p: [
-                p.eval(_FORGET_ID, 1, self._ids, i, h) for i, h in zip(ids, handles, strict=True)
-            ],
-            [self._ids],
+        await self._eval(
+            _FORGET_ID,
+            [(self._ids, i.encode(), b"%d" % h) for i, h in zip(ids, handles, strict=True)],
+            write=True,
         )
 
     async def last_handle(self) -> int:
         """The largest handle handed out so far (0 for an empty collection)."""
-        raw = await self._run(self._r.get(self._prefix + b"next"))
+        (raw,) = await self._commands([(b"GET", self._prefix + b"next")])
         return int(raw or 0)
 
     async def count_ids(self) -> int:
-        return int(await self._run(self._r.hlen(self._ids)))
+        (n,) = await self._commands([(b"HLEN", self._ids)])
+        return int(n)
 
     # locks ----------------------------------------------------------------
 
     async def try_lock(self, handles: Sequence[int], token: bytes, ttl_ms: int) -> list[bool]:
         """Take the write lock of each handle that is free; say which were taken."""
-        got = await self._pipeline(
-            lambda p: [p.set(self._lock(h), token, nx=True, px=ttl_ms) for h in handles]
+        ttl = b"%d" % ttl_ms
+        got = await self._commands(
+            [(b"SET", self._lock(h), token, b"NX", b"PX", ttl) for h in handles]
         )
-        return [bool(g) for g in got]
+        return [g is not None for g in got]
 
     async def unlock(self, handles: Sequence[int], token: bytes) -> None:
-        await self._pipeline(lambda p: [p.eval(_UNLOCK, 1, self._lock(h), token) for h in handles])
+        await self._eval(_UNLOCK, [(self._lock(h), token) for h in handles])
 
     # records ----------------------------------------------------------------
 
@@ -665,59 +744,154 @@ class Store:
         return list(values)
 
     async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
-        keys = [self._doc(h) for h, _ in records]
-        await self._write(
-            lambda p: [p.set(k, raw) for k, (_, raw) in zip(keys, records, strict=True)], keys
-        )
+        await self._commands([(b"SET", self._doc(h), raw) for h, raw in records], write=True)
 
     async def delete_records(self, handles: Sequence[int]) -> None:
-        keys = [self._doc(h) for h in handles]
-        await self._write(lambda p: [p.delete(k) for k in keys], keys)
+        await self._commands([(b"DEL", self._doc(h)) for h in handles], write=True)
+
+    # plumbing for the commands above -----------------------------------------
+
+    async def _commands(self, commands: list[tuple[bytes, ...]], write: bool = False) -> list[Any]:
+        """Single-slot commands in one exchange (one per master on a cluster)."""
+        if not commands:
+            return []
+        if self._bulk is not None:
+            return await self._exchange([_resp(*c) for c in commands], write=write)
+        return await self._cluster_exchange(commands, write=write)
+
+    async def _eval(
+        self, script: bytes, calls: Sequence[tuple[bytes, ...]], write: bool = False
+    ) -> list[Any]:
+        """The script once per call of (key, [key,] args...): one key, or two when the
+        script is a band script (they share a slot), in one exchange."""
+        if not calls:
+            return []
+        numkeys = b"2" if script in _TWO_KEY_SCRIPTS else b"1"
+        if self._bulk is None:  # EVAL: a cluster node may not have the script cached
+            return await self._cluster_exchange(
+                [(b"EVAL", script, numkeys, *c) for c in calls], write=write
+            )
+        # Loaded in the same exchange: one SHA1, and a restarted Redis has it again.
+        sha = hashlib.sha1(script).hexdigest().encode()
+        parts = [_resp(b"SCRIPT", b"LOAD", script)]
+        parts += [_resp(b"EVALSHA", sha, numkeys, *c) for c in calls]
+        return (await self._exchange(parts, write=write))[1:]
 
     # band memberships ---------------------------------------------------------
 
+    def _band_resp(self, command: bytes, keys: np.ndarray, handles: np.ndarray | None) -> bytes:
+        """RESP of `command bucket field [handle]` for each band key, built at once.
+
+        Every such command has the same length, so numpy tiles one template row
+        and writes the bucket's hex digits, the field and the handle into their
+        columns: a few microseconds for a document's 42 bands, where building
+        each command in Python costs more than Redis takes to run it.
+        """
+        keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
+        digits = len(self._bucket_format % 0)
+        bucket = self._prefix + b"B{" + b"0" * digits + b"}"
+        args = [command, bucket, bytes(8)] + ([bytes(4)] if handles is not None else [])
+        template = np.frombuffer(_resp(*args), dtype=np.uint8)
+        # "*n $len command" (n is one digit either way), "$len prefix B{", then the digits.
+        at_digits = len(_resp(command)) + len(b"$%d\r\n" % len(bucket)) + len(self._prefix) + 2
+        at_field = at_digits + digits + len(b"}\r\n$8\r\n")
+        rows = np.tile(template, (len(keys), 1))
+        buckets = keys >> np.uint64(self._bucket_shift) if self._bucket_shift < 64 else keys * 0
+        for d in range(digits):
+            nibble = (buckets >> np.uint64(4 * (digits - 1 - d))) & np.uint64(15)
+            rows[:, at_digits + d] = _HEX[nibble.astype(np.intp)]
+        rows[:, at_field : at_field + 8] = keys.view(np.uint8).reshape(-1, 8)
+        if handles is not None:
+            at_handle = at_field + 8 + len(b"\r\n$4\r\n")
+            packed = np.ascontiguousarray(handles, dtype="<u4")
+            rows[:, at_handle : at_handle + 4] = packed.view(np.uint8).reshape(-1, 4)
+        return rows.tobytes()
+
+    def _band_args(self, h: int, keys: np.ndarray) -> list[tuple[bytes, ...]]:
+        """The KEYS and ARGV of a band script for a handle and each band key."""
+        packed, decimal, inline = _HANDLE.pack(h), b"%d" % h, b"%d" % MAX_INLINE
+        places = (self._band_place(k) for k in keys.tolist())
+        return [(bucket, spill, field, packed, decimal, inline) for bucket, field, spill in places]
+
     async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
-        """SADD each handle to the SET of each of its band keys."""
-        await self._memberships(b"SADD", memberships)
+        """Add each handle to each of its band keys.
 
-    async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
-        await self._memberships(b"SREM", memberships)
-
-    async def _memberships(
-        self, command: bytes, memberships: Sequence[tuple[int, np.ndarray]]
-    ) -> None:
-        if self._bulk is not None:
-            parts: list[bytes] = []
-            for h, keys in memberships:
-                parts += self._pack(command, map(self.band_key, keys.tolist()), b"%d" % h)
-            await self._exchange(parts, write=True)
+        HSETNX settles the usual case, a band nobody has yet, natively; only
+        bands that already have members go through the _BAND_ADD script.
+        """
+        if not memberships:
             return
-        await self._cluster_exchange(
-            [
-                (command, self.band_key(k), b"%d" % h)
-                for h, keys in memberships
-                for k in keys.tolist()
-            ],
+        for h, _ in memberships:
+            if not 0 < h <= MAX_HANDLE:
+                raise StoreError(f"handle {h} is out of range: the collection is full")
+        keys = np.concatenate([k for _, k in memberships]).astype("<u8")
+        handles = np.repeat([h for h, _ in memberships], [len(k) for _, k in memberships])
+        if self._bulk is not None:
+            payload = self._band_resp(b"HSETNX", keys, handles)
+            created = await self._exchange([payload], write=True, count=len(keys))
+        else:
+            created = await self._cluster_exchange(
+                [
+                    (b"HSETNX", *self._band_place(k)[:2], _HANDLE.pack(h))
+                    for k, h in zip(keys.tolist(), handles.tolist(), strict=True)
+                ],
+                write=True,
+            )
+        taken = [(int(h), k) for k, h, c in zip(keys, handles, created, strict=True) if not c]
+        await self._eval(
+            _BAND_ADD,
+            [a for h, k in taken for a in self._band_args(h, np.array([k]))],
             write=True,
         )
 
-    async def band_members(self, keys: np.ndarray, counts: Sequence[int]) -> list[list[bytes]]:
-        """Up to counts[i] members of band key i's SET (all of a smaller SET).
+    async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Remove each handle from each of its band keys."""
+        await self._eval(
+            _BAND_REMOVE,
+            [a for h, keys in memberships for a in self._band_args(h, keys)],
+            write=True,
+        )
+
+    async def band_lookup(self, keys: np.ndarray) -> list[np.ndarray | None]:
+        """The handles of each band key (uint32), or None for a spilled (hot) one,
+        whose members band_sample reads."""
+        if self._bulk is not None:
+            payload = self._band_resp(b"HGET", keys, None)
+            values = await self._exchange([payload], count=len(keys))
+        else:
+            places = [self._band_place(k)[:2] for k in keys.tolist()]
+            values = await self._cluster_exchange([(b"HGET", *place) for place in places])
+        return [
+            _EMPTY if v is None else None if not v else np.frombuffer(v, dtype="<u4")
+            for v in values
+        ]
+
+    async def band_sample(
+        self, keys: np.ndarray, counts: Sequence[int]
+    ) -> list[tuple[int, np.ndarray]]:
+        """(size, up to counts[i] random members) of each spilled band key.
 
         SRANDMEMBER with a count bounds the work a hot key can cause.
         """
-        if self._bulk is not None:
-            parts: list[bytes] = []
-            for k, n in zip(keys.tolist(), counts, strict=True):
-                parts += self._pack(b"SRANDMEMBER", [self.band_key(k)], b"%d" % n)
-            return await self._exchange(parts)
-        return await self._cluster_exchange(
-            [
-                (b"SRANDMEMBER", self.band_key(k), b"%d" % n)
-                for k, n in zip(keys.tolist(), counts, strict=True)
-            ]
-        )
+        spills = [self._band_place(k)[2] for k in keys.tolist()]
+        commands: list[tuple[bytes, ...]] = []
+        for spill, n in zip(spills, counts, strict=True):
+            commands += [(b"SCARD", spill), (b"SRANDMEMBER", spill, b"%d" % n)]
+        replies = await self._commands(commands)
+        return [
+            (int(size), np.fromiter(map(int, members), dtype=np.int64, count=len(members)))
+            for size, members in zip(replies[::2], replies[1::2], strict=True)
+        ]
 
-    async def band_cards(self, keys: np.ndarray) -> list[int]:
-        """The number of members of each band key's SET."""
-        return await self._pipeline(lambda p: [p.scard(self.band_key(k)) for k in keys.tolist()])
+    async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
+        """Every band key with its handles, in no order: for checks and tools, not queries."""
+        pattern = self._prefix + b"B{*}"
+        async for bucket in self._r.scan_iter(match=pattern, count=1000):
+            fields = await self._run(self._r.hgetall(bucket))
+            for field, value in fields.items():
+                key = _BAND_KEY.unpack(field)[0]
+                if value:
+                    yield key, np.frombuffer(value, dtype="<u4").tolist()
+                else:
+                    spill = self._band_place(key)[2]
+                    yield key, sorted(int(m) for m in await self._run(self._r.smembers(spill)))

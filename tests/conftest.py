@@ -69,6 +69,7 @@ BOTH_STORES = {
     "test_api_documents",
     "test_api_similar",
     "test_index",
+    "test_storage",
     "test_auth",
     "test_observability",
     "test_limits",

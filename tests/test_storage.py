@@ -1,0 +1,112 @@
+"""The band layout (bucketed HASHes, spilled SETs) against a plain dict-of-sets model."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import numpy as np
+import pytest
+
+from app import storage
+from app.storage import MAX_INLINE, Store, StoreError, _resp, buckets_for
+
+
+def _keys(rng: random.Random, n: int) -> np.ndarray:
+    return np.array([rng.getrandbits(64) for _ in range(n)] + [0, 2**64 - 1], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
+def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int) -> None:
+    """_band_resp's numpy-built commands are byte for byte what _resp makes of each one."""
+    store = Store.connect("redis://127.0.0.1:1", "c-1_x", 0.1)
+    store.use_band_buckets(buckets)
+    keys = _keys(random.Random(buckets), 50)
+    handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
+    plain = b"".join(
+        _resp(b"HSETNX", *store._band_place(k)[:2], int(h).to_bytes(4, "little"))
+        for k, h in zip(keys.tolist(), handles.tolist(), strict=True)
+    )
+    assert store._band_resp(b"HSETNX", keys, handles) == plain
+    plain = b"".join(_resp(b"HGET", *store._band_place(k)[:2]) for k in keys.tolist())
+    assert store._band_resp(b"HGET", keys, None) == plain
+    asyncio.run(store.close())
+
+
+def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
+    """buckets_for keeps ~ENTRIES_PER_BUCKET entries a bucket, within its bounds."""
+    for entries in [0, 1, 1000, 4_200_000, 42 * 10**9]:
+        b = buckets_for(entries)
+        assert b & (b - 1) == 0 and 16 <= b <= 1 << 24
+        if 16 < b < 1 << 24:
+            assert entries / b <= storage.ENTRIES_PER_BUCKET < 2 * entries / b
+
+
+def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str) -> None:
+    """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
+    exactly like a dict of sets: through band_lookup, band_sample and band_memberships."""
+    rng = random.Random(7)
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 2.0)
+        store.use_band_buckets(16)  # few buckets: many band keys share each HASH
+        model: dict[int, set[int]] = {}
+        keys = _keys(rng, 40).tolist()
+        hot = keys[:3]
+        try:
+            for _ in range(12):
+                adds, removes = [], []
+                for _ in range(30):
+                    h = rng.randint(1, 400)
+                    chosen = rng.sample(keys, 5) + [rng.choice(hot)] * 2  # duplicates too
+                    adds.append((h, np.array(chosen, dtype=np.uint64)))
+                for _ in range(10):
+                    key = rng.choice(keys)
+                    victims = [*sorted(model.get(key, ())), 999]  # 999 never added
+                    removes.append((rng.choice(victims), np.array([key], dtype=np.uint64)))
+                await store.add_bands(adds)
+                for h, ks in adds:
+                    for k in ks.tolist():
+                        model.setdefault(k, set()).add(h)
+                await store.remove_bands(removes)
+                for h, ks in removes:
+                    for k in ks.tolist():
+                        model.get(k, set()).discard(h)
+                model = {k: v for k, v in model.items() if v}
+
+                stored = {k: set(hs) async for k, hs in store.band_memberships()}
+                assert stored == model
+                found = await store.band_lookup(np.array(keys, dtype=np.uint64))
+                spilled = [k for k, f in zip(keys, found, strict=True) if f is None]
+                for k, f in zip(keys, found, strict=True):
+                    if f is not None:
+                        assert set(f.tolist()) == model.get(k, set())
+                        assert len(f) == len(model.get(k, ()))  # no handle twice
+                for k, f in zip(keys, found, strict=True):
+                    if len(model.get(k, ())) > MAX_INLINE:
+                        assert f is None  # spilled to its SET
+                sample = await store.band_sample(
+                    np.array(spilled, dtype=np.uint64), [5] * len(spilled)
+                )
+                for k, (size, members) in zip(spilled, sample, strict=True):
+                    assert size == len(model[k])
+                    assert len(members) == min(5, size) and set(members.tolist()) <= model[k]
+            assert any(len(v) > MAX_INLINE for v in model.values())  # the spill path ran
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> None:
+    """Handles are stored in 4 bytes, so a larger one is a StoreError, not a wrap-around."""
+
+    async def run() -> None:
+        store = Store.connect(redis_url, collection, 2.0)
+        try:
+            with pytest.raises(StoreError, match="full"):
+                await store.add_bands([(2**32, np.array([1], dtype=np.uint64))])
+        finally:
+            await store.close()
+
+    asyncio.run(run())
