@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
 import json
 import os
 import platform
@@ -164,15 +163,19 @@ def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, fl
     rng = random.Random(3)
     records = [f"{prefix}d:{h}" for h in rng.sample(range(1, docs + 1), min(sample, docs))]
     record = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in records)
-    bands = list(itertools.islice(client.scan_iter(match=f"{prefix}b:*", count=1000), sample))
-    band = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in bands)
-    band_keys = sum(1 for _ in client.scan_iter(match=f"{prefix}b:*", count=10_000))
+    buckets = list(client.scan_iter(match=f"{prefix}B{{*", count=10_000))
+    sampled = buckets[: min(sample, len(buckets))]
+    bucket = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in sampled)
+    fields = statistics.fmean(int(client.hlen(k)) for k in sampled)
+    spills = list(client.scan_iter(match=f"{prefix}S{{*", count=10_000))
+    spilled = sum(int(client.memory_usage(k, samples=0) or 0) for k in spills)
     ids = int(client.memory_usage(f"{prefix}ids", samples=0) or 0)
     return {
         "record": record,
-        "band_keys_per_doc": band_keys / docs,
-        "band_key": band,
-        "bands_per_doc": band * band_keys / docs,
+        "buckets": len(buckets),
+        "fields_per_bucket": fields,
+        "bucket": bucket,
+        "bands_per_doc": (bucket * len(buckets) + spilled) / docs,
         "ids_per_doc": ids / docs,
     }
 
@@ -219,7 +222,8 @@ async def measure(
 ) -> dict[str, Any]:
     store = Store.connect(url, collection, 30.0, min_replicas=min_replicas, replica_timeout=5.0)
     try:
-        index = await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5), 1000)
+        params = Params.create("word:3", 128, 256, 1, 0.5, capacity=len(docs))
+        index = await Index.open(store, params, 1000)
         memory0, keys0 = used_memory(masters), key_count(masters)
 
         def ingest(batch: list[Document]) -> Callable[[], Awaitable[Any]]:
@@ -312,8 +316,9 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
     if parts:
         lines += [
             "1 Redis, bytes per document by key kind (MEMORY USAGE samples): "
-            f"record {parts['record']:,.0f}, band SETs {parts['bands_per_doc']:,.0f} "
-            f"({parts['band_keys_per_doc']:.1f} keys of {parts['band_key']:,.0f} B), "
+            f"record {parts['record']:,.0f}, bands {parts['bands_per_doc']:,.0f} "
+            f"({parts['buckets']:,} bucket HASHes of ~{parts['fields_per_bucket']:.1f} fields, "
+            f"{parts['bucket']:,.0f} B each, and spilled SETs), "
             f"id index {parts['ids_per_doc']:,.0f}",
         ]
     return "\n".join(lines)

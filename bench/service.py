@@ -507,7 +507,9 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
 
 
-def neardup_server(redis: RedisServer, workers: int, collection: str, log_level: str) -> Server:
+def neardup_server(
+    redis: RedisServer, workers: int, collection: str, log_level: str, capacity: int
+) -> Server:
     exe = Path(sys.executable).with_name("neardup")
     cmd = [str(exe) if exe.exists() else "neardup", "serve", "--host", HOST]
     port = free_port()
@@ -518,6 +520,7 @@ def neardup_server(redis: RedisServer, workers: int, collection: str, log_level:
         NEARDUP_COLLECTION=collection,
         NEARDUP_LOG_LEVEL=log_level,
         NEARDUP_DATA_DIR=str(redis.dir / "unused"),
+        NEARDUP_CAPACITY=str(capacity),
     )
     return Server(f"neardup-{collection}-{workers}w", cmd, env, port, "/readyz")
 
@@ -694,36 +697,33 @@ def neardup_memory_breakdown(redis: RedisServer, collection: str, docs: int) -> 
     """What the memory is made of, from MEMORY USAGE of sampled keys, per document."""
     r = redis.client()
     prefix = f"nd:{collection}:".encode()
-    dbsize = int(r.dbsize())
     handles = [int(v) for v in r.hrandfield(prefix + b"ids", 300, withvalues=True)[1::2]]
     rec_usage = [int(r.memory_usage(prefix + b"d:%d" % h, samples=0) or 0) for h in handles]
     rec_len = [int(r.strlen(prefix + b"d:%d" % h)) for h in handles]
-    band_keys: list[bytes] = []
-    cursor = 0
-    while len(band_keys) < 400:
-        cursor, keys = r.scan(cursor, match=prefix + b"b:*", count=2000)
-        band_keys.extend(keys)
-        if cursor == 0:
-            break
-    band_keys = band_keys[:400]
-    band_usage = [int(r.memory_usage(k, samples=0) or 0) for k in band_keys]
-    band_card = [int(r.scard(k)) for k in band_keys]
-    encodings = Counter(r.object("encoding", k).decode() for k in band_keys[:100])
-    n_band = dbsize - docs - 3  # minus records, ids, next, config
+    buckets = list(r.scan_iter(match=prefix + b"B{*", count=5000))
+    spills = list(r.scan_iter(match=prefix + b"S{*", count=5000))
+    sample = buckets[:: max(1, len(buckets) // 400)][:400]
+    bucket_usage = [int(r.memory_usage(k, samples=0) or 0) for k in sample]
+    bucket_fields = [int(r.hlen(k)) for k in sample]
+    encodings = Counter(r.object("encoding", k).decode() for k in sample[:100])
+    spill_usage = sum(int(r.memory_usage(k, samples=0) or 0) for k in spills)
     ids_usage = int(r.memory_usage(prefix + b"ids", samples=0) or 0)
+    mean_fields = statistics.fmean(bucket_fields) if bucket_fields else 0.0
     per = {
         "records": statistics.fmean(rec_usage) if rec_usage else 0.0,
         "record_bytes": statistics.fmean(rec_len) if rec_len else 0.0,
-        "band_sets": statistics.fmean(band_usage) * n_band / docs if band_usage else 0.0,
+        "band_buckets": statistics.fmean(bucket_usage) * len(buckets) / docs if sample else 0.0,
+        "spilled_sets": spill_usage / docs,
         "ids_hash": ids_usage / docs,
     }
     return {
         "per_doc": per,
-        "band_keys": n_band,
-        "band_keys_per_doc": n_band / docs,
-        "mean_band_set_size": statistics.fmean(band_card) if band_card else 0.0,
-        "band_set_bytes": statistics.fmean(band_usage) if band_usage else 0.0,
-        "band_encodings": dict(encodings),
+        "buckets": len(buckets),
+        "band_fields_per_doc": mean_fields * len(buckets) / docs,
+        "fields_per_bucket": mean_fields,
+        "bucket_bytes": statistics.fmean(bucket_usage) if bucket_usage else 0.0,
+        "bucket_encodings": dict(encodings),
+        "spilled_sets": len(spills),
     }
 
 
@@ -984,7 +984,7 @@ def run_neardup(
 ) -> dict[str, Any]:
     n = len(corpus.docs)
     redis.client().flushall()
-    server = neardup_server(redis, workers, COLLECTION, args.log_level).start()
+    server = neardup_server(redis, workers, COLLECTION, args.log_level, args.capacity).start()
     res: dict[str, Any] = {"workers": workers}
     try:
         mem0 = used_memory(redis)
@@ -1062,7 +1062,7 @@ def run_hot(
 ) -> dict[str, Any]:
     hot = common.make_hot_corpus()
     redis.client().flushall()
-    server = neardup_server(redis, workers, "hot", args.log_level).start()
+    server = neardup_server(redis, workers, "hot", args.log_level, len(hot.docs)).start()
     try:
         sl = ingest(server, hot, 0, len(hot.docs), args.ingest_clients, redis)
         log(f"hot: ingested {len(hot.docs)} docs at {sl['docs_per_s']:.0f} docs/s")
@@ -1073,7 +1073,7 @@ def run_hot(
         log(f"hot: {load.qps:.0f} q/s p99 {load.p99_ms:.1f} ms capped {load.capped}")
         res = {"docs": len(hot.docs), "ingest": sl, "get": asdict(load), "workers": workers}
         r = redis.client()
-        sizes = [int(r.scard(k)) for k in r.scan_iter(match=b"nd:hot:b:*", count=5000)]
+        sizes = [int(r.scard(k)) for k in r.scan_iter(match=b"nd:hot:S{*", count=5000)]
         res["largest_band_sets"] = sorted(sizes)[-5:]
         if args.profile:
             out = OUT / f"pyspy-hot-{workers}w.txt"
@@ -1209,11 +1209,13 @@ def render(res: dict[str, Any]) -> str:
     m = nd[mem_w]["memory"]["estimates"]
     per = m["per_doc"]
     lines.append(
-        f"neardup Redis memory per doc: {total:,.0f} B used_memory; MEMORY USAGE "
-        f"estimates: records {per['records']:,.0f} B ({per['record_bytes']:,.0f} B payload), "
-        f"band sets {per['band_sets']:,.0f} B ({m['band_keys_per_doc']:.1f} keys/doc, "
-        f"~{m['band_set_bytes']:.0f} B each, mean {m['mean_band_set_size']:.2f} members, "
-        f"{m['band_encodings']}), ids hash {per['ids_hash']:,.0f} B"
+        f"neardup Redis memory per doc: {total:,.0f} B used_memory (NEARDUP_CAPACITY="
+        f"{meta['capacity']:,}); MEMORY USAGE estimates: records {per['records']:,.0f} B "
+        f"({per['record_bytes']:,.0f} B payload), band buckets {per['band_buckets']:,.0f} B "
+        f"({m['band_fields_per_doc']:.1f} fields/doc in {m['buckets']:,} HASHes of "
+        f"~{m['fields_per_bucket']:.1f} fields, {m['bucket_encodings']}), spilled band sets "
+        f"{per['spilled_sets']:,.0f} B ({m['spilled_sets']:,} SETs), ids hash "
+        f"{per['ids_hash']:,.0f} B"
     )
     if ds:
         dm = ds["memory"]["estimates"]
@@ -1360,6 +1362,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ingest-clients", type=int, default=4)
     p.add_argument("--tool", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--log-level", default="info", help="NEARDUP_LOG_LEVEL and uvicorn's")
+    p.add_argument(
+        "--capacity",
+        type=int,
+        help="NEARDUP_CAPACITY of the collection (default: the corpus size, as a deployment "
+        "would size it)",
+    )
     p.add_argument("--no-datasketch", action="store_true")
     p.add_argument(
         "--datasketch-docs",
@@ -1390,6 +1398,7 @@ def main(argv: list[str] | None = None) -> int:
     elif tool == "wrk" and not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk), or use --tool python")
     n = SIZES[args.size]
+    args.capacity = args.capacity or n
     started = time.perf_counter()
     OUT.mkdir(parents=True, exist_ok=True)
     log(f"generating {n:,} docs")
@@ -1422,6 +1431,7 @@ def main(argv: list[str] | None = None) -> int:
             "oracle_checked": oracle_ok,
             "neardup": _installed_neardup(),
             "redis_settings": {"save": "", "appendonly": "no", "socket": "unix"},
+            "capacity": args.capacity,
         },
         "neardup": {},
         "ceiling": {},
