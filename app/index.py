@@ -61,6 +61,18 @@ class ConfigMismatchError(IndexError_):
     """The collection in Redis was made with other sketch parameters."""
 
 
+def _shares(sizes: Sequence[int], budget: int, most: int) -> list[int]:
+    """How many members to read from sets of these sizes: at most `most` from each,
+    about `budget` in all, evenly, what small sets leave over going to larger ones."""
+    counts = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for k, i in enumerate(order):
+        counts[i] = max(1, min(sizes[i], most, left // (len(sizes) - k)))
+        left -= counts[i]
+    return counts
+
+
 @dataclass(frozen=True)
 class Params:
     """A collection's sketch and LSH parameters, fixed when it is created."""
@@ -292,22 +304,29 @@ class Index:
     ) -> tuple[np.ndarray, bool]:
         """Handles sharing a band with the query: at most candidate_cap of them.
 
-        One lookup reads every band's inline handles (a dozen at most each).
-        Only hot bands, spilled to SETs, cost a second round trip, which reads
-        an even share of what is left of FETCH_BUDGET x cap from each, so a
-        query's work stays bounded however hot its bands are.
+        One lookup reads every band's inline handles (a dozen at most each) and
+        the size of every hot band, spilled to a sorted set. Only hot bands cost
+        a second round trip: a window of each, together what is left of
+        FETCH_BUDGET x cap, so a query's work stays bounded however hot its
+        bands are. The windows are deterministic (the same query gets the same
+        answer) and staggered, so hot bands with the same members still yield
+        different candidates.
         """
         cap = self.candidate_cap
         found = await self.store.band_lookup(band_keys)
-        parts = [a for a in found if a is not None]
-        hot = [i for i, a in enumerate(found) if a is None]
+        parts = [a for a in found if not isinstance(a, int)]
+        hot = [(i, a) for i, a in enumerate(found) if isinstance(a, int)]
         capped = False
         if hot:
-            left = FETCH_BUDGET * cap - sum(len(a) for a in parts)
-            share = min(cap + 1, max(-(-left // len(hot)), -(-cap // len(hot))))
-            for size, members in await self.store.band_sample(band_keys[hot], [share] * len(hot)):
-                parts.append(members)
-                capped = capped or size > len(members)
+            sizes = [size for _, size in hot]
+            budget = max(FETCH_BUDGET * cap - sum(len(p) for p in parts), cap + 1)
+            counts = _shares(sizes, budget, cap + 1)
+            starts = [
+                (j * n) % (s - n + 1) for j, (s, n) in enumerate(zip(sizes, counts, strict=True))
+            ]
+            keys = band_keys[[i for i, _ in hot]]
+            parts += await self.store.band_window(keys, starts, counts)
+            capped = any(s > n for s, n in zip(sizes, counts, strict=True))
         if not parts:
             return np.zeros(0, np.int64), capped
         handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)

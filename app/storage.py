@@ -8,15 +8,16 @@ Key layout, every key under ``nd:{collection}:``:
     d:{handle}    STRING  packed document record (app.records)
     l:{handle}    STRING  short-lived write lock token for one document
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
-                          "" once the band outgrew MAX_INLINE handles and spilled
-    S{bucket}key  SET     the handles of a spilled (hot) band key
+                          once the band outgrew MAX_INLINE handles, SPILLED and its size
+    S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
 fixed when the collection is made (Params.band_buckets, sized from
 NEARDUP_CAPACITY): a few dozen small fields per HASH keep Redis's compact
 listpack encoding, so a band membership costs ~15 bytes instead of a whole
-key (~75 bytes) per band per document. A bucket and its spilled SETs share a
-hash tag, so they share a cluster slot.
+key (~75 bytes) per band per document. A bucket and its spilled sets share a
+hash tag, so they share a cluster slot. A spilled set is sorted by handle
+because a query reads a bounded window of it, in one O(log n) ZRANGE.
 
 No command spans two slots, and every Lua script touches one slot, so
 the same code runs against Redis Cluster (``redis+cluster://`` URLs). Every
@@ -78,33 +79,41 @@ end
 return 0
 """
 # A band adds a document with HSETNX when it is new, else with this script:
-# append to the inline handles, or move them all to the SET once there are
-# more than ARGV[4] (keeps the HASH value small enough for a listpack).
-_BAND_ADD = b"""
+# append to the inline handles, or move them all to the sorted set once there
+# are more than ARGV[4] (keeps the HASH value small enough for a listpack).
+# A spilled band's field holds SPILLED and the set's size, so one lookup
+# tells a query how large every hot band is.
+_BAND_ADD = rb"""
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end
-if #v == 0 then return redis.call('SADD', KEYS[2], ARGV[3]) end
-for i = 1, #v, 4 do
-  if string.sub(v, i, i + 3) == ARGV[2] then return 0 end
+local spilled = string.sub(v, 1, 4) == '\255\255\255\255'
+if not spilled then
+  for i = 1, #v, 4 do
+    if string.sub(v, i, i + 3) == ARGV[2] then return 0 end
+  end
+  if #v < 4 * tonumber(ARGV[4]) then
+    redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
+    return 1
+  end
+  for i = 1, #v, 4 do
+    local h = struct.unpack('<I4', v, i)
+    redis.call('ZADD', KEYS[2], h, h)
+  end
 end
-if #v < 4 * tonumber(ARGV[4]) then
-  redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[2])
-  return 1
-end
-for i = 1, #v, 4 do
-  redis.call('SADD', KEYS[2], (struct.unpack('<I4', v, i)))
-end
-redis.call('SADD', KEYS[2], ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[1], '')
-return 1
+local added = redis.call('ZADD', KEYS[2], ARGV[3], ARGV[3])
+local size = struct.pack('<I4', redis.call('ZCARD', KEYS[2]))
+redis.call('HSET', KEYS[1], ARGV[1], '\255\255\255\255' .. size)
+return added
 """
-_BAND_REMOVE = b"""
+_BAND_REMOVE = rb"""
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then return 0 end
-if #v == 0 then
-  local n = redis.call('SREM', KEYS[2], ARGV[3])
-  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
-  return n
+if string.sub(v, 1, 4) == '\255\255\255\255' then
+  local removed = redis.call('ZREM', KEYS[2], ARGV[3])
+  local left = redis.call('ZCARD', KEYS[2])
+  if left == 0 then redis.call('HDEL', KEYS[1], ARGV[1])
+  else redis.call('HSET', KEYS[1], ARGV[1], '\255\255\255\255' .. struct.pack('<I4', left)) end
+  return removed
 end
 for i = 1, #v, 4 do
   if string.sub(v, i, i + 3) == ARGV[2] then
@@ -120,13 +129,15 @@ _BAND_KEY = struct.Struct("<Q")
 _HANDLE = struct.Struct("<I")
 _EMPTY = np.zeros(0, dtype="<u4")
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-# Handles a band keeps inline before it spills to a SET: 48 bytes, under
+# Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
 # Redis's default hash-max-listpack-value (64).
 MAX_INLINE = 12
 # Band entries per bucket HASH at the collection's capacity: under Redis's
 # default hash-max-listpack-entries (128) with room to grow 2x past it.
 ENTRIES_PER_BUCKET = 48
-MAX_HANDLE = 2**32 - 1
+# A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
+SPILLED = b"\xff\xff\xff\xff"
+MAX_HANDLE = 2**32 - 2
 _TWO_KEY_SCRIPTS = (_BAND_ADD, _BAND_REMOVE)
 
 
@@ -393,12 +404,12 @@ class Store:
         return self._prefix + b"l:%d" % handle
 
     def _bucket(self, key: int) -> bytes:
-        """The hash tag of a band key's bucket: the HASH and its spilled SETs."""
+        """The hash tag of a band key's bucket: the HASH and its spilled sets."""
         # A shift by 64 (one bucket) leaves 0 for every key.
         return b"{" + self._bucket_format % (key >> self._bucket_shift) + b"}"
 
     def _band_place(self, key: int) -> tuple[bytes, bytes, bytes]:
-        """(bucket HASH, field, spill SET) of a 64-bit band key."""
+        """(bucket HASH, field, spill ZSET) of a 64-bit band key."""
         tag = self._bucket(key)
         field = _BAND_KEY.pack(key)
         return self._prefix + b"B" + tag, field, self._prefix + b"S" + tag + field
@@ -751,7 +762,9 @@ class Store:
 
     # plumbing for the commands above -----------------------------------------
 
-    async def _commands(self, commands: list[tuple[bytes, ...]], write: bool = False) -> list[Any]:
+    async def _commands(
+        self, commands: Sequence[tuple[bytes, ...]], write: bool = False
+    ) -> list[Any]:
         """Single-slot commands in one exchange (one per master on a cluster)."""
         if not commands:
             return []
@@ -852,9 +865,9 @@ class Store:
             write=True,
         )
 
-    async def band_lookup(self, keys: np.ndarray) -> list[np.ndarray | None]:
-        """The handles of each band key (uint32), or None for a spilled (hot) one,
-        whose members band_sample reads."""
+    async def band_lookup(self, keys: np.ndarray) -> list[np.ndarray | int]:
+        """The handles of each band key (uint32), or for a spilled (hot) one the
+        number of its handles, which band_window reads."""
         if self._bulk is not None:
             payload = self._band_resp(b"HGET", keys, None)
             values = await self._exchange([payload], count=len(keys))
@@ -862,25 +875,29 @@ class Store:
             places = [self._band_place(k)[:2] for k in keys.tolist()]
             values = await self._cluster_exchange([(b"HGET", *place) for place in places])
         return [
-            _EMPTY if v is None else None if not v else np.frombuffer(v, dtype="<u4")
+            _EMPTY
+            if v is None
+            else int.from_bytes(v[4:8], "little")
+            if v[:4] == SPILLED
+            else np.frombuffer(v, dtype="<u4")
             for v in values
         ]
 
-    async def band_sample(
-        self, keys: np.ndarray, counts: Sequence[int]
-    ) -> list[tuple[int, np.ndarray]]:
-        """(size, up to counts[i] random members) of each spilled band key.
+    async def band_window(
+        self, keys: np.ndarray, starts: Sequence[int], counts: Sequence[int]
+    ) -> list[np.ndarray]:
+        """counts[i] handles of spilled band key i, from rank starts[i] in handle order.
 
-        SRANDMEMBER with a count bounds the work a hot key can cause.
+        One O(log n) ZRANGE each, however hot the band: SRANDMEMBER costs ~1 us
+        per member read.
         """
-        spills = [self._band_place(k)[2] for k in keys.tolist()]
-        commands: list[tuple[bytes, ...]] = []
-        for spill, n in zip(spills, counts, strict=True):
-            commands += [(b"SCARD", spill), (b"SRANDMEMBER", spill, b"%d" % n)]
-        replies = await self._commands(commands)
+        commands = [
+            (b"ZRANGE", self._band_place(k)[2], b"%d" % start, b"%d" % (start + n - 1))
+            for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
+        ]
         return [
-            (int(size), np.fromiter(map(int, members), dtype=np.int64, count=len(members)))
-            for size, members in zip(replies[::2], replies[1::2], strict=True)
+            np.fromiter(map(int, members), dtype=np.int64, count=len(members))
+            for members in await self._commands(commands)
         ]
 
     async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
@@ -890,8 +907,9 @@ class Store:
             fields = await self._run(self._r.hgetall(bucket))
             for field, value in fields.items():
                 key = _BAND_KEY.unpack(field)[0]
-                if value:
+                if value[:4] != SPILLED:
                     yield key, np.frombuffer(value, dtype="<u4").tolist()
                 else:
                     spill = self._band_place(key)[2]
-                    yield key, sorted(int(m) for m in await self._run(self._r.smembers(spill)))
+                    members = await self._run(self._r.zrange(spill, 0, -1))
+                    yield key, [int(m) for m in members]

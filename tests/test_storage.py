@@ -1,4 +1,4 @@
-"""The band layout (bucketed HASHes, spilled SETs) against a plain dict-of-sets model."""
+"""The band layout (bucketed HASHes, spilled sorted sets) against a dict-of-sets model."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
 
 def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
-    exactly like a dict of sets: through band_lookup, band_sample and band_memberships."""
+    exactly like a dict of sets: through band_lookup, band_window and band_memberships."""
     rng = random.Random(7)
 
     async def run() -> None:
@@ -77,20 +77,20 @@ def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str)
                 stored = {k: set(hs) async for k, hs in store.band_memberships()}
                 assert stored == model
                 found = await store.band_lookup(np.array(keys, dtype=np.uint64))
-                spilled = [k for k, f in zip(keys, found, strict=True) if f is None]
+                spilled = [(k, f) for k, f in zip(keys, found, strict=True) if isinstance(f, int)]
                 for k, f in zip(keys, found, strict=True):
-                    if f is not None:
-                        assert set(f.tolist()) == model.get(k, set())
-                        assert len(f) == len(model.get(k, ()))  # no handle twice
-                for k, f in zip(keys, found, strict=True):
+                    if isinstance(f, int):  # spilled: its size
+                        assert f == len(model[k])
+                    else:
+                        assert sorted(f.tolist()) == sorted(model.get(k, ()))  # none twice
                     if len(model.get(k, ())) > MAX_INLINE:
-                        assert f is None  # spilled to its SET
-                sample = await store.band_sample(
-                    np.array(spilled, dtype=np.uint64), [5] * len(spilled)
+                        assert isinstance(f, int)  # spilled to its sorted set
+                starts = [rng.randint(0, size) for _, size in spilled]
+                windows = await store.band_window(
+                    np.array([k for k, _ in spilled], dtype=np.uint64), starts, [4] * len(spilled)
                 )
-                for k, (size, members) in zip(spilled, sample, strict=True):
-                    assert size == len(model[k])
-                    assert len(members) == min(5, size) and set(members.tolist()) <= model[k]
+                for (k, _), start, got in zip(spilled, starts, windows, strict=True):
+                    assert got.tolist() == sorted(model[k])[start : start + 4]
             assert any(len(v) > MAX_INLINE for v in model.values())  # the spill path ran
         finally:
             await store.close()
