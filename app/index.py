@@ -313,13 +313,12 @@ class Index:
         different candidates.
         """
         cap = self.candidate_cap
-        found = await self.store.band_lookup(band_keys)
-        parts = [a for a in found if not isinstance(a, int)]
-        hot = [(i, a) for i, a in enumerate(found) if isinstance(a, int)]
+        inline, hot = await self.store.band_lookup(band_keys)
+        parts = [inline]
         capped = False
         if hot:
             sizes = [size for _, size in hot]
-            budget = max(FETCH_BUDGET * cap - sum(len(p) for p in parts), cap + 1)
+            budget = max(FETCH_BUDGET * cap - len(inline), cap + 1)
             counts = _shares(sizes, budget, cap + 1)
             starts = [
                 (j * n) % (s - n + 1) for j, (s, n) in enumerate(zip(sizes, counts, strict=True))
@@ -327,8 +326,6 @@ class Index:
             keys = band_keys[[i for i, _ in hot]]
             parts += await self.store.band_window(keys, starts, counts)
             capped = any(s > n for s, n in zip(sizes, counts, strict=True))
-        if not parts:
-            return np.zeros(0, np.int64), capped
         handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
         if exclude is not None:
             keep = handles != exclude

@@ -127,7 +127,6 @@ return 0
 """
 _BAND_KEY = struct.Struct("<Q")
 _HANDLE = struct.Struct("<I")
-_EMPTY = np.zeros(0, dtype="<u4")
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 # Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
 # Redis's default hash-max-listpack-value (64).
@@ -292,6 +291,8 @@ class Store:
         self._refreshed_at = 0.0
         self._bucket_shift = 64
         self._bucket_format = b"%x"
+        self._nibble_shifts = np.zeros(1, dtype=np.uint64)
+        self._templates: dict[tuple[bytes, bool], tuple[np.ndarray, int, int, int]] = {}
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
@@ -299,7 +300,10 @@ class Store:
             raise ValueError(f"band buckets must be a power of two, got {buckets}")
         bits = buckets.bit_length() - 1
         self._bucket_shift = 64 - bits
-        self._bucket_format = b"%%0%dx" % max(1, -(-bits // 4))
+        digits = max(1, -(-bits // 4))
+        self._bucket_format = b"%%0%dx" % digits
+        self._nibble_shifts = np.arange(4 * (digits - 1), -1, -4, dtype=np.uint64)
+        self._templates.clear()
 
     @classmethod
     def connect(
@@ -801,24 +805,34 @@ class Store:
         each command in Python costs more than Redis takes to run it.
         """
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
-        digits = len(self._bucket_format % 0)
+        template, at_digits, at_field, at_handle = self._band_template(command, handles is not None)
+        digits = len(self._nibble_shifts)
+        rows = np.empty((len(keys), len(template)), dtype=np.uint8)
+        rows[:] = template
+        buckets = keys >> np.uint64(self._bucket_shift) if self._bucket_shift < 64 else keys * 0
+        nibbles = (buckets[:, None] >> self._nibble_shifts) & np.uint64(15)
+        rows[:, at_digits : at_digits + digits] = _HEX[nibbles.astype(np.intp)]
+        rows[:, at_field : at_field + 8] = keys.view(np.uint8).reshape(-1, 8)
+        if handles is not None:
+            packed = np.ascontiguousarray(handles, dtype="<u4")
+            rows[:, at_handle : at_handle + 4] = packed.view(np.uint8).reshape(-1, 4)
+        return rows.tobytes()
+
+    def _band_template(self, command: bytes, with_handle: bool) -> tuple[np.ndarray, int, int, int]:
+        """A _band_resp template row and where its digits, field and handle go (cached)."""
+        cached = self._templates.get((command, with_handle))
+        if cached is not None:
+            return cached
+        digits = len(self._nibble_shifts)
         bucket = self._prefix + b"B{" + b"0" * digits + b"}"
-        args = [command, bucket, bytes(8)] + ([bytes(4)] if handles is not None else [])
+        args = [command, bucket, bytes(8)] + ([bytes(4)] if with_handle else [])
         template = np.frombuffer(_resp(*args), dtype=np.uint8)
         # "*n $len command" (n is one digit either way), "$len prefix B{", then the digits.
         at_digits = len(_resp(command)) + len(b"$%d\r\n" % len(bucket)) + len(self._prefix) + 2
         at_field = at_digits + digits + len(b"}\r\n$8\r\n")
-        rows = np.tile(template, (len(keys), 1))
-        buckets = keys >> np.uint64(self._bucket_shift) if self._bucket_shift < 64 else keys * 0
-        for d in range(digits):
-            nibble = (buckets >> np.uint64(4 * (digits - 1 - d))) & np.uint64(15)
-            rows[:, at_digits + d] = _HEX[nibble.astype(np.intp)]
-        rows[:, at_field : at_field + 8] = keys.view(np.uint8).reshape(-1, 8)
-        if handles is not None:
-            at_handle = at_field + 8 + len(b"\r\n$4\r\n")
-            packed = np.ascontiguousarray(handles, dtype="<u4")
-            rows[:, at_handle : at_handle + 4] = packed.view(np.uint8).reshape(-1, 4)
-        return rows.tobytes()
+        made = (template, at_digits, at_field, at_field + 8 + len(b"\r\n$4\r\n"))
+        self._templates[command, with_handle] = made
+        return made
 
     def _band_args(self, h: int, keys: np.ndarray) -> list[tuple[bytes, ...]]:
         """The KEYS and ARGV of a band script for a handle and each band key."""
@@ -865,23 +879,25 @@ class Store:
             write=True,
         )
 
-    async def band_lookup(self, keys: np.ndarray) -> list[np.ndarray | int]:
-        """The handles of each band key (uint32), or for a spilled (hot) one the
-        number of its handles, which band_window reads."""
+    async def band_lookup(self, keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The inline handles of all the band keys, concatenated (uint32; a handle once
+        per band that has it), and (position, size) of each spilled (hot) band key,
+        whose handles band_window reads."""
         if self._bulk is not None:
             payload = self._band_resp(b"HGET", keys, None)
             values = await self._exchange([payload], count=len(keys))
         else:
             places = [self._band_place(k)[:2] for k in keys.tolist()]
             values = await self._cluster_exchange([(b"HGET", *place) for place in places])
-        return [
-            _EMPTY
-            if v is None
-            else int.from_bytes(v[4:8], "little")
-            if v[:4] == SPILLED
-            else np.frombuffer(v, dtype="<u4")
-            for v in values
-        ]
+        inline, hot = [], []
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if v[:4] == SPILLED:
+                hot.append((i, int.from_bytes(v[4:8], "little")))
+            else:
+                inline.append(v)
+        return np.frombuffer(b"".join(inline), dtype="<u4"), hot
 
     async def band_window(
         self, keys: np.ndarray, starts: Sequence[int], counts: Sequence[int]

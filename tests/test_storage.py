@@ -76,15 +76,20 @@ def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str)
 
                 stored = {k: set(hs) async for k, hs in store.band_memberships()}
                 assert stored == model
-                found = await store.band_lookup(np.array(keys, dtype=np.uint64))
-                spilled = [(k, f) for k, f in zip(keys, found, strict=True) if isinstance(f, int)]
-                for k, f in zip(keys, found, strict=True):
-                    if isinstance(f, int):  # spilled: its size
-                        assert f == len(model[k])
+                spilled = []
+                for k in keys:
+                    inline, sized = await store.band_lookup(np.array([k], dtype=np.uint64))
+                    if sized:  # spilled: its size
+                        assert not len(inline) and sized == [(0, len(model[k]))]
+                        spilled.append((k, sized[0][1]))
                     else:
-                        assert sorted(f.tolist()) == sorted(model.get(k, ()))  # none twice
-                    if len(model.get(k, ())) > MAX_INLINE:
-                        assert isinstance(f, int)  # spilled to its sorted set
+                        assert sorted(inline.tolist()) == sorted(model.get(k, ()))  # none twice
+                        assert len(model.get(k, ())) <= MAX_INLINE  # else spilled
+                both, sized = await store.band_lookup(np.array(keys, dtype=np.uint64))
+                assert [(keys[i], n) for i, n in sized] == spilled
+                inline_keys = [k for k in keys if k not in dict(spilled)]
+                members = [h for k in inline_keys for h in model.get(k, ())]
+                assert sorted(both.tolist()) == sorted(members)
                 starts = [rng.randint(0, size) for _, size in spilled]
                 windows = await store.band_window(
                     np.array([k for k, _ in spilled], dtype=np.uint64), starts, [4] * len(spilled)
