@@ -184,6 +184,7 @@ def _translate(exc: Exception) -> Exception:
     return StoreError(f"Redis error: {exc}")
 
 
+_EXCHANGE_SECONDS = metrics.REDIS_SECONDS.labels("pipeline")
 # What redis-py's hiredis reader answers while a reply is incomplete.
 _INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
 
@@ -216,6 +217,42 @@ async def _read_replies(conn: Any, n: int) -> list[Any]:
         else:
             replies.append(reply)
     return replies
+
+
+class _Lane:
+    """The connections of the packed exchanges: a stack of idle ones.
+
+    Checked out like redis-py's pool does it (connect if not connected; a
+    closed or dirty socket, say after Redis restarted, is reconnected), but
+    without the pool's lock and observability events, which cost ~20 us an
+    exchange, a few times a query. The pool only makes the connections, so
+    they carry its URL, credentials and TLS settings.
+    """
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._idle: list[Any] = []
+
+    async def get(self) -> Any:
+        conn = self._idle.pop() if self._idle else self._pool.make_connection()
+        try:
+            if not conn.is_connected:
+                await conn.connect()
+            elif await conn.can_read():  # closed by the server, or replies left unread
+                await conn.disconnect()
+                await conn.connect()
+        except BaseException:
+            await conn.disconnect()
+            raise
+        return conn
+
+    def put(self, conn: Any) -> None:
+        self._idle.append(conn)
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.disconnect()
 
 
 def _resp(*args: bytes) -> bytes:
@@ -282,6 +319,7 @@ class Store:
         # The same server without a per-reply socket timeout, for _exchange:
         # one timer bounds a whole exchange instead of one armed per reply.
         self._bulk: aioredis.Redis | None = bulk
+        self._lane = None if bulk is None else _Lane(bulk.connection_pool)
         self._timeout = timeout
         self._prefix = f"nd:{collection}:".encode()
         self._ids = self._prefix + b"ids"
@@ -397,6 +435,7 @@ class Store:
             self._refresh.cancel()
         await self._r.aclose()
         if self._bulk is not None:
+            await self._lane.close()  # type: ignore[union-attr]
             await self._bulk.aclose()
 
     # keys -----------------------------------------------------------------
@@ -493,12 +532,12 @@ class Store:
         count = len(parts) if count is None else count
         if not count:
             return []
-        if self._bulk is None:
-            raise RuntimeError("packed exchanges need a single Redis server")
         if write and self._min_replicas:
             parts, count = [*parts, self._wait_command()], count + 1
         started = time.perf_counter()
-        pool = self._bulk.connection_pool
+        lane = self._lane
+        if lane is None:
+            raise RuntimeError("packed exchanges need a single Redis server")
         conn = None
         # ~20 us of Redis work per command, or per key of a multi-key command.
         budget = self._timeout + 20e-6 * max(weight, count)
@@ -507,7 +546,7 @@ class Store:
         try:
             # Connecting is inside the timer: this client has no socket timeout.
             async with asyncio.timeout(budget):
-                conn = await pool.get_connection()
+                conn = await lane.get()
                 try:
                     await conn.send_packed_command(b"".join(parts), check_health=False)
                     replies = await _read_replies(conn, count)
@@ -521,8 +560,8 @@ class Store:
             raise _translate(exc) from exc
         finally:
             if conn is not None:
-                await pool.release(conn)
-            metrics.REDIS_SECONDS.labels("pipeline").observe(time.perf_counter() - started)
+                lane.put(conn)
+            _EXCHANGE_SECONDS.observe(time.perf_counter() - started)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise _translate(reply)
