@@ -32,7 +32,7 @@ LOCK_WAIT_S = 10.0
 THREAD_TEXT_BYTES = 256 * 1024
 DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
 # A query reads at most about this many times candidate_cap band members.
-FETCH_BUDGET = 4
+FETCH_BUDGET = 2
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 
@@ -385,15 +385,13 @@ class Index:
         threshold: float,
         limit: int,
     ) -> QueryResult:
-        _, raws, sims, candidates, capped = await self._verified(
+        handles, raws, sims, candidates, capped = await self._verified(
             fingerprint, band_keys, exclude, threshold
         )
-        matches = [
-            Match(records.id_of(raw), float(sim))
-            for raw, sim in zip(raws, sims.tolist(), strict=True)
-        ]
-        matches.sort(key=lambda m: (-m.similarity, m.id))
-        return QueryResult(matches[:limit], candidates, capped)
+        # Most similar first, ties oldest first; ids parsed for the answer only.
+        top = np.lexsort((handles, -sims))[:limit].tolist()
+        matches = [Match(records.id_of(raws[i]), float(sims[i])) for i in top]
+        return QueryResult(matches, candidates, capped)
 
     # reads and deletes ---------------------------------------------------------
 

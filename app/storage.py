@@ -790,11 +790,15 @@ class Store:
         """The packed record of each handle, None where there is none."""
         if len(handles) == 0:
             return []
-        keys = [self._doc(int(h)) for h in handles]
         if self._cluster:  # one GET per key, one exchange per master
-            return await self._cluster_exchange([(b"GET", k) for k in keys])
+            return await self._cluster_exchange([(b"GET", self._doc(int(h))) for h in handles])
         # One MGET; through _exchange so a large reply is bounded by one timer.
-        (values,) = await self._exchange([_resp(b"MGET", *keys)], weight=len(keys))
+        head = self._prefix + b"d:"
+        names = [b"%d" % h for h in handles]
+        mget = b"*%d\r\n$4\r\nMGET\r\n" % (len(names) + 1) + b"".join(
+            [b"$%d\r\n%s%s\r\n" % (len(head) + len(n), head, n) for n in names]
+        )
+        (values,) = await self._exchange([mget], weight=len(names))
         return list(values)
 
     async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
