@@ -14,7 +14,7 @@ Prometheus scrape config and a Kubernetes probe can all send the header).
 A missing or unknown key gets 401 with ``WWW-Authenticate: Bearer``; a read
 key on a route that changes documents gets 403.
 
-The check is ASGI middleware, not a route dependency, so a route added later
+The check is ASGI middleware (app.api.edge), not a route dependency, so a route added later
 is protected without anyone remembering to ask for it. Only SHA-256 digests of
 the keys are kept in memory, every digest is compared with
 hmac.compare_digest (no early exit, so timing does not tell which key or how
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Send
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -169,18 +169,56 @@ def needs_write(method: str, path: str) -> bool:
     return method not in READ_METHODS and path not in READ_POSTS
 
 
-def _bearer(scope: Scope) -> bytes | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            kind, _, token = value.partition(b" ")
-            token = token.strip()
-            if kind.lower() == b"bearer" and token:
-                return token
-            return None
+def _bearer(authorization: bytes | None) -> bytes | None:
+    """The token of an ``Authorization: Bearer <token>`` header value."""
+    if authorization is None:
+        return None
+    kind, _, token = authorization.partition(b" ")
+    token = token.strip()
+    if kind.lower() == b"bearer" and token:
+        return token
     return None
 
 
-async def _refuse(send: Send, status: int, title: str, detail: str, challenge: str) -> None:
+# A refusal: status, title, detail, WWW-Authenticate challenge.
+Refusal = tuple[int, str, str, str]
+_NO_KEY: Refusal = (401, "Unauthorized", "send an API key as 'Authorization: Bearer <key>'", REALM)
+_BAD_KEY: Refusal = (
+    401,
+    "Unauthorized",
+    "the API key is not valid",
+    f'{REALM}, error="invalid_token"',
+)
+_READ_ONLY: Refusal = (
+    403,
+    "Forbidden",
+    "this API key may only read; writing needs a key with scope write",
+    f'{REALM}, error="insufficient_scope", scope="write"',
+)
+
+
+def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) -> Refusal | None:
+    """Why a request may not go on (None: it may), given its first Authorization header.
+
+    Without keys every request may; with keys every one but the public ones needs a
+    valid key, and one of scope write to write. Checked by app.api.edge, an ASGI
+    middleware, before anything of the body is read.
+    """
+    if not keys.entries or (method, path) in PUBLIC:
+        return None
+    token = _bearer(authorization)
+    if token is None:
+        return _NO_KEY
+    granted = keys.scope_of(token)
+    if granted is None:
+        return _BAD_KEY
+    if granted != "write" and needs_write(method, path):
+        return _READ_ONLY
+    return None
+
+
+async def refuse(send: Send, status: int, title: str, detail: str, challenge: str) -> None:
+    """Send a refusal as problem+json with its WWW-Authenticate challenge."""
     body = orjson.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail})
     await send(
         {
@@ -194,49 +232,6 @@ async def _refuse(send: Send, status: int, title: str, detail: str, challenge: s
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-class ApiKeys:
-    """ASGI middleware: a valid key on every request but the public ones; write scope to write."""
-
-    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
-        self.app = app
-        self.keys = keys
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (scope["method"], scope["path"]) in PUBLIC:
-            await self.app(scope, receive, send)
-            return
-        token = _bearer(scope)
-        if token is None:
-            await _refuse(
-                send,
-                401,
-                "Unauthorized",
-                "send an API key as 'Authorization: Bearer <key>'",
-                REALM,
-            )
-            return
-        granted = self.keys.scope_of(token)
-        if granted is None:
-            await _refuse(
-                send,
-                401,
-                "Unauthorized",
-                "the API key is not valid",
-                f'{REALM}, error="invalid_token"',
-            )
-            return
-        if granted != "write" and needs_write(scope["method"], scope["path"]):
-            await _refuse(
-                send,
-                403,
-                "Forbidden",
-                "this API key may only read; writing needs a key with scope write",
-                f'{REALM}, error="insufficient_scope", scope="write"',
-            )
-            return
-        await self.app(scope, receive, send)
 
 
 def _document(schema: dict[str, Any], problem_doc: Callable[[str], dict]) -> None:
@@ -297,11 +292,13 @@ def bind_policy(host: str, port: int, insecure: bool, keys: KeyRing) -> tuple[bo
 
 
 def install(app: FastAPI, settings: Settings) -> KeyRing:
-    """Require keys on app when the settings name any; call after the other middleware."""
+    """The keys the settings name; when there are any, the schema says they are needed.
+
+    The keys are checked by app.api.edge, the middleware the app is built with.
+    """
     from app.api.errors import extend_openapi, problem_doc
 
     keys = KeyRing.from_settings(settings)
     if keys:
-        app.add_middleware(ApiKeys, keys=keys)
         extend_openapi(app, lambda schema: _document(schema, problem_doc))
     return keys

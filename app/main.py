@@ -9,8 +9,7 @@ from fastapi import FastAPI
 
 from app import __version__, auth, kernel, logs
 from app.api import documents, duplicates, errors, health, similar
-from app.api.limits import BodyLimit, Deadline
-from app.api.observe import Observe
+from app.api.edge import Edge
 from app.config import Settings, load_settings
 from app.runtime import open_index
 
@@ -42,8 +41,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(similar.router)
     app.include_router(duplicates.router)
     app.include_router(health.router)
-    app.add_middleware(Deadline, timeout=settings.request_timeout)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    auth.install(app, settings)  # outside the body limit: no key, nothing read
-    app.add_middleware(Observe)
+    keys = auth.install(app, settings)
+    # Request id, log line and metrics; API keys; body limit; deadline: one layer.
+    app.add_middleware(
+        Edge,
+        keys=keys,
+        max_bytes=settings.max_body_bytes,
+        timeout=settings.request_timeout,
+    )
     return app

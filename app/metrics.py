@@ -53,6 +53,25 @@ DOCUMENTS = Gauge(
 )
 
 
+_REQUEST_CHILDREN: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+
+def observe_request(method: str, route: str, status: int, seconds: float) -> None:
+    """Count one answered request and its duration, by method, route template and status.
+
+    The labelled children are looked up once per label set, not on every request.
+    """
+    key = (method, route, status)
+    children = _REQUEST_CHILDREN.get(key)
+    if children is None:
+        labels = (method, route, str(status))
+        children = _REQUEST_CHILDREN.setdefault(
+            key, (REQUESTS.labels(*labels), LATENCY.labels(*labels))
+        )
+    children[0].inc()
+    children[1].observe(seconds)
+
+
 def render() -> tuple[bytes, str]:
     """The metrics page and its content type."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
