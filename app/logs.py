@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -13,18 +14,40 @@ import orjson
 FIELDS = ("request_id", "method", "path", "route", "status", "duration_ms", "client")
 
 
+class _Seconds:
+    """A record time's whole-second part, formatted once a second instead of once a line
+    (the access log writes a line per request)."""
+
+    def __init__(self, fmt: str, convert: Callable[[float], time.struct_time]) -> None:
+        self._fmt = fmt
+        self._convert = convert
+        self._last: tuple[int, str] = (-1, "")
+
+    def __call__(self, created: float) -> str:
+        second = int(created)
+        last = self._last
+        if last[0] != second:
+            last = (second, time.strftime(self._fmt, self._convert(created)))
+            self._last = last  # one assignment: safe between threads
+        return last[1]
+
+
 class JsonFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__()
+        self._seconds = _Seconds("%Y-%m-%dT%H:%M:%S", time.gmtime)
+
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": f"{self._seconds(record.created)}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        fields = record.__dict__
         for name in FIELDS:
-            if hasattr(record, name):
-                out[name] = getattr(record, name)
+            if name in fields:
+                out[name] = fields[name]
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(out).decode()
@@ -33,10 +56,18 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        self._seconds = _Seconds(self.default_time_format, self.converter)
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        # logging.Formatter's own format, "2024-01-31 12:00:00,123" in local time.
+        return f"{self._seconds(record.created)},{int(record.msecs):03d}"
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        extra = " ".join(f"{n}={getattr(record, n)}" for n in FIELDS if hasattr(record, n))
+        fields = record.__dict__
+        extra = " ".join(f"{n}={fields[n]}" for n in FIELDS if n in fields)
         return f"{line} {extra}" if extra else line
 
 
