@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.routing import APIRoute
+from fastapi.telemetry import get_telemetry_data
 
 from app.api import schemas
 from app.api.deps import get_index
@@ -16,6 +20,7 @@ router = APIRouter(tags=["similar"])
 IndexDep = Annotated[Index, Depends(get_index)]
 # numpy scalars, should a result ever carry one, are written as plain numbers.
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
+DEFAULT_LIMIT = 10
 
 
 def similar_body(result: QueryResult, threshold: float, doc_id: str | None = None) -> dict:
@@ -42,18 +47,74 @@ def _answer(body: dict[str, Any]) -> Response:
     return Response(orjson.dumps(body, option=_DUMPS_OPTIONS), media_type="application/json")
 
 
-@router.get(
-    "/similar/{doc_id:docid}",
-    response_model=schemas.SimilarOut,
-    responses={404: {"model": schemas.Problem, "description": "unknown id"}},
-)
+# Query values the fast path below takes as they are: plain decimals, and nothing that
+# validation could read in more than one way. Anything else goes through FastAPI.
+_THRESHOLD = re.compile(r"0\.[0-9]{1,17}|1(?:\.0{1,17})?")
+_LIMIT = re.compile(r"[1-9][0-9]{0,3}")
+
+
+def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
+    """GET /similar/{id}'s arguments when they are plainly valid, else None.
+
+    FastAPI reads and validates path and query parameters through generic machinery
+    that costs more than the rest of the request's HTTP handling together. A request
+    whose id passes schemas.check_id and whose threshold and limit are absent or plain
+    in-range decimals gets exactly the values validation would give it; every other
+    request, including every invalid one, is left to FastAPI, so its answers (and
+    422 details) are the same as they always were.
+    """
+    scope = request.scope
+    doc_id = scope["path_params"]["doc_id"]
+    try:
+        schemas.check_id(doc_id)
+    except ValueError:
+        return None
+    threshold: float | None = None
+    limit = DEFAULT_LIMIT
+    if scope["query_string"]:
+        query = request.query_params  # the last value of a repeated name, as FastAPI's
+        given = query.get("threshold")
+        if given is not None:
+            if not _THRESHOLD.fullmatch(given):
+                return None
+            threshold = float(given)
+            if not 0.0 < threshold <= 1.0:
+                return None
+        given = query.get("limit")
+        if given is not None:
+            if not _LIMIT.fullmatch(given):
+                return None
+            limit = int(given)
+            if limit > schemas.MAX_LIMIT:
+                return None
+    return doc_id, threshold, limit
+
+
+class _StoredRoute(APIRoute):
+    """The GET /similar/{id} route, with a fast path for plainly valid parameters
+    (see _stored_args) past FastAPI's own parameter handling."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        full = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            args = _stored_args(request)
+            if args is None or get_telemetry_data() is not None:
+                return await full(request)  # with FastAPI's validation (and telemetry)
+            doc_id, threshold, limit = args
+            return await similar_to_stored(doc_id, request, threshold, limit)
+
+        return handler
+
+
 async def similar_to_stored(
     doc_id: Annotated[schemas.DocId, Path(description="document id; may contain '/'")],
-    index: IndexDep,
+    request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
-    limit: Annotated[schemas.Limit, Query()] = 10,
+    limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
 ) -> Response:
     """Stored near-duplicates of a stored document, most similar first, itself excluded."""
+    index = await get_index(request)  # not a dependency: those cost per request too
     used = index.check_threshold(threshold)
     result = await index.similar_to_id(doc_id, used, limit)
     if result is None:
@@ -61,9 +122,20 @@ async def similar_to_stored(
     return _answer(similar_body(result, used, doc_id))
 
 
+router.add_api_route(
+    "/similar/{doc_id:docid}",
+    similar_to_stored,
+    methods=["GET"],
+    response_model=schemas.SimilarOut,
+    responses={404: {"model": schemas.Problem, "description": "unknown id"}},
+    route_class_override=_StoredRoute,
+)
+
+
 @router.post("/similar", response_model=schemas.SimilarOut)
-async def similar_to_text(body: schemas.SimilarIn, index: IndexDep) -> Response:
+async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
     """Stored near-duplicates of a text that is not stored."""
+    index = await get_index(request)
     used = index.check_threshold(body.threshold)
     result = await index.similar_to_text(body.text, used, body.limit)
     return _answer(similar_body(result, used))
