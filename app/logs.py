@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -37,20 +37,38 @@ class JsonFormatter(logging.Formatter):
         super().__init__()
         self._seconds = _Seconds("%Y-%m-%dT%H:%M:%S", time.gmtime)
 
-    def format(self, record: logging.LogRecord) -> str:
+    def _out(
+        self, created: float, msecs: float, level: str, name: str, message: str, fields: Any
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "ts": f"{self._seconds(record.created)}.{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
+            "ts": f"{self._seconds(created)}.{int(msecs):03d}Z",
+            "level": level.lower(),
+            "logger": name,
+            "msg": message,
         }
-        fields = record.__dict__
-        for name in FIELDS:
-            if name in fields:
-                out[name] = fields[name]
+        for field in FIELDS:
+            if field in fields:
+                out[field] = fields[field]
+        return out
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = self._out(
+            record.created,
+            record.msecs,
+            record.levelname,
+            record.name,
+            record.getMessage(),
+            record.__dict__,
+        )
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(out).decode()
+
+    def line(
+        self, created: float, msecs: float, level: str, name: str, message: str, fields: Any
+    ) -> str:
+        """What format() makes of a record with these attributes and no exception."""
+        return orjson.dumps(self._out(created, msecs, level, name, message, fields)).decode()
 
 
 class TextFormatter(logging.Formatter):
@@ -64,16 +82,76 @@ class TextFormatter(logging.Formatter):
         # logging.Formatter's own format, "2024-01-31 12:00:00,123" in local time.
         return f"{self._seconds(record.created)},{int(record.msecs):03d}"
 
+    @staticmethod
+    def _extra(fields: Any) -> str:
+        return " ".join([f"{n}={fields[n]}" for n in FIELDS if n in fields])
+
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        fields = record.__dict__
-        extra = " ".join(f"{n}={fields[n]}" for n in FIELDS if n in fields)
+        extra = self._extra(record.__dict__)
         return f"{line} {extra}" if extra else line
+
+    def line(
+        self, created: float, msecs: float, level: str, name: str, message: str, fields: Any
+    ) -> str:
+        """What format() makes of a record with these attributes and no exception."""
+        line = f"{self._seconds(created)},{int(msecs):03d} {level} {name} {message}"
+        extra = self._extra(fields)
+        return f"{line} {extra}" if extra else line
+
+
+class Handler(logging.StreamHandler):
+    """The handler configure() installs: a StreamHandler that can also write a line
+    made without a LogRecord (see write_line())."""
+
+    def write_line(self, level: int, name: str, message: str, fields: dict[str, Any]) -> None:
+        """Write what emit() would for a record of logger name at level with message and
+        fields as attributes; for callers that have checked direct_handler()."""
+        created = time.time()
+        formatter = cast(TextFormatter | JsonFormatter, self.formatter)
+        msecs = (created - int(created)) * 1000
+        line = formatter.line(created, msecs, logging.getLevelName(level), name, message, fields)
+        self.acquire()
+        try:
+            self.stream.write(line + self.terminator)
+            self.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(logging.makeLogRecord({"name": name, "msg": message}))
+        finally:
+            self.release()
+
+
+def direct_handler(logger: logging.Logger, level: int) -> Handler | None:
+    """The Handler that configure() installed, when a record of level from logger would
+    reach it and nothing else: no other handler, and no filter that could drop or change
+    the record on the way. Then handler.write_line() writes the line that record would have
+    made, without making it (a LogRecord and its trip through logging cost more than the
+    rest of an access log line); otherwise None, and the record goes through logging.
+    """
+    if logger.disabled or logger.filters or not logger.isEnabledFor(level):
+        return None
+    found: Handler | None = None
+    current: logging.Logger | None = logger
+    while current is not None:
+        for handler in current.handlers:
+            if (
+                found is not None
+                or type(handler) is not Handler
+                or handler.filters
+                or handler.level > level
+                or type(handler.formatter) not in (TextFormatter, JsonFormatter)
+            ):
+                return None
+            found = handler
+        current = current.parent if current.propagate else None
+    return found
 
 
 def configure(fmt: str, level: str) -> None:
     """Send neardup's and uvicorn's logs to stderr in the chosen format."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = Handler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     for name in ("neardup", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)

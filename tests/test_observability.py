@@ -82,3 +82,52 @@ def test_each_request_logs_one_json_line_with_its_id(
         (generated, 404),
     ]
     assert all(line["duration_ms"] >= 0 and line["route"] for line in lines)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_access_line_written_directly_is_the_formatted_record(fmt: str) -> None:
+    """The access line written straight to the handler (the usual case) is the line its
+    formatter makes of the LogRecord that logging would carry (when a filter is set)."""
+    import io
+    import re
+
+    from app import logs
+    from app.api import observe
+
+    logs.configure(fmt, "info")
+    handler = logging.getLogger("neardup").handlers[0]
+    assert logs.direct_handler(observe.log, logging.INFO) is handler
+    out = io.StringIO()
+    handler.setStream(out)  # type: ignore[attr-defined]
+
+    class Route:
+        path = "/similar/{doc_id:docid}"
+
+    for client in (("127.0.0.1", 5555), None):
+        scope = {"method": "GET", "path": "/similar/ü x", "route": Route(), "client": client}
+        observe.record(scope, "req-1", 200, 0.0012345)
+        observe.log.addFilter(lambda record: True)  # records now go through logging
+        try:
+            assert logs.direct_handler(observe.log, logging.INFO) is None
+            observe.record(scope, "req-1", 200, 0.0012345)
+        finally:
+            observe.log.filters.clear()
+    direct, logged, direct_none, logged_none = out.getvalue().splitlines()
+    if fmt == "json":
+        lines = [json.loads(line) for line in (direct, logged, direct_none, logged_none)]
+        assert all(
+            re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x.pop("ts")) for x in lines
+        )
+        assert lines[0] == lines[1] and lines[2] == lines[3]
+        assert lines[0]["msg"] == "GET /similar/ü x 200" and lines[0]["duration_ms"] == 1.234
+        assert lines[2]["client"] is None
+    else:
+        stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} "
+        assert all(re.match(stamp, x) for x in (direct, logged, direct_none, logged_none))
+        assert direct[24:] == logged[24:] and direct_none[24:] == logged_none[24:]
+        assert direct[24:] == (
+            "INFO neardup.access GET /similar/ü x 200 request_id=req-1 method=GET "
+            "path=/similar/ü x route=/similar/{doc_id:docid} status=200 duration_ms=1.234 "
+            "client=127.0.0.1:5555"
+        )
+        assert direct_none.endswith("client=None")
