@@ -1,14 +1,16 @@
-"""GET /similar/{id}'s fast path answers exactly as FastAPI's own parameter handling does.
+"""The fast paths of GET /similar/{id} and POST /similar answer exactly as FastAPI's own
+parameter and body handling does.
 
-app.api.similar reads plainly valid ids, thresholds and limits itself and leaves every
-other request to FastAPI. Each request here is made twice, once as it is served and
-once with the fast path switched off, and the two answers must be the same bytes.
+app.api.similar reads plainly valid ids, thresholds, limits and bodies itself and leaves
+every other request to FastAPI. Each request here is made twice, once as it is served
+and once with the fast path switched off, and the two answers must be the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -43,30 +45,57 @@ def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             client.delete("/documents/" + quote(i, safe=""))
 
 
-def _both(client: TestClient, url: str) -> tuple[tuple, tuple, bool]:
-    """(answer served, answer with the fast path off, whether the fast path took it)."""
+def _twice(name: str, ask: Callable[[], object]) -> tuple[tuple, tuple, bool]:
+    """(answer served, answer with the fast path `name` off, whether the fast path took it)."""
+    import inspect
+
     from app.api import similar
 
-    real = similar._stored_args
+    real = getattr(similar, name)
     taken: list[bool] = []
+    if inspect.iscoroutinefunction(real):
 
-    def spy(request):  # type: ignore[no-untyped-def]
-        args = real(request)
-        taken.append(args is not None)
-        return args
+        async def spy(request):  # type: ignore[no-untyped-def]
+            args = await real(request)
+            taken.append(args is not None)
+            return args
 
-    def answer(resp) -> tuple:  # type: ignore[no-untyped-def]
-        return resp.status_code, resp.headers["content-type"], resp.content
+        async def off(request):  # type: ignore[no-untyped-def]
+            return None
+    else:
+
+        def spy(request):  # type: ignore[no-untyped-def]
+            args = real(request)
+            taken.append(args is not None)
+            return args
+
+        def off(request):  # type: ignore[no-untyped-def]
+            return None
+
+    def answer() -> tuple:
+        resp = ask()
+        return resp.status_code, resp.headers["content-type"], resp.content  # type: ignore[attr-defined]
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(similar, "_stored_args", spy)
-        fast = answer(client.get(url))
-        mp.setattr(similar, "_stored_args", lambda request: None)
-        slow = answer(client.get(url))
+        mp.setattr(similar, name, spy)
+        fast = answer()
+        mp.setattr(similar, name, off)
+        slow = answer()
     finally:
         mp.undo()
     return fast, slow, taken == [True]
+
+
+def _both(client: TestClient, url: str) -> tuple[tuple, tuple, bool]:
+    return _twice("_stored_args", lambda: client.get(url))
+
+
+def _both_post(
+    client: TestClient, body: bytes, content_type: str | None = "application/json"
+) -> tuple[tuple, tuple, bool]:
+    headers = {} if content_type is None else {"content-type": content_type}
+    return _twice("_text_args", lambda: client.post("/similar", content=body, headers=headers))
 
 
 def _url(doc_id: str, query: list[tuple[str, str]]) -> str:
@@ -148,4 +177,79 @@ def test_any_query_is_answered_the_same(
 ) -> None:
     """Generated queries, valid and not: the same status, content type and body."""
     got, expected, _ = _both(served, _url(doc_id, query))
+    assert got == expected
+
+
+def _json(**fields: object) -> bytes:
+    return json.dumps(fields).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "fast"),
+    [
+        (_json(text=BASE), "application/json", True),
+        (_json(text=BASE, threshold=0.7, limit=3), "application/json", True),
+        (_json(text=BASE, threshold=None, limit=1000), "application/json", True),
+        (_json(text=BASE, threshold=1.0), "application/json", True),
+        (_json(text=BASE, threshold=0.3), "application/json", True),  # below the index's: 422
+        (_json(text="?!"), "application/json", True),  # no words: 422
+        (b'{"text": "a b c d", "text": "' + BASE.encode() + b'"}', "application/json", True),
+        (_json(text=BASE, threshold=1), "application/json", False),  # an int
+        (_json(text=BASE, threshold=0.0), "application/json", False),
+        (_json(text=BASE, threshold=1.5), "application/json", False),
+        (_json(text=BASE, threshold=10**22), "application/json", False),
+        (_json(text=BASE, limit=5.0), "application/json", False),
+        (_json(text=BASE, limit=True), "application/json", False),
+        (_json(text=BASE, limit=0), "application/json", False),
+        (_json(text=BASE, limit=None), "application/json", False),
+        (_json(text=BASE, other=1), "application/json", False),
+        (_json(text=5), "application/json", False),
+        (_json(), "application/json", False),
+        (b"[]", "application/json", False),
+        (b"", "application/json", False),
+        (b"not json", "application/json", False),
+        (b'{"text": "\\ud800 x y z"}', "application/json", False),  # a lone surrogate
+        (b'{"text": "NaN", "threshold": NaN}', "application/json", False),
+        (b"\xef\xbb\xbf" + _json(text=BASE), "application/json", False),  # a BOM
+        (_json(text=BASE), "application/json; charset=utf-8", False),
+        (_json(text=BASE), "application/merge-patch+json", False),
+        (_json(text=BASE), "text/plain", False),
+        (_json(text=BASE), None, False),
+    ],
+)
+def test_post_fast_and_validated_answers_are_the_same(
+    served: TestClient, body: bytes, content_type: str | None, fast: bool
+) -> None:
+    """Plain bodies take the fast path; every answer is the same as FastAPI's."""
+    got, expected, taken = _both_post(served, body, content_type)
+    assert got == expected, body
+    assert taken == fast, body
+
+
+_FIELD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=2000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.5, 0.9, 1.0, 0.05]),
+    st.text(max_size=4),
+    st.just(BASE),
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    body=st.dictionaries(st.sampled_from(["text", "threshold", "limit", "other"]), _FIELD),
+    text=st.sampled_from([BASE, BASE[:60], "?!"]),
+)
+def test_any_body_is_answered_the_same(served: TestClient, body: dict, text: str) -> None:
+    """Generated bodies, valid and not: the same status, content type and body."""
+    body.setdefault("text", text)
+    got, expected, _ = _both_post(served, json.dumps(body).encode())
     assert got == expected

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
 import orjson
@@ -90,21 +90,68 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
     return doc_id, threshold, limit
 
 
-class _StoredRoute(APIRoute):
-    """The GET /similar/{id} route, with a fast path for plainly valid parameters
-    (see _stored_args) past FastAPI's own parameter handling."""
+_TEXT_FIELDS = frozenset(schemas.SimilarIn.model_fields)
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        full = super().get_route_handler()
 
-        async def handler(request: Request) -> Response:
-            args = _stored_args(request)
-            if args is None or get_telemetry_data() is not None:
-                return await full(request)  # with FastAPI's validation (and telemetry)
-            doc_id, threshold, limit = args
-            return await similar_to_stored(doc_id, request, threshold, limit)
+async def _text_args(request: Request) -> tuple[str, float | None, int] | None:
+    """POST /similar's body fields when the body is plainly valid, else None.
 
-        return handler
+    As _stored_args, for FastAPI's body handling: a body sent as application/json that
+    orjson reads as an object with a string text, and threshold and limit absent, null
+    or a float and an int in range, and nothing else, is what validation would accept as
+    it is (the JSON that orjson reads, json.loads reads the same way). Every other body
+    is left to FastAPI, which reads it again (Starlette keeps it) and answers as always.
+    """
+    if request.headers.get("content-type") != "application/json":
+        return None
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError:
+        return None
+    if type(body) is not dict or not body.keys() <= _TEXT_FIELDS:
+        return None
+    text = body.get("text")
+    threshold = body.get("threshold")
+    limit = body.get("limit", DEFAULT_LIMIT)
+    if (
+        type(text) is not str
+        or (threshold is not None and (type(threshold) is not float or not 0 < threshold <= 1))
+        or type(limit) is not int
+        or not 1 <= limit <= schemas.MAX_LIMIT
+    ):
+        return None
+    return text, threshold, limit
+
+
+async def _stored_fast(request: Request) -> Response | None:
+    args = _stored_args(request)
+    return None if args is None else await similar_to_stored(args[0], request, args[1], args[2])
+
+
+async def _text_fast(request: Request) -> Response | None:
+    args = await _text_args(request)
+    return None if args is None else await _text_answer(request, *args)
+
+
+def _with_fast_path(fast: Callable[[Request], Awaitable[Response | None]]) -> type[APIRoute]:
+    """A route class whose handler first lets fast answer the request (see _stored_args and
+    _text_args), and leaves it to FastAPI's own handler when fast returns None, or when
+    FastAPI's OpenTelemetry instrumentation is on (so that it sees every request)."""
+
+    class FastPathRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            full = super().get_route_handler()
+
+            async def handler(request: Request) -> Response:
+                if get_telemetry_data() is None:
+                    response = await fast(request)
+                    if response is not None:
+                        return response
+                return await full(request)
+
+            return handler
+
+    return FastPathRoute
 
 
 async def similar_to_stored(
@@ -122,20 +169,32 @@ async def similar_to_stored(
     return _answer(similar_body(result, used, doc_id))
 
 
+async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
+    """Stored near-duplicates of a text that is not stored."""
+    return await _text_answer(request, body.text, body.threshold, body.limit)
+
+
+async def _text_answer(
+    request: Request, text: str, threshold: float | None, limit: int
+) -> Response:
+    index = await get_index(request)
+    used = index.check_threshold(threshold)
+    result = await index.similar_to_text(text, used, limit)
+    return _answer(similar_body(result, used))
+
+
 router.add_api_route(
     "/similar/{doc_id:docid}",
     similar_to_stored,
     methods=["GET"],
     response_model=schemas.SimilarOut,
     responses={404: {"model": schemas.Problem, "description": "unknown id"}},
-    route_class_override=_StoredRoute,
+    route_class_override=_with_fast_path(_stored_fast),
 )
-
-
-@router.post("/similar", response_model=schemas.SimilarOut)
-async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
-    """Stored near-duplicates of a text that is not stored."""
-    index = await get_index(request)
-    used = index.check_threshold(body.threshold)
-    result = await index.similar_to_text(body.text, used, body.limit)
-    return _answer(similar_body(result, used))
+router.add_api_route(
+    "/similar",
+    similar_to_text,
+    methods=["POST"],
+    response_model=schemas.SimilarOut,
+    route_class_override=_with_fast_path(_text_fast),
+)
