@@ -12,7 +12,7 @@ import httpx
 import orjson
 
 from app.config import Settings
-from app.index import Document, Index, QueryResult
+from app.index import Document, Index
 from app.runtime import open_index
 
 
@@ -28,16 +28,6 @@ class Backend(Protocol):
     ) -> dict[str, Any]: ...
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
-
-
-def _similar_dict(result: QueryResult, threshold: float, doc_id: str | None) -> dict[str, Any]:
-    return {
-        "id": doc_id,
-        "threshold": threshold,
-        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
-        "candidates": result.candidates,
-        "capped": result.capped,
-    }
 
 
 class LocalBackend:
@@ -67,7 +57,7 @@ class LocalBackend:
                 raise BackendError(f"no document with id {doc_id!r}")
         else:
             result = await self.index.similar_to_text(text or "", t, limit)
-        return _similar_dict(result, t, doc_id)
+        return result.as_dict(t, doc_id)
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
         return self.index.duplicates(groups, threshold)

@@ -134,6 +134,16 @@ class QueryResult:
     candidates: int
     capped: bool
 
+    def as_dict(self, threshold: float, doc_id: str | None = None) -> dict[str, Any]:
+        """The form the API (schemas.SimilarOut) and the CLI write for a query."""
+        return {
+            "id": doc_id,
+            "threshold": threshold,
+            "results": [{"id": m.id, "similarity": m.similarity} for m in self.results],
+            "candidates": self.candidates,
+            "capped": self.capped,
+        }
+
 
 @dataclass(frozen=True)
 class Pair:

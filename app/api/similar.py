@@ -23,21 +23,10 @@ _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 DEFAULT_LIMIT = 10
 
 
-def similar_body(result: QueryResult, threshold: float, doc_id: str | None = None) -> dict:
-    """The fields of schemas.SimilarOut, as plain data."""
-    return {
-        "id": doc_id,
-        "threshold": threshold,
-        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
-        "candidates": result.candidates,
-        "capped": result.capped,
-    }
-
-
 def similar_out(
     result: QueryResult, threshold: float, doc_id: str | None = None
 ) -> schemas.SimilarOut:
-    return schemas.SimilarOut.model_validate(similar_body(result, threshold, doc_id))
+    return schemas.SimilarOut.model_validate(result.as_dict(threshold, doc_id))
 
 
 def _answer(body: dict[str, Any]) -> Response:
@@ -166,7 +155,7 @@ async def similar_to_stored(
     result = await index.similar_to_id(doc_id, used, limit)
     if result is None:
         return problem(404, "Not found", f"no document with id {doc_id!r}")
-    return _answer(similar_body(result, used, doc_id))
+    return _answer(result.as_dict(used, doc_id))
 
 
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
@@ -180,7 +169,7 @@ async def _text_answer(
     index = await get_index(request)
     used = index.check_threshold(threshold)
     result = await index.similar_to_text(text, used, limit)
-    return _answer(similar_body(result, used))
+    return _answer(result.as_dict(used))
 
 
 router.add_api_route(
