@@ -41,7 +41,7 @@ import hashlib
 import math
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -137,7 +137,16 @@ ENTRIES_PER_BUCKET = 48
 # A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
 SPILLED = b"\xff\xff\xff\xff"
 MAX_HANDLE = 2**32 - 2
-_TWO_KEY_SCRIPTS = (_BAND_ADD, _BAND_REMOVE)
+# Each script's key count and SHA1 (for EVALSHA), worked out once.
+_SCRIPTS = {
+    script: (numkeys, hashlib.sha1(script).hexdigest().encode())
+    for script, numkeys in (
+        (_UNLOCK, b"1"),
+        (_FORGET_ID, b"1"),
+        (_BAND_ADD, b"2"),
+        (_BAND_REMOVE, b"2"),
+    )
+}
 
 
 def buckets_for(entries: int) -> int:
@@ -826,13 +835,12 @@ class Store:
         script is a band script (they share a slot), in one exchange."""
         if not calls:
             return []
-        numkeys = b"2" if script in _TWO_KEY_SCRIPTS else b"1"
+        numkeys, sha = _SCRIPTS[script]
         if self._bulk is None:  # EVAL: a cluster node may not have the script cached
             return await self._cluster_exchange(
                 [(b"EVAL", script, numkeys, *c) for c in calls], write=write
             )
-        # Loaded in the same exchange: one SHA1, and a restarted Redis has it again.
-        sha = hashlib.sha1(script).hexdigest().encode()
+        # Loaded in the same exchange, so a restarted Redis has it again.
         parts = [_resp(b"SCRIPT", b"LOAD", script)]
         parts += [_resp(b"EVALSHA", sha, numkeys, *c) for c in calls]
         return (await self._exchange(parts, write=write))[1:]
@@ -877,10 +885,10 @@ class Store:
         self._templates[command, with_handle] = made
         return made
 
-    def _band_args(self, h: int, keys: np.ndarray) -> list[tuple[bytes, ...]]:
+    def _band_args(self, h: int, keys: Iterable[int]) -> list[tuple[bytes, ...]]:
         """The KEYS and ARGV of a band script for a handle and each band key."""
         packed, decimal, inline = _HANDLE.pack(h), b"%d" % h, b"%d" % MAX_INLINE
-        places = (self._band_place(k) for k in keys.tolist())
+        places = map(self._band_place, keys)
         return [(bucket, spill, field, packed, decimal, inline) for bucket, field, spill in places]
 
     async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -907,18 +915,17 @@ class Store:
                 ],
                 write=True,
             )
-        taken = [(int(h), k) for k, h, c in zip(keys, handles, created, strict=True) if not c]
+        pairs = zip(keys.tolist(), handles.tolist(), created, strict=True)
+        taken = [(h, k) for k, h, c in pairs if not c]
         await self._eval(
-            _BAND_ADD,
-            [a for h, k in taken for a in self._band_args(h, np.array([k]))],
-            write=True,
+            _BAND_ADD, [a for h, k in taken for a in self._band_args(h, [k])], write=True
         )
 
     async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """Remove each handle from each of its band keys."""
         await self._eval(
             _BAND_REMOVE,
-            [a for h, keys in memberships for a in self._band_args(h, keys)],
+            [a for h, keys in memberships for a in self._band_args(h, keys.tolist())],
             write=True,
         )
 
