@@ -159,13 +159,17 @@ _VALUES = st.one_of(
 )
 
 
-@settings(
+# Generated requests: the same 150 every run, each one a pair of real requests.
+_GENERATED = settings(
     max_examples=150,
     deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=list(HealthCheck),
 )
+
+
+@_GENERATED
 @given(
     doc_id=st.sampled_from(["base", "far", "missing"]),
     query=st.lists(
@@ -237,13 +241,7 @@ _FIELD = st.one_of(
 )
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+@_GENERATED
 @given(
     body=st.dictionaries(st.sampled_from(["text", "threshold", "limit", "other"]), _FIELD),
     text=st.sampled_from([BASE, BASE[:60], "?!"]),
