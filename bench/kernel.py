@@ -25,7 +25,7 @@ import numpy as np
 from app import kernel
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "data" / "articles_1000.train"
+CORPUS = ROOT / "tests" / "data" / "articles_1000.train"
 WORD_RE = re.compile(r"[^\W_]+")
 
 

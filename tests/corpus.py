@@ -1,17 +1,17 @@
-"""The shared test corpus and the installed command, for tests and benchmarks."""
+"""The test corpus (tests/data/, see its README.md) and the installed command."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-CORPUS = SHARED / "articles_1000.train"
-TRUTH = SHARED / "articles_1000.truth"
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = DATA / "articles_1000.train"
+TRUTH = DATA / "articles_1000.truth"
 
 
 def read_corpus() -> list[tuple[str, str]]:
-    """(id, text) of the shared articles corpus."""
+    """(id, text) of the articles corpus."""
     docs = []
     with CORPUS.open(encoding="utf-8") as fh:
         for line in fh:
