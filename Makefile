@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.neardup-installed
-SOURCES := $(shell find app native -type f \( -name '*.py' -o -name '*.c' -o -name '*.h' \) -not -path 'native/build/*' -not -name '_native*') pyproject.toml setup.py
+SOURCES := $(shell find app native -type f -not -path '*/__pycache__/*' -not -path 'native/build/*' -not -name '_native*' -not -name '*.so') pyproject.toml setup.py
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
@@ -23,6 +23,8 @@ venv: $(BIN)/python
 # Non-editable install: the tests run against the installed package and its
 # compiled kernel, exactly as a user gets it.
 $(STAMP): $(BIN)/python $(SOURCES)
+	@# setuptools never prunes build/: a moved module would ship twice.
+	rm -rf build
 	$(BIN)/pip install -q '.[test]'
 	touch $@
 

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app._native import ffi, lib
+from app.core import errors
 
 __all__ = [
     "MAX_FINGERPRINT_SIZE",
@@ -47,8 +48,10 @@ U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
 
 
-class KernelError(ValueError):
-    """Input the kernel cannot work with."""
+class KernelError(errors.Invalid):
+    """Input the kernel cannot work with (a ValueError)."""
+
+    title = "Invalid text"
 
 
 class InvalidTextError(KernelError):

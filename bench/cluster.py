@@ -51,7 +51,7 @@ from cluster_procs import LocalCluster, free_cluster_port, redis_server_binary, 
 from corpus import read_corpus  # noqa: E402
 
 from app.index import Document, Index, Params  # noqa: E402
-from app.storage import Store  # noqa: E402
+from app.store import Store  # noqa: E402
 
 NO_DISK = ("--save", "", "--appendonly", "no")
 COLLECTION = "bench"

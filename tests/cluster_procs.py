@@ -27,7 +27,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 def sync_client(url: str, timeout: float = 5.0) -> redis.Redis | RedisCluster:
     """A blocking client for a store URL: redis://, unix:// or redis+cluster://."""
-    from app.storage import parse_cluster_url
+    from app.core.redis_url import parse_cluster_url
 
     parsed = parse_cluster_url(url)
     if parsed is None:

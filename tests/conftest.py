@@ -110,7 +110,7 @@ def collection() -> str:
 
 @pytest.fixture
 def settings(store_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from app.config import load_settings
+    from app.core.settings import load_settings
 
     return load_settings(redis_url=store_url, collection=collection, data_dir=tmp_path)
 
@@ -120,7 +120,7 @@ def client(settings):  # type: ignore[no-untyped-def]
     """A TestClient over the real app, on the session's Redis (or cluster, see store_url)."""
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from app.api.app import create_app
 
     with TestClient(create_app(settings)) as c:
         yield c

@@ -168,7 +168,7 @@ def test_batch_size_limits(client: TestClient) -> None:
 
 def test_body_over_limit_is_413(settings) -> None:  # type: ignore[no-untyped-def]
     """A body over NEARDUP_MAX_BODY_BYTES is refused with 413 before it is read."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     small = settings.model_copy(update={"max_body_bytes": 2048})
     with TestClient(create_app(small)) as c:
@@ -178,7 +178,7 @@ def test_body_over_limit_is_413(settings) -> None:  # type: ignore[no-untyped-de
 
 def test_text_over_limit_is_422(settings) -> None:  # type: ignore[no-untyped-def]
     """A text over NEARDUP_MAX_TEXT_BYTES is a 422 that names the setting."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     small = settings.model_copy(update={"max_text_bytes": 100})
     with TestClient(create_app(small)) as c:

@@ -28,8 +28,8 @@ IDS = ["base", "near", "far", "a/b", "line\nbreak", "ünï", "x" * 512]
 
 @pytest.fixture(scope="module")
 def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    from app.config import load_settings
-    from app.main import create_app
+    from app.core.settings import load_settings
+    from app.api.app import create_app
 
     settings = load_settings(
         redis_url=redis_url,
@@ -49,7 +49,7 @@ def _twice(name: str, ask: Callable[[], object]) -> tuple[tuple, tuple, bool]:
     """(answer served, answer with the fast path `name` off, whether the fast path took it)."""
     import inspect
 
-    from app.api import similar
+    from app.api.routes import similar
 
     real = getattr(similar, name)
     taken: list[bool] = []

@@ -129,7 +129,7 @@ def test_delete_then_query(client: TestClient, loaded: dict[str, str]) -> None:
 
 def test_candidate_cap_holds_and_is_reported(settings) -> None:  # type: ignore[no-untyped-def]
     """With many documents sharing one text, candidates stop at the cap and say so."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     capped = settings.model_copy(update={"candidate_cap": 10})
     with TestClient(create_app(capped)) as c:

@@ -41,7 +41,7 @@ def bearer(key: str) -> dict[str, str]:
 @pytest.fixture
 def keyed(settings) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
     """The app with one write key and one read key, on the session's Redis."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     with_keys = settings.model_copy(update={"api_keys": _secret(f"{WRITE}:write,{READ}:read")})
     with TestClient(create_app(with_keys)) as c:
@@ -66,19 +66,20 @@ def _problem(resp, status: int) -> dict:  # type: ignore[no-untyped-def]
 
 def test_key_list_and_key_file_formats(tmp_path: Path) -> None:
     """NEARDUP_API_KEYS is 'key:scope,...'; NEARDUP_API_KEYS_FILE has 'key scope' lines."""
-    from app.auth import KeyRing, parse_keys
-    from app.config import load_settings
+    from app.api.auth import keyring
+    from app.core.keys import parse_keys
+    from app.core.settings import load_settings
 
     assert parse_keys(f" {WRITE}:write , {READ}:read ,") == {WRITE: "write", READ: "read"}
     key_file = tmp_path / "keys"
     key_file.write_text(f"# comment\n\n{UNKNOWN} read\n  {WRITE}   write\n")
     s = load_settings(api_keys=f"{READ}:read", api_keys_file=key_file)
-    ring = KeyRing.from_settings(s)
+    ring = keyring(s)
     assert ring.counts() == {"read": 2, "write": 1}
     assert [ring.scope_of(k.encode()) for k in (WRITE, READ, UNKNOWN)] == ["write", "read", "read"]
     assert ring.scope_of(b"x" * 32) is None
     assert WRITE not in repr(s) and READ not in repr(ring)
-    assert not KeyRing.from_settings(load_settings(api_keys="  "))  # blank: no keys
+    assert not keyring(load_settings(api_keys="  "))  # blank: no keys
 
 
 @pytest.mark.parametrize(
@@ -94,7 +95,7 @@ def test_key_list_and_key_file_formats(tmp_path: Path) -> None:
 )
 def test_bad_key_lists_are_refused_without_showing_keys(spec: str, tmp_path: Path) -> None:
     """A key list that cannot be used stops start-up naming the variable, never a key."""
-    from app.config import SettingsError, load_settings
+    from app.core.settings import SettingsError, load_settings
 
     with pytest.raises(SettingsError) as err:
         load_settings(api_keys=spec)
@@ -110,7 +111,7 @@ def test_bad_key_lists_are_refused_without_showing_keys(spec: str, tmp_path: Pat
 
 def test_every_key_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lookup runs hmac.compare_digest on every key's digest, whichever matches, if any."""
-    from app import auth
+    from app.core import keys as auth
 
     keys = {f"key-{n}-" + "x" * 20: "read" for n in range(5)}
     ring = auth.KeyRing.of(keys)

@@ -40,9 +40,10 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from textgen import mutate
 
-from app.config import SettingsError, load_settings
+from app.core.settings import SettingsError, load_settings
 from app.index import Document, Index, Params
-from app.storage import Store, StoreError, StoreUnavailableError, parse_cluster_url
+from app.core.redis_url import parse_cluster_url
+from app.store import Store, StoreError, StoreUnavailableError
 
 TEXT = (
     "Harbour cranes stood idle on Friday as dock workers walked out over pay, leaving "
@@ -140,7 +141,7 @@ def test_a_wrong_type_is_still_a_store_error() -> None:
 
 def test_unreachable_cluster_is_503_until_it_answers(collection: str, tmp_path: Path) -> None:
     """A service whose cluster does not answer starts, and answers 503 fast, not 500."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     port = free_cluster_port(set())
     settings = load_settings(
@@ -242,7 +243,7 @@ def test_redirects_are_followed_and_a_waited_write_is_refused(
     """With a stale slot map every band and record command is answered MOVED: reads follow
     the redirects and answer as before, and the map is re-read; a write that must reach
     its replicas is refused (503) instead, since its WAIT went to the wrong masters."""
-    from app.storage import ReplicationError
+    from app.store import ReplicationError
 
     params = Params.create("word:3", 128, 256, 1, 0.5)
 
@@ -290,7 +291,7 @@ def test_min_replicas_waits_on_every_master_written(
 ) -> None:
     """With NEARDUP_MIN_REPLICAS=1 on the cluster (one replica per master) writes succeed, each
     followed by WAIT; without it, no WAIT is sent."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     url = cluster_url
     settings = load_settings(redis_url=url, collection=collection, data_dir=tmp_path)
@@ -317,7 +318,7 @@ def test_durability_always_reaches_every_node(
     cluster_url: str, collection: str, tmp_path: Path
 ) -> None:
     """NEARDUP_DURABILITY=always sets appendfsync always on every master and replica."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     settings = load_settings(
         redis_url=cluster_url, collection=collection, data_dir=tmp_path, durability="always"
@@ -340,7 +341,7 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
     """On a Redis with no replica, NEARDUP_MIN_REPLICAS=1 makes every write a 503 after
     NEARDUP_REPLICA_TIMEOUT that says the write may not be replicated; reads still work,
     and start-up warns."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     settings = load_settings(
         redis_url=redis_url,

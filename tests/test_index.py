@@ -10,7 +10,7 @@ import oracle
 from textgen import mutate
 
 from app.index import Document, Index, Params
-from app.storage import Store
+from app.store import Store
 
 BASES = [
     "Rescue teams worked through the night after the bridge over the river collapsed "

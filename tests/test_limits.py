@@ -100,7 +100,7 @@ def test_pattern_characters_in_ids_are_plain_characters(client: TestClient) -> N
 @pytest.fixture
 def neighbour(settings) -> Iterator[tuple[str, TestClient]]:  # type: ignore[no-untyped-def]
     """A second collection on the same Redis."""
-    from app.main import create_app
+    from app.api.app import create_app
 
     other = settings.collection + "n"
     with TestClient(create_app(settings.model_copy(update={"collection": other}))) as c:
@@ -141,7 +141,7 @@ def test_ids_naming_another_collections_keys_leave_it_alone(
 @pytest.mark.parametrize("name", ["a:b", "{x}", "../x", "x*", "a\nb", "", "x" * 65, "a b", "ü"])
 def test_collection_names_cannot_leave_their_prefix(name: str) -> None:
     """NEARDUP_COLLECTION is 1-64 of [A-Za-z0-9_-]: nothing that Redis reads as structure."""
-    from app.config import SettingsError, load_settings
+    from app.core.settings import SettingsError, load_settings
 
     with pytest.raises(SettingsError, match="NEARDUP_COLLECTION"):
         load_settings(collection=name)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from app.lsh import RECALL_FLOOR, plan_bands
+from app.index.lsh import RECALL_FLOOR, plan_bands
 
 
 @pytest.mark.parametrize("threshold", [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import records
+from app.index import records
 
 
 def _random_record(rng: np.random.Generator, i: int) -> tuple:

@@ -26,7 +26,7 @@ from corpus import read_corpus
 from procs import RedisProc, Server, serving, wait_until
 
 from app.index import Params
-from app.storage import Store
+from app.store import Store
 
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 FAST_S = 1.0  # the longest a request may take while Redis is away
@@ -344,7 +344,8 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
     """50 PUTs of different texts to one id at once, through 2 workers: exactly one creates it,
     and the stored record, its band keys and the band SETs holding its handle all agree
     with the text that won; no stale band still points at the id."""
-    from app import kernel, records
+    from app import kernel
+    from app.index import records
 
     rng = random.Random(6)
     words = [f"w{n}" for n in range(3000)]
@@ -417,7 +418,7 @@ def test_durability_always_on_an_external_redis(tmp_path: Path) -> None:
 @pytest.mark.parametrize("durability", ["everysec", "always"])
 def test_embedded_redis_durability(tmp_path: Path, durability: str) -> None:
     """The embedded Redis keeps an append-only file, fsynced as NEARDUP_DURABILITY says."""
-    from app.embedded import EmbeddedRedis
+    from app.service.embedded import EmbeddedRedis
 
     with EmbeddedRedis(tmp_path, durability) as emb:
         c = redis.Redis(unix_socket_path=str(emb.socket), decode_responses=True)

@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from app import storage
-from app.storage import MAX_INLINE, Store, StoreError, _resp, buckets_for
+from app.store import store as storage
+from app.store import MAX_INLINE, Store, StoreError, buckets_for
+from app.store.store import _resp
 
 
 def _keys(rng: random.Random, n: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from app.index import Index
-from app.runtime import UncheckedIndex
+from app.service.runtime import UncheckedIndex
 
 
 async def get_index(request: Request) -> Index:

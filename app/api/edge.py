@@ -1,16 +1,16 @@
 """The one ASGI middleware every request passes: observe, authenticate, bound.
 
-What it does, outermost first, as separate middleware layers did before:
+What it does, outermost first:
 
 1. observe (app.api.observe): a request id (the caller's X-Request-ID when it is
    safe, else a new one) echoed in the response, one access log line, and the
    request counted in the metrics, whatever the answer, 401s and 413s included;
-2. API keys (app.auth): 401/403 before anything of the body is read;
+2. API keys (app.api.auth): 401/403 before anything of the body is read;
 3. body limit (app.api.limits): 413 for a declared Content-Length over the limit at
    once, and for a streamed body as soon as it passes the limit;
 4. deadline: 503 for a request still running after NEARDUP_REQUEST_TIMEOUT.
 
-One layer instead of four: one coroutine frame and one wrapped ``send`` per request
+One layer, not four: one coroutine frame and one wrapped ``send`` per request
 instead of a chain of them, and the request headers are scanned once.
 """
 
@@ -22,8 +22,12 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import observe
-from app.api.limits import TooLarge, send_problem
-from app.auth import KeyRing, refusal, refuse
+from app.api.auth import refusal, refuse
+from app.api.limits import TooLarge
+from app.api.problems import RETRY_AFTER, send_problem
+from app.core.keys import KeyRing
+
+_RETRY = [(name.lower().encode(), value.encode()) for name, value in RETRY_AFTER.items()]
 
 
 class Edge:
@@ -68,9 +72,9 @@ class Edge:
         try:
             denied = refusal(self.keys, scope["method"], scope["path"], authorization)
             if denied is not None:
-                await refuse(observed_send, *denied)
+                await refuse(observed_send, denied)
             elif declared is not None:
-                await send_problem(observed_send, 413, "Request too large", self.too_large, False)
+                await send_problem(observed_send, 413, "Request too large", self.too_large)
             else:
                 seen = 0
                 max_bytes = self.max_bytes
@@ -96,12 +100,10 @@ class Edge:
                         except TimeoutError:
                             if not response_started:
                                 await send_problem(
-                                    observed_send, 503, "Request timed out", self.timed_out, True
+                                    observed_send, 503, "Request timed out", self.timed_out, _RETRY
                                 )
                 except TooLarge:
                     if not response_started:
-                        await send_problem(
-                            observed_send, 413, "Request too large", self.too_large, False
-                        )
+                        await send_problem(observed_send, 413, "Request too large", self.too_large)
         finally:
             observe.record(scope, request_id, status, time.perf_counter() - started)

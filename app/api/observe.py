@@ -12,7 +12,8 @@ import re
 
 from starlette.types import Scope
 
-from app import logs, metrics
+from app.core import metrics
+from app.service import logs
 
 log = logging.getLogger("neardup.access")
 _SAFE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,128}$")

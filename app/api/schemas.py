@@ -7,20 +7,10 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-MAX_ID_BYTES = 512
+from app.index.ids import check_id
+
 MAX_BATCH = 1000
 MAX_LIMIT = 1000
-
-
-def check_id(value: str) -> str:
-    """Ids are 1-512 bytes of UTF-8."""
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValueError("id must be valid Unicode (no lone surrogates)") from None
-    if not 1 <= size <= MAX_ID_BYTES:
-        raise ValueError(f"id must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}")
-    return value
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:

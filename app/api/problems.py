@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -10,20 +10,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Send
 
-from app import kernel
 from app.api.schemas import Problem
-from app.index import (
-    BusyError,
-    ConfigMismatchError,
-    NoShinglesError,
-    ThresholdError,
-    TooLargeError,
-)
-from app.storage import StoreError, StoreUnavailableError
+from app.core import errors
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_S = 1
+RETRY_AFTER = {"Retry-After": str(RETRY_AFTER_S)}
 
 
 class ProblemResponse(JSONResponse):
@@ -35,6 +29,10 @@ class ProblemResponse(JSONResponse):
         return orjson.dumps(content)
 
 
+def _body(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+
+
 def problem(
     status: int,
     title: str,
@@ -43,8 +41,23 @@ def problem(
     **extra: Any,
 ) -> ProblemResponse:
     """A problem+json response."""
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
-    return ProblemResponse(body, status_code=status, headers=headers)
+    return ProblemResponse(
+        _body(status, title, detail, **extra), status_code=status, headers=headers
+    )
+
+
+async def send_problem(
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """A problem+json answer sent straight from ASGI middleware, before any route runs."""
+    body = orjson.dumps(_body(status, title, detail))
+    start = [(b"content-type", PROBLEM.encode()), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _where(loc: tuple) -> str:
@@ -72,17 +85,18 @@ async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
     return problem(exc.status_code, title, str(exc.detail), headers=exc.headers)
 
 
-def _unprocessable(title: str) -> Callable[[Request, Exception], Awaitable[ProblemResponse]]:
-    async def handler(_: Request, exc: Exception) -> ProblemResponse:
-        return problem(422, title, str(exc))
-
-    return handler
+async def _invalid(_: Request, exc: Exception) -> ProblemResponse:
+    # Each class of invalid input has its own title ("Text has no words", ...).
+    title = getattr(exc, "title", "Invalid request")
+    return problem(422, title, str(exc))
 
 
 async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
-    return problem(
-        503, "Service unavailable", str(exc), headers={"Retry-After": str(RETRY_AFTER_S)}
-    )
+    return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER)
+
+
+async def _not_found(_: Request, exc: Exception) -> ProblemResponse:
+    return problem(404, "Not found", str(exc))
 
 
 def problem_doc(description: str) -> dict[str, Any]:
@@ -130,15 +144,14 @@ def _document_problems(schema: dict[str, Any]) -> None:
 
 
 def install(app: FastAPI) -> None:
-    """Register the handlers that turn exceptions into problem responses."""
+    """Register the handlers that turn exceptions into problem responses.
+
+    Lower layers raise the classes of app.core.errors; a subclass's title says
+    which rule the request broke.
+    """
     extend_openapi(app, _document_problems)
-    app.add_exception_handler(ConfigMismatchError, _unavailable)
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
-    app.add_exception_handler(NoShinglesError, _unprocessable("Text has no words"))
-    app.add_exception_handler(ThresholdError, _unprocessable("Threshold out of range"))
-    app.add_exception_handler(TooLargeError, _unprocessable("Text too large"))
-    app.add_exception_handler(kernel.KernelError, _unprocessable("Invalid text"))
-    app.add_exception_handler(StoreUnavailableError, _unavailable)
-    app.add_exception_handler(BusyError, _unavailable)
-    app.add_exception_handler(StoreError, _unavailable)
+    app.add_exception_handler(errors.Invalid, _invalid)
+    app.add_exception_handler(errors.NotFound, _not_found)
+    app.add_exception_handler(errors.Unavailable, _unavailable)

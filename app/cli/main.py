@@ -1,4 +1,4 @@
-"""The `neardup` command: serve the API (and, later, bulk tools)."""
+"""The `neardup` command line: argument parsing and what each subcommand runs."""
 
 from __future__ import annotations
 
@@ -13,25 +13,26 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from app.config import Settings, SettingsError, load_settings
+from app.core.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
-    from app.backends import Backend
+    from app.cli.backends import Backend
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.embedded import EmbeddedRedis, EmbeddedRedisError
+    from app.service.embedded import EmbeddedRedis, EmbeddedRedisError
 
     try:
         settings = load_settings()
     except SettingsError as exc:
         print(f"neardup: {exc}", file=sys.stderr)
         return 2
-    from app.auth import KeyRing, bind_policy
+    from app.api.auth import keyring
+    from app.service.bind import bind_policy
 
-    keys = KeyRing.from_settings(settings)
+    keys = keyring(settings)
     allowed, said = bind_policy(args.host, args.port, args.insecure, keys)
     print(said, file=sys.stderr)
     if not allowed:
@@ -57,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
     try:
         uvicorn.run(
-            "app.main:create_app",
+            "app.api.app:create_app",
             factory=True,
             host=args.host,
             port=args.port,
@@ -82,10 +83,9 @@ def _settings_or_exit() -> Settings:
 
 def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]]) -> int:
     """Run work on the backend that --url (or the settings) names, reporting failures."""
-    from app.backends import BackendError, connect
-    from app.embedded import EmbeddedRedisError
-    from app.index import IndexError_
-    from app.storage import StoreError, StoreUnavailableError
+    from app.cli.backends import BackendError, connect
+    from app.core.errors import NeardupError
+    from app.service.embedded import EmbeddedRedisError
 
     settings = None if args.url else _settings_or_exit()
 
@@ -95,7 +95,7 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
 
     try:
         return asyncio.run(main())
-    except (BackendError, IndexError_, StoreError, StoreUnavailableError) as exc:
+    except (BackendError, NeardupError) as exc:
         print(f"neardup: {exc}", file=sys.stderr)
     except EmbeddedRedisError as exc:
         print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
@@ -107,7 +107,7 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
 def _ingest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app import tools
+    from app.cli import tools
 
     err = Console(stderr=True)
     missing = [p for p in args.files if p != "-" and not os.path.isfile(p)]
@@ -126,7 +126,7 @@ def _ingest(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app import tools
+    from app.cli import tools
 
     text = None
     if args.id is None:
@@ -141,7 +141,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _duplicates(args: argparse.Namespace) -> int:
-    from app import tools
+    from app.cli import tools
 
     async def work(backend: Backend) -> int:
         if args.output == "-":

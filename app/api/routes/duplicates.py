@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from app.api import schemas
+from app.api.answers import duplicate_answers
 from app.api.deps import get_index
 from app.index import Index
 
@@ -27,7 +28,7 @@ async def _stream(index: Index, groups: bool, threshold: float | None) -> Stream
     await index.count()  # Redis away: a 503 now, not a 200 cut short
 
     async def lines() -> AsyncIterator[bytes]:
-        async for item in index.duplicates(groups, used):
+        async for item in duplicate_answers(index, groups, used):
             yield orjson.dumps(item) + b"\n"
 
     return StreamingResponse(lines(), media_type=NDJSON)

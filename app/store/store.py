@@ -5,7 +5,7 @@ Key layout, every key under ``nd:{collection}:``:
     config        STRING  JSON of the collection's fixed sketch parameters
     next          STRING  INCR counter handing out integer document handles
     ids           HASH    external id -> handle
-    d:{handle}    STRING  packed document record (app.records)
+    d:{handle}    STRING  packed document record (app.index.records)
     l:{handle}    STRING  short-lived write lock token for one document
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size
@@ -42,9 +42,7 @@ import math
 import struct
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 import hiredis
 import numpy as np
@@ -66,7 +64,8 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from app import metrics
+from app.core import errors, metrics
+from app.core.redis_url import parse_cluster_url
 
 _UNLOCK = b"""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -159,7 +158,7 @@ def buckets_for(entries: int) -> int:
 REFRESH_INTERVAL_S = 0.2
 
 
-class StoreUnavailableError(Exception):
+class StoreUnavailableError(errors.Unavailable):
     """Redis cannot be reached or did not answer in time; worth retrying."""
 
 
@@ -167,8 +166,9 @@ class ReplicationError(StoreUnavailableError):
     """A write was applied but fewer replicas than required acknowledged it in time."""
 
 
-class StoreError(Exception):
-    """Redis answered with an error that retrying will not fix."""
+class StoreError(errors.Unavailable):
+    """Redis answered with an error that retrying will not fix (a 503: the store, not
+    the request, is at fault)."""
 
 
 # Errors that pass once Redis is back or a cluster has settled: a failover
@@ -267,47 +267,6 @@ class _Lane:
 def _resp(*args: bytes) -> bytes:
     """One command in the Redis protocol (RESP), ready to send."""
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-
-
-CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
-
-
-@dataclass(frozen=True)
-class ClusterURL:
-    """What a redis+cluster:// URL names: startup nodes and credentials."""
-
-    nodes: tuple[tuple[str, int], ...]
-    username: str | None
-    password: str | None
-    ssl: bool
-
-
-def parse_cluster_url(url: str) -> ClusterURL | None:
-    """The parts of a redis+cluster://[user:password@]host:port[,host:port...] URL.
-
-    None for any other URL; ValueError, saying what is wrong, for a malformed one.
-    rediss+cluster:// is the same over TLS.
-    """
-    scheme = next((s for s in CLUSTER_SCHEMES if url.startswith(s)), None)
-    if scheme is None:
-        return None
-    rest = url[len(scheme) :].split("/", 1)[0].split("?", 1)[0]
-    userinfo, _, hosts = rest.rpartition("@")
-    username = password = None
-    if userinfo:
-        user, colon, secret = userinfo.partition(":")
-        username = unquote(user) or None
-        password = unquote(secret) if colon else None
-    nodes = []
-    for part in hosts.split(","):
-        host, colon, port = part.strip().rpartition(":")
-        host = host.strip("[]")
-        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(
-                f"{scheme}host:port[,host:port...] expected, got node {part.strip()!r}"
-            )
-        nodes.append((host, int(port)))
-    return ClusterURL(tuple(nodes), username, password, scheme.startswith("rediss"))
 
 
 class Store:

@@ -12,8 +12,9 @@ from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 
 from app.api import schemas
+from app.api.answers import query_answer
 from app.api.deps import get_index
-from app.api.errors import problem
+from app.api.problems import problem
 from app.index import Index, QueryResult
 
 router = APIRouter(tags=["similar"])
@@ -26,7 +27,7 @@ DEFAULT_LIMIT = 10
 def similar_out(
     result: QueryResult, threshold: float, doc_id: str | None = None
 ) -> schemas.SimilarOut:
-    return schemas.SimilarOut.model_validate(result.as_dict(threshold, doc_id))
+    return schemas.SimilarOut.model_validate(query_answer(result, threshold, doc_id))
 
 
 def _answer(body: dict[str, Any]) -> Response:
@@ -155,7 +156,7 @@ async def similar_to_stored(
     result = await index.similar_to_id(doc_id, used, limit)
     if result is None:
         return problem(404, "Not found", f"no document with id {doc_id!r}")
-    return _answer(result.as_dict(used, doc_id))
+    return _answer(query_answer(result, used, doc_id))
 
 
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
@@ -169,7 +170,7 @@ async def _text_answer(
     index = await get_index(request)
     used = index.check_threshold(threshold)
     result = await index.similar_to_text(text, used, limit)
-    return _answer(result.as_dict(used))
+    return _answer(query_answer(result, used))
 
 
 router.add_api_route(

@@ -21,8 +21,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from app.backends import Backend
-from app.sources import Line, read_lines, total_bytes
+from app.cli.backends import Backend
+from app.cli.sources import Line, read_lines, total_bytes
 
 BATCH = 500
 IN_FLIGHT = 4

@@ -16,14 +16,15 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import orjson
 
-from app import kernel, metrics, records
-from app.lsh import BandPlan, plan_bands
-from app.storage import Store, buckets_for
+from app import kernel
+from app.core import errors, metrics
+from app.index import records
+from app.index.lsh import BandPlan, plan_bands
+from app.store import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
 LOCK_WAIT_S = 10.0
@@ -37,27 +38,29 @@ FETCH_BUDGET = 2
 DEFAULT_CAPACITY = 100_000
 
 
-class IndexError_(Exception):
-    """Base of the index's own errors."""
-
-
-class NoShinglesError(IndexError_):
+class NoShinglesError(errors.Invalid):
     """A text has no words, so nothing can be compared with it."""
 
+    title = "Text has no words"
 
-class ThresholdError(IndexError_):
+
+class ThresholdError(errors.Invalid):
     """A query threshold the index cannot answer."""
 
+    title = "Threshold out of range"
 
-class TooLargeError(IndexError_):
+
+class TooLargeError(errors.TooLarge):
     """A text is over the configured size limit."""
 
+    title = "Text too large"
 
-class BusyError(IndexError_):
+
+class BusyError(errors.Busy):
     """A document stayed locked by another writer for too long; retry."""
 
 
-class ConfigMismatchError(IndexError_):
+class ConfigMismatchError(errors.Misconfigured):
     """The collection in Redis was made with other sketch parameters."""
 
 
@@ -134,16 +137,6 @@ class QueryResult:
     candidates: int
     capped: bool
 
-    def as_dict(self, threshold: float, doc_id: str | None = None) -> dict[str, Any]:
-        """The form the API (schemas.SimilarOut) and the CLI write for a query."""
-        return {
-            "id": doc_id,
-            "threshold": threshold,
-            "results": [{"id": m.id, "similarity": m.similarity} for m in self.results],
-            "candidates": self.candidates,
-            "capped": self.capped,
-        }
-
 
 @dataclass(frozen=True)
 class Pair:
@@ -155,10 +148,6 @@ class Pair:
     b_id: str
     similarity: float
 
-    def as_dict(self) -> dict[str, Any]:
-        """The form the API and the CLI write, one JSON object per pair."""
-        return {"a": self.a_id, "b": self.b_id, "similarity": self.similarity}
-
 
 @dataclass(frozen=True)
 class Group:
@@ -166,10 +155,6 @@ class Group:
 
     canonical: str
     members: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        """The form the API and the CLI write, one JSON object per group."""
-        return {"canonical": self.canonical, "size": len(self.members), "members": self.members}
 
 
 @dataclass
@@ -431,7 +416,12 @@ class Index:
             await self.store.unlock([handle], token)
 
     async def count(self) -> int:
+        """The number of stored documents."""
         return await self.store.count_ids()
+
+    async def ping(self) -> None:
+        """Raise errors.Unavailable unless the store answers."""
+        await self.store.ping()
 
     # ingest -------------------------------------------------------------------------
 
@@ -567,12 +557,6 @@ class Index:
                 newer.sort(key=lambda p: (-p.similarity, p.b_id))
                 for pair in newer:
                     yield pair
-
-    async def duplicates(self, groups: bool, threshold: float | None = None) -> AsyncIterator[dict]:
-        """Pairs or groups, as the dicts the API and the CLI write."""
-        items = self.duplicate_groups(threshold) if groups else self.duplicate_pairs(threshold)
-        async for item in items:
-            yield item.as_dict()
 
     async def duplicate_groups(self, threshold: float | None = None) -> AsyncIterator[Group]:
         """Connected groups of near-duplicates; the oldest member is canonical."""

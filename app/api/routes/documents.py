@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from app.api import schemas
+from app.api.answers import ingest_status
 from app.api.deps import get_index
-from app.api.errors import ProblemResponse, problem
-from app.api.similar import similar_out
+from app.api.problems import ProblemResponse, problem
+from app.api.routes.similar import similar_out
 from app.index import Document, Index, IngestResult, NoShinglesError
 
 router = APIRouter(tags=["documents"])
@@ -52,7 +53,7 @@ async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchO
     items = [
         schemas.BatchItemOut(
             id=r.id,
-            status="error" if r.error else ("created" if r.created else "updated"),
+            status=ingest_status(r),
             shingles=r.shingles,
             error=r.error,
         )

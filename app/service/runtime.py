@@ -6,10 +6,10 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.config import Settings
-from app.embedded import EmbeddedRedis
+from app.core.settings import Settings
 from app.index import Index, Params
-from app.storage import Store, StoreUnavailableError
+from app.service.embedded import EmbeddedRedis
+from app.store import Store, StoreUnavailableError
 
 log = logging.getLogger("neardup")
 

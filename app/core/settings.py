@@ -9,7 +9,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app import auth, kernel
+from app import kernel
+from app.core import keys
+from app.core.redis_url import check_redis_url
 
 _COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -27,7 +29,7 @@ class Settings(BaseSettings):
     fingerprint_size: int = Field(256, ge=16, le=4096)
     seed: int = Field(1, ge=0, lt=2**63)
     threshold: float = Field(0.5, ge=0.05, le=1.0)
-    # Documents a new collection's band buckets are sized for (app.storage): past it,
+    # Documents a new collection's band buckets are sized for (app.store): past it,
     # Redis memory per document slowly grows; an existing collection keeps its own.
     capacity: int = Field(100_000, ge=1000, le=10_000_000_000)
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
@@ -44,7 +46,7 @@ class Settings(BaseSettings):
     # long a write waits for them before it is answered 503; 0 does not wait.
     min_replicas: int = Field(0, ge=0, le=64)
     replica_timeout: float = Field(1.0, gt=0, le=60)
-    # "key:scope,key:scope" and/or a file of "key scope" lines; see app.auth.
+    # "key:scope,key:scope" and/or a file of "key scope" lines; see app.core.keys.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
 
@@ -53,12 +55,7 @@ class Settings(BaseSettings):
     def _valid_redis_url(cls, value: str | None) -> str | None:
         if not value:
             return None
-        from app.storage import CLUSTER_SCHEMES, parse_cluster_url
-
-        schemes = ("redis://", "rediss://", "unix://", *CLUSTER_SCHEMES)
-        if not value.startswith(schemes):
-            raise ValueError(f"use a URL that starts with one of {', '.join(schemes)}")
-        parse_cluster_url(value)  # raises ValueError with the reason
+        check_redis_url(value)  # raises ValueError with the reason
         return value
 
     @field_validator("api_keys")
@@ -66,14 +63,14 @@ class Settings(BaseSettings):
     def _valid_keys(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
             return None
-        auth.parse_keys(value.get_secret_value())  # raises ValueError, never naming a key
+        keys.parse_keys(value.get_secret_value())  # raises ValueError, never naming a key
         return value
 
     @field_validator("api_keys_file")
     @classmethod
     def _valid_key_file(cls, value: Path | None) -> Path | None:
         if value is not None:
-            auth.read_key_file(value)
+            keys.read_key_file(value)
         return value
 
     @field_validator("shingle")

@@ -7,11 +7,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import __version__, auth, kernel, logs
-from app.api import documents, duplicates, errors, health, similar
+from app import __version__, kernel
+from app.api import auth, problems
 from app.api.edge import Edge
-from app.config import Settings, load_settings
-from app.runtime import open_index
+from app.api.routes import documents, duplicates, health, similar
+from app.core.settings import Settings, load_settings
+from app.service import logs
+from app.service.runtime import open_index
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -36,7 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    errors.install(app)
+    problems.install(app)
     for router in (documents.router, similar.router, duplicates.router, health.router):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the

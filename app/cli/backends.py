@@ -11,9 +11,10 @@ from urllib.parse import quote
 import httpx
 import orjson
 
-from app.config import Settings
+from app.api.answers import duplicate_answers, ingest_status, query_answer
+from app.core.settings import Settings
 from app.index import Document, Index
-from app.runtime import open_index
+from app.service.runtime import open_index
 
 
 class BackendError(Exception):
@@ -38,14 +39,7 @@ class LocalBackend:
 
     async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
         results = await self.index.ingest(docs)
-        return [
-            {
-                "id": r.id,
-                "status": "error" if r.error else ("created" if r.created else "updated"),
-                "error": r.error,
-            }
-            for r in results
-        ]
+        return [{"id": r.id, "status": ingest_status(r), "error": r.error} for r in results]
 
     async def similar(
         self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
@@ -57,10 +51,10 @@ class LocalBackend:
                 raise BackendError(f"no document with id {doc_id!r}")
         else:
             result = await self.index.similar_to_text(text or "", t, limit)
-        return result.as_dict(t, doc_id)
+        return query_answer(result, t, doc_id)
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
-        return self.index.duplicates(groups, threshold)
+        return duplicate_answers(self.index, groups, threshold)
 
 
 class RemoteBackend:

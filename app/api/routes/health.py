@@ -6,11 +6,11 @@ import contextlib
 
 from fastapi import APIRouter, Request, Response
 
-from app import kernel, metrics
+from app import kernel
 from app.api.deps import get_index
-from app.api.errors import ProblemResponse, problem
-from app.index import ConfigMismatchError
-from app.storage import StoreError, StoreUnavailableError
+from app.api.problems import RETRY_AFTER, ProblemResponse, problem
+from app.core import metrics
+from app.core.errors import Unavailable
 
 router = APIRouter(tags=["health"])
 
@@ -29,7 +29,7 @@ async def prometheus(request: Request) -> Response:
     """Prometheus metrics: requests, latency, candidates, verification, Redis, documents."""
     index = request.app.state.index
     # Without Redis the other metrics are still worth serving.
-    with contextlib.suppress(StoreUnavailableError, StoreError):
+    with contextlib.suppress(Unavailable):
         metrics.DOCUMENTS.set(await index.count())
     body, content_type = metrics.render()
     return Response(body, media_type=content_type)
@@ -40,7 +40,7 @@ async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
     """Redis answers and the kernel is loaded: the service can take traffic."""
     try:
         index = await get_index(request)  # checks a collection opened while Redis was down
-        await index.store.ping()
-    except (StoreUnavailableError, StoreError, ConfigMismatchError) as exc:
-        return problem(503, "Not ready", str(exc), headers={"Retry-After": "1"})
+        await index.ping()
+    except Unavailable as exc:
+        return problem(503, "Not ready", str(exc), headers=RETRY_AFTER)
     return {"status": "ready", "simd": kernel.simd_level(), "documents": await index.count()}

@@ -11,8 +11,7 @@ from typing import IO
 import orjson
 
 from app.index import Document
-
-MAX_ID_BYTES = 512
+from app.index.ids import check_id
 
 
 @dataclass(frozen=True)
@@ -67,9 +66,7 @@ def _parse_text(raw: bytes) -> Document:
 
 
 def _check_id(doc: Document) -> None:
-    size = len((doc.id or "").encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= MAX_ID_BYTES:
-        raise ValueError(f"id must be 1 to {MAX_ID_BYTES} bytes, got {size}")
+    check_id(doc.id or "")
 
 
 def read_lines(path: str) -> Iterator[Line]:

@@ -1,0 +1,54 @@
+"""The JSON shapes of answers, shared by the HTTP routes and the CLI's local backend.
+
+The index returns domain objects; how they are written for a caller is decided
+here, once, so `neardup query` without --url prints what the API would answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.index import Group, Index, IngestResult, Pair, QueryResult
+
+
+def query_answer(
+    result: QueryResult, threshold: float, doc_id: str | None = None
+) -> dict[str, Any]:
+    """A query's answer (schemas.SimilarOut)."""
+    return {
+        "id": doc_id,
+        "threshold": threshold,
+        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
+        "candidates": result.candidates,
+        "capped": result.capped,
+    }
+
+
+def ingest_status(result: IngestResult) -> str:
+    """created, updated or error: what happened to one ingested document."""
+    if result.error:
+        return "error"
+    return "created" if result.created else "updated"
+
+
+def pair_answer(pair: Pair) -> dict[str, Any]:
+    """One near-duplicate pair, one NDJSON line."""
+    return {"a": pair.a_id, "b": pair.b_id, "similarity": pair.similarity}
+
+
+def group_answer(group: Group) -> dict[str, Any]:
+    """One group of near-duplicates, one NDJSON line."""
+    return {"canonical": group.canonical, "size": len(group.members), "members": group.members}
+
+
+async def duplicate_answers(
+    index: Index, groups: bool, threshold: float | None
+) -> AsyncIterator[dict[str, Any]]:
+    """Every pair (or group) of the collection, in the shape the API streams."""
+    if groups:
+        async for group in index.duplicate_groups(threshold):
+            yield group_answer(group)
+    else:
+        async for pair in index.duplicate_pairs(threshold):
+            yield pair_answer(pair)

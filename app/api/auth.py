@@ -1,0 +1,124 @@
+"""Which requests need an API key, and the answers to those without a good one.
+
+When any key is set, every request except GET /healthz needs
+``Authorization: Bearer <key>``; /docs, /openapi.json and /metrics too, so
+that nothing about a deployment is told to a caller without a key (curl, a
+Prometheus scrape config and a Kubernetes probe can all send the header).
+A missing or unknown key gets 401 with ``WWW-Authenticate: Bearer``; a read
+key on a route that changes documents gets 403.
+
+The check is ASGI middleware (app.api.edge), not a route dependency, so a route
+added later is protected without anyone remembering to ask for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import Send
+
+from app.api.problems import extend_openapi, problem_doc, send_problem
+from app.core.keys import KeyRing
+from app.core.settings import Settings
+
+# Requests anyone may make, keys or not.
+PUBLIC = frozenset({("GET", "/healthz"), ("HEAD", "/healthz")})
+# Methods that never change documents; POST /similar is a query too.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READ_POSTS = frozenset({"/similar"})
+REALM = 'Bearer realm="neardup"'
+
+
+def keyring(settings: Settings) -> KeyRing:
+    """The keys the settings name (NEARDUP_API_KEYS and NEARDUP_API_KEYS_FILE)."""
+    spec = settings.api_keys.get_secret_value() if settings.api_keys is not None else None
+    return KeyRing.load(spec, settings.api_keys_file)
+
+
+def needs_write(method: str, path: str) -> bool:
+    """Whether a request may change documents: anything but a read method or a query."""
+    return method not in READ_METHODS and path not in READ_POSTS
+
+
+def _bearer(authorization: bytes | None) -> bytes | None:
+    """The token of an ``Authorization: Bearer <token>`` header value."""
+    if authorization is None:
+        return None
+    kind, _, token = authorization.partition(b" ")
+    token = token.strip()
+    if kind.lower() == b"bearer" and token:
+        return token
+    return None
+
+
+# A refusal: status, title, detail, WWW-Authenticate challenge.
+Refusal = tuple[int, str, str, str]
+_NO_KEY: Refusal = (401, "Unauthorized", "send an API key as 'Authorization: Bearer <key>'", REALM)
+_BAD_KEY: Refusal = (
+    401,
+    "Unauthorized",
+    "the API key is not valid",
+    f'{REALM}, error="invalid_token"',
+)
+_READ_ONLY: Refusal = (
+    403,
+    "Forbidden",
+    "this API key may only read; writing needs a key with scope write",
+    f'{REALM}, error="insufficient_scope", scope="write"',
+)
+
+
+def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) -> Refusal | None:
+    """Why a request may not go on (None: it may), given its first Authorization header.
+
+    Without keys every request may; with keys every one but the public ones needs a
+    valid key, and one of scope write to write. Checked by app.api.edge, an ASGI
+    middleware, before anything of the body is read.
+    """
+    if not keys.entries or (method, path) in PUBLIC:
+        return None
+    token = _bearer(authorization)
+    if token is None:
+        return _NO_KEY
+    granted = keys.scope_of(token)
+    if granted is None:
+        return _BAD_KEY
+    if granted != "write" and needs_write(method, path):
+        return _READ_ONLY
+    return None
+
+
+async def refuse(send: Send, refused: Refusal) -> None:
+    """Send a refusal as problem+json with its WWW-Authenticate challenge."""
+    status, title, detail, challenge = refused
+    await send_problem(send, status, title, detail, [(b"www-authenticate", challenge.encode())])
+
+
+def _document(schema: dict[str, Any]) -> None:
+    """Declare the bearer scheme, and the 401 and 403 answers, in the OpenAPI schema."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})["apiKey"] = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "an API key from NEARDUP_API_KEYS or NEARDUP_API_KEYS_FILE",
+    }
+    for path, ops in schema.get("paths", {}).items():
+        for method, op in ops.items():
+            if (method.upper(), path) in PUBLIC or not isinstance(op, dict):
+                continue
+            op["security"] = [{"apiKey": []}]
+            responses = op.setdefault("responses", {})
+            responses.setdefault("401", problem_doc("no API key, or an unknown one"))
+            if needs_write(method.upper(), path):
+                responses.setdefault("403", problem_doc("the API key may only read"))
+
+
+def install(app: FastAPI, settings: Settings) -> KeyRing:
+    """The keys the settings name; when there are any, the schema says they are needed.
+
+    The keys are checked by app.api.edge, the middleware the app is built with.
+    """
+    keys = keyring(settings)
+    if keys:
+        extend_openapi(app, _document)
+    return keys

@@ -1,0 +1,1 @@
+"""HTTP routes: each translates a request into index calls and the answer back."""

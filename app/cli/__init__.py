@@ -1,0 +1,1 @@
+"""The `neardup` command: serve, ingest, query, duplicates, check."""

@@ -1,0 +1,35 @@
+"""The error vocabulary every layer raises and the API and CLI translate.
+
+Lower layers subclass these; the HTTP layer maps the classes here to
+problem+json answers without knowing which layer raised them.
+"""
+
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Base of every error neardup raises on purpose."""
+
+
+class Invalid(NeardupError, ValueError):
+    """The request cannot be served as asked; the message says what to fix (422)."""
+
+
+class TooLarge(Invalid):
+    """Input over a configured size limit (422, it names the limit)."""
+
+
+class NotFound(NeardupError):
+    """What the request names does not exist (404)."""
+
+
+class Unavailable(NeardupError):
+    """A dependency cannot answer now; retrying later may succeed (503)."""
+
+
+class Busy(Unavailable):
+    """Another writer holds what this request needs; retry shortly (503)."""
+
+
+class Misconfigured(Unavailable):
+    """Settings disagree with what is stored; an operator must act (503)."""

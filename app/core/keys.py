@@ -1,0 +1,140 @@
+"""API keys: parsing the configured keys and telling a presented key's scope.
+
+Keys come from NEARDUP_API_KEYS, a comma-separated list of ``key:scope``
+entries, and/or NEARDUP_API_KEYS_FILE, a file with one ``key scope`` per line
+(blank lines and lines starting with ``#`` are ignored). A scope is ``read``
+(may query) or ``write`` (may also ingest and delete). A key is at least 16
+characters of the bearer-token alphabet (letters, digits and ``-._~+/``, then
+optional ``=`` padding), e.g. ``python -c 'import secrets; print(secrets.token_urlsafe(32))'``.
+
+Where keys are needed is app.api.auth's business. Only SHA-256 digests of
+the keys are kept in memory, every digest is compared with
+hmac.compare_digest (no early exit, so timing does not tell which key or how
+much of it matched), and no error message or log line ever includes a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+SCOPES = ("read", "write")
+MIN_KEY_CHARS = 16
+# RFC 6750 b64token: what may follow "Bearer " in an Authorization header.
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+
+
+class ApiKeyError(ValueError):
+    """A key list that cannot be used; the message never contains a key."""
+
+
+def _entry(key: str, scope: str, where: str) -> tuple[str, str]:
+    if not key:
+        raise ApiKeyError(f"{where}: empty key; write each entry as key:scope")
+    if not _TOKEN.fullmatch(key):
+        raise ApiKeyError(
+            f"{where}: a key may hold only letters, digits and -._~+/ (then '=' padding)"
+        )
+    if len(key) < MIN_KEY_CHARS:
+        raise ApiKeyError(
+            f"{where}: key shorter than {MIN_KEY_CHARS} characters; make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    if scope not in SCOPES:
+        raise ApiKeyError(f"{where}: scope must be 'read' or 'write'")
+    return key, scope
+
+
+def _collect(entries: Iterable[tuple[str, str]]) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for n, (key, scope) in enumerate(entries, 1):
+        if keys.get(key, scope) != scope:
+            raise ApiKeyError(f"entry {n}: the same key is listed with two scopes")
+        keys[key] = scope
+    return keys
+
+
+def parse_keys(spec: str) -> dict[str, str]:
+    """NEARDUP_API_KEYS, ``key:scope,key:scope``, as {key: scope}."""
+    pairs = []
+    for n, item in enumerate(spec.split(","), 1):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, scope = item.rpartition(":")
+        if not sep:
+            raise ApiKeyError(f"entry {n}: write each entry as key:scope (scope read or write)")
+        pairs.append(_entry(key.strip(), scope.strip(), f"entry {n}"))
+    return _collect(pairs)
+
+
+def read_key_file(path: Path) -> dict[str, str]:
+    """NEARDUP_API_KEYS_FILE, one ``key scope`` per line, as {key: scope}."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ApiKeyError(f"cannot read {path}: {exc.__class__.__name__}") from None
+    pairs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ApiKeyError(f"{path} line {n}: write 'key scope' (scope read or write)")
+        pairs.append(_entry(parts[0], parts[1], f"{path} line {n}"))
+    return _collect(pairs)
+
+
+def _digest(token: bytes) -> bytes:
+    return hashlib.sha256(token).digest()
+
+
+@dataclass(frozen=True)
+class KeyRing:
+    """The digests of the configured keys, each with its scope."""
+
+    entries: tuple[tuple[bytes, str], ...]
+
+    @classmethod
+    def of(cls, keys: dict[str, str]) -> KeyRing:
+        return cls(tuple((_digest(k.encode()), s) for k, s in keys.items()))
+
+    @classmethod
+    def load(cls, spec: str | None, path: Path | None) -> KeyRing:
+        """The keys of NEARDUP_API_KEYS (spec) and NEARDUP_API_KEYS_FILE (path) together."""
+        keys: dict[str, str] = {}
+        if spec is not None:
+            keys.update(parse_keys(spec))
+        if path is not None:
+            for key, scope in read_key_file(path).items():
+                if keys.get(key, scope) != scope:
+                    raise ApiKeyError("a key is listed with two scopes in the two sources")
+                keys[key] = scope
+        return cls.of(keys)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def __repr__(self) -> str:  # never the digests either
+        return f"KeyRing({len(self.entries)} keys)"
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(scope == s for _, scope in self.entries) for s in SCOPES}
+
+    def scope_of(self, token: bytes) -> str | None:
+        """The scope of a presented key, None if it is not one of ours.
+
+        Every configured key is compared, whatever matched before, each in
+        constant time over fixed-length digests.
+        """
+        presented = _digest(token)
+        found = None
+        for digest, scope in self.entries:
+            if hmac.compare_digest(presented, digest):
+                found = scope
+        return found

@@ -1,0 +1,1 @@
+"""Running the service: wiring settings to a store and an index, the embedded Redis, logs."""
