@@ -21,6 +21,7 @@ from app._native import ffi, lib
 from app.core import errors
 
 __all__ = [
+    "ABI_VERSION",
     "MAX_FINGERPRINT_SIZE",
     "MAX_K",
     "MAX_NUM_PERM",
@@ -39,6 +40,30 @@ __all__ = [
     "tune_allocator",
     "unicode_version",
 ]
+
+ABI_VERSION = 1
+"""The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
+
+
+def _check_abi(native: Any) -> None:
+    """Refuse a compiled kernel built from another version of native/neardup.h.
+
+    A stale extension (an old build left next to newer Python code) would otherwise fail
+    later, on a missing function, or silently, on a changed meaning.
+    """
+    try:
+        found = (int(native.nd_abi_version()), int(native.ND_ABI_VERSION))
+    except AttributeError:
+        found = None
+    if found != (ABI_VERSION, ABI_VERSION):
+        built = "an unversioned build" if found is None else f"ABI {found[0]}"
+        raise ImportError(
+            f"app._native is {built} but app.kernel needs kernel ABI {ABI_VERSION}: "
+            "rebuild the extension (make install, or pip install .)"
+        )
+
+
+_check_abi(lib)
 
 MAX_K: int = lib.ND_MAX_K
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
@@ -262,18 +287,10 @@ def jaccard(a: Any, b: Any, *, fingerprint_size: int = 256, simd: bool = True) -
 
     Exact when both fingerprints are complete (shorter than ``fingerprint_size``).
     """
-    fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
-    a_arr, b_arr = _fingerprint("a", a), _fingerprint("b", b)
-    return float(
-        lib.nd_jaccard(
-            ffi.from_buffer("uint32_t[]", a_arr),
-            len(a_arr),
-            ffi.from_buffer("uint32_t[]", b_arr),
-            len(b_arr),
-            fp_size,
-            _flags(simd),
-        )
-    )
+    b_arr = _fingerprint("b", b)
+    offsets = np.array([0, len(b_arr)], dtype=np.uint64)
+    out = jaccard_many_packed(a, b_arr, offsets, fingerprint_size=fingerprint_size, simd=simd)
+    return float(out[0])
 
 
 def jaccard_many_packed(

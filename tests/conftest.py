@@ -73,6 +73,7 @@ BOTH_STORES = {
     "test_auth",
     "test_observability",
     "test_limits",
+    "test_concurrency",
 }
 
 

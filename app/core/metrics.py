@@ -48,6 +48,19 @@ REDIS_SECONDS = Histogram(
     ["op"],
     buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1),
 )
+LOCKS_EXPIRED = Counter(
+    "neardup_locks_expired_total",
+    "Document write locks that expired before their writer finished (NEARDUP check cleans up)",
+)
+DUPLICATE_IDS_DROPPED = Counter(
+    "neardup_duplicate_ids_dropped_total",
+    "Answer entries dropped because an id was already in the answer (should stay 0)",
+)
+ORPHANS_REPAIRED = Counter(
+    "neardup_check_repaired_total",
+    "Orphaned or dangling entries the consistency check removed, by kind",
+    ["kind"],
+)
 DOCUMENTS = Gauge(
     "neardup_documents", "Documents stored in the collection", multiprocess_mode="mostrecent"
 )

@@ -3,9 +3,16 @@
 It knows nothing of HTTP. Writes follow an order that needs no multi-key
 transaction: band memberships first, the record last; a delete removes the
 record first. A reader only trusts what a record says, so a crash between
-steps never shows a half-written document, and re-sending repairs it. Writes
-to one id are serialised by a short per-document lock key, so concurrent
-writers cannot leave band memberships that disagree with the record.
+steps never shows a half-written document, and re-sending repairs it.
+
+Every write of an id (ingest, replace, delete) holds that id's lock from
+before it reads the id's handle until its last step. So the id -> handle
+mapping changes only under the lock, and an id has at most one live handle:
+a writer can never attach a record to a handle that a concurrent delete has
+already unmapped. (Locking the handle instead, after looking it up, left
+exactly that window.) Handles are never reused, so an unmapped handle is
+unreachable for good; ``app.index.check`` finds and removes whatever of one
+a crash left behind.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import os
 import random
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -384,8 +392,19 @@ class Index:
             fingerprint, band_keys, exclude, threshold
         )
         # Most similar first, ties oldest first; ids parsed for the answer only.
-        top = np.lexsort((handles, -sims))[:limit].tolist()
-        matches = [Match(records.id_of(raws[i]), float(sims[i])) for i in top]
+        matches: list[Match] = []
+        seen: set[str] = set()
+        for i in np.lexsort((handles, -sims)).tolist():
+            doc_id = records.id_of(raws[i])
+            if doc_id in seen:
+                # Only a handle that lost its id (see the module docstring) can repeat
+                # one; the better-ranked entry stands.
+                metrics.DUPLICATE_IDS_DROPPED.inc()
+                continue
+            seen.add(doc_id)
+            matches.append(Match(doc_id, float(sims[i])))
+            if len(matches) == limit:
+                break
         return QueryResult(matches, candidates, capped)
 
     # reads and deletes ---------------------------------------------------------
@@ -399,21 +418,18 @@ class Index:
 
     async def delete(self, doc_id: str) -> bool:
         """Remove a document: record first, then its bands, then its id."""
-        (handle,) = await self.store.handles([doc_id])
-        if handle is None:
-            return False
-        token = await self._lock([handle])
-        try:
-            (raw,) = await self.store.records([handle])
-            if raw is None:
+        async with self.locked([doc_id]):
+            (handle,) = await self.store.handles([doc_id])
+            if handle is None:
                 return False
-            rec = records.unpack(raw)
-            await self.store.delete_records([handle])
-            await self.store.remove_bands([(handle, rec.band_keys)])
+            (raw,) = await self.store.records([handle])
+            if raw is not None:
+                await self.store.delete_records([handle])
+                await self.store.remove_bands([(handle, records.unpack(raw).band_keys)])
+            # A mapping without a record (a write that crashed before its record)
+            # goes too: the id is free again either way.
             await self.store.forget_ids([doc_id], [handle])
-            return True
-        finally:
-            await self.store.unlock([handle], token)
+            return raw is not None
 
     async def count(self) -> int:
         """The number of stored documents."""
@@ -476,9 +492,8 @@ class Index:
     async def _write(
         self, ids: list[str], items: list[tuple[int, dict | None]], sk: _Sketched
     ) -> list[bool]:
-        handles = await self.store.assign_handles(ids)
-        token = await self._lock(handles)
-        try:
+        async with self.locked(ids):
+            handles = await self.store.assign_handles(ids)
             old = await self.store.records(handles)
             new = [
                 records.pack(
@@ -502,17 +517,29 @@ class Index:
                         stale.append((h, gone))
             await self.store.remove_bands(stale)
             return [raw is None for raw in old]
-        finally:
-            await self.store.unlock(handles, token)
 
-    async def _lock(self, handles: list[int]) -> bytes:
-        """Take the write locks of all handles, waiting for other writers.
+    @asynccontextmanager
+    async def locked(self, ids: list[str]) -> AsyncIterator[None]:
+        """Hold the write locks of these ids: no other writer changes them meanwhile."""
+        token = await self._lock(ids)
+        try:
+            yield
+        finally:
+            held = await self.store.unlock(ids, token)
+            if not all(held):
+                # Expired mid-write (LOCK_TTL_MS), so another writer may have
+                # overlapped. Nothing is retried: the consistency check
+                # (app.index.check) cleans a handle that lost its id.
+                metrics.LOCKS_EXPIRED.inc(held.count(False))
+
+    async def _lock(self, ids: list[str]) -> bytes:
+        """Take the write locks of all ids, waiting for other writers.
 
         All or nothing: a writer that cannot take every lock releases the ones
         it took before it waits, so two batches sharing ids cannot deadlock.
         """
         token = uuid.uuid4().bytes + os.getpid().to_bytes(4, "little")
-        wanted = list(dict.fromkeys(handles))
+        wanted = list(dict.fromkeys(ids))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + LOCK_WAIT_S
         delay = 0.002

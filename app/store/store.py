@@ -6,7 +6,7 @@ Key layout, every key under ``nd:{collection}:``:
     next          STRING  INCR counter handing out integer document handles
     ids           HASH    external id -> handle
     d:{handle}    STRING  packed document record (app.index.records)
-    l:{handle}    STRING  short-lived write lock token for one document
+    l:{id}        STRING  short-lived write lock token for one external id
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
@@ -411,8 +411,8 @@ class Store:
     def _doc(self, handle: int) -> bytes:
         return self._prefix + b"d:%d" % handle
 
-    def _lock(self, handle: int) -> bytes:
-        return self._prefix + b"l:%d" % handle
+    def _lock(self, doc_id: str) -> bytes:
+        return self._prefix + b"l:" + doc_id.encode()
 
     def _bucket(self, key: int) -> bytes:
         """The hash tag of a band key's bucket: the HASH and its spilled sets."""
@@ -741,16 +741,26 @@ class Store:
 
     # locks ----------------------------------------------------------------
 
-    async def try_lock(self, handles: Sequence[int], token: bytes, ttl_ms: int) -> list[bool]:
-        """Take the write lock of each handle that is free; say which were taken."""
+    async def try_lock(self, ids: Sequence[str], token: bytes, ttl_ms: int) -> list[bool]:
+        """Take the write lock of each id that is free; say which were taken."""
         ttl = b"%d" % ttl_ms
-        got = await self._commands(
-            [(b"SET", self._lock(h), token, b"NX", b"PX", ttl) for h in handles]
-        )
+        got = await self._commands([(b"SET", self._lock(i), token, b"NX", b"PX", ttl) for i in ids])
         return [g is not None for g in got]
 
-    async def unlock(self, handles: Sequence[int], token: bytes) -> None:
-        await self._eval(_UNLOCK, [(self._lock(h), token) for h in handles])
+    async def unlock(self, ids: Sequence[str], token: bytes) -> list[bool]:
+        """Release the locks token holds; say which were still held (not expired)."""
+        held = await self._eval(_UNLOCK, [(self._lock(i), token) for i in ids])
+        return [bool(h) for h in held]
+
+    async def id_map(self, batch: int = 1000) -> AsyncIterator[tuple[str, int]]:
+        """Every (id, handle) mapping, in no order, a batch at a time (HSCAN)."""
+        async for doc_id, handle in self._r.hscan_iter(self._ids, count=batch):
+            yield doc_id.decode(), int(handle)
+
+    async def scan_keys(self) -> AsyncIterator[bytes]:
+        """Every key of this collection (SCAN on every master), for checks and tests."""
+        async for key in self._r.scan_iter(match=self._prefix + b"*", count=1000):
+            yield key
 
     # records ----------------------------------------------------------------
 

@@ -1,0 +1,198 @@
+"""The consistency check: what a crash (or a bug) left behind, and its safe removal.
+
+The invariant it checks is the one app.index.index keeps: an id maps to at
+most one handle, only that handle's record answers for the id, and every
+band entry belongs to a live document's record. What breaks it, by kind:
+
+    dangling_ids    an id mapped to a handle that has no record (a write
+                    that stopped before its record)
+    orphan_records  a record whose id maps elsewhere or nowhere (a handle
+                    that lost its id); it could answer queries as a ghost
+    orphan_bands    band entries of a handle with no record and no id
+    stray_bands     band entries of a live document that its record does
+                    not list (a replace that stopped before its clean-up)
+    missing_bands   band entries a live record lists that the bands lack
+
+The scan is not a snapshot, so every finding is checked again, under the
+id's write lock, before anything is removed: a write in flight is never
+mistaken for debris. Bands are scanned before the id map: a handle's bands
+are only ever written after its id was mapped, so a handle with bands that
+no later id-map scan shows is unreachable for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.core import metrics
+from app.index import records
+from app.index.index import Index
+
+KINDS = ("dangling_ids", "orphan_records", "orphan_bands", "stray_bands", "missing_bands")
+
+
+@dataclass
+class CheckReport:
+    """What one pass found (counts by kind) and, with repair, what it removed or restored."""
+
+    ids: int = 0
+    records: int = 0
+    band_entries: int = 0
+    found: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    repaired: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    # A few examples per kind, for the operator to look at.
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def clean(self) -> bool:
+        """Whether nothing was found."""
+        return not any(self.found.values())
+
+    def note(self, kind: str, example: str, n: int = 1) -> None:
+        self.found[kind] += n
+        if len(self.examples[kind]) < 5:
+            self.examples[kind].append(example)
+
+    def as_dict(self) -> dict:
+        return {
+            "ids": self.ids,
+            "records": self.records,
+            "band_entries": self.band_entries,
+            "clean": self.clean,
+            "found": dict(self.found),
+            "repaired": dict(self.repaired),
+            "examples": {k: list(v) for k, v in self.examples.items() if v},
+        }
+
+
+async def _records(index: Index, batch: int, pause: float) -> AsyncIterator[tuple[int, bytes]]:
+    """Every (handle, record) there is, in handle order (handles are dense integers)."""
+    last = await index.store.last_handle()
+    for first in range(1, last + 1, batch):
+        handles = list(range(first, min(first + batch, last + 1)))
+        for h, raw in zip(handles, await index.store.records(handles), strict=True):
+            if raw is not None:
+                yield h, raw
+        if pause:
+            await asyncio.sleep(pause)
+
+
+async def check(
+    index: Index, repair: bool = False, batch: int = 500, pause: float = 0.0
+) -> CheckReport:
+    """Scan the collection for entries that break the invariant; with repair, remove them.
+
+    Safe while the service runs. pause (seconds) is slept between batches of
+    records, so a background pass leaves room for the traffic it shares Redis with.
+    """
+    store = index.store
+    report = CheckReport()
+    # 1. bands, before the id map (see the module docstring)
+    bands: dict[int, list[int]] = defaultdict(list)
+    async for key, handles in store.band_memberships():
+        for h in handles:
+            bands[h].append(key)
+            report.band_entries += 1
+    # 2. ids, 3. records
+    mapping = {doc_id: h async for doc_id, h in store.id_map()}
+    report.ids = len(mapping)
+    live: dict[int, np.ndarray] = {}
+    orphans: dict[int, tuple[str, np.ndarray]] = {}
+    async for h, raw in _records(index, batch, pause):
+        report.records += 1
+        rec = records.unpack(raw)
+        if mapping.get(rec.id) == h:
+            live[h] = rec.band_keys
+        else:
+            orphans[h] = (rec.id, rec.band_keys)
+            report.note("orphan_records", f"handle {h} says id {rec.id!r}")
+    dangling = [(i, h) for i, h in mapping.items() if h not in live]
+    for doc_id, h in dangling:
+        report.note("dangling_ids", f"id {doc_id!r} -> handle {h}")
+    mapped = set(mapping.values())
+    unreachable: list[int] = []
+    stray: dict[int, np.ndarray] = {}
+    missing: dict[int, np.ndarray] = {}
+    for h, keys in bands.items():
+        if h in live:
+            extra = np.setdiff1d(np.asarray(keys, np.uint64), live[h])
+            if len(extra):
+                stray[h] = extra
+                report.note("stray_bands", f"handle {h}: {len(extra)} entries", len(extra))
+        elif h not in mapped and h not in orphans:
+            unreachable.append(h)
+            report.note("orphan_bands", f"handle {h}: {len(keys)} entries", len(keys))
+    for h, listed in live.items():
+        lacking = np.setdiff1d(listed, np.asarray(bands.get(h, []), np.uint64))
+        if len(lacking):
+            missing[h] = lacking
+            report.note("missing_bands", f"handle {h}: {len(lacking)} entries", len(lacking))
+    if repair and not report.clean:
+        await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
+    return report
+
+
+async def _repair(
+    index: Index,
+    report: CheckReport,
+    bands: dict[int, list[int]],
+    dangling: list[tuple[str, int]],
+    orphans: dict[int, tuple[str, np.ndarray]],
+    unreachable: list[int],
+    stray: dict[int, np.ndarray],
+    missing: dict[int, np.ndarray],
+    mapping: dict[str, int],
+) -> None:
+    store = index.store
+
+    def fixed(kind: str, n: int = 1) -> None:
+        report.repaired[kind] += n
+        metrics.ORPHANS_REPAIRED.labels(kind).inc(n)
+
+    # Handles no id has pointed at since before the band scan: nothing can write them.
+    if unreachable:
+        still = {h async for _, h in store.id_map()}
+        gone = [h for h in unreachable if h not in still]
+        if gone:
+            present = await store.records(gone)
+            gone = [h for h, raw in zip(gone, present, strict=True) if raw is None]
+            await store.remove_bands([(h, np.asarray(bands[h], np.uint64)) for h in gone])
+            fixed("orphan_bands", sum(len(bands[h]) for h in gone))
+    # Everything else is checked again under the lock of the id it concerns.
+    for doc_id, h in dangling:
+        async with index.locked([doc_id]):
+            (now,) = await store.handles([doc_id])
+            (raw,) = await store.records([h])
+            if now == h and raw is None:
+                await store.remove_bands([(h, np.asarray(bands.get(h, []), np.uint64))])
+                await store.forget_ids([doc_id], [h])
+                fixed("dangling_ids")
+    for h, (doc_id, keys) in orphans.items():
+        async with index.locked([doc_id]):
+            (now,) = await store.handles([doc_id])
+            (raw,) = await store.records([h])
+            if now != h and raw is not None:
+                await store.delete_records([h])
+                extra = np.asarray(bands.get(h, []), np.uint64)
+                await store.remove_bands([(h, np.union1d(keys, extra))])
+                fixed("orphan_records")
+    owner = {h: i for i, h in mapping.items()}
+    for h, keys in stray.items():
+        async with index.locked([owner[h]]):
+            (raw,) = await store.records([h])
+            if raw is not None:
+                wrong = np.setdiff1d(keys, records.unpack(raw).band_keys)
+                await store.remove_bands([(h, wrong)])
+                fixed("stray_bands", len(wrong))
+    for h, keys in missing.items():
+        async with index.locked([owner[h]]):
+            (raw,) = await store.records([h])
+            if raw is not None:
+                keep = np.intersect1d(keys, records.unpack(raw).band_keys)
+                await store.add_bands([(h, keep)])  # idempotent: present entries stay as they are
+                fixed("missing_bands", len(keep))

@@ -1,0 +1,200 @@
+"""Concurrent writers of a few ids, checked against per-id register semantics.
+
+Many clients on two Index instances (two service processes, each with its own
+connections) issue random PUTs, DELETEs, batches that may name an id twice and
+ingests with similar=True, on a handful of ids. Every operation is recorded with
+when it started and ended. After quiescence the stored state must be the outcome
+of some sequential order of the operations: each id holds the value of a write
+(or is absent after a delete) that no other acknowledged operation on that id
+started after. Queries must answer each id at most once and only for its current
+text, the consistency check must find nothing, and deleting every id must leave
+only the collection's configuration keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from app.index import Document, Index, Params
+from app.index.check import check
+from app.store import Store
+
+IDS = ["x", "y", "z"]
+CLIENTS = 12
+OPS_PER_CLIENT = 40
+ROUNDS = 3
+
+
+def _texts(n: int) -> list[str]:
+    """n texts over disjoint vocabularies: each is a near-duplicate of itself only."""
+    return [" ".join(f"w{k}n{j}" for j in range(60)) for k in range(n)]
+
+
+TEXTS = _texts(4)
+
+
+@dataclass
+class Op:
+    """One operation of the history: what it wrote per id (None: a delete) and when."""
+
+    n: int
+    kind: str
+    writes: dict[str, int | None]  # id -> text number written, None for a delete
+    start: float = 0.0
+    end: float = float("inf")
+    ok: bool = False
+    answers: list[list[str]] = field(default_factory=list)
+
+
+async def _client(
+    index: Index, rng: random.Random, ops: list[Op], counter: itertools.count
+) -> None:
+    for _ in range(OPS_PER_CLIENT):
+        n = next(counter)
+        kind = rng.choice(["put", "put", "delete", "batch", "similar"])
+        op = Op(n, kind, {})
+        try:
+            if kind == "delete":
+                doc_id = rng.choice(IDS)
+                op.writes[doc_id] = None
+                op.start = time.monotonic()
+                await index.delete(doc_id)
+            else:
+                size = rng.randint(2, 4) if kind == "batch" else 1
+                docs = []
+                for _ in range(size):
+                    doc_id, t = rng.choice(IDS), rng.randrange(len(TEXTS))
+                    docs.append(Document(TEXTS[t], doc_id, {"op": n, "text": t}))
+                    op.writes[doc_id] = t  # a later occurrence in a batch wins
+                op.start = time.monotonic()
+                results = await index.ingest(docs, similar=kind == "similar")
+                op.answers = [
+                    [m.id for m in r.similar.results] for r in results if r.similar is not None
+                ]
+            op.end = time.monotonic()
+            op.ok = True
+        finally:
+            ops.append(op)
+        await asyncio.sleep(rng.random() * 0.002)
+
+
+def _possible_finals(ops: list[Op], doc_id: str) -> set[int | None]:
+    """What doc_id may hold after the history: the value of any operation on it that
+    no acknowledged operation on it started after (None if that is a delete, or if
+    nothing acknowledged wrote it)."""
+    on_id = [o for o in ops if doc_id in o.writes]
+    acked = [o for o in on_id if o.ok]
+    finals: set[int | None] = {
+        o.writes[doc_id] for o in on_id if not any(p.start > o.end for p in acked)
+    }
+    if not acked:
+        finals.add(None)
+    return finals
+
+
+async def _history(url: str, collection: str, seed: int) -> tuple[list[Op], Index]:
+    params = Params.create("word:3", 64, 128, 1, 0.5)
+    indexes = [await Index.open(Store.connect(url, collection, 5.0), params, 200) for _ in range(2)]
+    rng = random.Random(seed)
+    ops: list[Op] = []
+    counter = itertools.count()
+    await asyncio.gather(
+        *(
+            _client(indexes[c % 2], random.Random(rng.random()), ops, counter)
+            for c in range(CLIENTS)
+        )
+    )
+    await indexes[1].store.close()
+    return ops, indexes[0]
+
+
+@pytest.mark.parametrize("seed", range(ROUNDS))
+def test_contended_writes_leave_a_sequential_outcome(
+    store_url: str, collection: str, seed: int
+) -> None:
+    """After racing PUT/DELETE/batch/similar writes, every id holds what some sequential
+    order of the acknowledged writes leaves, queries show no ghost or repeated id, the
+    check finds nothing, and deleting every id leaves only the configuration keys."""
+
+    async def run() -> None:
+        ops, index = await _history(store_url, f"{collection}s{seed}", seed)
+        try:
+            for op in ops:
+                for answer in op.answers:
+                    assert len(answer) == len(set(answer)), f"op {op.n} answered {answer}"
+            final: dict[str, int | None] = {}
+            for doc_id in IDS:
+                got = await index.get(doc_id)
+                final[doc_id] = None if got is None else got.metadata["text"]
+                assert final[doc_id] in _possible_finals(ops, doc_id), doc_id
+            for t, text in enumerate(TEXTS):
+                answer = [m.id for m in (await index.similar_to_text(text, limit=100)).results]
+                assert len(answer) == len(set(answer)), answer
+                assert set(answer) == {i for i in IDS if final[i] == t}
+            report = await check(index)
+            assert report.clean, report.as_dict()
+            assert report.ids == sum(v is not None for v in final.values())
+            for doc_id in IDS:
+                await index.delete(doc_id)
+            for text in TEXTS:
+                assert (await index.similar_to_text(text)).results == []
+            left = {key.rsplit(b":", 1)[-1] async for key in index.store.scan_keys()}
+            assert left <= {b"config", b"next"}, left
+            assert (await check(index)).clean
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())
+
+
+def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None:
+    """Debris of every kind, made by hand the way a crash or a lost lock would leave it,
+    is found by kind and removed by repair, while the live documents keep answering."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
+        try:
+            await index.ingest([Document(TEXTS[0], "live"), Document(TEXTS[1], "ghost")])
+            (ghost,) = await store.handles(["ghost"])
+            ghost_rec = await index.get("ghost")
+            assert ghost is not None and ghost_rec is not None
+            # A handle that lost its id: the mapping goes, record and bands stay.
+            await store.forget_ids(["ghost"], [ghost])
+            # A write that stopped after its bands: an id, bands, no record.
+            (dangling,) = await store.assign_handles(["half"])
+            await store.add_bands([(dangling, ghost_rec.band_keys[:5])])
+            # Bands of a handle nobody has.
+            await store.add_bands([(10_000, ghost_rec.band_keys[:3])])
+            (live,) = await store.handles(["live"])
+            live_rec = await index.get("live")
+            assert live is not None and live_rec is not None
+            # A replace that stopped before removing its stale bands; one band lost.
+            await store.add_bands([(live, ghost_rec.band_keys[5:7])])
+            await store.remove_bands([(live, live_rec.band_keys[:1])])
+
+            found = await check(index)
+            assert found.found == {
+                "dangling_ids": 1,
+                "orphan_records": 1,
+                "orphan_bands": 3,
+                "stray_bands": 2,
+                "missing_bands": 1,
+            }
+            assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
+            repaired = await check(index, repair=True)
+            assert repaired.repaired == repaired.found
+            assert (await check(index)).clean
+            assert (await index.similar_to_text(TEXTS[1])).results == []
+            assert [m.id for m in (await index.similar_to_text(TEXTS[0])).results] == ["live"]
+            assert await store.handles(["half"]) == [None]
+        finally:
+            await store.close()
+
+    asyncio.run(run())
