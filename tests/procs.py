@@ -7,6 +7,7 @@ Every wait here is bounded by a deadline; every process is stopped by its owner
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -19,6 +20,19 @@ from pathlib import Path
 import httpx
 import redis
 from corpus import neardup_cmd
+
+
+def neardup_check(*args: str, **env: str) -> tuple[int, dict]:
+    """`neardup check --json` (plus args) with these NEARDUP_* settings: exit code, report."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    done = subprocess.run(
+        [*neardup_cmd(), "check", "--json", *args],
+        env={**base, **env},
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode in (0, 3), done.stderr
+    return done.returncode, json.loads(done.stdout)
 
 
 def free_port() -> int:

@@ -28,8 +28,8 @@ IDS = ["base", "near", "far", "a/b", "line\nbreak", "ünï", "x" * 512]
 
 @pytest.fixture(scope="module")
 def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    from app.core.settings import load_settings
     from app.api.app import create_app
+    from app.core.settings import load_settings
 
     settings = load_settings(
         redis_url=redis_url,

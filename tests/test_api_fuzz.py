@@ -64,8 +64,8 @@ def service(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 def _schema() -> dict:
     """The schema the service serves, built by the same app factory."""
-    from app.core.settings import load_settings
     from app.api.app import create_app
+    from app.core.settings import load_settings
 
     # Keys from the environment would add security to the schema; the fuzzed server has none.
     settings = load_settings(redis_url="unix:///nonexistent", api_keys=None, api_keys_file=None)

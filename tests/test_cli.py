@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import redis
 from corpus import CORPUS, neardup_cmd, read_truth
 from test_serve import Server
 
@@ -122,3 +123,25 @@ def test_query_unknown_id_fails_clearly(env: dict) -> None:
     done = run("query", "--id", "missing", env=env)
     assert done.returncode == 1
     assert b"no document with id" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_check_reports_by_kind_and_repairs(env: dict) -> None:
+    """`neardup check` finds a record whose id was unmapped (exit 3, by kind), leaves it
+    without --repair, removes it with --repair, and then the collection is clean."""
+    data = b"s1 one text about the harbour and its boats\ns2 another text entirely\n"
+    assert run("ingest", "--quiet", "-", env=env, stdin=data).returncode == 0
+    from app.service.embedded import EmbeddedRedis
+
+    with EmbeddedRedis(Path(env["NEARDUP_DATA_DIR"])) as rds, redis.Redis.from_url(rds.url) as r:
+        assert r.hdel("nd:default:ids", "s1") == 1  # s1's record now answers for nobody
+    found = run("check", "--json", env=env)
+    assert found.returncode == 3, found.stderr
+    report = json.loads(found.stdout)
+    assert report["found"]["orphan_records"] == 1 and report["ids"] == 1
+    assert sum(report["found"].values()) == 1 and not any(report["repaired"].values())
+    assert run("check", "--json", env=env).returncode == 3  # nothing was changed
+    repaired = run("check", "--repair", env=env)
+    assert repaired.returncode == 0 and b"orphan_records" in repaired.stdout
+    clean = run("check", "--json", env=env)
+    assert clean.returncode == 0 and json.loads(clean.stdout)["clean"]
+    assert b"s2" in run("query", "--id", "s2", "--json", env=env).stdout

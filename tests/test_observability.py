@@ -64,8 +64,8 @@ def test_each_request_logs_one_json_line_with_its_id(
     settings, caplog: pytest.LogCaptureFixture
 ) -> None:  # type: ignore[no-untyped-def]
     """A request's X-Request-ID comes back in the response and in its JSON log line."""
-    from app.service.logs import JsonFormatter
     from app.api.app import create_app
+    from app.service.logs import JsonFormatter
 
     with TestClient(create_app(settings.model_copy(update={"log_format": "json"}))) as c:
         logger = logging.getLogger("neardup.access")
@@ -91,8 +91,8 @@ def test_access_line_written_directly_is_the_formatted_record(fmt: str) -> None:
     import io
     import re
 
-    from app.service import logs
     from app.api import observe
+    from app.service import logs
 
     logs.configure(fmt, "info")
     handler = logging.getLogger("neardup").handlers[0]

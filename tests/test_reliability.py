@@ -23,7 +23,7 @@ import orjson
 import pytest
 import redis
 from corpus import read_corpus
-from procs import RedisProc, Server, serving, wait_until
+from procs import RedisProc, Server, neardup_check, serving, wait_until
 
 from app.index import Params
 from app.store import Store
@@ -288,6 +288,9 @@ def test_kill_9_during_bulk_ingest_loses_nothing_acknowledged(tmp_path: Path) ->
                 reference[differing[0]],
             )
             assert sum(bool(reference[i][1]["results"]) for i in ids) > 0  # pairs were compared
+            # Re-sending repaired the crash: nothing of it is left behind.
+            code, report = neardup_check(NEARDUP_DATA_DIR=str(crashed / "data"))
+            assert code == 0 and report["clean"] and report["ids"] == len(ids), report
             for doc_id, resp in cut.items():
                 assert resp.status_code == 404 or resp.json() == reference[doc_id][0]
         finally:

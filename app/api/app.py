@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,6 +15,7 @@ from app.api.routes import documents, duplicates, health, similar
 from app.core.settings import Settings, load_settings
 from app.service import logs
 from app.service.runtime import open_index
+from app.service.sweeper import sweep_forever
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -28,7 +30,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A Redis that is down at start-up means 503s until it is back, not a crash.
         async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index
-            yield
+            sweeper = None
+            if settings.check_interval:
+                sweeper = asyncio.create_task(sweep_forever(index, settings.check_interval))
+            try:
+                yield
+            finally:
+                if sweeper is not None:
+                    sweeper.cancel()
 
     app = FastAPI(
         title="neardup",

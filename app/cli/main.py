@@ -157,6 +157,29 @@ def _duplicates(args: argparse.Namespace) -> int:
     return _run_tool(args, work)
 
 
+def _check(args: argparse.Namespace) -> int:
+    from app.cli.tools import print_check
+    from app.core.errors import NeardupError
+    from app.index.check import check
+    from app.service.embedded import EmbeddedRedisError
+    from app.service.runtime import open_index
+
+    settings = _settings_or_exit()
+
+    async def main() -> int:
+        async with open_index(settings, share_running=True) as index:
+            report = await check(index, repair=args.repair)
+        print_check(report, args.json)
+        # 3: something is wrong and was left as it is (fsck-like: scripts can tell).
+        return 0 if report.clean or args.repair else 3
+
+    try:
+        return asyncio.run(main())
+    except (NeardupError, EmbeddedRedisError) as exc:
+        print(f"neardup: {exc}", file=sys.stderr)
+    return 1
+
+
 def _add_target(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--url",
@@ -205,6 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
     dups.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
     _add_target(dups)
     dups.set_defaults(func=_duplicates)
+
+    chk = sub.add_parser(
+        "check",
+        help="scan the collection for what a crash left behind (exit 3 if anything is found)",
+        description="Scan ids, records and band entries of the collection the NEARDUP_* "
+        "settings name for orphans and dangling entries, by kind. Safe while the service "
+        "runs (with the embedded Redis, it uses the running service's).",
+    )
+    chk.add_argument("--repair", action="store_true", help="remove (or restore) what is found")
+    chk.add_argument("--json", action="store_true", help="print the report as JSON")
+    chk.set_defaults(func=_check)
     return parser
 
 

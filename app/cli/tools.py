@@ -23,6 +23,7 @@ from rich.table import Table
 
 from app.cli.backends import Backend
 from app.cli.sources import Line, read_lines, total_bytes
+from app.index.check import KINDS, CheckReport
 
 BATCH = 500
 IN_FLIGHT = 4
@@ -139,3 +140,22 @@ async def write_duplicates(
 
 def stdout_bytes() -> IO[bytes]:
     return sys.stdout.buffer
+
+
+def print_check(report: CheckReport, as_json: bool) -> None:
+    """The consistency check's report: a table by kind, or JSON."""
+    if as_json:
+        sys.stdout.write(orjson.dumps(report.as_dict()).decode() + "\n")
+        return
+    console = Console()
+    console.print(
+        f"{report.ids} ids, {report.records} records, {report.band_entries} band entries: "
+        + ("consistent" if report.clean else "inconsistent")
+    )
+    if report.clean:
+        return
+    table = Table("kind", "found", "repaired", "for example")
+    for kind in KINDS:
+        examples = "; ".join(report.examples.get(kind, []))
+        table.add_row(kind, str(report.found[kind]), str(report.repaired[kind]), examples)
+    console.print(table)

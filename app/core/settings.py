@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     # long a write waits for them before it is answered 503; 0 does not wait.
     min_replicas: int = Field(0, ge=0, le=64)
     replica_timeout: float = Field(1.0, gt=0, le=60)
+    # Seconds between background consistency checks that repair what they find
+    # (app.index.check); 0 leaves it to `neardup check`.
+    check_interval: float = Field(0.0, ge=0, le=7 * 24 * 3600)
     # "key:scope,key:scope" and/or a file of "key scope" lines; see app.core.keys.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None

@@ -57,6 +57,18 @@ class EmbeddedRedis:
     def url(self) -> str:
         return f"unix://{self.socket}"
 
+    def running_url(self) -> str | None:
+        """The URL of the server another process runs on this data dir, if one answers."""
+        if not self.socket.exists():
+            return None
+        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1)
+        try:
+            return self.url if client.ping() else None
+        except redis.RedisError:
+            return None
+        finally:
+            client.close()
+
     def start(self, timeout: float = 20.0) -> EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.data_dir / "neardup.lock", os.O_RDWR | os.O_CREAT, 0o600)

@@ -75,18 +75,25 @@ class UncheckedIndex(Index):
 
 
 @asynccontextmanager
-async def open_index(settings: Settings, *, wait_for_redis: bool = False) -> AsyncIterator[Index]:
+async def open_index(
+    settings: Settings, *, wait_for_redis: bool = False, share_running: bool = False
+) -> AsyncIterator[Index]:
     """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis.
 
     With wait_for_redis (the service), a NEARDUP_REDIS_URL that does not answer
     yet is not fatal: the index is an UncheckedIndex, and requests get 503
-    until Redis answers.
+    until Redis answers. With share_running (a CLI tool), an embedded Redis
+    that a running service already serves from the data dir is used as it is.
     """
     embedded = None
     url = settings.redis_url
     if url is None:
-        embedded = EmbeddedRedis(settings.data_dir, settings.durability).start()
-        url = embedded.url
+        embedded = EmbeddedRedis(settings.data_dir, settings.durability)
+        running = embedded.running_url() if share_running else None
+        if running is not None:
+            embedded, url = None, running
+        else:
+            url = embedded.start().url
     store = Store.connect(
         url,
         settings.collection,
