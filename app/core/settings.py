@@ -9,9 +9,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app import kernel
 from app.core import keys
 from app.core.redis_url import check_redis_url
+from app.core.shingles import parse_shingle
 
 _COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     @field_validator("shingle")
     @classmethod
     def _valid_shingle(cls, value: str) -> str:
-        kernel.parse_shingle(value)  # raises ValueError with the reason
+        parse_shingle(value)  # raises ValueError with the reason
         return value
 
     @field_validator("collection")
