@@ -30,11 +30,22 @@ def _rel(path: Path) -> str:
 
 
 def _cdef_from_header(text: str) -> str:
-    """Declarations of neardup.h in the form cffi's cdef accepts."""
+    """Declarations of neardup.h in the form cffi's cdef accepts.
+
+    Preprocessor lines go, but for the ND_ constants; so do the ``extern "C"`` lines inside
+    ``#ifdef __cplusplus`` blocks, which are for C++ compilers only.
+    """
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     out = []
+    in_cplusplus = False
     for line in text.splitlines():
         stripped = line.strip()
+        if re.match(r"#\s*ifdef\s+__cplusplus\b", stripped):
+            in_cplusplus = True
+            continue
+        if in_cplusplus:
+            in_cplusplus = not re.match(r"#\s*endif\b", stripped)
+            continue
         m = re.match(r"#define\s+(ND_\w+)\s+\S", stripped)
         if m:
             out.append(f"#define {m.group(1)} ...")  # value taken from the real header

@@ -1,6 +1,7 @@
 /*
- * neardup kernel. See neardup.h for the contract and ../shared/design.md for
- * the design. Per text, in one pass over its bytes:
+ * neardup kernel. neardup.h states the contract; ARCHITECTURE.md at the
+ * repository root places the kernel in the service. Per text, in one pass
+ * over its bytes:
  *
  *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
  *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
@@ -85,6 +86,8 @@ static inline unsigned nd_active(unsigned flags) {
 }
 
 ND_EXPORT const char *nd_unicode_version(void) { return ND_UC_UNICODE_VERSION; }
+
+ND_EXPORT unsigned nd_abi_version(void) { return ND_ABI_VERSION; }
 
 /* ------------------------------------------------------------------ */
 /* Hashing                                                              */
@@ -795,18 +798,16 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
     return ND_OK;
 }
 
-/* The batch loop behind both entry points: fingerprints go either to rows of
- * fp_size (fingerprints, fp_len) or packed (fp_values, fp_cap, fp_offsets). */
-static int sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
-                        uint32_t k, uint32_t num_perm, uint32_t fp_size, uint64_t seed,
-                        unsigned flags, uint32_t *signatures, uint32_t *fingerprints,
-                        uint32_t *fp_len, uint32_t *fp_values, uint64_t fp_cap,
-                        uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
+ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
+                                     int shingle_kind, uint32_t k, uint32_t num_perm,
+                                     uint32_t fp_size, uint64_t seed, unsigned flags,
+                                     uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
+                                     uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) || k < 1 ||
         k > ND_MAX_K || num_perm < 1 || num_perm > ND_MAX_NUM_PERM || fp_size < 1 ||
-        fp_size > ND_MAX_FP_SIZE)
+        fp_size > ND_MAX_FP_SIZE || fp_offsets == NULL || (fp_values == NULL && fp_cap > 0))
         return ND_E_ARG;
-    if (fp_offsets != NULL) fp_offsets[0] = 0;
+    fp_offsets[0] = 0;
     if (n == 0) return ND_OK;
     if (offsets == NULL || signatures == NULL || shingles == NULL || status == NULL ||
         (data == NULL && offsets[n] != offsets[0]))
@@ -839,21 +840,17 @@ static int sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n, 
         const uint8_t *p = data ? data + offsets[i] : NULL;
         size_t len = (size_t)(offsets[i + 1] - offsets[i]);
         uint32_t flen = 0;
-        uint32_t *dst = fingerprints ? fingerprints + i * fp_size : row;
-        int rc = sketch_one(&c, p, len, shingle_kind, seed, simd, dst, &flen);
+        int rc = sketch_one(&c, p, len, shingle_kind, seed, simd, row, &flen);
         status[i] = rc;
         shingles[i] = rc == ND_OK ? c.count : 0;
-        if (fp_len != NULL) fp_len[i] = flen;
-        if (fp_offsets != NULL) {
-            if (flen > fp_cap - packed) {
-                ret = ND_E_SPACE;
-                for (size_t j = i; j < n; j++) status[j] = ND_E_SPACE;
-                break;
-            }
-            memcpy(fp_values + packed, dst, (size_t)flen * sizeof *dst);
-            packed += flen;
-            fp_offsets[i + 1] = packed;
+        if (flen > fp_cap - packed) {
+            ret = ND_E_SPACE;
+            for (size_t j = i; j < n; j++) status[j] = ND_E_SPACE;
+            break;
         }
+        if (flen > 0) memcpy(fp_values + packed, row, (size_t)flen * sizeof *row);
+        packed += flen;
+        fp_offsets[i + 1] = packed;
         if (rc == ND_E_NOMEM) {
             ret = ND_E_NOMEM;
             for (size_t j = i + 1; j < n; j++) status[j] = ND_E_NOMEM;
@@ -865,26 +862,6 @@ done:
     free(c.fp);
     free(row);
     return ret;
-}
-
-ND_EXPORT int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
-                              int shingle_kind, uint32_t k, uint32_t num_perm, uint32_t fp_size,
-                              uint64_t seed, unsigned flags, uint32_t *signatures,
-                              uint32_t *fingerprints, uint32_t *fp_len, uint64_t *shingles,
-                              int32_t *status) {
-    if (n > 0 && (fingerprints == NULL || fp_len == NULL)) return ND_E_ARG;
-    return sketch_batch(data, offsets, n, shingle_kind, k, num_perm, fp_size, seed, flags,
-                        signatures, fingerprints, fp_len, NULL, 0, NULL, shingles, status);
-}
-
-ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
-                                     int shingle_kind, uint32_t k, uint32_t num_perm,
-                                     uint32_t fp_size, uint64_t seed, unsigned flags,
-                                     uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
-                                     uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
-    if (fp_offsets == NULL || (fp_values == NULL && fp_cap > 0)) return ND_E_ARG;
-    return sketch_batch(data, offsets, n, shingle_kind, k, num_perm, fp_size, seed, flags,
-                        signatures, NULL, NULL, fp_values, fp_cap, fp_offsets, shingles, status);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1109,14 +1086,6 @@ static inline uint32_t intersect(const uint32_t *a, uint32_t na, const uint32_t 
     (void)simd;
 #endif
     return merge_scalar(a, na, b, nb, 0, 0, 0, need);
-}
-
-ND_EXPORT double nd_jaccard(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
-                            uint32_t fp_size, unsigned flags) {
-    if (fp_size == 0 || (na > 0 && a == NULL) || (nb > 0 && b == NULL)) return (double)ND_E_ARG;
-    jaccard_bounds(a, &na, b, &nb, fp_size);
-    uint32_t inter = intersect(a, na, b, nb, 0, nd_active(flags));
-    return jaccard_ratio(inter, na, nb);
 }
 
 ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,

@@ -4,8 +4,10 @@
  *
  * The API is stateless: every buffer belongs to the caller, nothing is kept
  * between calls, so calls need no locks and cffi runs them without the GIL.
- * Functions return ND_OK (0) or a negative ND_E_* code; they never abort on
- * any input bytes.
+ * Functions return ND_OK (0) or a negative nd_status code (as int, since the
+ * same codes go into the int32 per-text status arrays); they never abort on
+ * any input bytes. The design is described in ARCHITECTURE.md at the
+ * repository root.
  */
 #ifndef NEARDUP_H
 #define NEARDUP_H
@@ -13,14 +15,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ND_OK 0
-#define ND_E_UTF8 (-1)  /* a text is not valid UTF-8 */
-#define ND_E_ARG (-2)   /* a parameter is out of range */
-#define ND_E_NOMEM (-3) /* scratch memory could not be allocated */
-#define ND_E_SPACE (-4) /* an output buffer is too small */
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-#define ND_SHINGLE_WORD 0 /* K consecutive words */
-#define ND_SHINGLE_CHAR 1 /* K consecutive code points of the normalized text */
+/*
+ * The version of this interface. Raise it with any change a caller compiled
+ * against the old header would get wrong: a declaration, a constant, the
+ * meaning of an argument or output. app/kernel.py refuses to load an
+ * extension whose nd_abi_version() is not the one it was written for.
+ */
+#define ND_ABI_VERSION 1
+unsigned nd_abi_version(void);
+
+enum nd_status {
+    ND_OK = 0,
+    ND_E_UTF8 = -1,  /* a text is not valid UTF-8 */
+    ND_E_ARG = -2,   /* a parameter is out of range */
+    ND_E_NOMEM = -3, /* scratch memory could not be allocated */
+    ND_E_SPACE = -4  /* an output buffer is too small */
+};
+
+enum nd_shingle_kind {
+    ND_SHINGLE_WORD = 0, /* K consecutive words */
+    ND_SHINGLE_CHAR = 1  /* K consecutive code points of the normalized text */
+};
 
 #define ND_MAX_K 16
 #define ND_MAX_NUM_PERM 1024
@@ -47,26 +66,18 @@ int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
  * Sketch n texts. Text i is data[offsets[i] .. offsets[i+1]).
  * Outputs (caller-owned):
  *   signatures   n * num_perm   one-permutation MinHash, densified
- *   fingerprints n * fp_size    row i: the fp_len[i] smallest distinct 32-bit
- *                               shingle values, ascending
- *   fp_len       n
+ *   fp_values    fp_cap         text i's fingerprint is
+ *                               fp_values[fp_offsets[i] .. fp_offsets[i+1]):
+ *                               the fp_size smallest distinct 32-bit shingle
+ *                               values (fewer if it has fewer), ascending
+ *   fp_offsets   n + 1
  *   shingles     n              distinct shingle count
  *   status       n              ND_OK or the text's error code (ND_E_UTF8)
- * A text with no words has 0 shingles, fp_len 0, and a signature of all
- * 0xFFFFFFFF. Returns ND_E_ARG for bad parameters, ND_E_NOMEM, else ND_OK
- * (per-text problems go to status).
- */
-int nd_sketch_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
-                    int shingle_kind, uint32_t k, uint32_t num_perm,
-                    uint32_t fp_size, uint64_t seed, unsigned flags,
-                    uint32_t *signatures, uint32_t *fingerprints,
-                    uint32_t *fp_len, uint64_t *shingles, int32_t *status);
-
-/*
- * nd_sketch_batch with the fingerprints packed instead of in rows of fp_size:
- * text i's fingerprint is fp_values[fp_offsets[i] .. fp_offsets[i+1]) (fp_offsets
- * has n + 1 entries). fp_cap is the capacity of fp_values; enough is the sum over
- * the texts of min(fp_size, an upper bound of its shingles), else ND_E_SPACE.
+ * A text with no words has 0 shingles, an empty fingerprint, and a signature
+ * of all 0xFFFFFFFF. Room that always suffices is n * fp_size; with less, the
+ * first text that does not fit and all after it get ND_E_SPACE (nothing is
+ * written past fp_cap) and so does the return value. Returns ND_E_ARG for bad
+ * parameters, ND_E_NOMEM, else ND_OK (per-text problems go to status).
  */
 int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
                            int shingle_kind, uint32_t k, uint32_t num_perm,
@@ -83,22 +94,16 @@ int nd_band_keys(const uint32_t *signatures, size_t n, uint32_t num_perm,
                  uint32_t bands, uint32_t rows, uint64_t *out);
 
 /*
- * Fingerprint Jaccard estimate of sorted, distinct uint32 arrays a and b,
- * made with fingerprint size fp_size. A fingerprint shorter than fp_size is
- * complete (all the text's values). Let tau be the smaller of the largest
- * values of the incomplete fingerprints (no limit if both are complete): the
- * estimate is |A ∩ B| / |A ∪ B| over the values <= tau. That is at least the
- * fp_size smallest values of the union, and the exact Jaccard when both are
- * complete. Two empty fingerprints give 0.
- */
-double nd_jaccard(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
-                  uint32_t fp_size, unsigned flags);
-
-/*
- * One query fingerprint against n candidates packed in values: candidate i is
- * values[offsets[i] .. offsets[i+1]). out[i] gets the estimate, or 0.0 where
- * it is below threshold (the merge stops once the threshold is out of
- * reach).
+ * Fingerprint Jaccard estimates of one query fingerprint against n candidates
+ * packed in values: candidate i is values[offsets[i] .. offsets[i+1]). All
+ * are sorted, distinct uint32 arrays made with fingerprint size fp_size; one
+ * shorter than fp_size is complete (all the text's values). For a pair a, b,
+ * let tau be the smaller of the largest values of the incomplete ones (no
+ * limit if both are complete): the estimate is |A ∩ B| / |A ∪ B| over the
+ * values <= tau. That is at least the fp_size smallest values of the union,
+ * and the exact Jaccard when both are complete; two empty fingerprints give
+ * 0. out[i] gets the estimate, or 0.0 where it is below threshold (the merge
+ * stops once the threshold is out of reach; threshold <= 0 keeps them all).
  */
 int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                     const uint64_t *offsets, size_t n, uint32_t fp_size,
@@ -106,5 +111,9 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

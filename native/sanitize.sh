@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the kernel with AddressSanitizer + UndefinedBehaviorSanitizer into native/build/asan
-# (a copy of app/*.py next to the sanitized app._native) and run the kernel tests against it.
+# (a copy of the app package's Python files next to the sanitized app._native) and run the
+# kernel tests against it.
 # Usage: bash native/sanitize.sh PYTHON   (PYTHON: an interpreter with the test extras)
 # Exits non-zero if the build fails, the wrong module is imported, or any test fails.
 set -euo pipefail
@@ -15,8 +16,9 @@ OUT=$ROOT/native/build/asan
 SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1 -g"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/app"
-cp "$ROOT"/app/*.py "$OUT/app/"
+mkdir -p "$OUT"
+# The whole package, sub-packages included: app.kernel imports from them.
+(cd "$ROOT" && find app -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$OUT/" \;)
 # Drop any compiled kernel copied from a source tree: only the sanitized one may load.
 rm -f "$OUT"/app/_native*.so
 

@@ -1,4 +1,4 @@
-"""The C API itself (through app.kernel's cffi handles): both sketch entry points, error codes."""
+"""The C API itself (through app.kernel's cffi handles): ABI version, status codes, arguments."""
 
 from __future__ import annotations
 
@@ -23,47 +23,76 @@ def _pack(texts: list[bytes]) -> tuple[bytes, np.ndarray]:
     return b"".join(texts), offsets
 
 
-def _rows(texts: list[bytes], fp_size: int, num_perm: int = 64, kind: int = 0, k: int = 3):
+def _packed(texts: list[bytes], fp_size: int, num_perm: int = 64, kind: int = 0, k: int = 3):
     data, offsets = _pack(texts)
     n = len(texts)
     sigs = np.zeros((n, num_perm), np.uint32)
-    fps = np.zeros((n, fp_size), np.uint32)
-    fp_len = np.zeros(n, np.uint32)
+    values = np.zeros(n * fp_size, np.uint32)
+    fp_offsets = np.zeros(n + 1, np.uint64)
     shingles = np.zeros(n, np.uint64)
     status = np.zeros(n, np.int32)
-    rc = lib.nd_sketch_batch(
+    rc = lib.nd_sketch_batch_packed(
         data, ffi.from_buffer("uint64_t[]", offsets), n, kind, k, num_perm, fp_size, 9, 0,
-        ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", fps),
-        ffi.from_buffer("uint32_t[]", fp_len), ffi.from_buffer("uint64_t[]", shingles),
+        ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", values), n * fp_size,
+        ffi.from_buffer("uint64_t[]", fp_offsets), ffi.from_buffer("uint64_t[]", shingles),
         ffi.from_buffer("int32_t[]", status),
     )  # fmt: skip
-    return rc, sigs, fps, fp_len, shingles, status
+    return rc, sigs, values, fp_offsets, shingles, status
 
 
-@pytest.mark.parametrize("fp_size", [1, 5, 256])
-@pytest.mark.parametrize("kind,k", [(0, 3), (1, 4)])
-def test_row_and_packed_entry_points_agree(fp_size: int, kind: int, k: int) -> None:
-    """nd_sketch_batch (rows of fp_size) and the packed variant give the same sketches."""
-    rc, sigs, fps, fp_len, shingles, status = _rows(TEXTS, fp_size, kind=kind, k=k)
-    assert rc == lib.ND_OK and not status.any()
-    packed = kernel.sketch(
-        TEXTS, shingle=f"{'word' if kind == 0 else 'char'}:{k}", num_perm=64,
-        fingerprint_size=fp_size, seed=9,
+def test_abi_version_is_the_one_kernel_py_expects() -> None:
+    """The loaded extension reports the ABI version app.kernel was written for, twice over."""
+    assert lib.nd_abi_version() == lib.ND_ABI_VERSION == kernel.ABI_VERSION
+
+
+def test_a_mismatched_extension_is_refused() -> None:
+    """_check_abi raises ImportError for another ABI version or an unversioned build."""
+
+    class Other:
+        ND_ABI_VERSION = kernel.ABI_VERSION + 1
+
+        def nd_abi_version(self) -> int:
+            return kernel.ABI_VERSION + 1
+
+    class Unversioned:
+        pass
+
+    for native in (Other(), Unversioned()):
+        with pytest.raises(ImportError, match="rebuild the extension"):
+            kernel._check_abi(native)
+    kernel._check_abi(lib)
+
+
+def test_status_codes_are_stable() -> None:
+    """The nd_status values are the ones existing callers and stored statuses know."""
+    assert (lib.ND_OK, lib.ND_E_UTF8, lib.ND_E_ARG, lib.ND_E_NOMEM, lib.ND_E_SPACE) == (
+        0, -1, -2, -3, -4,
     )  # fmt: skip
-    assert np.array_equal(sigs, packed.signatures)
-    assert np.array_equal(shingles, packed.shingles)
-    for i, fp in enumerate(packed.fingerprints):
-        assert fp_len[i] == len(fp)
-        assert np.array_equal(fps[i, : fp_len[i]], fp)
+    assert (lib.ND_SHINGLE_WORD, lib.ND_SHINGLE_CHAR) == (0, 1)
 
 
 def test_per_text_status_and_outputs_of_a_bad_text() -> None:
     """An invalid text gets ND_E_UTF8 in its status, empty outputs; the others are sketched."""
-    rc, sigs, _, fp_len, shingles, status = _rows([b"good text here", b"bad \xff text", b"ok"], 8)
+    rc, sigs, _, fp_offsets, shingles, status = _packed(
+        [b"good text here", b"bad \xff text", b"ok"], 8
+    )
     assert rc == lib.ND_OK
     assert status.tolist() == [lib.ND_OK, lib.ND_E_UTF8, lib.ND_OK]
-    assert shingles.tolist()[1] == 0 and fp_len[1] == 0 and np.all(sigs[1] == 0xFFFFFFFF)
+    assert shingles.tolist()[1] == 0 and fp_offsets[2] == fp_offsets[1]
+    assert np.all(sigs[1] == 0xFFFFFFFF)
     assert shingles.tolist()[0] == 1 and shingles.tolist()[2] == 1
+
+
+def test_packed_call_equals_sketch() -> None:
+    """kernel.sketch is the C call with the same parameters, for both shingle kinds."""
+    for kind, spec in ((0, "word:3"), (1, "char:4")):
+        k = int(spec.split(":")[1])
+        rc, sigs, values, fp_offsets, shingles, status = _packed(TEXTS, 16, kind=kind, k=k)
+        assert rc == lib.ND_OK and not status.any()
+        s = kernel.sketch(TEXTS, shingle=spec, num_perm=64, fingerprint_size=16, seed=9)
+        assert np.array_equal(sigs, s.signatures) and np.array_equal(shingles, s.shingles)
+        assert np.array_equal(fp_offsets, s.fp_offsets)
+        assert np.array_equal(values[: int(fp_offsets[-1])], s.fp_values)
 
 
 def test_argument_errors() -> None:
@@ -71,22 +100,29 @@ def test_argument_errors() -> None:
     data, offsets = _pack([b"a b c"])
     off = ffi.from_buffer("uint64_t[]", offsets)
     sig = np.zeros(8, np.uint32)
-    out = [ffi.from_buffer("uint32_t[]", sig)] * 3
+    vals = np.zeros(8, np.uint32)
+    fpo = np.zeros(2, np.uint64)
     sh = np.zeros(1, np.uint64)
     st = np.zeros(1, np.int32)
-    tail = (ffi.from_buffer("uint64_t[]", sh), ffi.from_buffer("int32_t[]", st))
+    out = (
+        ffi.from_buffer("uint32_t[]", sig), ffi.from_buffer("uint32_t[]", vals), 8,
+        ffi.from_buffer("uint64_t[]", fpo), ffi.from_buffer("uint64_t[]", sh),
+        ffi.from_buffer("int32_t[]", st),
+    )  # fmt: skip
     for kind, k, num_perm, fp_size in [(2, 3, 8, 8), (0, 0, 8, 8), (0, 17, 8, 8), (0, 3, 0, 8),
                                        (0, 3, 1025, 8), (0, 3, 8, 0), (0, 3, 8, 4097)]:  # fmt: skip
-        rc = lib.nd_sketch_batch(data, off, 1, kind, k, num_perm, fp_size, 1, 0, *out, *tail)
+        rc = lib.nd_sketch_batch_packed(data, off, 1, kind, k, num_perm, fp_size, 1, 0, *out)
         assert rc == lib.ND_E_ARG
-    assert lib.nd_sketch_batch(data, off, 1, 0, 3, 8, 8, 1, 0, ffi.NULL, *out[1:], *tail) == (
-        lib.ND_E_ARG
-    )
+    rc = lib.nd_sketch_batch_packed(data, off, 1, 0, 3, 8, 8, 1, 0, ffi.NULL, *out[1:])
+    assert rc == lib.ND_E_ARG
+    rc = lib.nd_sketch_batch_packed(data, off, 1, 0, 3, 8, 8, 1, 0, out[0], ffi.NULL, 8, *out[3:])
+    assert rc == lib.ND_E_ARG
     bad = np.array([5, 0], np.uint64)  # decreasing offsets
-    rc = lib.nd_sketch_batch(
-        data, ffi.from_buffer("uint64_t[]", bad), 1, 0, 3, 8, 8, 1, 0, *out, *tail
+    rc = lib.nd_sketch_batch_packed(
+        data, ffi.from_buffer("uint64_t[]", bad), 1, 0, 3, 8, 8, 1, 0, *out
     )
     assert rc == lib.ND_E_ARG
+    assert st[0] == 0 and not sig.any()
     sigs = np.zeros((1, 8), np.uint32)
     keys = np.zeros(4, np.uint64)
     assert (
@@ -95,13 +131,18 @@ def test_argument_errors() -> None:
         )
         == lib.ND_E_ARG
     )
-    assert lib.nd_jaccard(ffi.NULL, 0, ffi.NULL, 0, 0, 0) == lib.ND_E_ARG
-    assert lib.nd_jaccard(ffi.NULL, 0, ffi.NULL, 0, 8, 0) == 0.0
-    res = np.zeros(1, np.float64)
-    assert lib.nd_jaccard_many(
-        ffi.NULL, 0, ffi.NULL, ffi.from_buffer("uint64_t[]", np.zeros(2, np.uint64)), 1, 8,
-        float("nan"), 0, ffi.from_buffer("double[]", res),
-    ) == lib.ND_E_ARG  # fmt: skip
+    res = np.full(1, 7.0, np.float64)
+    empty = ffi.from_buffer("uint64_t[]", np.zeros(2, np.uint64))
+    out_res = ffi.from_buffer("double[]", res)
+    assert lib.nd_jaccard_many(ffi.NULL, 0, ffi.NULL, empty, 1, 0, 0.0, 0, out_res) == (
+        lib.ND_E_ARG
+    )
+    assert lib.nd_jaccard_many(ffi.NULL, 0, ffi.NULL, empty, 1, 8, float("nan"), 0, out_res) == (
+        lib.ND_E_ARG
+    )
+    assert res[0] == 7.0
+    assert lib.nd_jaccard_many(ffi.NULL, 0, ffi.NULL, empty, 1, 8, 0.0, 0, out_res) == lib.ND_OK
+    assert res[0] == 0.0  # two empty fingerprints
 
 
 def test_packed_output_too_small() -> None:
