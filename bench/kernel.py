@@ -18,14 +18,12 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
+from common import read_articles
 
 from app import kernel
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "data" / "articles_1000.train"
 WORD_RE = re.compile(r"[^\W_]+")
 
 
@@ -52,13 +50,6 @@ def best_time(
                 break
         best = min(best, elapsed / loops)
     return best
-
-
-def read_articles() -> list[str]:
-    if not CORPUS.exists():
-        return []
-    with CORPUS.open(encoding="utf-8") as fh:
-        return [line.rstrip("\n").partition(" ")[2] for line in fh]
 
 
 def zipf_corpus(n_docs: int, words_per_doc: int = 300, seed: int = 42) -> list[str]:

@@ -1,0 +1,244 @@
+"""The service benchmark's table on stdout and the ratios against datasketch.
+
+The ratios are the issue's targets for neardup against the in-process baseline; they are
+figures of one run, never assertions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from recall import RECALL_MARGIN, THRESHOLD
+
+TARGETS = {
+    "ingest_x": 20.0,
+    "get_qps_x": 10.0,
+    "post_qps_x": 10.0,
+    "memory_ratio": 1 / 3,
+    "ceiling_pct": 50.0,
+    "hot_p99_ms": 50.0,
+    "p99_1m_ms": 20.0,
+}
+
+
+def _n(x: float | None, fmt: str = ",.0f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _lat(load: dict | None) -> str:
+    if not load:
+        return "-"
+    return f"{load['p50_ms']:.1f}/{load['p99_ms']:.1f}/{load['p999_ms']:.1f}"
+
+
+def _redis_total(load: dict, key: str) -> float:
+    return sum(v[key] for v in load["redis_per_query"].values())
+
+
+def render(res: dict[str, Any]) -> str:
+    meta = res["meta"]
+    nd = res["neardup"]
+    ws = sorted(nd, key=int)
+    ds = res.get("datasketch")
+    cols = [f"neardup {w}w" for w in ws] + (["datasketch"] if ds else [])
+    lines = []
+    lines.append(
+        f"neardup service benchmark  {meta['date']}  `{meta['command']}`\n"
+        f"{meta['docs']:,} docs (~{meta['words_per_doc']:.0f} words), "
+        f"{meta['planted_pairs']:,} planted pairs ({meta['recall_pairs']:,} with exact "
+        f"J >= {THRESHOLD + RECALL_MARGIN:.2f}), {meta['cpus']} CPUs (2 busy processes run "
+        f"{meta['cpu_parallel_speedup']:.2f}x one), redis {meta['redis']}, "
+        f"load: {meta['tool']} {meta['connections']} conns x {meta['duration']:.0f} s"
+    )
+    width = 34
+    head = f"{'':{width}}" + "".join(f"{c:>20}" for c in cols)
+    lines += ["", head, "-" * len(head)]
+
+    def row(label: str, values: list[str]) -> None:
+        lines.append(f"{label:{width}}" + "".join(f"{v:>20}" for v in values))
+
+    def col(fn: Callable[[dict], str], dsfn: Callable[[dict], str] | None = None) -> list[str]:
+        vals = [fn(nd[w]) for w in ws]
+        if ds:
+            vals.append(dsfn(ds) if dsfn else fn(ds))
+        return vals
+
+    row("ingest docs/s", col(lambda r: _n(r["ingest"]["docs_per_s"])))
+    row(
+        "  batches answered 503, retried",
+        col(lambda r: str(r["ingest"].get("retried_503", 0)), lambda d: "-"),
+    )
+    row(
+        "  cores: server+redis / client",
+        col(
+            lambda r: f"{r['ingest']['server_cpu']:.2f}+{r['ingest']['redis_cpu']:.2f}",
+            lambda d: f"{d['ingest']['client_cpu']:.2f}+{d['ingest']['redis_cpu']:.2f}",
+        ),
+    )
+    for kind, label in (("get", "GET /similar/{id}"), ("post", "POST /similar")):
+        row(f"{label} queries/s", col(lambda r, k=kind: _n(r[k]["qps"])))
+        row("  p50/p99/p99.9 ms", col(lambda r, k=kind: _lat(r[k])))
+        row("  non-200 answers", col(lambda r, k=kind: str(r[k]["errors"])))
+        row("  candidates/query", col(lambda r, k=kind: _n(r[k]["candidates"], ".1f")))
+        row(
+            "  results/query",
+            col(lambda r, k=kind: _n(r[k]["results"], ".2f"), lambda d: "(unverified)"),
+        )
+        row(
+            "  cores: server/redis/client/other",
+            col(
+                lambda r, k=kind: "/".join(
+                    f"{r[k]['cpu'].get(p, 0):.2f}" for p in ("server", "redis", "client", "other")
+                )
+            ),
+        )
+        row("  redis calls/query", col(lambda r, k=kind: f"{_redis_total(r[k], 'calls'):.1f}"))
+        row("  redis usec/query", col(lambda r, k=kind: f"{_redis_total(r[k], 'usec'):.0f}"))
+    row("Redis used_memory/doc (B)", col(lambda r: _n(r["memory"]["per_doc"])))
+    row(
+        "recall, planted J>=0.55",
+        col(lambda r: _n(r["recall"]["recall"], ".4f") if "recall" in r else "(same index)"),
+    )
+    row(
+        "precision of returned (J>=0.5)",
+        col(lambda r: _n(r["recall"]["precision"], ".4f") if "recall" in r else "(same index)"),
+    )
+    ceil = res.get("ceiling", {})
+    row("HTTP ceiling GET /ok q/s", [_n(ceil[w]["qps"]) if w in ceil else "-" for w in ws])
+    row(
+        "  GET /similar % of ceiling",
+        [f"{100 * nd[w]['get']['qps'] / ceil[w]['qps']:.0f}%" if w in ceil else "-" for w in ws],
+    )
+    row("neardup GET /healthz q/s", [_n(nd[w]["healthz"]["qps"]) for w in ws])
+    others = [nd[w][k]["cpu"].get("other", 0.0) for w in ws for k in ("get", "post", "healthz")]
+    others += [c["cpu"].get("other", 0.0) for c in ceil.values()]
+    lines.append(
+        f"(other processes on this machine used {statistics.fmean(others):.2f} cores on average "
+        f"during these loads, at most {max(others):.2f}; load average "
+        f"{meta['loadavg_start'][0]:.2f} at the start)"
+    )
+    lines.append("")
+
+    mem_w = ws[0]
+    total = nd[mem_w]["memory"]["per_doc"]
+    m = nd[mem_w]["memory"]["estimates"]
+    per = m["per_doc"]
+    lines.append(
+        f"neardup Redis memory per doc: {total:,.0f} B used_memory (NEARDUP_CAPACITY="
+        f"{meta['capacity']:,}); MEMORY USAGE estimates: records {per['records']:,.0f} B "
+        f"({per['record_bytes']:,.0f} B payload), band buckets {per['band_buckets']:,.0f} B "
+        f"({m['band_fields_per_doc']:.1f} fields/doc in {m['buckets']:,} HASHes of "
+        f"~{m['fields_per_bucket']:.1f} fields, {m['bucket_encodings']}), spilled band sets "
+        f"{per['spilled_sets']:,.0f} B ({m['spilled_sets']:,} SETs), ids hash "
+        f"{per['ids_hash']:,.0f} B"
+    )
+    if ds:
+        dm = ds["memory"]["estimates"]
+        lines.append(
+            f"datasketch Redis memory per doc: {ds['memory']['per_doc']:,.0f} B used_memory; "
+            f"{dm['keys_per_doc']:.1f} keys/doc, mean MEMORY USAGE by type "
+            + ", ".join(f"{t} {b:.0f} B" for t, b in dm["mean_key_bytes"].items())
+            + f"; b={ds['bands']} r={ds['rows']}"
+        )
+        if ds["docs"] != meta["docs"]:
+            lines.append(f"datasketch ran on the first {ds['docs']:,} docs only")
+    rec = nd[ws[0]].get("recall")
+    if rec:
+        lines.append(
+            "neardup recall by exact-J bucket (found/pairs): "
+            + ", ".join(f"{k}: {a}/{b}" for k, (a, b) in rec["buckets"].items())
+        )
+    if ds:
+        lines.append(
+            "datasketch candidates by bucket (found/pairs): "
+            + ", ".join(f"{k}: {a}/{b}" for k, (a, b) in ds["recall"]["buckets"].items())
+        )
+    for w in ws:
+        top = list(nd[w]["get"]["redis_per_query"].items())[:4]
+        lines.append(
+            f"redis per GET ({w}w): "
+            + ", ".join(f"{c} {v['calls']:.1f} calls {v['usec']:.0f} us" for c, v in top)
+        )
+    if ds:
+        top = list(ds["get"]["redis_per_query"].items())[:3]
+        lines.append(
+            "redis per datasketch GET: "
+            + ", ".join(f"{c} {v['calls']:.1f} calls {v['usec']:.0f} us" for c, v in top)
+        )
+    hot = res.get("hot")
+    if hot:
+        g = hot["get"]
+        lines.append(
+            f"hot keys ({hot['docs']:,} docs, one 200-word boilerplate + 30 own words, "
+            f"{hot['workers']}w): {g['qps']:,.0f} q/s ({g['errors']} of {g['requests']} not 200), "
+            f"p50/p99/p99.9 {_lat(g)} ms, "
+            f"{g['candidates']:.0f} candidates/query, capped in {100 * (g['capped'] or 0):.0f}%"
+            f" of answers, {g['results']:.1f} results/query; largest band sets "
+            f"{hot['largest_band_sets']}; ingest {hot['ingest']['docs_per_s']:,.0f} docs/s"
+        )
+    scale = res.get("scale")
+    if scale:
+        lines.append(
+            "ingest docs/s per slice: "
+            + ", ".join(f"{s['upto']:,}: {s['docs_per_s']:,.0f}" for s in scale["slices"])
+        )
+        lines.append(
+            "GET p99 at: "
+            + ", ".join(f"{k} docs: {v['p99_ms']:.1f} ms" for k, v in scale["checkpoints"].items())
+        )
+    for w in ws:
+        for name in ("get", "post"):
+            if nd[w].get(f"pyspy_{name}"):
+                lines.append(f"py-spy {name} {w}w: see bench/out/pyspy-{name}-{w}w.txt")
+
+    rt = res.get("ratios")
+    if rt:
+        lines += ["", f"ratios, neardup {rt['workers']}w vs datasketch      measured   target  met"]
+        for key, label, target, fmt in (
+            ("ingest_x", "ingest docs/s", "≥ 20x", "{:.1f}x"),
+            ("get_qps_x", "GET queries/s (verified/unverified)", "≥ 10x", "{:.1f}x"),
+            ("post_qps_x", "POST queries/s", "≥ 10x", "{:.1f}x"),
+            ("get_p99_x", "GET p99, datasketch/neardup", "", "{:.1f}x"),
+            ("memory_ratio", "Redis memory/doc, neardup/datasketch", "≤ 0.33x", "{:.2f}x"),
+            ("ceiling_pct", "GET /similar % of HTTP ceiling", "≥ 50%", "{:.0f}%"),
+            ("hot_p99_ms", "hot-key GET p99 ms", "< 50", "{:.1f}"),
+            ("p99_1m_ms", "GET p99 at 1M docs, ms", "≤ 20", "{:.1f}"),
+        ):
+            if rt.get(key) is None:
+                continue
+            met = rt.get("met", {}).get(key)
+            mark = "" if met is None else ("yes" if met else "NO")
+            lines.append(f"{label:41}{fmt.format(rt[key]):>10}{target:>9}  {mark}")
+    return "\n".join(lines)
+
+
+def ratios(res: dict[str, Any]) -> dict[str, Any]:
+    nd = res["neardup"]
+    w = str(max(int(k) for k in nd))
+    r = nd[w]
+    out: dict[str, Any] = {"workers": int(w)}
+    ds = res.get("datasketch")
+    if ds:
+        out["ingest_x"] = r["ingest"]["docs_per_s"] / ds["ingest"]["docs_per_s"]
+        out["get_qps_x"] = r["get"]["qps"] / ds["get"]["qps"]
+        out["post_qps_x"] = r["post"]["qps"] / ds["post"]["qps"]
+        out["get_p99_x"] = ds["get"]["p99_ms"] / r["get"]["p99_ms"]
+        mem_w = min(nd, key=int)
+        out["memory_ratio"] = nd[mem_w]["memory"]["per_doc"] / ds["memory"]["per_doc"]
+    ceil = res.get("ceiling", {})
+    if w in ceil:
+        out["ceiling_pct"] = 100 * r["get"]["qps"] / ceil[w]["qps"]
+    if res.get("hot"):
+        out["hot_p99_ms"] = res["hot"]["get"]["p99_ms"]
+    cps = res.get("scale", {}).get("checkpoints", {})
+    if "1000000" in cps:
+        out["p99_1m_ms"] = cps["1000000"]["p99_ms"]
+    met = {}
+    for key, target in TARGETS.items():
+        if key in out:
+            lower_better = key in ("memory_ratio", "hot_p99_ms", "p99_1m_ms")
+            met[key] = out[key] <= target if lower_better else out[key] >= target
+    out["met"] = met
+    return out
