@@ -1,8 +1,9 @@
 """The Python face of the C kernel (native/neardup.c); the only importer of ``app._native``.
 
 Every function makes one C call per batch: texts are packed into one buffer with offsets,
-fingerprints travel packed as (values, offsets), and the C code runs without the GIL, so
-threads scale across cores. Invalid input raises a :class:`KernelError` (a ``ValueError``)
+fingerprints and winnowing selections travel packed as (values, offsets), and the C code runs
+without the GIL, so threads scale across cores. (winnow() calls again, for the rest of the batch,
+when its selections outgrow the room it guessed for them.) Invalid input raises a :class:`KernelError` (a ``ValueError``)
 whose message says what is wrong and, for texts, which one.
 """
 
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidTextError",
     "KernelError",
     "Sketch",
+    "Winnowed",
     "band_keys",
     "jaccard",
     "jaccard_many",
@@ -39,9 +41,11 @@ __all__ = [
     "sketch",
     "tune_allocator",
     "unicode_version",
+    "winnow",
+    "winnow_window",
 ]
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -71,6 +75,7 @@ MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
 
 
 class KernelError(errors.Invalid):
@@ -260,6 +265,156 @@ def sketch(
     if used < fp_cap:
         fp_values = fp_values[:used].copy() if used < fp_cap // 2 else fp_values[:used]
     return Sketch(sigs, fp_values, fp_offsets, shingles)
+
+
+def winnow_window(shingle: str, passage_words: int) -> int:
+    """The winnowing window, in shingles, that guarantees a selection in every shared run of
+    ``passage_words`` words (see :func:`winnow`)."""
+    kind, k = _spec(shingle)
+    p = _check_int("passage_words", passage_words, 1, lib.ND_MAX_WINDOW)
+    # A run of P words holds P - K + 1 word shingles. In the normalized text it is at least
+    # 2P - 1 code points (a letter per word, a space between), so it holds at least 2P - K char
+    # shingles; longer words only make it hold more windows.
+    window = p - k + 1 if kind == "word" else 2 * p - k
+    if window < 1:
+        least = k if kind == "word" else (k + 2) // 2
+        raise InvalidParameterError(
+            f"passage_words must be at least {least} for shingle {shingle!r}, got {p}"
+        )
+    if window > lib.ND_MAX_WINDOW:
+        raise InvalidParameterError(
+            f"passage_words {p} makes a window of {window} shingles, over {lib.ND_MAX_WINDOW}"
+        )
+    return window
+
+
+@dataclass(frozen=True, eq=False)
+class Winnowed:
+    """Winnowing selections of n texts, packed: text i's are entries
+    ``offsets[i]:offsets[i + 1]`` of ``hashes``, ``starts`` and ``ends``, in text order.
+
+    ``hashes``: uint64, the selected shingles' hashes (the sketch's shingle hashes).
+    ``starts`` / ``ends``: int64, the code points of the text (indices into the Python str)
+    that the selected shingle covers, ``text[start:end]``.
+    ``offsets``: uint64 [n + 1]. ``window``: the window, in shingles, that selected them.
+    """
+
+    hashes: U64
+    starts: I64
+    ends: I64
+    offsets: U64
+    window: int
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def selections(self, i: int) -> tuple[U64, I64, I64]:
+        """Text i's (hashes, starts, ends), views into the packed arrays."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.hashes[lo:hi], self.starts[lo:hi], self.ends[lo:hi]
+
+
+def winnow(
+    texts: Sequence[str | bytes],
+    *,
+    shingle: str = "word:3",
+    passage_words: int = 30,
+    seed: int = 1,
+    simd: bool = True,
+) -> Winnowed:
+    """Winnowing fingerprints of many texts in one C call (Schleimer, Wilkerson, Aiken 2003).
+
+    The shingles and their hashes are exactly those of :func:`sketch` with the same ``shingle``
+    and ``seed``. Of every window of ``w`` consecutive shingles the one with the smallest hash
+    is selected, the rightmost one on ties; each selected shingle appears once, with the code
+    points it covers. Any run of ``passage_words`` words that two texts share then holds a
+    shingle selected in both, whose spans lie inside the run in both texts, because the run
+    holds at least one whole window (:func:`winnow_window`):
+
+    - ``word:K``: ``w = passage_words - K + 1``.
+    - ``char:K``: ``w = 2 * passage_words - K``. A char shingle is K code points of the
+      normalized text (words joined by single spaces), and P words make at least 2P - 1 of
+      those, however short the words; so the guarantee is in words for both kinds, and a char
+      window is as long as the shortest possible passage allows. (Also: any 2P - 1 code points
+      that two normalized texts share hold a selection.)
+
+    A text with fewer shingles than ``w`` (but at least one) selects its minimum, one window of
+    all its shingles. A text with fewer than K words (char: normalized code points) has no
+    whole shingle and selects nothing, unlike :func:`sketch`, which makes one shingle of them.
+
+    Spans are code point offsets into the str (not UTF-8 bytes; for bytes input, into its
+    decoded text): a word shingle covers its first word's first code point to one past its
+    last word's last one; a char shingle its first to its last letter or digit, or, for a
+    ``char:1`` shingle that is the space between two words, what lies between them. A code
+    point that case-folds to letters of two words (U+1FB7 folds to alpha, a combining mark,
+    iota) lies in both. A run of equal hashes (a word repeated more than K times) selects
+    every position in it, as the rightmost-minimum rule says.
+
+    ``texts``: a list of str or UTF-8 bytes. ``simd=False`` forces the scalar paths.
+    """
+    kind, k = _spec(shingle)
+    window = winnow_window(shingle, passage_words)
+    seed = _check_int("seed", seed, 0, 2**64 - 1)
+    data, lengths = _pack_texts(texts)
+    n = len(lengths)
+    offsets = np.fromiter(itertools.accumulate(lengths, initial=0), dtype=np.uint64, count=n + 1)
+    # Random hashes select about 2 / (w + 1) of the shingles; texts that select more (repeated
+    # words) only cost a second call for the texts from the first that did not fit.
+    per_byte = 1 / 3 if kind == "word" else 1.0
+    expected = 3 * per_byte * len(data) / (window + 1)
+    cap = int(expected) + n + 64
+    sel_offsets = np.zeros(n + 1, dtype=np.uint64)
+    parts: list[tuple[npt.NDArray[Any], ...]] = []
+    done = 0
+    total = 0
+    buf = ffi.from_buffer("uint8_t[]", data)
+    while done < n:
+        left = n - done
+        hashes = np.empty(cap, dtype=np.uint64)
+        starts = np.empty(cap, dtype=np.int64)
+        ends = np.empty(cap, dtype=np.int64)
+        offs = np.empty(left + 1, dtype=np.uint64)
+        status = np.empty(left, dtype=np.int32)
+        rc = lib.nd_winnow_batch(
+            buf,
+            ffi.from_buffer("uint64_t[]", offsets[done:]),
+            left,
+            _KINDS[kind],
+            k,
+            window,
+            seed,
+            _flags(simd),
+            ffi.from_buffer("uint64_t[]", hashes, require_writable=True),
+            ffi.from_buffer("int64_t[]", starts, require_writable=True),
+            ffi.from_buffer("int64_t[]", ends, require_writable=True),
+            cap,
+            ffi.from_buffer("uint64_t[]", offs, require_writable=True),
+            ffi.from_buffer("int32_t[]", status, require_writable=True),
+        )
+        if rc == lib.ND_E_NOMEM:
+            raise MemoryError("the kernel could not allocate its scratch memory")
+        if rc not in (lib.ND_OK, lib.ND_E_SPACE):
+            raise InvalidParameterError(f"the kernel refused the parameters (code {rc})")
+        fitted = left if rc == lib.ND_OK else int(np.argmax(status == lib.ND_E_SPACE))
+        bad = np.flatnonzero(status[:fitted])
+        if bad.size:
+            i = done + int(bad[0])
+            raise _utf8_error(i, data[int(offsets[i]) : int(offsets[i + 1])])
+        used = int(offs[fitted])
+        parts.append((hashes[:used], starts[:used], ends[:used]))
+        sel_offsets[done + 1 : done + fitted + 1] = offs[1 : fitted + 1] + np.uint64(total)
+        total += used
+        done += fitted
+        if done < n:
+            cap *= 2
+    if len(parts) == 1:  # the usual case: trim the room to what was used
+        h, s, e = (a.copy() if 2 * len(a) < cap else a for a in parts[0])
+    else:
+        h, s, e = (
+            np.concatenate([part[j] for part in parts]) if parts else np.zeros(0, dtype)
+            for j, dtype in enumerate((np.uint64, np.int64, np.int64))
+        )
+    return Winnowed(h, s, e, sel_offsets, window)
 
 
 def _fingerprint(name: str, x: Any) -> U32:

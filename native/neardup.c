@@ -20,12 +20,17 @@
  * is no per-shingle work for the fingerprint at all. (A separate 2N buffer
  * with a running cut-off, tried first, spent ~25% of the time sorting.)
  *
+ * Winnowing runs the same scanner (so the same shingle hashes) with code point
+ * positions tracked, into a sliding-window minimum instead of the set.
+ *
  * SIMD: an AVX2 scanner for ASCII (classify + fold 64 bytes per step, words
- * found with bit scans and hashed straight from the folded block) and the
- * SSE4.2 pcmpestrm block skip in the Jaccard merge. Both sit in target
- * regions behind a run-time CPU check (NEARDUP_SIMD=off turns them off) and
- * produce exactly what the scalar code produces: the scalar code defines
- * the result, and the tests compare them on every input they try.
+ * found with bit scans and hashed straight from the folded block), the SSE4.2
+ * pcmpestrm block skip in the Jaccard merge, and AVX2 compares in the
+ * winnowing window (the next hash that is not larger than the minimum; the
+ * rightmost minimum of a window). All sit in target regions behind a run-time
+ * CPU check (NEARDUP_SIMD=off turns them off) and produce exactly what the
+ * scalar code produces: the scalar code defines the result, and the tests
+ * compare them on every input they try.
  */
 #include "neardup.h"
 
@@ -218,6 +223,7 @@ typedef struct {
     uint32_t k;
     uint64_t bk1; /* B^(K-1) */
     uint64_t shingle_seed, word_seed, char_seed;
+    struct nd_win *win; /* where shingles go when winnowing (MODE_SPANS) */
 } nd_ctx;
 
 #define FP_BUF(n) (2 * (size_t)(n) + 64)
@@ -229,15 +235,28 @@ typedef struct {
     uint32_t nh;
     uint64_t ring[16]; /* item i at ring[i & 15]; never-written slots are 0 */
     uint64_t hbuf[ND_HBUF];
+    /* winnowing only: item i covers code points [ps[i & 15], pe[i & 15]) */
+    int64_t ps[16], pe[16];
 } nd_roll;
 
 /* The word being hashed: its folded UTF-8 bytes, 8 at a time, little endian,
- * the last chunk zero padded; word hash = fmix64(h + len). */
+ * the last chunk zero padded; word hash = fmix64(h + len). The positions are
+ * kept only when winnowing: cp counts the text's code points before the one
+ * being read, start/end delimit the current word (char mode: end is one past
+ * the last letter or digit so far). */
 typedef struct {
     uint64_t h, acc, len;
     uint32_t nacc;
     int in_word;
+    int64_t cp, start, end;
 } nd_word;
+
+/* What a scanner makes: the shingle kind, and whether the shingles go to
+ * winnowing with the code points they cover. The sketch needs no positions;
+ * the mode is a constant at every call, so it pays nothing for them. */
+enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2 };
+#define MODE_KIND(m) ((m) & 1)
+#define MODE_HAS_SPANS(m) ((m) & MODE_SPANS)
 
 static inline void insertion_sort(uint32_t *a, size_t n) {
     for (size_t i = 1; i < n; i++) {
@@ -451,13 +470,27 @@ static uint32_t bottom_n(nd_ctx *c, uint32_t *out, unsigned simd) {
     return (uint32_t)k;
 }
 
-/* roll one item hash (word or code point) into the K-window */
-static inline void roll_push(nd_ctx *c, nd_roll *r, uint64_t x) {
+static void win_push(struct nd_win *v, uint64_t h, int64_t start, int64_t end);
+
+/* Roll one item hash (word or code point) into the K-window. [s, e) are the
+ * code points the item covers (winnowing only). */
+static inline void roll_push(nd_ctx *c, nd_roll *r, int mode, uint64_t x, int64_t s, int64_t e) {
     uint64_t old = r->ring[(r->n - c->k) & 15]; /* 0 while fewer than K items */
     uint64_t S = (r->S - old * c->bk1) * ND_B + x;
     r->S = S;
     r->ring[r->n & 15] = x;
+    if (MODE_HAS_SPANS(mode)) {
+        r->ps[r->n & 15] = s;
+        r->pe[r->n & 15] = e;
+    }
     if (++r->n >= c->k) {
+        if (MODE_HAS_SPANS(mode)) {
+            int64_t a = r->ps[(r->n - c->k) & 15], b = r->pe[(r->n - 1) & 15];
+            /* reversed only for a char:1 shingle that is the space between two
+             * words: it covers what lies between them, in either order */
+            win_push(c->win, fmix64(S ^ c->shingle_seed), a < b ? a : b, a < b ? b : a);
+            return;
+        }
         r->hbuf[r->nh++] = fmix64(S ^ c->shingle_seed);
         if (ND_UNLIKELY(r->nh == ND_HBUF)) {
             flush_shingles(c, r->hbuf, ND_HBUF);
@@ -483,10 +516,10 @@ static inline void word_byte(nd_word *w, uint8_t b) {
     }
 }
 
-static inline void word_end(nd_ctx *c, nd_roll *r, nd_word *w) {
+static inline void word_end(nd_ctx *c, nd_roll *r, nd_word *w, int mode) {
     uint64_t h = w->h;
     if (w->nacc) h = (h ^ w->acc) * ND_M1;
-    roll_push(c, r, fmix64(h + w->len));
+    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end);
     w->h = c->word_seed;
     w->acc = 0;
     w->nacc = 0;
@@ -498,31 +531,44 @@ static inline uint64_t char_hash(const nd_ctx *c, uint32_t cp) {
     return fmix64(((uint64_t)cp + 1) * ND_M1 ^ c->char_seed);
 }
 
+/* a letter or digit of a word at code point w->cp: where the word is */
+static inline void word_span(nd_word *w, int mode) {
+    if (MODE_HAS_SPANS(mode)) {
+        if (!w->in_word) w->start = w->cp;
+        w->end = w->cp + 1;
+    }
+}
+
 /* one folded non-ASCII output code point, word mode */
-static inline void word_cp(nd_ctx *c, nd_roll *r, nd_word *w, uint32_t cp, int alnum) {
+static inline void word_cp(nd_ctx *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
     if (!alnum) {
-        if (w->in_word) word_end(c, r, w);
+        if (w->in_word) word_end(c, r, w, mode);
         return;
     }
+    word_span(w, mode);
     uint8_t buf[4];
     size_t n = utf8_encode(cp, buf);
     for (size_t i = 0; i < n; i++) word_byte(w, buf[i]);
     w->in_word = 1;
 }
 
-/* one folded output code point, char mode (w only tracks in_word) */
-static inline void char_cp(nd_ctx *c, nd_roll *r, nd_word *w, uint32_t cp, int alnum) {
+/* One folded output code point, char mode (w tracks in_word, and where the
+ * last letter or digit ended). The space between two words is given the span
+ * from the next word's start back to the previous one's end, so that the span
+ * of a shingle, first item's start to last item's end, begins and ends at
+ * letters or digits. */
+static inline void char_cp(nd_ctx *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
     if (!alnum) {
         w->in_word = 0;
         return;
     }
-    if (!w->in_word && w->len > 0) roll_push(c, r, char_hash(c, 0x20)); /* len: words seen */
+    if (!w->in_word && w->len > 0) /* len: words seen */
+        roll_push(c, r, mode, char_hash(c, 0x20), w->cp, w->end);
     if (!w->in_word) w->len++;
-    roll_push(c, r, char_hash(c, cp));
+    roll_push(c, r, mode, char_hash(c, cp), w->cp, w->cp + 1);
+    if (MODE_HAS_SPANS(mode)) w->end = w->cp + 1;
     w->in_word = 1;
 }
-
-enum { MODE_WORD = 0, MODE_CHAR = 1 };
 
 /* decode + fold one non-ASCII sequence at p; returns bytes consumed, 0 = invalid */
 static inline size_t scan_nonascii(nd_ctx *c, nd_roll *r, nd_word *w, int mode, const uint8_t *p,
@@ -533,17 +579,17 @@ static inline size_t scan_nonascii(nd_ctx *c, nd_roll *r, nd_word *w, int mode, 
     const nd_uc_rec *u = uc_lookup(cp);
     if (ND_LIKELY(u->n == 1)) {
         uint32_t f = (uint32_t)((int32_t)cp + u->delta);
-        if (mode == MODE_WORD)
-            word_cp(c, r, w, f, u->alnum & 1);
+        if (MODE_KIND(mode) == MODE_WORD)
+            word_cp(c, r, w, mode, f, u->alnum & 1);
         else
-            char_cp(c, r, w, f, u->alnum & 1);
+            char_cp(c, r, w, mode, f, u->alnum & 1);
     } else {
         const uint32_t *x = nd_uc_exp[u->exp];
         for (unsigned i = 0; i < u->n; i++) {
-            if (mode == MODE_WORD)
-                word_cp(c, r, w, x[i], (u->alnum >> i) & 1);
+            if (MODE_KIND(mode) == MODE_WORD)
+                word_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
             else
-                char_cp(c, r, w, x[i], (u->alnum >> i) & 1);
+                char_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
         }
     }
     return n;
@@ -558,22 +604,25 @@ static inline const uint8_t *scan_scalar(nd_ctx *c, nd_roll *r, nd_word *w, int 
         uint8_t b = *p;
         if (b < 0x80) {
             uint8_t f = nd_ascii_fold[b];
-            if (mode == MODE_WORD) {
+            if (MODE_KIND(mode) == MODE_WORD) {
                 if (f) {
+                    word_span(w, mode);
                     word_byte(w, f);
                     w->in_word = 1;
                 } else if (w->in_word) {
-                    word_end(c, r, w);
+                    word_end(c, r, w, mode);
                 }
             } else {
-                char_cp(c, r, w, f, f != 0);
+                char_cp(c, r, w, mode, f, f != 0);
             }
             p++;
+            if (MODE_HAS_SPANS(mode)) w->cp++;
             continue;
         }
         size_t n = scan_nonascii(c, r, w, mode, p, end);
         if (n == 0) return NULL;
         p += n;
+        if (MODE_HAS_SPANS(mode)) w->cp++;
     }
     return p;
 }
@@ -601,11 +650,10 @@ __attribute__((target("avx2,bmi,bmi2"))) static inline void word_push_avx2(nd_wo
     }
 }
 
-/* One 64-byte all-ASCII block. */
-__attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_ctx *c,
-                                                                            nd_roll *r,
-                                                                            nd_word *w,
-                                                                            const uint8_t *p) {
+/* One 64-byte all-ASCII block; byte i is code point w->cp + i (the caller
+ * moves w->cp on). Inlined into each scanner so that mode is a constant. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words_block_avx2(
+    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, int mode) {
     uint8_t folded[64 + 24];
     memset(folded + 64, 0, 24);
     const __m256i a_1 = _mm256_set1_epi8('A' - 1), z_1 = _mm256_set1_epi8('Z' + 1);
@@ -627,8 +675,9 @@ __attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_
         /* the word from the previous block goes on for `run` bytes */
         unsigned run = (unsigned)_tzcnt_u64(~m);
         word_push_avx2(w, folded, run);
+        if (MODE_HAS_SPANS(mode) && run > 0) w->end = w->cp + run;
         if (run == 64) return;
-        word_end(c, r, w);
+        word_end(c, r, w, mode);
         m &= ~_bzhi_u64(~0ULL, run);
     }
     const uint64_t wseed = c->word_seed;
@@ -638,6 +687,10 @@ __attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_
         if (s + len == 64) {
             /* runs into the next block: hash incrementally */
             word_push_avx2(w, folded + s, len);
+            if (MODE_HAS_SPANS(mode)) {
+                w->start = w->cp + s;
+                w->end = w->cp + 64;
+            }
             w->in_word = 1;
             return;
         }
@@ -663,7 +716,7 @@ __attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_
             memcpy(&c0, q, 8);
             h = (h ^ _bzhi_u64(c0, 8 * left)) * ND_M1;
         }
-        roll_push(c, r, fmix64(h + len));
+        roll_push(c, r, mode, fmix64(h + len), w->cp + s, w->cp + s + len);
         m &= m + (m & (0 - m)); /* clear this run of ones */
     }
 }
@@ -673,17 +726,19 @@ __attribute__((target("avx2,bmi,bmi2"))) static inline void words_block_avx2(nd_
  * folded block. Hashes exactly as word_byte/word_end would; blocks with a
  * byte >= 0x80 go through scan_scalar. The last partial block is padded with
  * NUL bytes (separators), which ends the last word just as the text end does. */
-__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
-    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline const uint8_t *
+scan_words_avx2(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end,
+                int mode) {
     while ((size_t)(end - p) >= 64) {
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
         if (ND_UNLIKELY(_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)) {
-            p = scan_scalar(c, r, w, MODE_WORD, p, p + 64, end);
+            p = scan_scalar(c, r, w, mode, p, p + 64, end);
             if (p == NULL) return NULL;
             continue;
         }
-        words_block_avx2(c, r, w, p);
+        words_block_avx2(c, r, w, p, mode);
+        if (MODE_HAS_SPANS(mode)) w->cp += 64;
         p += 64;
     }
     size_t rest = (size_t)(end - p);
@@ -694,10 +749,21 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2(
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
         if (_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)
-            return scan_scalar(c, r, w, MODE_WORD, p, end, end);
-        words_block_avx2(c, r, w, tail);
+            return scan_scalar(c, r, w, mode, p, end, end);
+        words_block_avx2(c, r, w, tail, mode);
+        if (MODE_HAS_SPANS(mode)) w->cp += (int64_t)rest;
     }
     return end;
+}
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_sketch(
+    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return scan_words_avx2(c, r, w, p, end, MODE_WORD);
+}
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_spans(
+    nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_SPANS);
 }
 #endif
 
@@ -766,18 +832,18 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
     r.n = 0;
     r.nh = 0;
     memset(r.ring, 0, sizeof r.ring);
-    nd_word w = {c->word_seed, 0, 0, 0, 0};
+    nd_word w = {.h = c->word_seed};
 
     const uint8_t *q = p;
     if (len > 0) {
         if (kind == ND_SHINGLE_WORD) {
 #if ND_X86
             if (simd & ND_SIMD_AVX2)
-                q = scan_words_avx2(c, &r, &w, p, p + len);
+                q = scan_words_avx2_sketch(c, &r, &w, p, p + len);
             else
 #endif
                 q = scan_scalar(c, &r, &w, MODE_WORD, p, p + len, p + len);
-            if (q != NULL && w.in_word) word_end(c, &r, &w);
+            if (q != NULL && w.in_word) word_end(c, &r, &w, MODE_WORD);
         } else {
             q = scan_scalar(c, &r, &w, MODE_CHAR, p, p + len, p + len);
         }
@@ -796,6 +862,17 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
     *fp_len = bottom_n(c, fp_out, simd);
     if (c->count > 0) densify(c, seed);
     return ND_OK;
+}
+
+/* The hashing parameters: the same for sketching and winnowing, which is what
+ * makes their shingle hashes the same. */
+static void ctx_hashing(nd_ctx *c, int kind, uint32_t k, uint64_t seed) {
+    c->k = k;
+    c->bk1 = 1;
+    for (uint32_t i = 1; i < k; i++) c->bk1 *= ND_B;
+    c->shingle_seed = seed_part(seed, 1) ^ ((uint64_t)kind << 8 | k);
+    c->word_seed = seed_part(seed, 2);
+    c->char_seed = seed_part(seed, 3);
 }
 
 ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
@@ -819,12 +896,7 @@ ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offset
     memset(&c, 0, sizeof c);
     c.num_perm = num_perm;
     c.fp_size = fp_size;
-    c.k = k;
-    c.bk1 = 1;
-    for (uint32_t i = 1; i < k; i++) c.bk1 *= ND_B;
-    c.shingle_seed = seed_part(seed, 1) ^ ((uint64_t)shingle_kind << 8 | k);
-    c.word_seed = seed_part(seed, 2);
-    c.char_seed = seed_part(seed, 3);
+    ctx_hashing(&c, shingle_kind, k, seed);
     c.fp = (uint32_t *)malloc(FP_BUF(fp_size) * sizeof(uint32_t));
     uint32_t *row = (uint32_t *)malloc((size_t)fp_size * sizeof(uint32_t));
     int ret = ND_OK;
@@ -861,6 +933,291 @@ done:
     free(c.tab);
     free(c.fp);
     free(row);
+    return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Winnowing                                                            */
+
+/* Shingles of a text pass through a linear buffer: the last `w` processed
+ * entries stay (the window that can still reach back to them) and new ones are
+ * appended after them; when it is full the selections are made over the new
+ * entries and the last `w` are moved to the front. Moving costs w entries per
+ * chunk of at least w, so at most one copy per shingle. */
+#define ND_WIN_CHUNK 1024
+
+struct nd_win {
+    uint64_t *h;        /* shingle hashes, entries [0, len) */
+    int64_t *s, *e;     /* the code points each covers */
+    size_t len, cap;    /* cap = w + max(w, ND_WIN_CHUNK) */
+    size_t done;        /* entries [0, done) have been through the window */
+    size_t cur;         /* the current window's rightmost minimum (once a window is full) */
+    uint64_t base;      /* shingles of this text dropped off the front */
+    uint32_t w;
+    unsigned simd;
+    uint64_t *oh;       /* the caller's outputs */
+    int64_t *os, *oe;
+    uint64_t olen, ocap;
+    int err;
+};
+
+/* first i in [i, stop) with h[i] <= v, else stop */
+static inline size_t find_le_scalar(const uint64_t *h, size_t i, size_t stop, uint64_t v) {
+    for (; i < stop; i++)
+        if (h[i] <= v) return i;
+    return stop;
+}
+
+/* the rightmost position of the minimum of h[lo, hi), hi > lo */
+static inline size_t argmin_right_scalar(const uint64_t *h, size_t lo, size_t hi) {
+    size_t best = hi - 1;
+    uint64_t m = h[best];
+    for (size_t j = best; j-- > lo;)
+        if (h[j] < m) {
+            m = h[j];
+            best = j;
+        }
+    return best;
+}
+
+#if ND_X86
+/* AVX2 has only signed 64-bit compares: flipping the top bit maps unsigned
+ * order onto signed order. */
+__attribute__((target("avx2,bmi"))) static size_t find_le_avx2(const uint64_t *h, size_t i,
+                                                                size_t stop, uint64_t v) {
+    const __m256i bias = _mm256_set1_epi64x(INT64_MIN);
+    const __m256i vb = _mm256_xor_si256(_mm256_set1_epi64x((long long)v), bias);
+    for (; i + 8 <= stop; i += 8) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(h + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(h + i + 4));
+        __m256i ga = _mm256_cmpgt_epi64(_mm256_xor_si256(a, bias), vb);
+        __m256i gb = _mm256_cmpgt_epi64(_mm256_xor_si256(b, bias), vb);
+        unsigned gt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(ga)) |
+                      (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(gb)) << 4;
+        if (gt != 0xFFu) return i + (size_t)_tzcnt_u32(~gt);
+    }
+    return find_le_scalar(h, i, stop, v);
+}
+
+/* Per lane, the minimum and its last position (later entries win ties), then
+ * the lanes compared, then the entries past the last full vector. */
+__attribute__((target("avx2"))) static size_t argmin_right_avx2(const uint64_t *h, size_t lo,
+                                                                size_t hi) {
+    if (hi - lo < 4) return argmin_right_scalar(h, lo, hi);
+    const __m256i bias = _mm256_set1_epi64x(INT64_MIN);
+    __m256i mn = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(h + lo)), bias);
+    __m256i at = _mm256_set_epi64x((long long)lo + 3, (long long)lo + 2, (long long)lo + 1,
+                                   (long long)lo);
+    __m256i pos = _mm256_add_epi64(at, _mm256_set1_epi64x(4));
+    const __m256i four = _mm256_set1_epi64x(4);
+    size_t j = lo + 4;
+    for (; j + 4 <= hi; j += 4) {
+        __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(h + j)), bias);
+        __m256i keep = _mm256_cmpgt_epi64(x, mn); /* the old minimum stays where x > it */
+        mn = _mm256_blendv_epi8(x, mn, keep);
+        at = _mm256_blendv_epi8(pos, at, keep);
+        pos = _mm256_add_epi64(pos, four);
+    }
+    uint64_t lm[4];
+    uint64_t la[4];
+    _mm256_storeu_si256((__m256i *)(void *)lm, _mm256_xor_si256(mn, bias));
+    _mm256_storeu_si256((__m256i *)(void *)la, at);
+    size_t best = (size_t)la[0];
+    uint64_t m = lm[0];
+    for (int l = 1; l < 4; l++)
+        if (lm[l] < m || (lm[l] == m && (size_t)la[l] > best)) {
+            m = lm[l];
+            best = (size_t)la[l];
+        }
+    for (; j < hi; j++)
+        if (h[j] <= m) {
+            m = h[j];
+            best = j;
+        }
+    return best;
+}
+#endif
+
+/* Below ND_WIN_SIMD_MIN entries the call into a target region costs more than
+ * the vectors save (small windows, or the stretch left before a minimum leaves). */
+#define ND_WIN_SIMD_MIN 16
+
+static inline size_t find_le(const struct nd_win *v, size_t i, size_t stop, uint64_t x) {
+#if ND_X86
+    if ((v->simd & ND_SIMD_AVX2) && stop - i >= ND_WIN_SIMD_MIN)
+        return find_le_avx2(v->h, i, stop, x);
+#endif
+    return find_le_scalar(v->h, i, stop, x);
+}
+
+static inline size_t argmin_right(const struct nd_win *v, size_t lo, size_t hi) {
+#if ND_X86
+    if ((v->simd & ND_SIMD_AVX2) && hi - lo >= ND_WIN_SIMD_MIN)
+        return argmin_right_avx2(v->h, lo, hi);
+#endif
+    return argmin_right_scalar(v->h, lo, hi);
+}
+
+static inline void win_select(struct nd_win *v, size_t i) {
+    v->cur = i;
+    if (ND_UNLIKELY(v->olen == v->ocap)) {
+        v->err = ND_E_SPACE;
+        return;
+    }
+    v->oh[v->olen] = v->h[i];
+    v->os[v->olen] = v->s[i];
+    v->oe[v->olen] = v->e[i];
+    v->olen++;
+}
+
+/* Windows ending at the entries [done, len). The current minimum is replaced
+ * by the first later entry that is not larger (rightmost on ties), or, when
+ * it leaves the window first, by the rightmost minimum of the window then.
+ * Either way the selection moves, so each replacement is a new selection. */
+static void win_run(struct nd_win *v) {
+    size_t i = v->done, len = v->len, w = v->w;
+    if (v->base + i < w - 1) { /* no full window yet */
+        i = (size_t)(w - 1 - v->base);
+        if (i >= len) {
+            v->done = len;
+            return;
+        }
+        win_select(v, argmin_right(v, i + 1 - w, i + 1));
+        i++;
+    }
+    while (i < len && !v->err) {
+        size_t leave = v->cur + w; /* the first window without cur */
+        size_t stop = leave < len ? leave : len;
+        size_t j = find_le(v, i, stop, v->h[v->cur]);
+        if (j < stop) {
+            win_select(v, j);
+            i = j + 1;
+        } else if (leave < len) {
+            win_select(v, argmin_right(v, leave + 1 - w, leave + 1));
+            i = leave + 1;
+        } else {
+            i = stop;
+        }
+    }
+    v->done = len;
+}
+
+static void win_push(struct nd_win *v, uint64_t h, int64_t start, int64_t end) {
+    if (ND_UNLIKELY(v->err)) return;
+    size_t i = v->len++;
+    v->h[i] = h;
+    v->s[i] = start;
+    v->e[i] = end;
+    if (ND_UNLIKELY(v->len == v->cap)) {
+        win_run(v);
+        if (v->err) return;
+        /* cur is within the last w entries: the window of the last one holds it */
+        size_t drop = v->len - v->w;
+        memmove(v->h, v->h + drop, v->w * sizeof *v->h);
+        memmove(v->s, v->s + drop, v->w * sizeof *v->s);
+        memmove(v->e, v->e + drop, v->w * sizeof *v->e);
+        v->base += drop;
+        v->cur -= drop;
+        v->len = v->done = v->w;
+    }
+}
+
+/* The text's last windows; a text with fewer shingles than w has one window
+ * of all of them. */
+static void win_finish(struct nd_win *v) {
+    if (v->err) return;
+    win_run(v);
+    if (v->base + v->len < v->w && v->len > 0) win_select(v, argmin_right(v, 0, v->len));
+}
+
+static int winnow_one(nd_ctx *c, struct nd_win *v, const uint8_t *p, size_t len, int kind) {
+    v->len = v->done = v->cur = 0;
+    v->base = 0;
+    v->err = ND_OK;
+    nd_roll r;
+    r.S = 0;
+    r.n = 0;
+    r.nh = 0;
+    memset(r.ring, 0, sizeof r.ring);
+    nd_word w = {.h = c->word_seed};
+    const uint8_t *q = p;
+    if (len > 0) {
+        if (kind == ND_SHINGLE_WORD) {
+#if ND_X86
+            if (v->simd & ND_SIMD_AVX2)
+                q = scan_words_avx2_spans(c, &r, &w, p, p + len);
+            else
+#endif
+                q = scan_scalar(c, &r, &w, MODE_WORD | MODE_SPANS, p, p + len, p + len);
+            if (q != NULL && w.in_word) word_end(c, &r, &w, MODE_WORD | MODE_SPANS);
+        } else {
+            q = scan_scalar(c, &r, &w, MODE_CHAR | MODE_SPANS, p, p + len, p + len);
+        }
+    }
+    if (q == NULL) return ND_E_UTF8;
+    win_finish(v);
+    return v->err;
+}
+
+ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
+                              int shingle_kind, uint32_t k, uint32_t window, uint64_t seed,
+                              unsigned flags, uint64_t *hashes, int64_t *starts, int64_t *ends,
+                              uint64_t cap, uint64_t *sel_offsets, int32_t *status) {
+    if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) || k < 1 ||
+        k > ND_MAX_K || window < 1 || window > ND_MAX_WINDOW || sel_offsets == NULL ||
+        (cap > 0 && (hashes == NULL || starts == NULL || ends == NULL)))
+        return ND_E_ARG;
+    sel_offsets[0] = 0;
+    if (n == 0) return ND_OK;
+    if (offsets == NULL || status == NULL || (data == NULL && offsets[n] != offsets[0]))
+        return ND_E_ARG;
+    for (size_t i = 0; i < n; i++)
+        if (offsets[i + 1] < offsets[i]) return ND_E_ARG;
+
+    nd_ctx c;
+    memset(&c, 0, sizeof c);
+    ctx_hashing(&c, shingle_kind, k, seed);
+    struct nd_win v;
+    memset(&v, 0, sizeof v);
+    c.win = &v;
+    v.w = window;
+    v.cap = (size_t)window + (window > ND_WIN_CHUNK ? window : ND_WIN_CHUNK);
+    v.simd = nd_active(flags);
+    v.oh = hashes;
+    v.os = starts;
+    v.oe = ends;
+    v.ocap = cap;
+    v.h = (uint64_t *)malloc(v.cap * sizeof *v.h);
+    v.s = (int64_t *)malloc(v.cap * sizeof *v.s);
+    v.e = (int64_t *)malloc(v.cap * sizeof *v.e);
+    int ret = ND_OK;
+    if (v.h == NULL || v.s == NULL || v.e == NULL) {
+        ret = ND_E_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            status[i] = ND_E_NOMEM;
+            sel_offsets[i + 1] = 0;
+        }
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = data ? data + offsets[i] : NULL;
+        int rc = winnow_one(&c, &v, p, (size_t)(offsets[i + 1] - offsets[i]), shingle_kind);
+        status[i] = rc;
+        if (rc == ND_E_SPACE) {
+            ret = ND_E_SPACE;
+            for (size_t j = i; j < n; j++) {
+                status[j] = ND_E_SPACE;
+                sel_offsets[j + 1] = sel_offsets[i];
+            }
+            break;
+        }
+        if (rc != ND_OK) v.olen = sel_offsets[i]; /* a text that is not UTF-8 selects nothing */
+        sel_offsets[i + 1] = v.olen;
+    }
+done:
+    free(v.h);
+    free(v.s);
+    free(v.e);
     return ret;
 }
 

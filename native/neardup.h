@@ -1,6 +1,7 @@
 /*
  * neardup kernel: tokenizing, shingle hashing, one-permutation MinHash
- * signatures, bottom-N fingerprints, LSH band keys and fingerprint Jaccard.
+ * signatures, bottom-N fingerprints, winnowing, LSH band keys and fingerprint
+ * Jaccard.
  *
  * The API is stateless: every buffer belongs to the caller, nothing is kept
  * between calls, so calls need no locks and cffi runs them without the GIL.
@@ -25,7 +26,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 1
+#define ND_ABI_VERSION 2
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -44,6 +45,7 @@ enum nd_shingle_kind {
 #define ND_MAX_K 16
 #define ND_MAX_NUM_PERM 1024
 #define ND_MAX_FP_SIZE 4096
+#define ND_MAX_WINDOW 65536 /* winnowing window, in shingles */
 
 /* flags for calls with SIMD paths */
 #define ND_FLAG_SCALAR 1u /* force the scalar path */
@@ -61,6 +63,24 @@ unsigned nd_simd_level(void);
  */
 int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
                  size_t *out_len);
+
+/*
+ * Shingle hashes, the same for nd_sketch_batch_packed and nd_winnow_batch (and
+ * kept by callers, so changing them changes what stored hashes mean). All
+ * arithmetic is modulo 2^64; fmix64 is MurmurHash3's 64-bit finalizer;
+ * M = 0x9E3779B97F4A7C15, B = 0xD6E8FEB86659FD93, and
+ *   part(t) = fmix64(seed * 0x2545F4914F6CDD1D + t * M + 0x632BE59BD9B4E019).
+ * Words (ND_SHINGLE_WORD): a word's folded UTF-8 bytes in 8-byte chunks,
+ * little endian, the last one zero-padded: h = part(2), h = (h ^ chunk) * M
+ * per chunk; the word's item hash is fmix64(h + its byte length).
+ * Characters (ND_SHINGLE_CHAR): the code points of the normalized text (space
+ * included); item hash fmix64(((cp + 1) * M) ^ part(3)).
+ * A shingle of items x_1 .. x_K (in text order) hashes to
+ *   fmix64((x_1 * B^(K-1) + x_2 * B^(K-2) + ... + x_K) ^ part(1) ^ (kind << 8 | K)).
+ * The sketch also gives a text of n items, 0 < n < K, one shingle of all of
+ * them: the same formula with powers B^(n-1) .. B^0 (the K in the seed term
+ * stays). Winnowing has no such shingle.
+ */
 
 /*
  * Sketch n texts. Text i is data[offsets[i] .. offsets[i+1]).
@@ -84,6 +104,36 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
                            uint32_t fp_size, uint64_t seed, unsigned flags,
                            uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                            uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
+
+/*
+ * Winnowing (Schleimer, Wilkerson, Aiken 2003) of n texts: of every window of
+ * `window` consecutive shingle hashes (as above, for the kind, k and seed),
+ * the minimum is selected, the rightmost one on ties; a selection is recorded
+ * once, however many windows select it, so the selections of a text are in
+ * text order. A text with fewer shingles than window has one window of all of
+ * them; one with fewer than k items (no whole shingle) selects nothing.
+ *   hashes, starts, ends  cap entries each: text i's selections are entries
+ *                         [sel_offsets[i], sel_offsets[i+1]); the selected
+ *                         shingle covers the text's code points [start, end)
+ *                         (indices into the decoded text, not bytes)
+ *   sel_offsets           n + 1
+ *   status                n: ND_OK, or ND_E_UTF8 (the text selects nothing)
+ * A word shingle covers its first word's first code point to its last word's
+ * last one, where a word is the code points whose folded letters or digits it
+ * is made of; a char shingle its first to its last letter or digit, or, for a
+ * char:1 shingle that is the space between two words, from the end of the
+ * one to the start of the other. A code point whose folding holds two words
+ * (U+1FB7 folds to alpha, a combining mark, iota) is covered by both.
+ * A text has at most as many selections as shingles; where cap runs out, that
+ * text and all after it get ND_E_SPACE (nothing is written past cap, and
+ * their sel_offsets equal the last good one), as does the return value.
+ * Returns ND_E_ARG for bad parameters (1 <= window <= ND_MAX_WINDOW),
+ * ND_E_NOMEM, else ND_OK.
+ */
+int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
+                    uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
+                    uint64_t *hashes, int64_t *starts, int64_t *ends, uint64_t cap,
+                    uint64_t *sel_offsets, int32_t *status);
 
 /*
  * LSH band keys: for each of n signatures of num_perm values, bands keys of

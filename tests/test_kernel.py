@@ -15,7 +15,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 from corpus import read_corpus, read_truth
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from app import kernel
@@ -573,7 +573,7 @@ def test_band_keys_equal_iff_band_slices_equal() -> None:
 
 
 def test_ten_megabyte_text() -> None:
-    """A 10 MB text sketches, with the exact distinct shingle count."""
+    """A 10 MB text sketches, with the exact distinct shingle count, and winnows."""
     rng = random.Random(1)
     vocab = [f"w{i}" for i in range(5000)]
     words = [rng.choice(vocab) for _ in range(1_600_000)]
@@ -583,6 +583,11 @@ def test_ten_megabyte_text() -> None:
     s = kernel.sketch([text, "short text"])
     assert int(s.shingles[0]) == len(set(zip(words, words[1:], words[2:], strict=False)))
     assert len(s.fingerprints[0]) == 256 and len(s.fingerprints[1]) == 1
+    w = kernel.winnow([text, "short text"], passage_words=30)
+    assert np.array_equal(w.hashes, kernel.winnow([text], passage_words=30, simd=False).hashes)
+    assert 0.05 < len(w.hashes) / len(words) < 0.09  # about 2 / (w + 1) of the shingles
+    assert np.all(np.diff(w.starts) > 0) and w.ends[-1] <= len(text)
+    assert w.starts[-1] > len(text) - 1_000_000 - 28 * 8  # the last window holds a selection
 
 
 def test_threads_give_the_same_sketches() -> None:
@@ -603,3 +608,270 @@ def test_threads_give_the_same_sketches() -> None:
     for r in results:
         assert r is not None
         assert np.array_equal(r.signatures, expected.signatures) and _fp_equal(r, expected)
+
+
+# --- winnowing --------------------------------------------------------------------------------
+
+WINNOW_SPECS = ["word:1", "word:2", "word:3", "word:5", "char:1", "char:2", "char:3", "char:5"]
+NON_ASCII = [
+    "Café crème brûlée, naïve façade — déjà vu.",
+    "中文的文本没有空格 日本語のテキスト 한국어 텍스트",
+    "emoji 👍🏽 between 🇫🇷 words 👨‍👩‍👧 and more",
+    "combining e\u0301te\u0301 n\u0303o x\u0307 marks",
+    "Straße İstanbul ΣΑΣ ﬁne ᾷ ῇ ῷ ΐ ŉ",
+    "\U0001d518\U0001d52b\U0001d526 ⓐⒶ Ⅻ ½ ① ٣ ঔ ก",
+]
+
+
+def _selections(w: kernel.Winnowed, i: int) -> list[tuple[int, int, int]]:
+    h, s, e = w.selections(i)
+    return list(zip(h.tolist(), s.tolist(), e.tolist(), strict=True))
+
+
+def _winnow_equal(x: kernel.Winnowed, y: kernel.Winnowed) -> bool:
+    return x.window == y.window and all(
+        np.array_equal(a, b)
+        for a, b in zip(
+            (x.hashes, x.starts, x.ends, x.offsets),
+            (y.hashes, y.starts, y.ends, y.offsets),
+            strict=True,
+        )
+    )
+
+
+@st.composite
+def winnow_params(draw: st.DrawFn) -> tuple[str, int]:
+    """A shingle spec and a passage_words that makes a valid window for it."""
+    spec = draw(st.sampled_from(WINNOW_SPECS))
+    k = int(spec.split(":")[1])
+    least = k if spec.startswith("word") else (k + 2) // 2
+    return spec, draw(st.integers(least, least + 12))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(texts, min_size=1, max_size=5), winnow_params(), st.integers(0, 2**64 - 1))
+@example(NON_ASCII, ("word:3", 4), 1)
+@example(NON_ASCII, ("char:4", 5), 1)
+@example(["na " * 50, "a b", "a b c", ""], ("word:2", 5), 7)
+def test_winnow_matches_oracle(batch: list[str], params: tuple[str, int], seed: int) -> None:
+    """winnow() selects exactly the oracle's (hash, start, end), SIMD and scalar paths alike."""
+    spec, passage = params
+    got = kernel.winnow(batch, shingle=spec, passage_words=passage, seed=seed)
+    assert got.window == oracle.window(spec, passage)
+    assert got.hashes.dtype == np.uint64 and got.offsets.dtype == np.uint64
+    assert got.starts.dtype == got.ends.dtype == np.int64
+    assert len(got) == len(batch) and got.offsets[0] == 0
+    for i, text in enumerate(batch):
+        assert _selections(got, i) == oracle.winnow(text, spec, passage, seed), (spec, i)
+    scalar = kernel.winnow(batch, shingle=spec, passage_words=passage, seed=seed, simd=False)
+    assert _winnow_equal(got, scalar)
+
+
+@pytest.mark.parametrize("text", NON_ASCII)
+def test_winnow_spans_are_code_point_offsets(text: str) -> None:
+    """A window of one word selects every word; its span slices the str to that word's code
+    points (and the oracle agrees for longer shingles and windows)."""
+    got = kernel.winnow([text], shingle="word:1", passage_words=1)
+    words = oracle.words(text)
+    assert len(got.hashes) == len(words)
+    for (h, start, end), word in zip(_selections(got, 0), words, strict=True):
+        assert h == oracle.shingle_hash([oracle.word_hash(word, 1)], "word", 1, 1)
+        piece = text[start:end]
+        letters = "".join(f for ch in piece for f in ch.casefold() if f.isalnum())
+        # one code point can fold to letters of two words (U+1FB7: alpha, a mark, iota)
+        assert letters == word or (word in letters and len(piece) == 1), (piece, word)
+        assert piece[0].casefold()[0].isalnum() or letters.endswith(word)
+    for spec in ("word:3", "char:3", "char:1"):
+        for passage in (3, 4, 8):
+            selected = _selections(kernel.winnow([text], shingle=spec, passage_words=passage), 0)
+            assert selected == oracle.winnow(text, spec, passage), (spec, passage)
+
+
+shared_words = st.lists(
+    st.one_of(
+        st.sampled_from(VOCAB),
+        st.sampled_from(TRICKY),
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789éß中", min_size=1, max_size=9),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts, texts, texts, texts, shared_words, st.sampled_from(SEPARATORS), winnow_params(),
+)  # fmt: skip
+def test_winnow_shared_passage_shares_a_selection(
+    pre_a: str,
+    post_a: str,
+    pre_b: str,
+    post_b: str,
+    run: list[str],
+    sep: str,
+    params: tuple[str, int],
+) -> None:
+    """Two texts sharing a run of >= passage_words words share a selected hash whose spans lie
+    inside the run in both texts."""
+    spec, passage = params
+    shared = " ".join(w + sep for w in run)
+    letters = oracle.word_letters(shared)
+    assume(len(letters) >= passage)
+    lo, hi = letters[0][0][1], letters[-1][-1][1] + 1  # the run's code points within `shared`
+    a = pre_a + " " + shared + " " + post_a
+    b = pre_b + "\n" + shared + "\t" + post_b
+    got = kernel.winnow([a, b], shingle=spec, passage_words=passage)
+    off_a, off_b = len(pre_a) + 1, len(pre_b) + 1
+    in_a = {h for h, s, e in _selections(got, 0) if off_a + lo <= s and e <= off_a + hi}
+    in_b = {h for h, s, e in _selections(got, 1) if off_b + lo <= s and e <= off_b + hi}
+    assert in_a & in_b
+
+
+@pytest.mark.parametrize(
+    "spec,passage", [("word:1", 1), ("word:3", 3), ("char:3", 2), ("char:5", 3)]
+)
+def test_winnow_hashes_are_the_sketch_shingle_hashes(spec: str, passage: int) -> None:
+    """A window of one selects every shingle: their top 32 bits are the sketch's fingerprint."""
+    docs = [t for _, t in CORPUS[:40]] + NON_ASCII
+    got = kernel.winnow(docs, shingle=spec, passage_words=passage, seed=5)
+    assert got.window == 1
+    s = kernel.sketch(docs, shingle=spec, fingerprint_size=4096, seed=5)
+    for i, fp in enumerate(s.fingerprints):
+        h, _, _ = got.selections(i)
+        assert np.array_equal(np.unique(h >> np.uint64(32)).astype(np.uint32), fp)
+        assert set(h.tolist()) == oracle.sketch_hashes(docs[i], spec, 5)
+
+
+def test_winnow_short_texts() -> None:
+    """Fewer than K words select nothing; fewer shingles than a window select their minimum."""
+    got = kernel.winnow(
+        ["", " ;", "alpha beta", "alpha beta gamma", "a b c d e f"], passage_words=30
+    )
+    assert got.window == 28
+    assert [len(got.selections(i)[0]) for i in range(5)] == [0, 0, 0, 1, 1]
+    all_shingles = kernel.winnow(["a b c d e f"], passage_words=3)  # window 1: every shingle
+    assert got.selections(4)[0][0] == all_shingles.hashes.min()
+    assert _selections(got, 3)[0][1:] == (0, 16)
+    chars = kernel.winnow(["ab", "abc"], shingle="char:3", passage_words=30)
+    assert chars.window == 57 and chars.offsets.tolist() == [0, 0, 1]
+
+
+def test_winnow_repeated_words_and_output_room() -> None:
+    """Equal hashes select every window's rightmost one; batches that overflow the first
+    guess of the output size still come out whole and in order."""
+    batch = ["word " * 3000, "x y z " * 5, "na " * 40 + "end", " ".join(f"w{i}" for i in range(99))]
+    batch = batch * 3
+    got = kernel.winnow(batch, passage_words=30)
+    assert len(got.selections(0)[0]) == 3000 - 2 - 28 + 1  # one per full window
+    for i, text in enumerate(batch):
+        assert _selections(got, i) == oracle.winnow(text, "word:3", 30)
+    assert _winnow_equal(got, kernel.winnow(batch, passage_words=30, simd=False))
+
+
+@pytest.mark.parametrize("spec,passage", [("word:3", 30), ("word:2", 1500), ("char:4", 700)])
+def test_winnow_long_texts_across_buffer_refills(spec: str, passage: int) -> None:
+    """Texts of many windows (the shingle buffer refills many times) match the oracle."""
+    rng = random.Random(passage)
+    vocab = [f"w{i}" for i in range(300)] + ["é", "中文", "ᾷ"]
+    text = " ".join(rng.choice(vocab) for _ in range(9000))
+    text += " " + " ".join(["same"] * 2500) + " tail"  # a long run of ties
+    got = kernel.winnow([text, text[:5000]], shingle=spec, passage_words=passage)
+    for i, t in enumerate((text, text[:5000])):
+        assert _selections(got, i) == oracle.winnow(t, spec, passage), i
+    assert _winnow_equal(got, kernel.winnow([text, text[:5000]], shingle=spec,
+                                             passage_words=passage, simd=False))  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 80),
+    st.integers(0, 700),
+    st.sampled_from(["word:1", "word:2"]),
+    st.integers(1, 70),
+    st.integers(0, 2**32),
+)
+def test_winnow_window_with_many_ties(vocab: int, n: int, spec: str, w: int, seed: int) -> None:
+    """Few distinct words (so equal hashes in most windows, and minima that leave the window),
+    windows of 1 to 70: SIMD, scalar and the oracle select the same positions."""
+    rng = random.Random(seed)  # whole texts of n words; hypothesis draws the sizes
+    text = " ".join(f"v{rng.randrange(vocab)}" for _ in range(n))
+    passage = w + int(spec[-1]) - 1
+    got = kernel.winnow([text], shingle=spec, passage_words=passage)
+    assert got.window == w
+    assert _selections(got, 0) == oracle.winnow(text, spec, passage)
+    assert _winnow_equal(
+        got, kernel.winnow([text], shingle=spec, passage_words=passage, simd=False)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8), winnow_params(), st.integers(0, 40))
+def test_simd_and_scalar_winnowing_identical(
+    batch: list[str], params: tuple[str, int], longer: int
+) -> None:
+    """Selections and spans are identical with and without SIMD, also on long repetitive texts."""
+    spec, passage = params
+    passage += longer  # windows past the size where the vector paths start
+    batch = [*batch, " ".join(batch) * 5, "a a b " * 200]
+    v = kernel.winnow(batch, shingle=spec, passage_words=passage)
+    s = kernel.winnow(batch, shingle=spec, passage_words=passage, simd=False)
+    assert _winnow_equal(v, s)
+
+
+def test_simd_and_scalar_winnowing_identical_on_corpus() -> None:
+    """On the corpus, for the service's default passage: SIMD and scalar winnowing agree."""
+    docs = [t for _, t in CORPUS[:300]]
+    for spec in ("word:3", "word:5", "char:5"):
+        v = kernel.winnow(docs, shingle=spec, passage_words=30)
+        assert _winnow_equal(v, kernel.winnow(docs, shingle=spec, passage_words=30, simd=False))
+        for i in range(0, 300, 37):
+            assert _selections(v, i) == oracle.winnow(docs[i], spec, 30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.booleans(), st.sampled_from(["word:3", "char:2"]))
+def test_winnow_arbitrary_bytes(raw: bytes, simd: bool, spec: str) -> None:
+    """Any bytes: refused with InvalidTextError exactly when not UTF-8, else winnowed as the
+    decoded str (spans in its code points)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        with pytest.raises(kernel.InvalidTextError, match="text 1 is not valid UTF-8"):
+            kernel.winnow([b"fine words here", raw], shingle=spec, passage_words=3, simd=simd)
+        return
+    got = kernel.winnow([raw, text], shingle=spec, passage_words=3, simd=simd)
+    assert _selections(got, 0) == _selections(got, 1) == oracle.winnow(text, spec, 3)
+
+
+@pytest.mark.parametrize("raw", BAD_UTF8)
+def test_winnow_invalid_utf8_is_refused(raw: bytes) -> None:
+    """Invalid UTF-8 anywhere in a batch, also past the SIMD blocks, raises for that text."""
+    for text in (raw, b"word " * 20 + raw + b" tail"):
+        for simd in (True, False):
+            with pytest.raises(kernel.InvalidTextError, match="text 2 is not valid UTF-8"):
+                kernel.winnow([b"fine", "word " * 400, text], passage_words=3, simd=simd)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"shingle": "word:3", "passage_words": 2},
+        {"shingle": "word:3", "passage_words": 0},
+        {"shingle": "char:5", "passage_words": 2},
+        {"shingle": "word:1", "passage_words": 65537},
+        {"shingle": "char:1", "passage_words": 40000},
+        {"shingle": "word:3", "passage_words": 3.0},
+        {"shingle": "word:3", "passage_words": True},
+        {"shingle": "line:3"},
+        {"seed": -1},
+        {"seed": 2**64},
+    ],
+)
+def test_winnow_bad_parameters_are_refused(kwargs: dict) -> None:
+    """A passage shorter than a shingle, a window over the maximum, or a bad spec or seed
+    raise InvalidParameterError."""
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.winnow(["some text here"], **kwargs)
+    with pytest.raises(TypeError):
+        kernel.winnow("a single text")  # type: ignore[arg-type]
+    assert kernel.winnow_window("char:5", 3) == 1 and kernel.winnow_window("word:3", 30) == 28

@@ -190,3 +190,87 @@ def test_tune_allocator_on_glibc() -> None:
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert kernel.tune_allocator() is expected
+
+
+def _winnow(texts: list[bytes], cap: int, window: int = 4, kind: int = 0, k: int = 3):
+    data, offsets = _pack(texts)
+    n = len(texts)
+    hashes = np.full(cap + 1, 7, np.uint64)  # one guard entry past cap
+    starts = np.full(cap + 1, -7, np.int64)
+    ends = np.full(cap + 1, -7, np.int64)
+    sel_offsets = np.full(n + 1, 99, np.uint64)
+    status = np.full(n, 99, np.int32)
+    rc = lib.nd_winnow_batch(
+        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, k, window, 9, 0,
+        ffi.from_buffer("uint64_t[]", hashes), ffi.from_buffer("int64_t[]", starts),
+        ffi.from_buffer("int64_t[]", ends), cap, ffi.from_buffer("uint64_t[]", sel_offsets),
+        ffi.from_buffer("int32_t[]", status),
+    )  # fmt: skip
+    return rc, hashes, starts, ends, sel_offsets, status
+
+
+def test_winnow_call_equals_winnow() -> None:
+    """kernel.winnow is the C call with window passage_words - K + 1 and the same seed."""
+    rc, hashes, starts, ends, sel_offsets, status = _winnow(TEXTS, 2000)
+    assert rc == lib.ND_OK and not status.any()
+    w = kernel.winnow(TEXTS, passage_words=6, seed=9)
+    used = int(sel_offsets[-1])
+    assert np.array_equal(sel_offsets, w.offsets)
+    assert np.array_equal(hashes[:used], w.hashes) and np.array_equal(starts[:used], w.starts)
+    assert np.array_equal(ends[:used], w.ends)
+
+
+def test_winnow_output_too_small() -> None:
+    """Out of room, the call reports ND_E_SPACE for that text and the rest, writes nothing
+    past cap, and leaves the offsets of the texts that fitted usable."""
+    full = _winnow(TEXTS, 2000)
+    need = full[4].tolist()
+    cap = need[5] - 1  # the last text's selections do not all fit
+    rc, hashes, starts, ends, sel_offsets, status = _winnow(TEXTS, cap)
+    assert rc == lib.ND_E_SPACE
+    assert status.tolist() == [lib.ND_OK] * 4 + [lib.ND_E_SPACE]
+    assert sel_offsets.tolist() == [*need[:5], need[4]]
+    assert hashes[cap] == 7 and starts[cap] == -7 and ends[cap] == -7
+    assert np.array_equal(hashes[: need[4]], full[1][: need[4]])
+    rc, *_, sel_offsets, status = _winnow(TEXTS, 0)
+    assert rc == lib.ND_E_SPACE and status.tolist() == [lib.ND_E_SPACE] * 5
+    assert not sel_offsets.any()
+
+
+def test_winnow_bad_text_selects_nothing() -> None:
+    """A text that is not UTF-8 gets ND_E_UTF8 and no selections; the others are winnowed."""
+    texts = [b"one two three four", b"bad \xff text here and more", b"five six seven eight"]
+    rc, hashes, _, _, sel_offsets, status = _winnow(texts, 100)
+    assert rc == lib.ND_OK
+    assert status.tolist() == [lib.ND_OK, lib.ND_E_UTF8, lib.ND_OK]
+    assert sel_offsets[2] == sel_offsets[1] > 0 and sel_offsets[3] > sel_offsets[2]
+    good = _winnow([texts[0], texts[2]], 100)
+    assert np.array_equal(hashes[: int(sel_offsets[3])], good[1][: int(good[4][2])])
+
+
+def test_winnow_argument_errors() -> None:
+    """Bad kind, K, window or NULL buffers give ND_E_ARG and write no output."""
+    data, offsets = _pack([b"a b c d"])
+    off = ffi.from_buffer("uint64_t[]", offsets)
+    h = np.zeros(4, np.uint64)
+    se = np.zeros(4, np.int64)
+    so = np.full(2, 5, np.uint64)
+    st = np.full(1, 5, np.int32)
+    bufs = [ffi.from_buffer("uint64_t[]", h), ffi.from_buffer("int64_t[]", se),
+            ffi.from_buffer("int64_t[]", se)]  # fmt: skip
+    tail = (ffi.from_buffer("uint64_t[]", so), ffi.from_buffer("int32_t[]", st))
+    for kind, k, window in [(2, 3, 4), (0, 0, 4), (0, 17, 4), (0, 3, 0), (1, 3, 65537)]:
+        assert lib.nd_winnow_batch(data, off, 1, kind, k, window, 1, 0, *bufs, 4, *tail) == (
+            lib.ND_E_ARG
+        )
+    for i in range(3):
+        nulled = [ffi.NULL if j == i else b for j, b in enumerate(bufs)]
+        assert lib.nd_winnow_batch(data, off, 1, 0, 3, 4, 1, 0, *nulled, 4, *tail) == lib.ND_E_ARG
+    assert lib.nd_winnow_batch(data, off, 1, 0, 3, 4, 1, 0, *bufs, 4, ffi.NULL, tail[1]) == (
+        lib.ND_E_ARG
+    )
+    bad = ffi.from_buffer("uint64_t[]", np.array([5, 0], np.uint64))
+    assert lib.nd_winnow_batch(data, bad, 1, 0, 3, 4, 1, 0, *bufs, 4, *tail) == lib.ND_E_ARG
+    assert st[0] == 5 and not h.any()
+    assert lib.nd_winnow_batch(data, off, 0, 0, 3, 4, 1, 0, *bufs, 4, *tail) == lib.ND_OK
+    assert so[0] == 0
