@@ -2,9 +2,10 @@
 
 Every function makes one C call per batch: texts are packed into one buffer with offsets,
 fingerprints and winnowing selections travel packed as (values, offsets), and the C code runs
-without the GIL, so threads scale across cores. (winnow() calls again, for the rest of the batch,
-when its selections outgrow the room it guessed for them.) Invalid input raises a :class:`KernelError` (a ``ValueError``)
-whose message says what is wrong and, for texts, which one.
+without the GIL, so threads scale across cores. (winnow() calls again, for the rest of the
+batch, when its selections outgrow the room it guessed for them.) Invalid input raises a
+:class:`KernelError` (a ``ValueError``) whose message says what is wrong and, for texts, which
+one.
 """
 
 from __future__ import annotations
