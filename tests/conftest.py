@@ -74,6 +74,7 @@ BOTH_STORES = {
     "test_observability",
     "test_limits",
     "test_concurrency",
+    "test_passages",
 }
 
 

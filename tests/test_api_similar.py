@@ -140,3 +140,75 @@ def test_candidate_cap_holds_and_is_reported(settings) -> None:  # type: ignore[
         assert body["candidates"] <= 10
         assert 1 <= len(body["results"]) <= 10
         assert all(r["similarity"] == 1.0 for r in body["results"])
+
+
+ESSAY = " ".join(
+    f"{w}{i}" for i, w in enumerate(["essay", "words", "about", "nothing", "shared"] * 60)
+)
+
+
+def _copied(text: str, source: str) -> tuple[str, tuple[int, int]]:
+    """text with all of source pasted into its middle, and where it sits."""
+    middle = len(text) // 2
+    middle = text.index(" ", middle) + 1
+    return text[:middle] + source + " " + text[middle:], (middle, middle + len(source))
+
+
+def test_containment_with_evidence_finds_a_copied_paragraph(
+    client: TestClient, loaded: dict[str, str]
+) -> None:
+    """A long essay holding the whole of a stored text: Jaccard misses it, containment finds
+    it with passages whose offsets cut exactly the copied text out of both texts."""
+    query, (start, end) = _copied(ESSAY, BASE)
+    assert client.post("/similar", json={"text": query}).json()["results"] == []
+    body = client.post(
+        "/similar", json={"text": query, "measure": "containment", "evidence": True}
+    ).json()
+    assert body["measure"] == "containment" and body["threshold"] == 0.1
+    ids = [r["id"] for r in body["results"]]
+    assert ids[0] == "base" and len(ids) == len(set(ids))
+    best = body["results"][0]
+    (passage,) = best["passages"]
+    assert (passage["query_start"], passage["query_end"]) == (start, end)
+    assert (passage["source_start"], passage["source_end"]) == (0, len(BASE))
+    words = len(oracle.words(query))
+    assert best["containment"] == pytest.approx((len(oracle.words(BASE)) - 2) / (words - 2))
+    assert best["similarity"] == pytest.approx(_exact(query, BASE), abs=0.02)
+    assert body["coverage"] >= best["containment"]
+    no_evidence = client.post("/similar", json={"text": query, "measure": "containment"})
+    assert no_evidence.json()["results"][0]["passages"] is None
+
+
+def test_containment_of_a_stored_document(client: TestClient, loaded: dict[str, str]) -> None:
+    """GET /similar/{id}?measure=containment answers with the stored document's own offsets."""
+    query, (start, end) = _copied(ESSAY, OTHER)
+    assert client.put("/documents/essay", json={"text": query}).status_code == 201
+    body = client.get("/similar/essay?measure=containment&evidence=true&threshold=0.05").json()
+    assert body["id"] == "essay" and body["results"][0]["id"] == "other"
+    (passage,) = body["results"][0]["passages"]
+    assert (passage["query_start"], passage["query_end"]) == (start, end)
+    back = client.get("/similar/other?measure=containment&threshold=0.9").json()
+    assert [r["id"] for r in back["results"]] == ["essay"]  # all of "other" is in the essay
+    assert client.get("/similar/nobody?measure=containment").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/similar", {"text": "some words here", "evidence": True}),
+        ("POST", "/similar", {"text": "some words here", "measure": "overlap"}),
+        ("POST", "/similar", {"text": "x y z", "measure": "containment", "threshold": 0}),
+        ("GET", "/similar/base?evidence=true", None),
+        ("GET", "/similar/base?measure=cosine", None),
+        ("GET", "/similar/base?measure=containment&threshold=1.5", None),
+    ],
+)
+def test_bad_measure_combinations_are_422(
+    client: TestClient, loaded: dict[str, str], method: str, path: str, body: dict | None
+) -> None:
+    """Evidence without containment, unknown measures and out-of-range thresholds are
+    422 problem+json that name what to fix."""
+    resp = client.request(method, path, json=body)
+    assert resp.status_code == 422, resp.text
+    assert resp.headers["content-type"] == "application/problem+json"
+    assert any(w in resp.json()["detail"] for w in ("evidence", "measure", "threshold"))

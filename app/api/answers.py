@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.index import Group, Index, IngestResult, Pair, QueryResult
+from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
 
 
 def query_answer(
@@ -22,6 +22,40 @@ def query_answer(
         "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
         "candidates": result.candidates,
         "capped": result.capped,
+    }
+
+
+def containment_answer(
+    result: ContainmentResult, threshold: float, evidence: bool, doc_id: str | None = None
+) -> dict[str, Any]:
+    """A containment query's answer (schemas.ContainmentOut)."""
+    return {
+        "id": doc_id,
+        "measure": "containment",
+        "threshold": threshold,
+        "results": [
+            {
+                "id": c.id,
+                "containment": c.containment,
+                "similarity": c.similarity,
+                "passages": [
+                    {
+                        "query_start": p.query_start,
+                        "query_end": p.query_end,
+                        "source_start": p.source_start,
+                        "source_end": p.source_end,
+                    }
+                    for p in c.passages
+                ]
+                if evidence
+                else None,
+            }
+            for c in result.results
+        ],
+        "coverage": result.coverage,
+        "candidates": result.candidates,
+        "capped": result.capped,
+        "common": result.common,
     }
 
 

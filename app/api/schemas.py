@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from app.index.ids import check_id
 
@@ -48,10 +48,33 @@ class BatchIn(_In):
     documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
+Measure = Literal["jaccard", "containment"]
+MEASURE_DOC = (
+    "jaccard: stored documents that resemble the text as a whole (threshold: least "
+    "Jaccard, default the collection's); containment: stored documents that hold "
+    "passages of it (threshold: least share of the text's shingles found in one "
+    "source, default 0.1)"
+)
+EVIDENCE_DOC = "with measure=containment, list each source's passages with their offsets"
+
+
 class SimilarIn(_In):
     text: str
     threshold: Threshold | None = None
     limit: Limit = 10
+    measure: Measure = Field("jaccard", description=MEASURE_DOC)
+    evidence: bool = Field(False, description=EVIDENCE_DOC)
+
+    @model_validator(mode="after")
+    def _evidence_needs_containment(self) -> SimilarIn:
+        check_measure(self.measure, self.evidence)
+        return self
+
+
+def check_measure(measure: str, evidence: bool) -> None:
+    """Refuse evidence for a measure that has none."""
+    if evidence and measure != "containment":
+        raise ValueError("evidence=true needs measure=containment (Jaccard has no passages)")
 
 
 class Match(BaseModel):
@@ -65,6 +88,33 @@ class SimilarOut(BaseModel):
     results: list[Match]
     candidates: int = Field(description="LSH candidates verified for this answer")
     capped: bool = Field(description="true when the candidate cap cut the candidates")
+
+
+class PassageOut(BaseModel):
+    query_start: int = Field(description="code-point offset into the query text (inclusive)")
+    query_end: int = Field(description="code-point offset into the query text (exclusive)")
+    source_start: int = Field(description="code-point offset into the source as ingested")
+    source_end: int = Field(description="code-point offset into the source (exclusive)")
+
+
+class ContainmentMatch(BaseModel):
+    id: str
+    containment: float = Field(description="share of the query's shingles in passages of it")
+    similarity: float = Field(description="fingerprint Jaccard of the two whole texts")
+    passages: list[PassageOut] | None = Field(None, description="with evidence=true")
+
+
+class ContainmentOut(BaseModel):
+    id: str | None = None
+    measure: Literal["containment"] = "containment"
+    threshold: float
+    results: list[ContainmentMatch]
+    coverage: float = Field(description="share of the query's shingles found in any result")
+    candidates: int = Field(description="sources whose passages were aligned")
+    capped: bool = Field(description="true when the candidate cap cut the candidates")
+    common: int = Field(
+        description="passage anchors of the query too common in the collection to read in full"
+    )
 
 
 class DocumentOut(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -11,7 +12,12 @@ from urllib.parse import quote
 import httpx
 import orjson
 
-from app.api.answers import duplicate_answers, ingest_status, query_answer
+from app.api.answers import (
+    containment_answer,
+    duplicate_answers,
+    ingest_status,
+    query_answer,
+)
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.service.runtime import open_index
@@ -25,7 +31,13 @@ class Backend(Protocol):
     async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]: ...
 
     async def similar(
-        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+        self,
+        doc_id: str | None,
+        text: str | None,
+        threshold: float | None,
+        limit: int,
+        measure: str = "jaccard",
+        evidence: bool = False,
     ) -> dict[str, Any]: ...
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
@@ -36,14 +48,33 @@ class LocalBackend:
 
     def __init__(self, index: Index) -> None:
         self.index = index
+        # Batches are written one after another, so documents get handles in file
+        # order and the oldest of a group is the one that came first in the file.
+        self._order = asyncio.Lock()
 
     async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
-        results = await self.index.ingest(docs)
+        async with self._order:
+            results = await self.index.ingest(docs)
         return [{"id": r.id, "status": ingest_status(r), "error": r.error} for r in results]
 
     async def similar(
-        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+        self,
+        doc_id: str | None,
+        text: str | None,
+        threshold: float | None,
+        limit: int,
+        measure: str = "jaccard",
+        evidence: bool = False,
     ) -> dict[str, Any]:
+        if measure == "containment":
+            c = self.index.check_containment(threshold)
+            if doc_id is not None:
+                found = await self.index.containment_of_id(doc_id, c, limit)
+                if found is None:
+                    raise BackendError(f"no document with id {doc_id!r}")
+            else:
+                found = await self.index.containment_of_text(text or "", c, limit)
+            return containment_answer(found, c, evidence, doc_id)
         t = self.index.check_threshold(threshold)
         if doc_id is not None:
             result = await self.index.similar_to_id(doc_id, t, limit)
@@ -80,16 +111,27 @@ class RemoteBackend:
         return list(resp.json()["results"])
 
     async def similar(
-        self, doc_id: str | None, text: str | None, threshold: float | None, limit: int
+        self,
+        doc_id: str | None,
+        text: str | None,
+        threshold: float | None,
+        limit: int,
+        measure: str = "jaccard",
+        evidence: bool = False,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"limit": limit}
+        if measure != "jaccard":
+            params.update(measure=measure, evidence=evidence)
         if doc_id is not None:
             if threshold is not None:
                 params["threshold"] = threshold
             path = "/similar/" + quote(doc_id, safe="").replace(".", "%2E")
-            resp = await self.client.get(path, params=params)
+            resp = await self.client.get(
+                path, params={k: str(v).lower() if v is True or v is False else v
+                              for k, v in params.items()}
+            )  # fmt: skip
         else:
-            body: dict[str, Any] = {"text": text, "limit": limit}
+            body: dict[str, Any] = {"text": text, **params}
             if threshold is not None:
                 body["threshold"] = threshold
             resp = await self.client.post("/similar", content=orjson.dumps(body))

@@ -131,10 +131,15 @@ def _query(args: argparse.Namespace) -> int:
     text = None
     if args.id is None:
         text = sys.stdin.read()
+    measure = "containment" if args.containment or args.evidence else "jaccard"
+    texts = tools.read_texts(args.texts) if args.texts else {}
 
     async def work(backend: Backend) -> int:
-        answer = await backend.similar(args.id, text, args.threshold, args.limit)
-        tools.print_similar(answer, Console(), args.json)
+        answer = await backend.similar(
+            args.id, text, args.threshold, args.limit, measure, args.evidence
+        )
+        query_text = text if text is not None else texts.get(args.id or "")
+        tools.print_similar(answer, Console(), args.json, query_text, texts)
         return 0
 
     return _run_tool(args, work)
@@ -219,6 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--threshold", type=float)
     query.add_argument("--limit", type=int, default=10)
     query.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    query.add_argument(
+        "--containment",
+        action="store_true",
+        help="stored documents that hold passages of the text, ranked by the share held",
+    )
+    query.add_argument(
+        "--evidence", action="store_true", help="the passages themselves (implies --containment)"
+    )
+    query.add_argument(
+        "--texts",
+        nargs="+",
+        metavar="FILE",
+        help="files in the ingest format to read source texts from, to print passages side by side",
+    )
     _add_target(query)
     query.set_defaults(func=_query)
 

@@ -107,10 +107,30 @@ async def ingest(
     return summary
 
 
-def print_similar(answer: dict[str, Any], out: Console, as_json: bool) -> None:
-    """A query answer as JSON or as a table."""
+def read_texts(paths: list[str]) -> dict[str, str]:
+    """id -> text of every good line of files in the ingest format."""
+    return {
+        ln.document.id: ln.document.text
+        for path in paths
+        for ln in read_lines(path)
+        if ln.document is not None and ln.document.id is not None
+    }
+
+
+def print_similar(
+    answer: dict[str, Any],
+    out: Console,
+    as_json: bool,
+    query_text: str | None = None,
+    texts: dict[str, str] | None = None,
+) -> None:
+    """A query answer as JSON or as a table; a containment answer's passages side by side
+    where both texts are at hand (query_text, and texts by source id)."""
     if as_json:
         out.file.write(orjson.dumps(answer).decode() + "\n")
+        return
+    if answer.get("measure") == "containment":
+        _print_containment(answer, out, query_text, texts or {})
         return
     title = f"near-duplicates of {answer['id']!r}" if answer.get("id") else "near-duplicates"
     out.print(f"{title} at threshold {answer['threshold']}", markup=False, highlight=False)
@@ -124,6 +144,46 @@ def print_similar(answer: dict[str, Any], out: Console, as_json: bool) -> None:
     if answer.get("capped"):
         note += " (candidate cap reached)"
     out.print(note)
+
+
+def _print_containment(
+    answer: dict[str, Any], out: Console, query_text: str | None, texts: dict[str, str]
+) -> None:
+    def say(line: str) -> None:
+        out.print(line, markup=False, highlight=False)
+
+    say(
+        f"sources holding passages at containment >= {answer['threshold']}: "
+        f"{answer['coverage']:.1%} of the text found"
+    )
+    table = Table()
+    table.add_column("id", overflow="fold")
+    table.add_column("containment", justify="right")
+    table.add_column("similarity", justify="right")
+    table.add_column("passages", justify="right")
+    for r in answer["results"]:
+        n = "" if r["passages"] is None else str(len(r["passages"]))
+        table.add_row(r["id"], f"{r['containment']:.4f}", f"{r['similarity']:.4f}", n)
+    out.print(table)
+    for r in answer["results"]:
+        source = texts.get(r["id"])
+        for p in r["passages"] or []:
+            where = (
+                f"{r['id']}: query [{p['query_start']}, {p['query_end']}) = "
+                f"source [{p['source_start']}, {p['source_end']})"
+            )
+            if query_text is None or source is None:
+                say(where)
+                continue
+            side = Table(title=where, show_lines=True, expand=True)
+            side.add_column("query", ratio=1, overflow="fold")
+            side.add_column("source", ratio=1, overflow="fold")
+            side.add_row(
+                query_text[p["query_start"] : p["query_end"]],
+                source[p["source_start"] : p["source_end"]],
+            )
+            out.print(side)
+    say(f"{answer['candidates']} candidates aligned")
 
 
 async def write_duplicates(

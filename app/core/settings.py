@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     # Documents a new collection's band buckets are sized for (app.store): past it,
     # Redis memory per document slowly grows; an existing collection keeps its own.
     capacity: int = Field(100_000, ge=1000, le=10_000_000_000)
+    # Every shared run of this many words is found by containment queries (fixed with
+    # the collection); 0 keeps no passage index.
+    passage_words: int = Field(30, ge=0, le=1000)
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
     candidate_cap: int = Field(200, ge=10, le=100_000)
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)
@@ -81,6 +84,17 @@ class Settings(BaseSettings):
     def _valid_shingle(cls, value: str) -> str:
         parse_shingle(value)  # raises ValueError with the reason
         return value
+
+    @model_validator(mode="after")
+    def _passages_hold_a_shingle(self) -> Settings:
+        kind, k = parse_shingle(self.shingle)
+        words = k if kind == "word" else 3  # char collections winnow word:3 passages
+        if 0 < self.passage_words < words:
+            raise ValueError(
+                f"NEARDUP_PASSAGE_WORDS must be 0 (no passage index) or at least {words}, "
+                f"the words of one shingle"
+            )
+        return self
 
     @field_validator("collection")
     @classmethod

@@ -31,7 +31,13 @@ import numpy as np
 
 from app.core import metrics
 from app.index import records
-from app.index.index import Index
+from app.index.index import Index, anchors_of
+
+
+def entries_of(rec: records.Record) -> np.ndarray:
+    """Every entry a live document has in the band buckets: its bands and its anchors."""
+    return np.union1d(rec.band_keys, anchors_of(rec))
+
 
 KINDS = ("dangling_ids", "orphan_records", "orphan_bands", "stray_bands", "missing_bands")
 
@@ -107,9 +113,9 @@ async def check(
         report.records += 1
         rec = records.unpack(raw)
         if mapping.get(rec.id) == h:
-            live[h] = rec.band_keys
+            live[h] = entries_of(rec)
         else:
-            orphans[h] = (rec.id, rec.band_keys)
+            orphans[h] = (rec.id, entries_of(rec))
             report.note("orphan_records", f"handle {h} says id {rec.id!r}")
     dangling = [(i, h) for i, h in mapping.items() if h not in live]
     for doc_id, h in dangling:
@@ -186,13 +192,13 @@ async def _repair(
         async with index.locked([owner[h]]):
             (raw,) = await store.records([h])
             if raw is not None:
-                wrong = np.setdiff1d(keys, records.unpack(raw).band_keys)
+                wrong = np.setdiff1d(keys, entries_of(records.unpack(raw)))
                 await store.remove_bands([(h, wrong)])
                 fixed("stray_bands", len(wrong))
     for h, keys in missing.items():
         async with index.locked([owner[h]]):
             (raw,) = await store.records([h])
             if raw is not None:
-                keep = np.intersect1d(keys, records.unpack(raw).band_keys)
+                keep = np.intersect1d(keys, entries_of(records.unpack(raw)))
                 await store.add_bands([(h, keep)])  # idempotent: present entries stay as they are
                 fixed("missing_bands", len(keep))

@@ -30,8 +30,10 @@ import orjson
 
 from app import kernel
 from app.core import errors, metrics
+from app.core.shingles import parse_shingle
 from app.index import records
 from app.index.lsh import BandPlan, plan_bands
+from app.index.passages import Layout, Passage, align, covered_shingles
 from app.store import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
@@ -44,6 +46,12 @@ DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
 FETCH_BUDGET = 2
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
+DEFAULT_PASSAGE_WORDS = 30
+# XORed into anchor hashes (app.index.passages) to make their keys in the band buckets.
+ANCHOR_SALT = np.uint64(0x9E3779B97F4A7C15)
+# About how many anchors a document has: buckets are sized for bands plus these.
+ANCHORS_PER_DOCUMENT = 24
+DEFAULT_CONTAINMENT = 0.1
 
 
 class NoShinglesError(errors.Invalid):
@@ -62,6 +70,12 @@ class TooLargeError(errors.TooLarge):
     """A text is over the configured size limit."""
 
     title = "Text too large"
+
+
+class NoPassagesError(errors.Invalid):
+    """A containment query on a collection that keeps no passage index."""
+
+    title = "No passage index"
 
 
 class BusyError(errors.Busy):
@@ -97,6 +111,9 @@ class Params:
     rows: int
     # Fixed when the collection is made, from the capacity it was sized for.
     band_buckets: int
+    # Every shared run of this many words is found by containment queries; 0 keeps
+    # no passage index (collections made before passages existed).
+    passage_words: int = DEFAULT_PASSAGE_WORDS
 
     @classmethod
     def create(
@@ -107,12 +124,29 @@ class Params:
         seed: int,
         threshold: float,
         capacity: int = DEFAULT_CAPACITY,
+        passage_words: int = DEFAULT_PASSAGE_WORDS,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
-        buckets = buckets_for(capacity * plan.bands)
+        per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
+        buckets = buckets_for(capacity * per_document)
         return cls(
-            shingle, num_perm, fingerprint_size, seed, threshold, plan.bands, plan.rows, buckets
+            shingle,
+            num_perm,
+            fingerprint_size,
+            seed,
+            threshold,
+            plan.bands,
+            plan.rows,
+            buckets,
+            passage_words,
         )
+
+    @property
+    def passage_shingle(self) -> str:
+        """The word shingles passages are winnowed over: the collection's own when it
+        shingles words, else three words."""
+        kind, _ = parse_shingle(self.shingle)
+        return self.shingle if kind == "word" else "word:3"
 
     @property
     def plan(self) -> BandPlan:
@@ -175,14 +209,61 @@ class IngestResult:
 
 
 @dataclass(frozen=True)
+class Containment:
+    """A source that holds passages of the query: how much of the query, and where."""
+
+    id: str
+    containment: float
+    similarity: float
+    passages: list[Passage]
+
+
+@dataclass(frozen=True)
+class ContainmentResult:
+    """Sources of a query's passages, most contained first, and what it took to find them."""
+
+    results: list[Containment]
+    candidates: int
+    capped: bool
+    # Query anchors too common in the collection (boilerplate) to read in full.
+    common: int
+    # The share of the query's shingles found in any of the results.
+    coverage: float
+
+
+@dataclass(frozen=True)
 class _Sketched:
     shingles: np.ndarray
     fp_values: np.ndarray
     fp_offsets: np.ndarray
     band_keys: np.ndarray
+    layouts: list[Layout] | None = None
 
     def fingerprint(self, i: int) -> np.ndarray:
         return self.fp_values[int(self.fp_offsets[i]) : int(self.fp_offsets[i + 1])]
+
+    def anchors(self, i: int) -> np.ndarray:
+        """The passage index entries of text i (see anchor_keys)."""
+        if self.layouts is None:
+            return np.zeros(0, np.uint64)
+        return anchor_keys(self.layouts[i].anchor_hashes)
+
+    def passages(self, i: int) -> bytes:
+        return b"" if self.layouts is None else self.layouts[i].pack()
+
+
+def anchor_keys(hashes: np.ndarray) -> np.ndarray:
+    """The passage index's keys of anchor hashes: distinct, and salted, because they
+    share the band buckets (and with them the bounds on hot entries, the write order
+    and the consistency check) with band keys, which they must never meet."""
+    return np.unique(np.asarray(hashes, np.uint64) ^ ANCHOR_SALT)
+
+
+def anchors_of(rec: records.Record) -> np.ndarray:
+    """The passage index's keys of a stored document."""
+    if not rec.passages:
+        return np.zeros(0, np.uint64)
+    return anchor_keys(Layout.unpack(rec.passages).anchor_hashes)
 
 
 class Index:
@@ -216,10 +297,14 @@ class Index:
                 "the collection was made by an older neardup that kept one Redis SET per "
                 "band; ingest into a new NEARDUP_COLLECTION (or delete its nd:<name>:* keys)"
             )
+        # A collection made before passages existed has no passage index.
+        fields.setdefault("passage_words", 0)
         stored = Params(**fields)
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
-        # collections only.
+        # collections only; so is the passage length of a collection made without one.
         params = replace(params, band_buckets=stored.band_buckets)
+        if stored.passage_words == 0:
+            params = replace(params, passage_words=0)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(
@@ -261,7 +346,33 @@ class Index:
             seed=p.seed,
         )
         keys = kernel.band_keys(s.signatures, p.bands, p.rows)
-        return _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
+        layouts = self.passage_layouts(texts) if p.passage_words else None
+        return _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys, layouts)
+
+    def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
+        """Each text's anchors and words (app.index.passages), in two kernel calls."""
+        p = self.params
+        anchors = kernel.winnow(
+            list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
+        )
+        # Every word is its own window of one: its hash and its span.
+        words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+        layouts = []
+        for i in range(len(texts)):
+            a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
+            w = slice(int(words.offsets[i]), int(words.offsets[i + 1]))
+            starts = np.asarray(words.starts[w], np.int64)
+            anchor_starts = np.asarray(anchors.starts[a], np.int64)
+            layouts.append(
+                Layout(
+                    np.asarray(anchors.hashes[a], np.uint64),
+                    np.searchsorted(starts, anchor_starts).astype(np.int64),
+                    (np.asarray(words.hashes[w], np.uint64) & np.uint64(255)).astype(np.uint8),
+                    starts,
+                    np.asarray(words.ends[w], np.int64),
+                )
+            )
+        return layouts
 
     # queries --------------------------------------------------------------------
 
@@ -407,6 +518,133 @@ class Index:
                 break
         return QueryResult(matches, candidates, capped)
 
+    # containment ----------------------------------------------------------------
+
+    def check_containment(self, threshold: float | None) -> float:
+        """The least containment a query reports, refusing what the index cannot answer."""
+        if not self.params.passage_words:
+            raise NoPassagesError(
+                "this collection was created without a passage index (NEARDUP_PASSAGE_WORDS "
+                "was 0, or it predates passages); ingest into a new collection to use "
+                "measure=containment"
+            )
+        if threshold is None:
+            return DEFAULT_CONTAINMENT
+        if not 0.0 < threshold <= 1.0:
+            raise ThresholdError("threshold must be greater than 0 and at most 1")
+        return threshold
+
+    async def containment_of_text(
+        self, text: str, threshold: float | None = None, limit: int = 10
+    ) -> ContainmentResult:
+        """Stored documents that hold passages of a text, with the passages."""
+        t = self.check_containment(threshold)
+        sk = await self._sketch([text])
+        if int(sk.shingles[0]) == 0 or sk.layouts is None:
+            raise NoShinglesError("the text has no words (letters or digits) to compare")
+        return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit)
+
+    async def containment_of_id(
+        self, doc_id: str, threshold: float | None = None, limit: int = 10
+    ) -> ContainmentResult | None:
+        """Other stored documents that hold passages of a stored one (None: unknown id)."""
+        t = self.check_containment(threshold)
+        (handle,) = await self.store.handles([doc_id])
+        if handle is None:
+            return None
+        (raw,) = await self.store.records([handle])
+        if raw is None:
+            return None
+        rec = records.unpack(raw)
+        if not rec.passages:  # stored before the collection kept passages
+            return ContainmentResult([], 0, False, 0, 0.0)
+        return await self._containment(
+            rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit
+        )
+
+    async def _anchor_candidates(
+        self, anchors: np.ndarray, exclude: int | None
+    ) -> tuple[np.ndarray, bool, int]:
+        """Handles sharing anchors with a query, most shared first, at most candidate_cap;
+        whether any were cut, and how many anchors were too common to read in full."""
+        cap = self.candidate_cap
+        inline, hot = await self.store.band_lookup(anchors)
+        parts = [inline]
+        common = 0
+        if hot:
+            sizes = [size for _, size in hot]
+            counts = _shares(sizes, max(FETCH_BUDGET * cap - len(inline), cap + 1), cap + 1)
+            keys = anchors[[i for i, _ in hot]]
+            parts += await self.store.band_window(keys, [0] * len(hot), counts)
+            common = sum(s > n for s, n in zip(sizes, counts, strict=True))
+        handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
+        if exclude is not None:
+            keep = handles != exclude
+            handles, hits = handles[keep], hits[keep]
+        capped = common > 0
+        if len(handles) > cap:
+            handles = handles[np.argsort(-hits, kind="stable")[:cap]]
+            capped = True
+        return handles, capped, common
+
+    async def _containment(
+        self,
+        fingerprint: np.ndarray,
+        layout: Layout,
+        exclude: int | None,
+        threshold: float,
+        limit: int,
+    ) -> ContainmentResult:
+        p = self.params
+        k = parse_shingle(p.passage_shingle)[1]
+        min_words = max(k + 1, p.passage_words // 3)
+        handles, capped, common = await self._anchor_candidates(
+            anchor_keys(layout.anchor_hashes), exclude
+        )
+        fetched = await self.store.records(handles.tolist())
+        shingles = max(1, layout.words - k + 1)
+        scored, raws = [], []
+        for h, raw in zip(handles.tolist(), fetched, strict=True):
+            if raw is None:
+                continue
+            rec = records.unpack(raw)
+            if not rec.passages:
+                continue
+            passages = align(layout, Layout.unpack(rec.passages), k, min_words)
+            if passages:
+                covered = covered_shingles(passages, layout.words, k)
+                if covered.sum() / shingles >= threshold:
+                    scored.append((h, rec, passages, covered))
+                    raws.append(raw)
+        sims = np.zeros(len(scored))
+        if scored:
+            values, offsets = records.fingerprints_of(raws)
+            sims = kernel.jaccard_many_packed(
+                fingerprint, values, offsets, 0.0, fingerprint_size=p.fingerprint_size
+            )
+        ranked = sorted(
+            range(len(scored)),
+            key=lambda j: (-scored[j][3].sum(), -sims[j], scored[j][0]),
+        )
+        results: list[Containment] = []
+        union = np.zeros(shingles, dtype=bool)
+        seen: set[str] = set()
+        for j in ranked:
+            _, rec, passages, covered = scored[j]
+            if rec.id in seen:
+                metrics.DUPLICATE_IDS_DROPPED.inc()
+                continue
+            seen.add(rec.id)
+            union |= covered
+            results.append(
+                Containment(rec.id, float(covered.sum() / shingles), float(sims[j]), passages)
+            )
+            if len(results) == limit:
+                break
+        return ContainmentResult(
+            results, len(handles), capped, common, float(union.sum() / shingles)
+        )
+
     # reads and deletes ---------------------------------------------------------
 
     async def get(self, doc_id: str) -> records.Record | None:
@@ -424,8 +662,10 @@ class Index:
                 return False
             (raw,) = await self.store.records([handle])
             if raw is not None:
+                rec = records.unpack(raw)
                 await self.store.delete_records([handle])
-                await self.store.remove_bands([(handle, records.unpack(raw).band_keys)])
+                await self.store.remove_bands([(handle, rec.band_keys)])
+                await self.store.remove_bands([(handle, anchors_of(rec))])
             # A mapping without a record (a write that crashed before its record)
             # goes too: the id is free again either way.
             await self.store.forget_ids([doc_id], [handle])
@@ -502,20 +742,22 @@ class Index:
                     sk.band_keys[i],
                     int(sk.shingles[i]),
                     meta,
+                    sk.passages(i),
                 )
                 for doc_id, (i, meta) in zip(ids, items, strict=True)
             ]
-            await self.store.add_bands(
-                [(h, sk.band_keys[i]) for h, (i, _) in zip(handles, items, strict=True)]
-            )
+            pairs = list(zip(handles, items, strict=True))
+            await self.store.add_bands([(h, sk.band_keys[i]) for h, (i, _) in pairs])
+            await self.store.add_bands([(h, sk.anchors(i)) for h, (i, _) in pairs])
             await self.store.put_records(list(zip(handles, new, strict=True)))
-            stale = []
-            for h, raw, (i, _) in zip(handles, old, items, strict=True):
+            stale_bands, stale_anchors = [], []
+            for (h, (i, _)), raw in zip(pairs, old, strict=True):
                 if raw is not None:
-                    gone = np.setdiff1d(records.unpack(raw).band_keys, sk.band_keys[i])
-                    if len(gone):
-                        stale.append((h, gone))
-            await self.store.remove_bands(stale)
+                    rec = records.unpack(raw)
+                    stale_bands.append((h, np.setdiff1d(rec.band_keys, sk.band_keys[i])))
+                    stale_anchors.append((h, np.setdiff1d(anchors_of(rec), sk.anchors(i))))
+            await self.store.remove_bands([(h, k) for h, k in stale_bands if len(k)])
+            await self.store.remove_bands([(h, k) for h, k in stale_anchors if len(k)])
             return [raw is None for raw in old]
 
     @asynccontextmanager

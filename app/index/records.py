@@ -3,8 +3,13 @@
 Layout (little-endian, every section padded to 4 bytes so that a run of
 records joined end to end can be read as one uint32 array):
 
-    u32 version | u32 fp_len | u64 shingles | u32 bands | u32 id_len | u32 meta_len | u32 0
+    u32 version | u32 fp_len | u64 shingles | u32 bands | u32 id_len | u32 meta_len
+    | u32 passages_len
     fp_len x u32 fingerprint | bands x u64 band keys | id (UTF-8) | metadata (JSON)
+    | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
+
+The last header word was always 0 before passages existed, so older records
+read as records without a passage section.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class Record:
     band_keys: np.ndarray  # uint64, one per band
     shingles: int
     metadata: dict | None
+    passages: bytes = b""  # packed passage layout; empty without a passage index
 
 
 def pack(
@@ -41,6 +47,7 @@ def pack(
     band_keys: np.ndarray,
     shingles: int,
     metadata: dict | None,
+    passages: bytes = b"",
 ) -> bytes:
     """Serialise one document record."""
     id_bytes = doc_id.encode("utf-8")
@@ -48,7 +55,7 @@ def pack(
     fp = np.ascontiguousarray(fingerprint, dtype="<u4").tobytes()
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
     header = _HEADER.pack(
-        VERSION, len(fp) // 4, shingles, len(bk) // 8, len(id_bytes), len(meta), 0
+        VERSION, len(fp) // 4, shingles, len(bk) // 8, len(id_bytes), len(meta), len(passages)
     )
     return b"".join(
         (
@@ -57,6 +64,7 @@ def pack(
             bk,
             id_bytes.ljust(_pad(len(id_bytes)), b"\0"),
             meta.ljust(_pad(len(meta)), b"\0"),
+            passages.ljust(_pad(len(passages)), b"\0"),
         )
     )
 
@@ -69,11 +77,11 @@ def unpack(raw: bytes) -> Record:
     """Parse one document record."""
     if len(raw) < _HEADER.size:
         raise CorruptRecordError("record shorter than its header")
-    version, fp_len, shingles, bands, id_len, meta_len, _ = _HEADER.unpack_from(raw)
+    version, fp_len, shingles, bands, id_len, meta_len, pas_len = _HEADER.unpack_from(raw)
     if version != VERSION:
         raise CorruptRecordError(f"record version {version}, expected {VERSION}")
     pos = _HEADER.size
-    end = pos + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len)
+    end = pos + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
     if end != len(raw):
         raise CorruptRecordError("record length does not match its header")
     fingerprint = np.frombuffer(raw, dtype="<u4", count=fp_len, offset=pos)
@@ -83,7 +91,8 @@ def unpack(raw: bytes) -> Record:
     doc_id = raw[pos : pos + id_len].decode("utf-8")
     pos += _pad(id_len)
     metadata = orjson.loads(raw[pos : pos + meta_len]) if meta_len else None
-    return Record(doc_id, fingerprint, band_keys, shingles, metadata)
+    pos += _pad(meta_len)
+    return Record(doc_id, fingerprint, band_keys, shingles, metadata, raw[pos : pos + pas_len])
 
 
 def id_of(raw: bytes) -> str:

@@ -23,6 +23,7 @@ def params_of(settings: Settings) -> Params:
         settings.seed,
         settings.threshold,
         settings.capacity,
+        settings.passage_words,
     )
 
 

@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 
 from app.api import schemas
-from app.api.answers import query_answer
+from app.api.answers import containment_answer, query_answer
 from app.api.deps import get_index
 from app.api.problems import problem
 from app.index import Index, QueryResult
@@ -63,6 +63,8 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
     limit = DEFAULT_LIMIT
     if scope["query_string"]:
         query = request.query_params  # the last value of a repeated name, as FastAPI's
+        if not _CONTAINMENT_FIELDS.isdisjoint(query.keys()):  # measure, evidence: FastAPI's
+            return None
         given = query.get("threshold")
         if given is not None:
             if not _THRESHOLD.fullmatch(given):
@@ -80,7 +82,9 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
     return doc_id, threshold, limit
 
 
-_TEXT_FIELDS = frozenset(schemas.SimilarIn.model_fields)
+# The fast paths take Jaccard queries only: the measure left at its default.
+_CONTAINMENT_FIELDS = frozenset({"measure", "evidence"})
+_TEXT_FIELDS = frozenset({"text", "threshold", "limit"})
 
 
 async def _text_args(request: Request) -> tuple[str, float | None, int] | None:
@@ -149,18 +153,36 @@ async def similar_to_stored(
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
+    measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
+    evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
 ) -> Response:
-    """Stored near-duplicates of a stored document, most similar first, itself excluded."""
+    """Stored near-duplicates of a stored document, most similar first, itself excluded;
+    with measure=containment, the stored documents that hold passages of it."""
     index = await get_index(request)  # not a dependency: those cost per request too
+    missing = problem(404, "Not found", f"no document with id {doc_id!r}")
+    if measure == "containment" or evidence:
+        try:
+            schemas.check_measure(measure, evidence)
+        except ValueError as exc:
+            return problem(422, "Invalid request", f"evidence: {exc}")
+        t = index.check_containment(threshold)
+        found = await index.containment_of_id(doc_id, t, limit)
+        return missing if found is None else _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
     result = await index.similar_to_id(doc_id, used, limit)
     if result is None:
-        return problem(404, "Not found", f"no document with id {doc_id!r}")
+        return missing
     return _answer(query_answer(result, used, doc_id))
 
 
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
-    """Stored near-duplicates of a text that is not stored."""
+    """Stored near-duplicates of a text that is not stored; with measure=containment,
+    the stored documents that hold passages of it."""
+    if body.measure == "containment":
+        index = await get_index(request)
+        t = index.check_containment(body.threshold)
+        found = await index.containment_of_text(body.text, t, body.limit)
+        return _answer(containment_answer(found, t, body.evidence))
     return await _text_answer(request, body.text, body.threshold, body.limit)
 
 
@@ -177,7 +199,7 @@ router.add_api_route(
     "/similar/{doc_id:docid}",
     similar_to_stored,
     methods=["GET"],
-    response_model=schemas.SimilarOut,
+    response_model=schemas.SimilarOut | schemas.ContainmentOut,
     responses={404: {"model": schemas.Problem, "description": "unknown id"}},
     route_class_override=_with_fast_path(_stored_fast),
 )
@@ -185,6 +207,6 @@ router.add_api_route(
     "/similar",
     similar_to_text,
     methods=["POST"],
-    response_model=schemas.SimilarOut,
+    response_model=schemas.SimilarOut | schemas.ContainmentOut,
     route_class_override=_with_fast_path(_text_fast),
 )

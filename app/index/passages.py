@@ -1,0 +1,180 @@
+"""Copied passages: what a document keeps for them, and how two texts are aligned.
+
+A document keeps two things for its passages (in its record, see ``Layout``):
+
+- its anchors: the winnowed shingle hashes (``kernel.winnow``) with the word
+  each starts at. Any run of ``passage_words`` words shared by two texts
+  shares an anchor, so the index (anchor -> handles, in Redis) finds every
+  source of such a run;
+- its words: an 8-bit hash of every word and the word's code-point span.
+
+A query winnows its own text the same way and meets each candidate source at
+their shared anchors (seeds). From each seed the match is extended word by
+word along its diagonal, through single edited words, and stops where the
+texts part (an X-drop: the score may fall at most ``XDROP`` below its best).
+Extensions on the same or nearby diagonals that overlap or nearly touch merge
+into one maximal passage, so a passage with a few edited, inserted or deleted
+words is reported once. Every word of a passage was compared, so coverage is
+verified rather than estimated from hash hits; an 8-bit word hash lets one
+unrelated word in 256 pass, which a passage of ``min_words`` cannot ride on.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+# A matching word scores 1, a differing one -MISMATCH; an extension stops once
+# its score is XDROP below the best it reached, and keeps the best prefix.
+MISMATCH = 3
+XDROP = 7
+# Passages at most this many words apart (in both texts) are one passage.
+MERGE_GAP = 8
+
+_HEAD = struct.Struct("<III")  # anchors, words, offset encoding
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One text's anchors and words: what passage alignment needs of it."""
+
+    anchor_hashes: np.ndarray  # uint64, in text order
+    anchor_words: np.ndarray  # int64, index of the word each anchor starts at
+    word_hashes: np.ndarray  # uint8, one per word
+    starts: np.ndarray  # int64, code-point offset of each word
+    ends: np.ndarray  # int64, one past each word's last code point
+
+    @property
+    def words(self) -> int:
+        return len(self.word_hashes)
+
+    def pack(self) -> bytes:
+        """The record's passage section: anchors, word hashes, then word spans,
+        as one byte per word (gap and length, 4 bits each) when they fit, two
+        bytes when those fit, else two uint32 each."""
+        gaps = self.starts - np.concatenate(([0], self.ends[:-1]))
+        lens = self.ends - self.starts
+        if len(gaps) == 0 or (gaps.max() < 16 and lens.max() < 16):
+            encoding, spans = 1, ((gaps << 4) | lens).astype(np.uint8).tobytes()
+        elif gaps.max() < 256 and lens.max() < 256:
+            encoding, spans = 2, np.stack([gaps, lens], 1).astype(np.uint8).tobytes()
+        else:
+            encoding, spans = 4, np.stack([self.starts, self.ends], 1).astype("<u4").tobytes()
+        return b"".join(
+            (
+                _HEAD.pack(len(self.anchor_hashes), self.words, encoding),
+                self.anchor_hashes.astype("<u8").tobytes(),
+                self.anchor_words.astype("<u4").tobytes(),
+                self.word_hashes.astype(np.uint8).tobytes(),
+                spans,
+            )
+        )
+
+    @classmethod
+    def unpack(cls, raw: bytes) -> Layout:
+        """The inverse of pack."""
+        n_anchors, n_words, encoding = _HEAD.unpack_from(raw)
+        pos = _HEAD.size
+        hashes = np.frombuffer(raw, "<u8", n_anchors, pos)
+        pos += 8 * n_anchors
+        words = np.frombuffer(raw, "<u4", n_anchors, pos).astype(np.int64)
+        pos += 4 * n_anchors
+        word_hashes = np.frombuffer(raw, np.uint8, n_words, pos)
+        pos += n_words
+        if encoding == 4:
+            pairs = np.frombuffer(raw, "<u4", 2 * n_words, pos).astype(np.int64).reshape(-1, 2)
+            return cls(hashes, words, word_hashes, pairs[:, 0], pairs[:, 1])
+        if encoding == 1:
+            packed = np.frombuffer(raw, np.uint8, n_words, pos).astype(np.int64)
+            gaps, lens = packed >> 4, packed & 15
+        else:
+            pairs = np.frombuffer(raw, np.uint8, 2 * n_words, pos).astype(np.int64).reshape(-1, 2)
+            gaps, lens = pairs[:, 0], pairs[:, 1]
+        starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
+        return cls(hashes, words, word_hashes, starts, starts + lens)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage shared by a query and a source: word ranges and code-point spans."""
+
+    query_words: tuple[int, int]  # [first, last + 1)
+    source_words: tuple[int, int]
+    query_start: int
+    query_end: int
+    source_start: int
+    source_end: int
+
+
+def _extend(q: np.ndarray, s: np.ndarray) -> int:
+    """How many leading words of two aligned word-hash runs to take (X-drop)."""
+    n = min(len(q), len(s))
+    if n == 0:
+        return 0
+    score = np.cumsum(np.where(q[:n] == s[:n], 1, -MISMATCH))
+    best = np.maximum.accumulate(score)
+    dropped = np.flatnonzero(best - score > XDROP)
+    stop = int(dropped[0]) if len(dropped) else n
+    if stop == 0 or best[stop - 1] <= 0:
+        return 0
+    return int(np.argmax(score[:stop])) + 1
+
+
+def _seeds(query: Layout, source: Layout) -> list[tuple[int, int]]:
+    """(query word, source word) of every anchor the two texts share."""
+    where: dict[int, list[int]] = {}
+    for h, w in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
+        where.setdefault(h, []).append(w)
+    return [
+        (qw, sw)
+        for h, qw in zip(query.anchor_hashes.tolist(), query.anchor_words.tolist(), strict=True)
+        for sw in where.get(h, ())
+    ]
+
+
+def align(query: Layout, source: Layout, k: int, min_words: int) -> list[Passage]:
+    """The maximal passages two texts share, in query order, each at least min_words long."""
+    qh, sh = query.word_hashes, source.word_hashes
+    spans: set[tuple[int, int, int, int]] = set()
+    for qi, si in _seeds(query, source):
+        width = min(k, query.words - qi, source.words - si)
+        if width <= 0 or not np.array_equal(qh[qi : qi + width], sh[si : si + width]):
+            continue  # a hash collision, not a shared shingle
+        right = _extend(qh[qi + width :], sh[si + width :])
+        left = _extend(qh[:qi][::-1], sh[:si][::-1])
+        spans.add((qi - left, qi + width + right, si - left, si + width + right))
+    merged: list[list[int]] = []
+    for qa, qb, sa, sb in sorted(spans):
+        if merged:
+            last = merged[-1]
+            q_gap, s_gap = qa - last[1], sa - last[3]
+            # The next piece continues the last one (it overlaps it, or follows it
+            # after a few edited words), in both texts at once.
+            if q_gap <= MERGE_GAP and -MERGE_GAP <= s_gap <= MERGE_GAP and sb > last[2]:
+                last[1], last[2], last[3] = max(last[1], qb), min(last[2], sa), max(last[3], sb)
+                continue
+        merged.append([qa, qb, sa, sb])
+    return [
+        Passage(
+            (qa, qb),
+            (sa, sb),
+            int(query.starts[qa]),
+            int(query.ends[qb - 1]),
+            int(source.starts[sa]),
+            int(source.ends[sb - 1]),
+        )
+        for qa, qb, sa, sb in merged
+        if qb - qa >= min_words and sb - sa >= min_words
+    ]
+
+
+def covered_shingles(passages: list[Passage], words: int, k: int) -> np.ndarray:
+    """Which of a query's shingles lie wholly inside one of the passages (bool per shingle)."""
+    n = max(1, words - k + 1)
+    covered = np.zeros(n, dtype=bool)
+    for p in passages:
+        a, b = p.query_words
+        covered[a : max(a, b - k + 1)] = True
+    return covered
