@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/kernel.py
 	$(BIN)/python bench/service.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/passages.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info native/build
