@@ -33,7 +33,7 @@ from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records
 from app.index.lsh import BandPlan, plan_bands
-from app.index.passages import Layout, Passage, align, covered_shingles
+from app.index.passages import Layout, Passage, Query, align, covered_shingles
 from app.store import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
@@ -603,6 +603,7 @@ class Index:
         )
         fetched = await self.store.records(handles.tolist())
         shingles = max(1, layout.words - k + 1)
+        indexed = Query(layout)
         scored, raws = [], []
         for h, raw in zip(handles.tolist(), fetched, strict=True):
             if raw is None:
@@ -610,7 +611,7 @@ class Index:
             rec = records.unpack(raw)
             if not rec.passages:
                 continue
-            passages = align(layout, Layout.unpack(rec.passages), k, min_words)
+            passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
             if passages:
                 covered = covered_shingles(passages, layout.words, k)
                 if covered.sum() / shingles >= threshold:

@@ -36,18 +36,45 @@ MERGE_GAP = 8
 _HEAD = struct.Struct("<III")  # anchors, words, offset encoding
 
 
-@dataclass(frozen=True)
 class Layout:
-    """One text's anchors and words: what passage alignment needs of it."""
+    """One text's anchors and words: what passage alignment needs of it.
 
-    anchor_hashes: np.ndarray  # uint64, in text order
-    anchor_words: np.ndarray  # int64, index of the word each anchor starts at
-    word_hashes: np.ndarray  # uint8, one per word
-    starts: np.ndarray  # int64, code-point offset of each word
-    ends: np.ndarray  # int64, one past each word's last code point
+    anchor_hashes (uint64, in text order) and anchor_words (int64, the word each
+    anchor starts at); word_hashes (uint8, one per word); starts and ends (int64,
+    each word's code-point span, end exclusive). A layout read from a record
+    decodes its spans only when asked: most candidates of a query share no passage.
+    """
+
+    def __init__(
+        self,
+        anchor_hashes: np.ndarray,
+        anchor_words: np.ndarray,
+        word_hashes: np.ndarray,
+        starts: np.ndarray | None = None,
+        ends: np.ndarray | None = None,
+        spans: tuple[int, bytes, int] | None = None,
+    ) -> None:
+        self.anchor_hashes = anchor_hashes
+        self.anchor_words = anchor_words
+        self.word_hashes = word_hashes
+        self._starts, self._ends = starts, ends
+        self._spans = spans  # (encoding, raw, offset) still to decode
+
+    @property
+    def starts(self) -> np.ndarray:
+        if self._starts is None:
+            self._decode()
+        return self._starts  # type: ignore[return-value]
+
+    @property
+    def ends(self) -> np.ndarray:
+        if self._ends is None:
+            self._decode()
+        return self._ends  # type: ignore[return-value]
 
     @property
     def words(self) -> int:
+        """How many words the text has."""
         return len(self.word_hashes)
 
     def pack(self) -> bytes:
@@ -82,18 +109,24 @@ class Layout:
         words = np.frombuffer(raw, "<u4", n_anchors, pos).astype(np.int64)
         pos += 4 * n_anchors
         word_hashes = np.frombuffer(raw, np.uint8, n_words, pos)
-        pos += n_words
+        return cls(hashes, words, word_hashes, spans=(encoding, raw, pos + n_words))
+
+    def _decode(self) -> None:
+        assert self._spans is not None
+        encoding, raw, pos = self._spans
+        n = len(self.word_hashes)
         if encoding == 4:
-            pairs = np.frombuffer(raw, "<u4", 2 * n_words, pos).astype(np.int64).reshape(-1, 2)
-            return cls(hashes, words, word_hashes, pairs[:, 0], pairs[:, 1])
+            pairs = np.frombuffer(raw, "<u4", 2 * n, pos).astype(np.int64).reshape(-1, 2)
+            self._starts, self._ends = pairs[:, 0], pairs[:, 1]
+            return
         if encoding == 1:
-            packed = np.frombuffer(raw, np.uint8, n_words, pos).astype(np.int64)
+            packed = np.frombuffer(raw, np.uint8, n, pos).astype(np.int64)
             gaps, lens = packed >> 4, packed & 15
         else:
-            pairs = np.frombuffer(raw, np.uint8, 2 * n_words, pos).astype(np.int64).reshape(-1, 2)
+            pairs = np.frombuffer(raw, np.uint8, 2 * n, pos).astype(np.int64).reshape(-1, 2)
             gaps, lens = pairs[:, 0], pairs[:, 1]
-        starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
-        return cls(hashes, words, word_hashes, starts, starts + lens)
+        self._starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
+        self._ends = self._starts + lens
 
 
 @dataclass(frozen=True)
@@ -108,43 +141,49 @@ class Passage:
     source_end: int
 
 
-def _extend(q: np.ndarray, s: np.ndarray) -> int:
-    """How many leading words of two aligned word-hash runs to take (X-drop)."""
-    n = min(len(q), len(s))
-    if n == 0:
-        return 0
-    score = np.cumsum(np.where(q[:n] == s[:n], 1, -MISMATCH))
-    best = np.maximum.accumulate(score)
-    dropped = np.flatnonzero(best - score > XDROP)
-    stop = int(dropped[0]) if len(dropped) else n
-    if stop == 0 or best[stop - 1] <= 0:
-        return 0
-    return int(np.argmax(score[:stop])) + 1
+def _extend(q: bytes, qi: int, s: bytes, si: int, step: int) -> int:
+    """How many words to take from q[qi] and s[si] on, stepping by step (X-drop).
+
+    Plain Python over bytes: most extensions stop after a few words, where a
+    vectorised one would cost more in set-up than the loop does in full.
+    """
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += 1 if q[qi] == s[si] else -MISMATCH
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score > XDROP:
+            break
+        qi += step
+        si += step
+    return taken
 
 
-def _seeds(query: Layout, source: Layout) -> list[tuple[int, int]]:
-    """(query word, source word) of every anchor the two texts share."""
-    where: dict[int, list[int]] = {}
-    for h, w in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
-        where.setdefault(h, []).append(w)
-    return [
-        (qw, sw)
-        for h, qw in zip(query.anchor_hashes.tolist(), query.anchor_words.tolist(), strict=True)
-        for sw in where.get(h, ())
-    ]
+class Query:
+    """A query's layout, indexed once for aligning it with many sources."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.words = layout.word_hashes.tobytes()
+        self.anchors: dict[int, list[int]] = {}
+        for h, w in zip(layout.anchor_hashes.tolist(), layout.anchor_words.tolist(), strict=True):
+            self.anchors.setdefault(h, []).append(w)
 
 
-def align(query: Layout, source: Layout, k: int, min_words: int) -> list[Passage]:
+def align(query: Query, source: Layout, k: int, min_words: int) -> list[Passage]:
     """The maximal passages two texts share, in query order, each at least min_words long."""
-    qh, sh = query.word_hashes, source.word_hashes
+    qh, sh = query.words, source.word_hashes.tobytes()
+    nq, ns = len(qh), len(sh)
     spans: set[tuple[int, int, int, int]] = set()
-    for qi, si in _seeds(query, source):
-        width = min(k, query.words - qi, source.words - si)
-        if width <= 0 or not np.array_equal(qh[qi : qi + width], sh[si : si + width]):
-            continue  # a hash collision, not a shared shingle
-        right = _extend(qh[qi + width :], sh[si + width :])
-        left = _extend(qh[:qi][::-1], sh[:si][::-1])
-        spans.add((qi - left, qi + width + right, si - left, si + width + right))
+    for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
+        for qi in query.anchors.get(h, ()):
+            width = min(k, nq - qi, ns - si)
+            if width <= 0 or qh[qi : qi + width] != sh[si : si + width]:
+                continue  # a hash collision, not a shared shingle
+            right = _extend(qh, qi + width, sh, si + width, 1)
+            left = _extend(qh, qi - 1, sh, si - 1, -1)
+            spans.add((qi - left, qi + width + right, si - left, si + width + right))
     merged: list[list[int]] = []
     for qa, qb, sa, sb in sorted(spans):
         if merged:
@@ -156,17 +195,18 @@ def align(query: Layout, source: Layout, k: int, min_words: int) -> list[Passage
                 last[1], last[2], last[3] = max(last[1], qb), min(last[2], sa), max(last[3], sb)
                 continue
         merged.append([qa, qb, sa, sb])
+    kept = [m for m in merged if m[1] - m[0] >= min_words and m[3] - m[2] >= min_words]
+    q_layout = query.layout
     return [
         Passage(
             (qa, qb),
             (sa, sb),
-            int(query.starts[qa]),
-            int(query.ends[qb - 1]),
+            int(q_layout.starts[qa]),
+            int(q_layout.ends[qb - 1]),
             int(source.starts[sa]),
             int(source.ends[sb - 1]),
         )
-        for qa, qb, sa, sb in merged
-        if qb - qa >= min_words and sb - sa >= min_words
+        for qa, qb, sa, sb in kept
     ]
 
 
