@@ -44,6 +44,8 @@ from app.core.redis_url import parse_cluster_url
 from app.core.settings import SettingsError, load_settings
 from app.index import Document, Index, Params
 from app.store import Store, StoreError, StoreUnavailableError
+from app.store.cluster import ClusterTransport
+from app.store.errors import translate
 
 TEXT = (
     "Harbour cranes stood idle on Friday as dock workers walked out over pay, leaving "
@@ -104,36 +106,13 @@ def test_bad_redis_urls_stop_start_up_without_echoing_them(url: str) -> None:
 )
 def test_cluster_errors_are_unavailable_never_faults(exc: Exception) -> None:
     """Every error a failover can cause is StoreUnavailableError (a 503 with Retry-After)."""
-    store = Store.connect("redis://127.0.0.1:1", "x", 0.5)
-
-    async def run() -> None:
-        async def fail() -> None:
-            raise exc
-
-        try:
-            await store._run(fail())
-        finally:
-            await store.close()
-
-    with pytest.raises(StoreUnavailableError):
-        asyncio.run(run())
+    assert isinstance(translate(exc), StoreUnavailableError)
 
 
 def test_a_wrong_type_is_still_a_store_error() -> None:
     """Errors that retrying cannot fix stay StoreError."""
-    store = Store.connect("redis://127.0.0.1:1", "x", 0.5)
-
-    async def run() -> None:
-        async def fail() -> None:
-            raise ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
-
-        try:
-            await store._run(fail())
-        finally:
-            await store.close()
-
-    with pytest.raises(StoreError):
-        asyncio.run(run())
+    exc = ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+    assert isinstance(translate(exc), StoreError)
 
 
 # --- on the session's cluster -----------------------------------------------------------------
@@ -167,7 +146,7 @@ class _RoundTrips:
         self.commands: collections.Counter[str] = collections.Counter()
         self.pipelines: collections.Counter[str] = collections.Counter()
         command, pipeline = ClusterNode.execute_command, ClusterNode.execute_pipeline
-        exchange = Store._node_exchange
+        exchange = ClusterTransport.node_exchange
 
         async def counted_command(node: ClusterNode, *args: Any, **kwargs: Any) -> Any:
             self.commands[node.name] += 1
@@ -177,13 +156,13 @@ class _RoundTrips:
             self.pipelines[node.name] += 1
             return await pipeline(node, commands)
 
-        async def counted_exchange(store: Store, node: ClusterNode, *args: Any) -> Any:
+        async def counted_exchange(transport: Any, node: ClusterNode, *args: Any) -> Any:
             self.pipelines[node.name] += 1
-            return await exchange(store, node, *args)
+            return await exchange(transport, node, *args)
 
         monkeypatch.setattr(ClusterNode, "execute_command", counted_command)
         monkeypatch.setattr(ClusterNode, "execute_pipeline", counted_pipeline)
-        monkeypatch.setattr(Store, "_node_exchange", counted_exchange)
+        monkeypatch.setattr(ClusterTransport, "node_exchange", counted_exchange)
 
     def reset(self) -> None:
         self.commands.clear()
@@ -230,7 +209,7 @@ def test_a_query_is_a_few_round_trips_per_node(
 def _scramble_slot_map(store: Store) -> None:
     """Give every slot the wrong master in the store's client, as a map gone stale after
     the cluster was resharded would."""
-    nodes = store._r.nodes_manager
+    nodes = store.transport.client.nodes_manager
     masters = sorted(nodes.get_nodes_by_server_type("primary"), key=lambda n: n.name)
     by_name = {m.name: i for i, m in enumerate(masters)}
     for slot, owners in list(nodes.slots_cache.items()):
@@ -254,10 +233,11 @@ def test_redirects_are_followed_and_a_waited_write_is_refused(
             index = await Index.open(store, params, 1000)
             await index.ingest([Document(text=TEXT, id="a"), Document(text=TEXT + " b", id="b")])
             before = (await index.similar_to_text(TEXT)).results
-            assert store._refresh is None
+            assert isinstance(store.transport, ClusterTransport)
+            assert store.transport.rereads == 0
             _scramble_slot_map(store)
             after = (await index.similar_to_text(TEXT)).results
-            reread = store._refresh is not None  # the MOVED replies were seen
+            reread = store.transport.rereads > 0  # the MOVED replies were seen
             await Index.open(waiting, params, 1000)
             _scramble_slot_map(waiting)
             refused = False

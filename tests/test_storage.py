@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from app.store import store as storage
 from app.store import MAX_INLINE, Store, StoreError, buckets_for
-from app.store.store import _resp
+from app.store.layout import ENTRIES_PER_BUCKET, Layout
+from app.store.resp import encode
 
 
 def _keys(rng: random.Random, n: int) -> np.ndarray:
@@ -19,19 +19,20 @@ def _keys(rng: random.Random, n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
 def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int) -> None:
-    """_band_resp's numpy-built commands are byte for byte what _resp makes of each one."""
-    store = Store.connect("redis://127.0.0.1:1", "c-1_x", 0.1)
-    store.use_band_buckets(buckets)
+    """band_commands' numpy-built commands are byte for byte what encode makes of each one."""
+    layout = Layout("c-1_x")
+    layout.use_band_buckets(buckets)
     keys = _keys(random.Random(buckets), 50)
     handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
     plain = b"".join(
-        _resp(b"HSETNX", *store._band_place(k)[:2], int(h).to_bytes(4, "little"))
+        encode(b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
         for k, h in zip(keys.tolist(), handles.tolist(), strict=True)
     )
-    assert store._band_resp(b"HSETNX", keys, handles) == plain
-    plain = b"".join(_resp(b"HGET", *store._band_place(k)[:2]) for k in keys.tolist())
-    assert store._band_resp(b"HGET", keys, None) == plain
-    asyncio.run(store.close())
+    assert layout.band_commands(b"HSETNX", keys, handles).packed() == (plain, len(keys))
+    plain = b"".join(encode(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist())
+    assert layout.band_commands(b"HGET", keys).packed() == (plain, len(keys))
+    one_by_one = [(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist()]
+    assert layout.band_commands(b"HGET", keys).commands() == one_by_one  # a cluster's
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
@@ -40,7 +41,7 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
         b = buckets_for(entries)
         assert b & (b - 1) == 0 and 16 <= b <= 1 << 24
         if 16 < b < 1 << 24:
-            assert entries / b <= storage.ENTRIES_PER_BUCKET < 2 * entries / b
+            assert entries / b <= ENTRIES_PER_BUCKET < 2 * entries / b
 
 
 def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str) -> None:

@@ -1,13 +1,14 @@
-"""The one Redis speaker: a collection's keys, and every command sent to Redis."""
+"""The one Redis speaker: a collection's keys, and every command sent to Redis.
 
-from app.store.store import (
-    MAX_INLINE,
-    ReplicationError,
-    Store,
-    StoreError,
-    StoreUnavailableError,
-    buckets_for,
-)
+store.py holds the domain operations, layout.py where each thing lives,
+scripts/ the Lua scripts, resp.py the packed encoding and bulk reply reading,
+single.py and cluster.py the two transports (one interface, transport.py,
+chosen at connect), errors.py what the store raises.
+"""
+
+from app.store.errors import ReplicationError, StoreError, StoreUnavailableError
+from app.store.layout import MAX_INLINE, buckets_for
+from app.store.store import Store
 
 __all__ = [
     "MAX_INLINE",

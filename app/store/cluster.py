@@ -1,0 +1,235 @@
+"""The transport to a Redis Cluster (redis+cluster://host:port[,host:port...] URLs).
+
+No command spans two slots and every Lua script touches one slot (layout.py
+keeps a bucket and its spilled sets under one hash tag), so a batch is split
+by the master of each command's key and sent to every master at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import AskError, RedisClusterException, RedisError, TryAgainError
+
+from app.core import metrics
+from app.core.redis_url import ClusterURL
+from app.store.errors import ReplicationError, StoreUnavailableError, translate
+from app.store.resp import Batch, Command, encode, roundtrip
+from app.store.scripts import Script
+from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
+
+# After a cluster error, the slot map is re-read at most this often.
+REFRESH_INTERVAL_S = 0.2
+# Replies that mean a slot is being moved: sent again through redis-py, which follows them.
+_REDIRECTS = (AskError, TryAgainError)
+
+
+class ClusterTransport(Transport):
+    """Each batch as one packed exchange per master, all at once.
+
+    An error that may mean the slots moved (a failover) makes it re-read the
+    slot map in the background, so requests after a failover find the new masters.
+    """
+
+    cluster = True
+
+    def __init__(
+        self,
+        client: RedisCluster,
+        *,
+        timeout: float,
+        min_replicas: int = 0,
+        replica_timeout: float = 1.0,
+    ) -> None:
+        super().__init__(
+            client, timeout=timeout, min_replicas=min_replicas, replica_timeout=replica_timeout
+        )
+        self._refresh: asyncio.Task[None] | None = None
+        self._refreshed_at = 0.0
+        self.rereads = 0  # slot map re-reads started
+
+    @classmethod
+    def connect(
+        cls, url: ClusterURL, timeout: float, min_replicas: int, replica_timeout: float
+    ) -> ClusterTransport:
+        client = RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in url.nodes],
+            username=url.username,
+            password=url.password,
+            ssl=url.ssl,
+            **client_options(timeout, min_replicas, replica_timeout),
+        )
+        return cls(
+            client, timeout=timeout, min_replicas=min_replicas, replica_timeout=replica_timeout
+        )
+
+    async def commands(self, commands: Sequence[Command], write: bool = False) -> list[Any]:
+        return await self._exchange(commands, write)
+
+    async def send(self, batch: Batch, write: bool = False) -> list[Any]:
+        return await self._exchange(batch.commands(), write)
+
+    async def eval(
+        self, script: Script, calls: Sequence[Command], write: bool = False
+    ) -> list[Any]:
+        # EVAL, not EVALSHA: a node may not have the script cached.
+        return await self._exchange(
+            [(b"EVAL", script.source, script.numkeys, *c) for c in calls], write
+        )
+
+    async def _exchange(self, commands: Sequence[Command], write: bool) -> list[Any]:
+        """Single-key commands (name, key, args...) grouped by the master of each key's
+        slot, one packed write and one read per master, all at once.
+
+        Replies that redirect (MOVED, ASK, TRYAGAIN: a slot being moved) are sent
+        again through redis-py, which follows them, and the slot map is re-read. A
+        write with min_replicas ends with WAIT on each master's connection; a
+        redirect, or a slot map that changed while it ran, makes it a ReplicationError.
+        """
+        if not commands:
+            return []
+        # The slot of a command's first key (EVAL's after the script and key count).
+        slots = [key_slot(c[3] if c[0] == b"EVAL" else c[1]) for c in commands]
+        before = await self._masters_of(set(slots))
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for i, slot in enumerate(slots):
+            node = before[slot]
+            groups.setdefault(node.name, (node, []))[1].append(i)
+        wait = write and bool(self.min_replicas)
+        started = time.perf_counter()
+        try:
+            answers = await asyncio.gather(
+                *(
+                    self.node_exchange(node, [commands[i] for i in idx], wait)
+                    for node, idx in groups.values()
+                )
+            )
+        except StoreUnavailableError:
+            self.unavailable()
+            raise
+        finally:
+            metrics.REDIS_SECONDS.labels("pipeline").observe(time.perf_counter() - started)
+        replies: list[Any] = [None] * len(commands)
+        acked = []
+        for (_, idx), got in zip(groups.values(), answers, strict=True):
+            if wait:
+                acked.append(got.pop())
+            for i, reply in zip(idx, got, strict=True):
+                replies[i] = reply
+        moved = [i for i, r in enumerate(replies) if isinstance(r, _REDIRECTS)]
+        for reply in replies:
+            if isinstance(reply, Exception) and not isinstance(reply, _REDIRECTS):
+                error = translate(reply)
+                if isinstance(error, StoreUnavailableError):
+                    self.unavailable()
+                raise error
+        if moved:
+            if wait:
+                raise self._slots_moved()
+            self.unavailable()
+            pipe = self.client.pipeline(transaction=False)
+            for i in moved:
+                pipe.execute_command(commands[i][0].decode(), *commands[i][1:])
+            again = await self.run(pipe.execute(), "pipeline")
+            for i, reply in zip(moved, again, strict=True):
+                replies[i] = reply
+        if wait:
+            after = await self._masters_of(set(slots))
+            if any(after[slot].name != before[slot].name for slot in after):
+                raise self._slots_moved()
+            self.check_acked(acked)
+        return replies
+
+    async def node_exchange(
+        self, node: ClusterNode, commands: Sequence[Command], wait: bool
+    ) -> list[Any]:
+        """Commands sent to one node in one write, every reply read (error replies as
+        exception objects) under one timer, then WAIT's count if wait."""
+        parts = [encode(*c) for c in commands]
+        budget = self.timeout + SECONDS_PER_COMMAND * len(parts)
+        if wait:
+            parts.append(self.wait_command())
+            budget += self.replica_timeout
+        try:
+            conn = node.acquire_connection()
+        except RedisError as exc:  # MaxConnectionsError
+            raise translate(exc) from exc
+        replies: list[Any] = []
+        try:
+            async with asyncio.timeout(budget):
+                await node.disconnect_if_needed(conn)  # marked by a slot map refresh
+                replies = await roundtrip(conn, b"".join(parts), len(parts))
+        except TimeoutError as exc:
+            raise StoreUnavailableError(f"Redis is unavailable: timeout on {node.name}") from exc
+        except (RedisError, OSError) as exc:
+            raise translate(exc) from exc
+        finally:
+            node.release(conn)
+        return replies
+
+    async def _masters_of(self, slots: set[int]) -> dict[int, Any]:
+        """The master that owns each slot in the client's slot map (initialised first)."""
+        await self.run(self.client.initialize())
+        nodes = self.client.nodes_manager
+        try:
+            return {slot: nodes.get_node_from_slot(slot) for slot in slots}
+        except (KeyError, RedisClusterException) as exc:  # a slot with no master yet
+            self.unavailable()
+            raise StoreUnavailableError(f"Redis Cluster has no master for a slot: {exc}") from exc
+
+    def _slots_moved(self) -> ReplicationError:
+        """What a write that waited for replicas gets when the slots moved under it."""
+        self.unavailable()
+        return ReplicationError(
+            "the write was applied, but the cluster's slots moved while it ran, so "
+            "it may not be replicated (NEARDUP_MIN_REPLICAS); retry"
+        )
+
+    def unavailable(self) -> None:
+        """Re-read the slot map in the background.
+
+        redis-py does so by itself only after a failed single command, not
+        after a failed pipeline, and with retries off it never retries into
+        the new map; so without this, exchanges would keep going to a master
+        that died and whose replica took over. One re-read at a time, at most
+        every REFRESH_INTERVAL_S; each is bounded by the socket timeouts.
+        """
+        if self._refresh is not None and not self._refresh.done():
+            return
+        now = time.monotonic()
+        if now - self._refreshed_at < REFRESH_INTERVAL_S:
+            return
+        self._refreshed_at = now
+        self.rereads += 1
+        self._refresh = asyncio.get_running_loop().create_task(self._reread_slots())
+
+    async def _reread_slots(self) -> None:
+        try:
+            await self.client.nodes_manager.initialize()
+        except Exception:  # the next failed request tries again
+            self._refreshed_at = time.monotonic()
+
+    async def ping(self) -> bool:  # every master answers, not just one
+        return bool(await self.run(self.client.ping(target_nodes=RedisCluster.PRIMARIES)))
+
+    async def fewest_replicas(self) -> int:
+        infos = await self.run(self.client.info("replication", target_nodes=RedisCluster.PRIMARIES))
+        return min(int(i.get("connected_slaves", 0)) for i in infos.values())
+
+    async def _fsync_always(self) -> list[dict[Any, Any]]:
+        """On every node, replicas too (one may be promoted): redis-py would send
+        CONFIG to one node only. Nodes that join later need it in their own
+        configuration."""
+        every = {"target_nodes": RedisCluster.ALL_NODES}
+        await self.client.config_set("appendfsync", "always", **every)
+        return list((await self.client.config_get("appendonly", **every)).values())
+
+    async def close(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+        await self.client.aclose()

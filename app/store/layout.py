@@ -1,0 +1,149 @@
+"""Where a collection's data lives in Redis: key names, band buckets, band fields.
+
+Every key is under ``nd:{collection}:``:
+
+    config        STRING  JSON of the collection's fixed sketch parameters
+    next          STRING  INCR counter handing out integer document handles
+    ids           HASH    external id -> handle
+    d:{handle}    STRING  packed document record (app.index.records)
+    l:{id}        STRING  short-lived write lock token for one external id
+    B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
+                          once the band outgrew MAX_INLINE handles, SPILLED and its size
+    S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
+
+A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
+fixed when the collection is made (Params.band_buckets, sized from
+NEARDUP_CAPACITY): a few dozen small fields per HASH keep Redis's compact
+listpack encoding, so a band membership costs a field instead of a whole key
+per band per document. A bucket and its spilled sets share a hash tag, so they
+share a cluster slot and a band script touches one slot. A spilled set is
+sorted by handle because a query reads a bounded window of it, in one
+O(log n) ZRANGE.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from app.store.resp import Rows, Template
+
+# Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
+# Redis's default hash-max-listpack-value (64).
+MAX_INLINE = 12
+# Band entries per bucket HASH at the collection's capacity: under Redis's
+# default hash-max-listpack-entries (128) with room to grow 2x past it.
+ENTRIES_PER_BUCKET = 48
+# A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
+SPILLED = b"\xff\xff\xff\xff"
+# Handles are stored in 4 bytes, and SPILLED is not one.
+MAX_HANDLE = 2**32 - 2
+BAND_KEY = struct.Struct("<Q")  # a band key as its HASH field
+HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def buckets_for(entries: int) -> int:
+    """The number of band buckets (a power of two) for this many band entries."""
+    need = max(1, -(-entries // ENTRIES_PER_BUCKET))
+    return min(1 << 24, max(16, 1 << (need - 1).bit_length()))
+
+
+class Layout:
+    """The key names of one collection, and band commands addressed by them."""
+
+    def __init__(self, collection: str) -> None:
+        self.prefix = f"nd:{collection}:".encode()
+        self.config = self.prefix + b"config"
+        self.next = self.prefix + b"next"
+        self.ids = self.prefix + b"ids"
+        self._doc = self.prefix + b"d:"
+        self._lock = self.prefix + b"l:"
+        # A bucket's keys are these heads, then the bucket's hex digits in braces.
+        self._hash_head = self.prefix + b"B{"
+        self._spill_head = self.prefix + b"S{"
+        self.buckets_pattern = self._hash_head + b"*}"
+        self._bucket_shift = 64
+        self._bucket_shift_u64 = np.uint64(64)
+        self._bucket_format = b"%x"
+        self._nibble_shifts = np.zeros(1, dtype=np.intp)
+        self._templates: dict[tuple[bytes, bool], tuple[Template, int, int, int]] = {}
+
+    def use_band_buckets(self, buckets: int) -> None:
+        """Set the collection's number of band buckets (a power of two)."""
+        if buckets < 1 or buckets & (buckets - 1):
+            raise ValueError(f"band buckets must be a power of two, got {buckets}")
+        bits = buckets.bit_length() - 1
+        self._bucket_shift = 64 - bits
+        self._bucket_shift_u64 = np.uint64(64 - bits)
+        digits = max(1, -(-bits // 4))
+        self._bucket_format = b"%%0%dx" % digits
+        self._nibble_shifts = np.arange(4 * (digits - 1), -1, -4, dtype=np.intp)
+        self._templates.clear()
+
+    def doc(self, handle: int) -> bytes:
+        return self._doc + b"%d" % handle
+
+    def docs(self, handles: Iterable[int]) -> list[bytes]:
+        head = self._doc
+        return [head + b"%d" % h for h in handles]
+
+    def lock(self, doc_id: str) -> bytes:
+        return self._lock + doc_id.encode()
+
+    def band_place(self, key: int) -> tuple[bytes, bytes, bytes]:
+        """(bucket HASH, field, spill ZSET) of a 64-bit band key."""
+        # A shift by 64 (one bucket) leaves 0 for every key.
+        digits = self._bucket_format % (key >> self._bucket_shift)
+        field = BAND_KEY.pack(key)
+        return self._hash_head + digits + b"}", field, self._spill_head + digits + b"}" + field
+
+    def band_key(self, field: bytes) -> int:
+        """The band key a bucket HASH's field stands for."""
+        return int(BAND_KEY.unpack(field)[0])
+
+    def band_calls(self, handle: int, keys: Iterable[int]) -> list[tuple[bytes, ...]]:
+        """The KEYS and ARGV of a band script (scripts.BAND_ADD, BAND_REMOVE) for a
+        handle and each band key."""
+        packed, decimal, inline = HANDLE.pack(handle), b"%d" % handle, b"%d" % MAX_INLINE
+        places = map(self.band_place, keys)
+        return [(bucket, spill, field, packed, decimal, inline) for bucket, field, spill in places]
+
+    def band_commands(
+        self, command: bytes, keys: np.ndarray, handles: np.ndarray | None = None
+    ) -> Rows:
+        """`command HASH field [handle]` for each band key (and its handle, uint32 LE).
+
+        Built at once by numpy from a template row, since building each command
+        in Python costs more than Redis takes to run it.
+        """
+        keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
+        template, at_digits, at_field, at_handle = self._template(command, handles is not None)
+        fields = keys.view(np.uint8).reshape(-1, 8)
+        columns = [(at_digits, self._bucket_digits(keys)), (at_field, fields)]
+        if handles is not None:
+            packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
+            columns.append((at_handle, packed))
+        return Rows(template, columns, len(keys))
+
+    def _bucket_digits(self, keys: np.ndarray) -> np.ndarray:
+        """The hex digits (ASCII) of each band key's bucket, one row a key."""
+        if self._bucket_shift < 64:
+            buckets = (keys >> self._bucket_shift_u64).astype(np.intp)
+        else:  # one bucket; numpy, unlike Python, does not shift a uint64 by 64 to 0
+            buckets = np.zeros(len(keys), dtype=np.intp)
+        return _HEX[(buckets[:, None] >> self._nibble_shifts) & 15]
+
+    def _template(self, command: bytes, with_handle: bool) -> tuple[Template, int, int, int]:
+        """A band_commands template and where its bucket digits, field and handle go."""
+        made = self._templates.get((command, with_handle))
+        if made is None:
+            bucket, field, _ = self.band_place(0)
+            args: Sequence[bytes] = [command, bucket, field] + ([bytes(4)] if with_handle else [])
+            template = Template(*args)
+            at_digits = template.at(1) + len(self._hash_head)
+            made = (template, at_digits, template.at(2), template.at(3) if with_handle else 0)
+            self._templates[command, with_handle] = made
+        return made

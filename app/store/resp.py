@@ -1,0 +1,171 @@
+"""The Redis protocol (RESP) by hand: commands encoded in bulk, replies read in bulk.
+
+redis-py encodes, sends and parses one command at a time in Python, which costs
+more than Redis takes to run a band command, and a document has tens of them.
+Here a batch of commands is encoded in one piece (band commands by numpy, from
+one template row), sent in one write, and its replies are parsed by hiredis
+straight from the connection's reader. This is the one module that reaches into
+redis-py's connections and parsers.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any
+
+import hiredis
+import numpy as np
+from redis._parsers import hiredis as _redis_hiredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+
+Command = tuple[bytes, ...]
+
+
+def encode(*args: bytes) -> bytes:
+    """One command in RESP, ready to send."""
+    return b"*%d\r\n" % len(args) + b"".join([b"$%d\r\n%s\r\n" % (len(a), a) for a in args])
+
+
+class Batch(ABC):
+    """Single-key commands (name, key, args...) made together, which a single server
+    takes packed in one piece and a cluster one by one, each sent to the master of
+    its key's slot."""
+
+    size: int  # how many commands, or keys of one multi-key command: the work asked of Redis
+
+    @abstractmethod
+    def commands(self) -> Sequence[Command]:
+        """Each command on its own, its key second."""
+
+    @abstractmethod
+    def packed(self) -> tuple[bytes, int]:
+        """The batch in RESP, and how many replies it gets."""
+
+    def replies(self, replies: list[Any]) -> list[Any]:
+        """Each command's reply, from the replies to packed()."""
+        return replies
+
+
+class MGet(Batch):
+    """GET of many keys: one MGET on a single server, one GET per key on a cluster."""
+
+    def __init__(self, keys: Sequence[bytes]) -> None:
+        self._keys = keys
+        self.size = len(keys)
+
+    def commands(self) -> list[Command]:
+        return [(b"GET", k) for k in self._keys]
+
+    def packed(self) -> tuple[bytes, int]:
+        keys = self._keys
+        mget = b"*%d\r\n$4\r\nMGET\r\n" % (len(keys) + 1)
+        return mget + b"".join([b"$%d\r\n%s\r\n" % (len(k), k) for k in keys]), 1
+
+    def replies(self, replies: list[Any]) -> list[Any]:
+        return list(replies[0])
+
+
+class Template:
+    """A command whose arguments have the same length every time: its RESP as a numpy
+    row, and where each argument's bytes are in it.
+
+    Every such command differs only in bytes at fixed places, so numpy can build
+    many at once by copying the row and writing those bytes in as columns.
+    """
+
+    def __init__(self, *args: bytes) -> None:
+        self.row = np.frombuffer(encode(*args), dtype=np.uint8)
+        self.spans: list[tuple[int, int]] = []
+        at = len(b"*%d\r\n" % len(args))
+        for a in args:
+            at += len(b"$%d\r\n" % len(a))
+            self.spans.append((at, at + len(a)))
+            at += len(a) + len(b"\r\n")
+        # A row's arguments, cut from its bytes.
+        self.args: Callable[[bytes], Command] = itemgetter(*(slice(*s) for s in self.spans))
+
+    def at(self, arg: int) -> int:
+        """Where argument arg (0 is the command's name) starts in the row."""
+        return self.spans[arg][0]
+
+
+class Rows(Batch):
+    """Commands from one Template: row i has columns[j][1][i] written at columns[j][0]."""
+
+    def __init__(
+        self, template: Template, columns: Iterable[tuple[int, np.ndarray]], count: int
+    ) -> None:
+        self._template = template
+        self._columns = columns
+        self.size = count
+
+    def packed(self) -> tuple[bytes, int]:
+        row = self._template.row
+        rows = np.empty((self.size, len(row)), dtype=np.uint8)
+        rows[:] = row
+        for start, column in self._columns:
+            rows[:, start : start + column.shape[1]] = column
+        return rows.tobytes(), self.size
+
+    def commands(self) -> list[Command]:
+        raw, args, width = self.packed()[0], self._template.args, len(self._template.row)
+        return [args(raw[row : row + width]) for row in range(0, len(raw), width)]
+
+
+def pairs(reply: Any) -> Iterable[tuple[bytes, bytes]]:
+    """The (field, value) pairs of a map reply (HGETALL): a dict on a RESP3 connection,
+    a flat list on a RESP2 one."""
+    if isinstance(reply, dict):
+        return reply.items()
+    return zip(reply[::2], reply[1::2], strict=True)
+
+
+# What redis-py's hiredis reader answers while a reply is incomplete.
+_INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
+
+
+async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
+    """Send payload on a connected redis-py connection in one write and read the next
+    count replies, error replies as exception objects.
+
+    With hiredis (a dependency) the replies are parsed in bulk from its reader:
+    redis-py's read_response spends far more Python per reply than parsing
+    takes, and a band lookup is tens of replies. On any failure, or
+    cancellation, the connection is disconnected before the error goes on:
+    replies may be left unread on it, so it must not be reused.
+    """
+    try:
+        await conn.send_packed_command(payload, check_health=False)
+        parser = getattr(conn, "_parser", None)
+        reader = getattr(parser, "_reader", None)
+        if not isinstance(reader, hiredis.Reader) or not hasattr(parser, "read_from_socket"):
+            return await _read_one_by_one(conn, count)
+        replies: list[Any] = []
+        while len(replies) < count:
+            reply = reader.gets()
+            if reply is _INCOMPLETE:
+                await parser.read_from_socket()  # type: ignore[union-attr]
+            elif isinstance(reply, RedisConnectionError):
+                raise reply
+            else:
+                replies.append(reply)
+        return replies
+    except BaseException:
+        await conn.disconnect()
+        raise
+
+
+async def _read_one_by_one(conn: Any, n: int) -> list[Any]:
+    """The next n replies through redis-py's own parser, with no per-reply timer
+    (timeout=inf): the caller times the whole exchange."""
+    replies: list[Any] = []
+    for _ in range(n):
+        try:
+            replies.append(await conn.read_response(timeout=math.inf))
+        except ResponseError as exc:  # the connection stays in step
+            replies.append(exc)
+    return replies

@@ -1,0 +1,31 @@
+"""The store's Lua scripts (the .lua files here), each read once with its SHA1 and key count."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Script:
+    """A Lua script as Redis runs it: EVAL source numkeys ..., or EVALSHA sha numkeys ..."""
+
+    name: str
+    source: bytes
+    sha: bytes  # hex SHA1 of source, the name EVALSHA knows it by
+    numkeys: bytes  # how many leading arguments of a call are keys (decimal)
+
+
+def _load(name: str) -> Script:
+    source = resources.files(__name__).joinpath(f"{name}.lua").read_bytes()
+    # Every key a script touches is a KEYS[n]; Redis Cluster routes the call by them.
+    numkeys = max(int(n) for n in re.findall(rb"KEYS\[(\d+)\]", source))
+    return Script(name, source, hashlib.sha1(source).hexdigest().encode(), b"%d" % numkeys)
+
+
+UNLOCK = _load("unlock")
+FORGET_ID = _load("forget_id")
+BAND_ADD = _load("band_add")
+BAND_REMOVE = _load("band_remove")
