@@ -345,10 +345,11 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
     redis_url: str, collection: str, tmp_path: Path
 ) -> None:
     """50 PUTs of different texts to one id at once, through 2 workers: exactly one creates it,
-    and the stored record, its band keys and the band SETs holding its handle all agree
-    with the text that won; no stale band still points at the id."""
+    and the stored record, its band keys and the band entries holding its handle (bands and
+    passage anchors) all agree with the text that won; no stale entry points at the id."""
     from app import kernel
     from app.index import records
+    from app.index.index import anchor_keys
 
     rng = random.Random(6)
     words = [f"w{n}" for n in range(3000)]
@@ -389,8 +390,15 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
             assert rec.band_keys.tolist() == want.tolist()
             fp = sk.fp_values[int(sk.fp_offsets[0]) : int(sk.fp_offsets[1])]
             assert rec.fingerprint.tolist() == fp.tolist()
+            # The buckets also hold the winner's passage anchors (salted), and nothing else.
+            anchors = kernel.winnow(
+                [texts[winner]],
+                shingle=params.passage_shingle,
+                passage_words=params.passage_words,
+                seed=params.seed,
+            ).hashes
             holding = asyncio.run(_bands_holding(redis_url, collection, params, handle))
-            assert holding == set(want.tolist())
+            assert holding == set(want.tolist()) | set(anchor_keys(anchors).tolist())
             assert not list(r.scan_iter(match=prefix + b"l:*"))  # every write lock released
         r.close()
 
