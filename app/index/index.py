@@ -49,6 +49,8 @@ DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
 # XORed into anchor hashes (app.index.passages) to make their keys in the band buckets.
 ANCHOR_SALT = np.uint64(0x9E3779B97F4A7C15)
+# An odd multiplier: moves a 32-bit anchor's bits into the top bits that pick its bucket.
+ANCHOR_SPREAD = np.uint64(0xD6E8FEB86659FD93)
 # About how many anchors a document has: buckets are sized for bands plus these.
 ANCHORS_PER_DOCUMENT = 24
 DEFAULT_CONTAINMENT = 0.1
@@ -253,10 +255,12 @@ class _Sketched:
 
 
 def anchor_keys(hashes: np.ndarray) -> np.ndarray:
-    """The passage index's keys of anchor hashes: distinct, and salted, because they
-    share the band buckets (and with them the bounds on hot entries, the write order
-    and the consistency check) with band keys, which they must never meet."""
-    return np.unique(np.asarray(hashes, np.uint64) ^ ANCHOR_SALT)
+    """The passage index's keys of anchor hashes (their low 32 bits, as records keep
+    them): distinct, spread over 64 bits, and salted, because they share the band
+    buckets (and with them the bounds on hot entries, the write order and the
+    consistency check) with band keys, which they must never meet."""
+    low = np.asarray(hashes, np.uint64) & np.uint64(0xFFFFFFFF)
+    return np.unique((low * ANCHOR_SPREAD) ^ ANCHOR_SALT)
 
 
 def anchors_of(rec: records.Record) -> np.ndarray:
@@ -365,7 +369,9 @@ class Index:
             anchor_starts = np.asarray(anchors.starts[a], np.int64)
             layouts.append(
                 Layout(
-                    np.asarray(anchors.hashes[a], np.uint64),
+                    (np.asarray(anchors.hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
+                        np.uint32
+                    ),
                     np.searchsorted(starts, anchor_starts).astype(np.int64),
                     (np.asarray(words.hashes[w], np.uint64) & np.uint64(255)).astype(np.uint8),
                     starts,

@@ -33,14 +33,17 @@ XDROP = 7
 # Passages at most this many words apart (in both texts) are one passage.
 MERGE_GAP = 8
 
-_HEAD = struct.Struct("<III")  # anchors, words, offset encoding
+_HEAD = struct.Struct("<III")  # anchors, words, overflowing gaps and lengths
+_ESCAPE = 15
 
 
 class Layout:
     """One text's anchors and words: what passage alignment needs of it.
 
-    anchor_hashes (uint64, in text order) and anchor_words (int64, the word each
-    anchor starts at); word_hashes (uint8, one per word); starts and ends (int64,
+    anchor_hashes (uint32: the low half of the winnowed shingle hash, in text order;
+    a collision only costs a seed that the word hashes then refuse) and anchor_words
+    (int64, the word each anchor starts at); word_hashes (uint8, one per word);
+    starts and ends (int64,
     each word's code-point span, end exclusive). A layout read from a record
     decodes its spans only when asked: most candidates of a query share no passage.
     """
@@ -78,53 +81,50 @@ class Layout:
         return len(self.word_hashes)
 
     def pack(self) -> bytes:
-        """The record's passage section: anchors, word hashes, then word spans,
-        as one byte per word (gap and length, 4 bits each) when they fit, two
-        bytes when those fit, else two uint32 each."""
+        """The record's passage section: anchors (uint32 hash, then word index as
+        uint16, or uint32 in texts of 65,536 words or more), word hashes, then one
+        byte per word: the gap before it and its length, 4 bits each, 15 meaning
+        "see the overflow", a uint32 list at the end (in word order, gap first)."""
         gaps = self.starts - np.concatenate(([0], self.ends[:-1]))
         lens = self.ends - self.starts
-        if len(gaps) == 0 or (gaps.max() < 16 and lens.max() < 16):
-            encoding, spans = 1, ((gaps << 4) | lens).astype(np.uint8).tobytes()
-        elif gaps.max() < 256 and lens.max() < 256:
-            encoding, spans = 2, np.stack([gaps, lens], 1).astype(np.uint8).tobytes()
-        else:
-            encoding, spans = 4, np.stack([self.starts, self.ends], 1).astype("<u4").tobytes()
+        pairs = np.stack([gaps, lens], 1).astype(np.int64)
+        big = pairs >= _ESCAPE
+        nibbles = np.where(big, _ESCAPE, pairs)
+        word_type = "<u2" if self.words < 1 << 16 else "<u4"
         return b"".join(
             (
-                _HEAD.pack(len(self.anchor_hashes), self.words, encoding),
-                self.anchor_hashes.astype("<u8").tobytes(),
-                self.anchor_words.astype("<u4").tobytes(),
+                _HEAD.pack(len(self.anchor_hashes), self.words, int(big.sum())),
+                self.anchor_hashes.astype("<u4").tobytes(),
+                self.anchor_words.astype(word_type).tobytes(),
                 self.word_hashes.astype(np.uint8).tobytes(),
-                spans,
+                ((nibbles[:, 0] << 4) | nibbles[:, 1]).astype(np.uint8).tobytes(),
+                pairs[big].astype("<u4").tobytes(),
             )
         )
 
     @classmethod
     def unpack(cls, raw: bytes) -> Layout:
         """The inverse of pack."""
-        n_anchors, n_words, encoding = _HEAD.unpack_from(raw)
+        n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
         pos = _HEAD.size
-        hashes = np.frombuffer(raw, "<u8", n_anchors, pos)
-        pos += 8 * n_anchors
-        words = np.frombuffer(raw, "<u4", n_anchors, pos).astype(np.int64)
+        hashes = np.frombuffer(raw, "<u4", n_anchors, pos)
         pos += 4 * n_anchors
+        word_type = np.dtype("<u2" if n_words < 1 << 16 else "<u4")
+        words = np.frombuffer(raw, word_type, n_anchors, pos).astype(np.int64)
+        pos += word_type.itemsize * n_anchors
         word_hashes = np.frombuffer(raw, np.uint8, n_words, pos)
-        return cls(hashes, words, word_hashes, spans=(encoding, raw, pos + n_words))
+        return cls(hashes, words, word_hashes, spans=(n_overflow, raw, pos + n_words))
 
     def _decode(self) -> None:
         assert self._spans is not None
-        encoding, raw, pos = self._spans
+        n_overflow, raw, pos = self._spans
         n = len(self.word_hashes)
-        if encoding == 4:
-            pairs = np.frombuffer(raw, "<u4", 2 * n, pos).astype(np.int64).reshape(-1, 2)
-            self._starts, self._ends = pairs[:, 0], pairs[:, 1]
-            return
-        if encoding == 1:
-            packed = np.frombuffer(raw, np.uint8, n, pos).astype(np.int64)
-            gaps, lens = packed >> 4, packed & 15
-        else:
-            pairs = np.frombuffer(raw, np.uint8, 2 * n, pos).astype(np.int64).reshape(-1, 2)
-            gaps, lens = pairs[:, 0], pairs[:, 1]
+        packed = np.frombuffer(raw, np.uint8, n, pos).astype(np.int64)
+        pairs = np.stack([packed >> 4, packed & 15], 1)
+        if n_overflow:
+            big = pairs == _ESCAPE
+            pairs[big] = np.frombuffer(raw, "<u4", n_overflow, pos + n).astype(np.int64)
+        gaps, lens = pairs[:, 0], pairs[:, 1]
         self._starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
         self._ends = self._starts + lens
 
