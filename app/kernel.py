@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app._native import ffi, lib
-from app.core import errors
+from app.core import errors, shingles
 
 __all__ = [
     "ABI_VERSION",
@@ -71,6 +71,8 @@ def _check_abi(native: Any) -> None:
 _check_abi(lib)
 
 MAX_K: int = lib.ND_MAX_K
+if shingles.MAX_K != MAX_K:  # pragma: no cover - a build from mismatched sources
+    raise ImportError(f"app.core.shingles.MAX_K is {shingles.MAX_K}, the kernel's {MAX_K}")
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
 MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
 
@@ -97,20 +99,12 @@ _KINDS = {"word": lib.ND_SHINGLE_WORD, "char": lib.ND_SHINGLE_CHAR}
 
 
 def parse_shingle(spec: str) -> tuple[str, int]:
-    """Parse ``"word:K"`` or ``"char:K"`` (1 <= K <= 16) into ``(kind, K)``."""
-    if not isinstance(spec, str):
-        raise InvalidParameterError(f"shingle must be a string like 'word:3', got {spec!r}")
-    kind, sep, k_text = spec.strip().partition(":")
-    kind = kind.strip().lower()
-    if not sep or kind not in _KINDS:
-        raise InvalidParameterError(f"shingle must be 'word:K' or 'char:K', got {spec!r}")
+    """Parse ``"word:K"`` or ``"char:K"`` (1 <= K <= 16) into ``(kind, K)``
+    (app.core.shingles' rule, raised here as the kernel's InvalidParameterError)."""
     try:
-        k = int(k_text)
-    except ValueError:
-        raise InvalidParameterError(f"shingle size K must be an integer, got {spec!r}") from None
-    if not 1 <= k <= MAX_K:
-        raise InvalidParameterError(f"shingle size K must be between 1 and {MAX_K}, got {k}")
-    return kind, k
+        return shingles.parse_shingle(spec)
+    except shingles.ShingleSpecError as exc:
+        raise InvalidParameterError(str(exc)) from None
 
 
 _spec_cache: dict[str, tuple[str, int]] = {}

@@ -373,7 +373,7 @@ class Index:
                         np.uint32
                     ),
                     np.searchsorted(starts, anchor_starts).astype(np.int64),
-                    (np.asarray(words.hashes[w], np.uint64) & np.uint64(255)).astype(np.uint8),
+                    (np.asarray(words.hashes[w], np.uint64) & np.uint64(15)).astype(np.uint8),
                     starts,
                     np.asarray(words.ends[w], np.int64),
                 )
@@ -421,21 +421,23 @@ class Index:
 
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
-    ) -> tuple[np.ndarray, bool]:
-        """Handles sharing a band with the query: at most candidate_cap of them.
+    ) -> tuple[np.ndarray, bool, int]:
+        """Handles sharing a band (or a passage anchor) with the query: at most
+        candidate_cap of them, whether any were cut, and how many hot keys were
+        read only in part.
 
-        One lookup reads every band's inline handles (a dozen at most each) and
-        the size of every hot band, spilled to a sorted set. Only hot bands cost
+        One lookup reads every key's inline handles (a dozen at most each) and
+        the size of every hot key, spilled to a sorted set. Only hot keys cost
         a second round trip: a window of each, together what is left of
         FETCH_BUDGET x cap, so a query's work stays bounded however hot its
-        bands are. The windows are deterministic (the same query gets the same
-        answer) and staggered, so hot bands with the same members still yield
+        keys are. The windows are deterministic (the same query gets the same
+        answer) and staggered, so hot keys with the same members still yield
         different candidates.
         """
         cap = self.candidate_cap
         inline, hot = await self.store.band_lookup(band_keys)
         parts = [inline]
-        capped = False
+        cut = 0
         if hot:
             sizes = [size for _, size in hot]
             budget = max(FETCH_BUDGET * cap - len(inline), cap + 1)
@@ -445,17 +447,18 @@ class Index:
             ]
             keys = band_keys[[i for i, _ in hot]]
             parts += await self.store.band_window(keys, starts, counts)
-            capped = any(s > n for s, n in zip(sizes, counts, strict=True))
+            cut = sum(s > n for s, n in zip(sizes, counts, strict=True))
         handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
         if exclude is not None:
             keep = handles != exclude
             handles, hits = handles[keep], hits[keep]
+        capped = cut > 0
         if len(handles) > cap:
-            # Candidates sharing more bands are likelier to be similar.
+            # Candidates sharing more keys are likelier to be similar.
             order = np.argsort(-hits, kind="stable")[:cap]
             handles = np.sort(handles[order])
             capped = True
-        return handles, capped
+        return handles, capped, cut
 
     async def _verified(
         self,
@@ -469,7 +472,7 @@ class Index:
         Returns the handles, records and similarities of those at or above
         the threshold, with the number of candidates and whether they were capped.
         """
-        handles, capped = await self._candidates(band_keys, exclude)
+        handles, capped, _ = await self._candidates(band_keys, exclude)
         metrics.CANDIDATES.observe(len(handles))
         if capped:
             metrics.CANDIDATES_CAPPED.inc()
@@ -568,31 +571,6 @@ class Index:
             rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit
         )
 
-    async def _anchor_candidates(
-        self, anchors: np.ndarray, exclude: int | None
-    ) -> tuple[np.ndarray, bool, int]:
-        """Handles sharing anchors with a query, most shared first, at most candidate_cap;
-        whether any were cut, and how many anchors were too common to read in full."""
-        cap = self.candidate_cap
-        inline, hot = await self.store.band_lookup(anchors)
-        parts = [inline]
-        common = 0
-        if hot:
-            sizes = [size for _, size in hot]
-            counts = _shares(sizes, max(FETCH_BUDGET * cap - len(inline), cap + 1), cap + 1)
-            keys = anchors[[i for i, _ in hot]]
-            parts += await self.store.band_window(keys, [0] * len(hot), counts)
-            common = sum(s > n for s, n in zip(sizes, counts, strict=True))
-        handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
-        if exclude is not None:
-            keep = handles != exclude
-            handles, hits = handles[keep], hits[keep]
-        capped = common > 0
-        if len(handles) > cap:
-            handles = handles[np.argsort(-hits, kind="stable")[:cap]]
-            capped = True
-        return handles, capped, common
-
     async def _containment(
         self,
         fingerprint: np.ndarray,
@@ -604,9 +582,7 @@ class Index:
         p = self.params
         k = parse_shingle(p.passage_shingle)[1]
         min_words = max(k + 1, p.passage_words // 3)
-        handles, capped, common = await self._anchor_candidates(
-            anchor_keys(layout.anchor_hashes), exclude
-        )
+        handles, capped, common = await self._candidates(anchor_keys(layout.anchor_hashes), exclude)
         fetched = await self.store.records(handles.tolist())
         shingles = max(1, layout.words - k + 1)
         indexed = Query(layout)

@@ -6,7 +6,7 @@ A document keeps two things for its passages (in its record, see ``Layout``):
   each starts at. Any run of ``passage_words`` words shared by two texts
   shares an anchor, so the index (anchor -> handles, in Redis) finds every
   source of such a run;
-- its words: an 8-bit hash of every word and the word's code-point span.
+- its words: a 4-bit hash of every word and the word's code-point span.
 
 A query winnows its own text the same way and meets each candidate source at
 their shared anchors (seeds). From each seed the match is extended word by
@@ -15,8 +15,9 @@ texts part (an X-drop: the score may fall at most ``XDROP`` below its best).
 Extensions on the same or nearby diagonals that overlap or nearly touch merge
 into one maximal passage, so a passage with a few edited, inserted or deleted
 words is reported once. Every word of a passage was compared, so coverage is
-verified rather than estimated from hash hits; an 8-bit word hash lets one
-unrelated word in 256 pass, which a passage of ``min_words`` cannot ride on.
+verified rather than estimated from hash hits; a 4-bit word hash lets one
+unrelated word in 16 pass, which the X-drop scoring (a miss costs three
+matches) keeps from stretching a passage by more than a word now and then.
 """
 
 from __future__ import annotations
@@ -37,12 +38,28 @@ _HEAD = struct.Struct("<III")  # anchors, words, overflowing gaps and lengths
 _ESCAPE = 15
 
 
+def _pack_nibbles(values: np.ndarray) -> bytes:
+    """4-bit values two to a byte, the first in the high half."""
+    v = np.asarray(values, np.uint8) & 15
+    if len(v) % 2:
+        v = np.append(v, np.uint8(0))
+    return ((v[0::2] << 4) | v[1::2]).astype(np.uint8).tobytes()
+
+
+def _unpack_nibbles(packed: np.ndarray, n: int) -> np.ndarray:
+    out = np.empty(2 * len(packed), np.uint8)
+    out[0::2] = packed >> 4
+    out[1::2] = packed & 15
+    return out[:n]
+
+
 class Layout:
     """One text's anchors and words: what passage alignment needs of it.
 
     anchor_hashes (uint32: the low half of the winnowed shingle hash, in text order;
     a collision only costs a seed that the word hashes then refuse) and anchor_words
-    (int64, the word each anchor starts at); word_hashes (uint8, one per word);
+    (int64, the word each anchor starts at); word_hashes (4 bits of each word's hash,
+    one uint8 per word);
     starts and ends (int64,
     each word's code-point span, end exclusive). A layout read from a record
     decodes its spans only when asked: most candidates of a query share no passage.
@@ -96,7 +113,7 @@ class Layout:
                 _HEAD.pack(len(self.anchor_hashes), self.words, int(big.sum())),
                 self.anchor_hashes.astype("<u4").tobytes(),
                 self.anchor_words.astype(word_type).tobytes(),
-                self.word_hashes.astype(np.uint8).tobytes(),
+                _pack_nibbles(self.word_hashes),
                 ((nibbles[:, 0] << 4) | nibbles[:, 1]).astype(np.uint8).tobytes(),
                 pairs[big].astype("<u4").tobytes(),
             )
@@ -112,8 +129,9 @@ class Layout:
         word_type = np.dtype("<u2" if n_words < 1 << 16 else "<u4")
         words = np.frombuffer(raw, word_type, n_anchors, pos).astype(np.int64)
         pos += word_type.itemsize * n_anchors
-        word_hashes = np.frombuffer(raw, np.uint8, n_words, pos)
-        return cls(hashes, words, word_hashes, spans=(n_overflow, raw, pos + n_words))
+        packed = (n_words + 1) // 2
+        word_hashes = _unpack_nibbles(np.frombuffer(raw, np.uint8, packed, pos), n_words)
+        return cls(hashes, words, word_hashes, spans=(n_overflow, raw, pos + packed))
 
     def _decode(self) -> None:
         assert self._spans is not None
