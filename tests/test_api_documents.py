@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-import oracle
 import pytest
-from cluster_procs import all_keys, sync_client
 from fastapi.testclient import TestClient
+from support import oracle
+from support.cluster import all_keys, sync_client
+
+pytestmark = pytest.mark.both_stores
 
 
 def enc(doc_id: str) -> str:

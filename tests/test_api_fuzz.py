@@ -22,7 +22,6 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from procs import Server
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -31,6 +30,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from support.procs import Server
 
 MAX_EXAMPLES = int(os.environ.get("NEARDUP_FUZZ_EXAMPLES", "30"))
 BUDGET_S = 45.0  # for all operations together; later ones get fewer examples past it

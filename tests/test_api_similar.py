@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 
-import oracle
 import pytest
 from fastapi.testclient import TestClient
-from textgen import mutate
+from support import oracle
+from support.textgen import mutate
+
+pytestmark = pytest.mark.both_stores
 
 BASE = (
     "Officials in the northern province said on Tuesday that heavy rain had flooded "

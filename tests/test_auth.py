@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from procs import Server, serving
+from support.procs import Server, serving
+
+pytestmark = pytest.mark.both_stores
 
 WRITE = "w-" + "k" * 30
 READ = "r-" + "k" * 30

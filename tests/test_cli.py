@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from corpus import CORPUS, neardup_cmd, read_truth
-from test_serve import Server
+from support.corpus import CORPUS, neardup_cmd, read_truth
+from support.procs import Server
 
 
 def run(*args: str, env: dict[str, str], stdin: bytes | None = None) -> subprocess.CompletedProcess:

@@ -19,10 +19,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from cluster_procs import LocalCluster, free_cluster_port, sync_client, wait_until
-from corpus import read_corpus, read_truth
 from fastapi.testclient import TestClient
-from procs import neardup_check, serving
 from redis.asyncio.cluster import ClusterNode
 from redis.cluster import RedisCluster
 from redis.exceptions import (
@@ -38,7 +35,10 @@ from redis.exceptions import (
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
-from textgen import mutate
+from support.cluster import LocalCluster, free_cluster_port, sync_client
+from support.corpus import read_corpus, read_truth
+from support.procs import neardup_check, serving, wait_until
+from support.textgen import mutate
 
 from app.core.redis_url import parse_cluster_url
 from app.core.settings import SettingsError, load_settings

@@ -25,6 +25,8 @@ from app.index import Document, Index, Params
 from app.index.check import check
 from app.store import Store
 
+pytestmark = pytest.mark.both_stores
+
 IDS = ["x", "y", "z"]
 CLIENTS = 12
 OPS_PER_CLIENT = 40

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
-import oracle
 import pytest
-from corpus import read_corpus, read_truth
 from fastapi.testclient import TestClient
-from textgen import mutate
+from support import oracle
+from support.corpus import read_corpus, read_truth
+from support.textgen import mutate
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,14 @@ import asyncio
 import itertools
 import random
 
-import oracle
-from textgen import mutate
+import pytest
+from support import oracle
+from support.textgen import mutate
 
 from app.index import Document, Index, Params
 from app.store import Store
+
+pytestmark = pytest.mark.both_stores
 
 BASES = [
     "Rescue teams worked through the night after the bridge over the river collapsed "

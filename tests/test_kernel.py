@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import subprocess
@@ -10,32 +9,15 @@ import sys
 import threading
 import unicodedata
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
-from corpus import read_corpus, read_truth
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from support import oracle
+from support.corpus import read_corpus, read_truth
 
 from app import kernel
-
-
-def _load_oracle() -> ModuleType:
-    """tests/oracle.py by path (pytest runs with --import-mode=importlib)."""
-    if "neardup_test_oracle" in sys.modules:
-        return sys.modules["neardup_test_oracle"]
-    spec = importlib.util.spec_from_file_location(
-        "neardup_test_oracle", Path(__file__).with_name("oracle.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["neardup_test_oracle"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle = _load_oracle()
 
 CORPUS = read_corpus()
 

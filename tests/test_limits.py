@@ -16,10 +16,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from cluster_procs import sync_client
-from corpus import read_corpus
 from fastapi.testclient import TestClient
-from procs import serving
+from support.cluster import sync_client
+from support.corpus import read_corpus
+from support.procs import serving
+
+pytestmark = pytest.mark.both_stores
 
 TEXT = "The quick brown fox jumps over the lazy dog near the quiet river bank today"
 

@@ -9,6 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+pytestmark = pytest.mark.both_stores
+
 TEXT = "Wind farms off the northern coast produced record power during the winter storms"
 
 

@@ -22,8 +22,8 @@ import httpx
 import orjson
 import pytest
 import redis
-from corpus import read_corpus
-from procs import RedisProc, Server, neardup_check, serving, wait_until
+from support.corpus import read_corpus
+from support.procs import RedisProc, Server, neardup_check, serving, wait_until
 
 from app.index import Params
 from app.store import Store

@@ -12,6 +12,8 @@ from app.store import MAX_INLINE, Store, StoreError, buckets_for
 from app.store.layout import ENTRIES_PER_BUCKET, Layout
 from app.store.resp import encode
 
+pytestmark = pytest.mark.both_stores
+
 
 def _keys(rng: random.Random, n: int) -> np.ndarray:
     return np.array([rng.getrandbits(64) for _ in range(n)] + [0, 2**64 - 1], dtype=np.uint64)

