@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app import __version__, kernel
 from app.api import auth, problems
 from app.api.edge import Edge
-from app.api.routes import documents, duplicates, health, similar
+from app.api.routes import bulk, documents, duplicates, health, similar
 from app.core.settings import Settings, load_settings
 from app.service import logs
 from app.service.runtime import open_index
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     problems.install(app)
-    for router in (documents.router, similar.router, duplicates.router, health.router):
+    for router in (bulk.router, documents.router, similar.router, duplicates.router, health.router):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the
         # route), which cost more than the rest of a /healthz. The routers carry no

@@ -90,7 +90,7 @@ class Edge:
                     return message
 
                 try:
-                    if scope["path"].startswith("/duplicates"):
+                    if scope["path"].startswith(("/duplicates", "/export")):
                         # Streams of the whole corpus are bounded by the corpus, not a clock.
                         await self.app(scope, limited_receive, observed_send)
                     else:

@@ -58,12 +58,27 @@ MEASURE_DOC = (
 EVIDENCE_DOC = "with measure=containment, list each source's passages with their offsets"
 
 
+FILTER_DOC = (
+    "only documents whose metadata has each of these fields with exactly this value; "
+    "applied to verified matches before the limit"
+)
+FILTER_EXAMPLE = {"metadata": {"host": "example.com"}}
+
+
+class FilterIn(_In):
+    metadata: dict[str, Any] = Field(
+        description="field -> the exact JSON value it must have (at least one field)",
+        examples=[{"host": "example.com", "lang": "en"}],
+    )
+
+
 class SimilarIn(_In):
     text: str
     threshold: Threshold | None = None
     limit: Limit = 10
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     evidence: bool = Field(False, description=EVIDENCE_DOC)
+    filter: FilterIn | None = Field(None, description=FILTER_DOC, examples=[FILTER_EXAMPLE])
 
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
@@ -142,6 +157,47 @@ class BatchOut(BaseModel):
     updated: int
     errors: int
     results: list[BatchItemOut]
+
+
+class DeleteIn(_In):
+    ids: list[DocId] | None = Field(
+        None, min_length=1, max_length=MAX_BATCH, description="delete these documents"
+    )
+    filter: FilterIn | None = Field(
+        None, description="delete every document whose metadata matches, a step at a time"
+    )
+    cursor: str | None = Field(
+        None, description="with filter: the cursor the previous step answered (omit to start)"
+    )
+    step: int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> DeleteIn:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give exactly one of ids and filter")
+        if self.ids is not None and self.cursor is not None:
+            raise ValueError("cursor goes with filter, not with ids")
+        return self
+
+
+class DeleteOut(BaseModel):
+    deleted: int = Field(description="documents deleted by this call")
+    scanned: int = Field(description="records looked at (ids: the ids given)")
+    cursor: str | None = Field(
+        description="with filter: pass it back for the next step; null when the scan is done"
+    )
+
+
+class ImportIn(_In):
+    header: dict[str, Any] = Field(description="the export's first line")
+    documents: list[dict[str, Any]] = Field(
+        min_length=1, max_length=MAX_BATCH, description="export lines after the header"
+    )
+
+
+class ImportOut(BaseModel):
+    created: int
+    updated: int
 
 
 class Problem(BaseModel):

@@ -32,6 +32,7 @@ from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records
+from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
 from app.store import Store, buckets_for
@@ -396,17 +397,25 @@ class Index:
         return threshold
 
     async def similar_to_text(
-        self, text: str, threshold: float | None = None, limit: int = 10
+        self,
+        text: str,
+        threshold: float | None = None,
+        limit: int = 10,
+        where: Filter | None = None,
     ) -> QueryResult:
         """Stored near-duplicates of a text that is not stored."""
         t = self.check_threshold(threshold)
         sk = await self._sketch([text])
         if int(sk.shingles[0]) == 0:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
-        return await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit)
+        return await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit, where)
 
     async def similar_to_id(
-        self, doc_id: str, threshold: float | None = None, limit: int = 10
+        self,
+        doc_id: str,
+        threshold: float | None = None,
+        limit: int = 10,
+        where: Filter | None = None,
     ) -> QueryResult | None:
         """Near-duplicates of a stored document, or None if the id is unknown."""
         t = self.check_threshold(threshold)
@@ -417,7 +426,7 @@ class Index:
         if raw is None:
             return None
         rec = records.unpack(raw)
-        return await self._query(rec.fingerprint, rec.band_keys, handle, t, limit)
+        return await self._query(rec.fingerprint, rec.band_keys, handle, t, limit, where)
 
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
@@ -507,6 +516,7 @@ class Index:
         exclude: int | None,
         threshold: float,
         limit: int,
+        where: Filter | None = None,
     ) -> QueryResult:
         handles, raws, sims, candidates, capped = await self._verified(
             fingerprint, band_keys, exclude, threshold
@@ -515,6 +525,8 @@ class Index:
         matches: list[Match] = []
         seen: set[str] = set()
         for i in np.lexsort((handles, -sims)).tolist():
+            if where is not None and not where.matches_record(raws[i]):
+                continue  # filtered before the limit: every match the bands found can answer
             doc_id = records.id_of(raws[i])
             if doc_id in seen:
                 # Only a handle that lost its id (see the module docstring) can repeat
@@ -544,17 +556,25 @@ class Index:
         return threshold
 
     async def containment_of_text(
-        self, text: str, threshold: float | None = None, limit: int = 10
+        self,
+        text: str,
+        threshold: float | None = None,
+        limit: int = 10,
+        where: Filter | None = None,
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages."""
         t = self.check_containment(threshold)
         sk = await self._sketch([text])
         if int(sk.shingles[0]) == 0 or sk.layouts is None:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
-        return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit)
+        return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit, where)
 
     async def containment_of_id(
-        self, doc_id: str, threshold: float | None = None, limit: int = 10
+        self,
+        doc_id: str,
+        threshold: float | None = None,
+        limit: int = 10,
+        where: Filter | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
@@ -568,7 +588,7 @@ class Index:
         if not rec.passages:  # stored before the collection kept passages
             return ContainmentResult([], 0, False, 0, 0.0)
         return await self._containment(
-            rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit
+            rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit, where
         )
 
     async def _containment(
@@ -578,6 +598,7 @@ class Index:
         exclude: int | None,
         threshold: float,
         limit: int,
+        where: Filter | None = None,
     ) -> ContainmentResult:
         p = self.params
         k = parse_shingle(p.passage_shingle)[1]
@@ -591,7 +612,7 @@ class Index:
             if raw is None:
                 continue
             rec = records.unpack(raw)
-            if not rec.passages:
+            if not rec.passages or (where is not None and not where.matches(rec.metadata)):
                 continue
             passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
             if passages:

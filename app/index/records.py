@@ -102,6 +102,13 @@ def id_of(raw: bytes) -> str:
     return raw[pos : pos + id_len].decode("utf-8")
 
 
+def metadata_of(raw: bytes) -> dict | None:
+    """Just the metadata of a record, without parsing the rest (see unpack)."""
+    _, fp_len, _, bands, id_len, meta_len, _ = _HEADER.unpack_from(raw)
+    pos = _HEADER.size + 4 * fp_len + 8 * bands + _pad(id_len)
+    return orjson.loads(raw[pos : pos + meta_len]) if meta_len else None
+
+
 def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """Fingerprints of many records, packed, without a Python loop over records.
 

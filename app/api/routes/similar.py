@@ -16,6 +16,7 @@ from app.api.answers import containment_answer, query_answer
 from app.api.deps import get_index
 from app.api.problems import problem
 from app.index import Index, QueryResult
+from app.index.filters import Filter
 
 router = APIRouter(tags=["similar"])
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -63,7 +64,7 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
     limit = DEFAULT_LIMIT
     if scope["query_string"]:
         query = request.query_params  # the last value of a repeated name, as FastAPI's
-        if not _CONTAINMENT_FIELDS.isdisjoint(query.keys()):  # measure, evidence: FastAPI's
+        if not _SLOW_FIELDS.isdisjoint(query.keys()):  # measure, evidence, filter: FastAPI's
             return None
         given = query.get("threshold")
         if given is not None:
@@ -82,8 +83,8 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
     return doc_id, threshold, limit
 
 
-# The fast paths take Jaccard queries only: the measure left at its default.
-_CONTAINMENT_FIELDS = frozenset({"measure", "evidence"})
+# The fast paths take unfiltered Jaccard queries only: the measure left at its default.
+_SLOW_FIELDS = frozenset({"measure", "evidence", "filter"})
 _TEXT_FIELDS = frozenset({"text", "threshold", "limit"})
 
 
@@ -155,21 +156,29 @@ async def similar_to_stored(
     limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
     measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
     evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
+    filter: Annotated[
+        str | None,
+        Query(
+            description=f"JSON: {schemas.FILTER_DOC}",
+            examples=[orjson.dumps(schemas.FILTER_EXAMPLE).decode()],
+        ),
+    ] = None,
 ) -> Response:
     """Stored near-duplicates of a stored document, most similar first, itself excluded;
     with measure=containment, the stored documents that hold passages of it."""
     index = await get_index(request)  # not a dependency: those cost per request too
     missing = problem(404, "Not found", f"no document with id {doc_id!r}")
+    where = None if filter is None else Filter.parse(filter)
     if measure == "containment" or evidence:
         try:
             schemas.check_measure(measure, evidence)
         except ValueError as exc:
             return problem(422, "Invalid request", f"evidence: {exc}")
         t = index.check_containment(threshold)
-        found = await index.containment_of_id(doc_id, t, limit)
+        found = await index.containment_of_id(doc_id, t, limit, where)
         return missing if found is None else _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
-    result = await index.similar_to_id(doc_id, used, limit)
+    result = await index.similar_to_id(doc_id, used, limit, where)
     if result is None:
         return missing
     return _answer(query_answer(result, used, doc_id))
@@ -178,20 +187,21 @@ async def similar_to_stored(
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
+    where = None if body.filter is None else Filter.parse(body.filter.model_dump())
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit)
+        found = await index.containment_of_text(body.text, t, body.limit, where)
         return _answer(containment_answer(found, t, body.evidence))
-    return await _text_answer(request, body.text, body.threshold, body.limit)
+    return await _text_answer(request, body.text, body.threshold, body.limit, where)
 
 
 async def _text_answer(
-    request: Request, text: str, threshold: float | None, limit: int
+    request: Request, text: str, threshold: float | None, limit: int, where: Filter | None = None
 ) -> Response:
     index = await get_index(request)
     used = index.check_threshold(threshold)
-    result = await index.similar_to_text(text, used, limit)
+    result = await index.similar_to_text(text, used, limit, where)
     return _answer(query_answer(result, used))
 
 

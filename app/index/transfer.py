@@ -1,0 +1,207 @@
+"""Export and import: a collection's documents as sketches, without their texts.
+
+An export is JSON Lines: a header naming the collection's sketch parameters,
+then one line per document in handle order (oldest first)::
+
+    {"format": "neardup-export", "version": 1, "params": {"shingle": "word:3", ...}}
+    {"id": "a", "metadata": {...}, "shingles": 10, "fingerprint": "<base64 u32 LE>",
+     "bands": "<base64 u64 LE>", "passages": "<base64 passage layout>"}
+
+That is everything a record holds, so importing it into a collection with the
+same parameters (another NEARDUP_COLLECTION, another Redis) rebuilds an index
+that gives the same answers: documents get new handles in export order, so ties
+still rank oldest first. The band-bucket count is the target's own; it only
+places band keys, it does not change them. Import writes through the index's
+own write path (locks, bands first, record last) and replaces documents with
+the same id, so importing twice gives the same collection.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from app.core import errors
+from app.index import records
+from app.index.filters import Filter
+from app.index.ids import check_id
+from app.index.index import Index, Params, _Sketched, anchor_keys
+from app.index.passages import Layout
+
+FORMAT = "neardup-export"
+VERSION = 1
+# Parameters an import must share with its target; band_buckets only places keys.
+SHARED = ("shingle", "num_perm", "fingerprint_size", "seed", "threshold", "bands", "rows",
+          "passage_words")  # fmt: skip
+MAX_IMPORT = 1000
+
+
+class ImportRefused(errors.Invalid):
+    """An import line or header the target collection cannot take."""
+
+    title = "Invalid import"
+
+
+def header(params: Params) -> dict[str, Any]:
+    """The first line of an export."""
+    p = asdict(params)
+    return {"format": FORMAT, "version": VERSION, "params": {k: p[k] for k in SHARED}}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def exported(raw: bytes) -> dict[str, Any]:
+    """One document line of an export, from its packed record."""
+    rec = records.unpack(raw)
+    return {
+        "id": rec.id,
+        "metadata": rec.metadata,
+        "shingles": rec.shingles,
+        "fingerprint": _b64(np.ascontiguousarray(rec.fingerprint, "<u4").tobytes()),
+        "bands": _b64(np.ascontiguousarray(rec.band_keys, "<u8").tobytes()),
+        "passages": _b64(rec.passages),
+    }
+
+
+async def export(
+    index: Index, where: Filter | None = None, batch: int = 256
+) -> AsyncIterator[dict[str, Any]]:
+    """The header, then every document (matching where) in handle order, a batch at a time."""
+    yield header(index.params)
+    last = await index.store.last_handle()
+    for first in range(1, last + 1, batch):
+        handles = list(range(first, min(first + batch, last + 1)))
+        for raw in await index.store.records(handles):
+            if raw is not None and (where is None or where.matches_record(raw)):
+                yield exported(raw)
+
+
+def check_header(index: Index, head: dict[str, Any]) -> None:
+    """Refuse an export made with other parameters than the target collection's."""
+    if head.get("format") != FORMAT or head.get("version") != VERSION:
+        raise ImportRefused(f"not a {FORMAT} version {VERSION} header: {str(head)[:200]}")
+    given = head.get("params")
+    ours = header(index.params)["params"]
+    if not isinstance(given, dict):
+        raise ImportRefused("the header has no params object")
+    diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
+            if given.get(k) != ours[k]]  # fmt: skip
+    if diff:
+        raise ImportRefused(
+            "the export was made with other sketch parameters ("
+            + ", ".join(diff)
+            + "); import into a collection created with the export's NEARDUP_* settings"
+        )
+
+
+def _bytes(doc: dict[str, Any], name: str, where: str) -> bytes:
+    value = doc.get(name, "")
+    if not isinstance(value, str):
+        raise ImportRefused(f"{where}: {name} must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImportRefused(f"{where}: {name} is not base64") from None
+
+
+@dataclass(frozen=True)
+class _Restored(_Sketched):
+    """Sketches read back from an export, in the form the index's writer takes."""
+
+    raw_passages: list[bytes] = field(default_factory=list)
+
+    def anchors(self, i: int) -> np.ndarray:
+        raw = self.raw_passages[i]
+        return anchor_keys(Layout.unpack(raw).anchor_hashes) if raw else np.zeros(0, np.uint64)
+
+    def passages(self, i: int) -> bytes:
+        return self.raw_passages[i]
+
+
+def _restore(index: Index, docs: Sequence[dict[str, Any]]) -> tuple[list[str], list, _Restored]:
+    """Check every line against the collection's parameters and pack it for writing."""
+    p = index.params
+    ids, metas, shingles, fps, bands, passages = [], [], [], [], [], []
+    for n, doc in enumerate(docs):
+        where = f"document {n}"
+        if not isinstance(doc, dict):
+            raise ImportRefused(f"{where}: not an object")
+        doc_id = doc.get("id")
+        if not isinstance(doc_id, str):
+            raise ImportRefused(f"{where}: id must be a string")
+        try:
+            check_id(doc_id)
+        except ValueError as exc:
+            raise ImportRefused(f"{where}: {exc}") from None
+        where = f"document {doc_id!r}"
+        meta = doc.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise ImportRefused(f"{where}: metadata must be an object or null")
+        try:
+            orjson.dumps(meta)
+        except orjson.JSONEncodeError as exc:
+            raise ImportRefused(f"{where}: metadata cannot be stored as JSON: {exc}") from None
+        count = doc.get("shingles")
+        if type(count) is not int or not 1 <= count < 2**63:
+            raise ImportRefused(f"{where}: shingles must be a positive integer")
+        fp_raw = _bytes(doc, "fingerprint", where)
+        fp = np.frombuffer(fp_raw, "<u4") if len(fp_raw) % 4 == 0 else None
+        if fp is None or not 1 <= len(fp) <= p.fingerprint_size or np.any(np.diff(fp) <= 0):
+            raise ImportRefused(
+                f"{where}: fingerprint must be 1 to {p.fingerprint_size} ascending u32 values"
+            )
+        band_raw = _bytes(doc, "bands", where)
+        if len(band_raw) != 8 * p.bands:
+            raise ImportRefused(f"{where}: bands must be {p.bands} u64 values")
+        layout = _bytes(doc, "passages", where)
+        if bool(layout) != bool(p.passage_words):
+            raise ImportRefused(f"{where}: passages must be given exactly when the collection "
+                               "keeps a passage index")  # fmt: skip
+        if layout:
+            try:
+                same = Layout.unpack(layout).pack() == layout
+            except Exception:  # any garbage: refused, never stored
+                same = False
+            if not same:
+                raise ImportRefused(f"{where}: passages is not a passage layout")
+        ids.append(doc_id)
+        metas.append(meta)
+        shingles.append(count)
+        fps.append(fp)
+        bands.append(np.frombuffer(band_raw, "<u8"))
+        passages.append(layout)
+    offsets = np.zeros(len(fps) + 1, np.uint64)
+    offsets[1:] = np.cumsum([len(f) for f in fps])
+    values = np.concatenate(fps).astype(np.uint32) if fps else np.zeros(0, np.uint32)
+    keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
+    restored = _Restored(np.asarray(shingles, np.int64), values, offsets, keys, None, passages)
+    return ids, metas, restored
+
+
+async def import_documents(
+    index: Index, head: dict[str, Any], docs: Sequence[dict[str, Any]]
+) -> tuple[int, int]:
+    """Write exported documents (replacing the same ids); (created, updated).
+
+    The header is checked first and every line before anything is written, so a
+    bad batch stores nothing. An id given twice: the last line wins.
+    """
+    check_header(index, head)
+    if len(docs) > MAX_IMPORT:
+        raise ImportRefused(f"at most {MAX_IMPORT} documents per import call")
+    ids, metas, restored = _restore(index, docs)
+    last = {doc_id: i for i, doc_id in enumerate(ids)}
+    keep = [i for i, doc_id in enumerate(ids) if last[doc_id] == i]
+    if not keep:
+        return 0, 0
+    # The index's own writer: the same locks and write order as an ingest.
+    created = await index._write([ids[i] for i in keep], [(i, metas[i]) for i in keep], restored)
+    return sum(created), len(created) - sum(created)

@@ -1,0 +1,184 @@
+"""Metadata that works: filters on /similar, delete by ids or filter, export and import."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from support import oracle
+from support.corpus import read_corpus, read_truth
+from support.textgen import mutate
+
+from app.api.app import create_app
+from app.core.settings import load_settings
+from app.index.check import check
+
+BASE = (
+    "Officials in the northern province said on Tuesday that heavy rain had flooded "
+    "dozens of villages, cutting roads and forcing thousands of families to leave their "
+    "homes while rescue teams searched for people reported missing near the river"
+)
+
+
+def _exact(a: str, b: str) -> float:
+    return oracle.exact_jaccard(oracle.shingles(a, "word:3"), oracle.shingles(b, "word:3"))
+
+
+def _near_corpus(client: TestClient) -> dict[str, tuple[str, dict]]:
+    """BASE and twelve near-duplicates of it on three hosts, the nearest on the busiest host."""
+    docs = {"base": (BASE, {"host": "base.org"})}
+    for i in range(12):
+        host = "example.com" if i % 4 == 3 else ("other.net" if i % 2 else "third.io")
+        meta = {"host": host, "n": i}
+        docs[f"near{i}"] = (mutate(BASE, 0.02 + 0.01 * i, random.Random(i)), meta)
+    body = {"documents": [{"id": k, "text": t, "metadata": m} for k, (t, m) in docs.items()]}
+    assert client.post("/documents/batch", json=body).status_code == 200
+    return docs
+
+
+def _expected(docs: dict, query: str, host: str, exclude: str | None = None) -> dict[str, float]:
+    return {
+        k: _exact(query, t)
+        for k, (t, m) in docs.items()
+        if k != exclude and m["host"] == host and _exact(query, t) >= 0.5
+    }
+
+
+@pytest.mark.both_stores
+def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
+    """A filtered query returns the oracle's matches on that host although other hosts
+    hold more (and closer) matches than the limit; GET and POST agree."""
+    docs = _near_corpus(client)
+    want = _expected(docs, BASE, "example.com", exclude="base")
+    assert len(want) >= 2, "the corpus must hold matches on the filtered host"
+    unfiltered = client.get("/similar/base", params={"limit": len(want)}).json()["results"]
+    assert not {r["id"] for r in unfiltered} >= set(want), "the limit alone must miss them"
+    filt = {"metadata": {"host": "example.com"}}
+    got = client.get(
+        "/similar/base", params={"limit": len(want), "filter": json.dumps(filt)}
+    ).json()
+    assert {r["id"]: r["similarity"] for r in got["results"]} == pytest.approx(want)
+    posted = client.post("/similar", json={"text": BASE, "limit": len(want), "filter": filt})
+    assert {r["id"] for r in posted.json()["results"]} == set(want)
+    # Exact values, types kept apart: "n": 3 matches near3 only, "n": "3" and 3.0 nothing.
+    for value, ids in ((3, {"near3"}), ("3", set()), (True, set())):
+        spec = json.dumps({"metadata": {"n": value}})
+        found = client.get("/similar/base", params={"filter": spec}).json()["results"]
+        assert {r["id"] for r in found} == ids & set(_expected(docs, BASE, "example.com"))
+
+
+def test_filter_refusals_say_what_to_fix(client: TestClient) -> None:
+    """A filter that is not JSON, empty, or not under "metadata" is a 422 naming it."""
+    client.put("/documents/a", json={"text": BASE})
+    for bad in ("{", "{}", '{"metadata": {}}', '{"host": "x"}', '{"metadata": [1]}'):
+        resp = client.get("/similar/a", params={"filter": bad})
+        assert resp.status_code == 422, bad
+        assert "filter" in resp.json()["detail"]
+    resp = client.post("/similar", json={"text": BASE, "filter": {"metadata": {}}})
+    assert resp.status_code == 422 and "filter" in resp.json()["detail"]
+
+
+@pytest.mark.both_stores
+def test_delete_by_ids_and_by_filter_in_steps(client: TestClient) -> None:
+    """Deleting by ids counts what existed; by filter, resumable steps delete exactly the
+    matching documents, and the collection is left consistent."""
+    docs = _near_corpus(client)
+    resp = client.post("/documents/delete", json={"ids": ["near0", "near1", "nope"]})
+    assert resp.json() == {"deleted": 2, "scanned": 3, "cursor": None}
+    assert client.get("/documents/near0").status_code == 404
+    deleted, steps, cursor = 0, 0, None
+    filt = {"metadata": {"host": "other.net"}}
+    while True:
+        body = {"filter": filt, "step": 4, **({"cursor": cursor} if cursor else {})}
+        resp = client.post("/documents/delete", json=body)
+        assert resp.status_code == 200, resp.text
+        deleted += resp.json()["deleted"]
+        steps += 1
+        cursor = resp.json()["cursor"]
+        if cursor is None:
+            break
+    gone = {k for k, (_, m) in docs.items() if m["host"] == "other.net"} - {"near1"}
+    assert deleted == len(gone) and steps == -(-len(docs) // 4)
+    left = {k for k in docs if client.get(f"/documents/{k}").status_code == 200}
+    assert left == set(docs) - gone - {"near0", "near1"}
+    found = {r["id"] for r in client.get("/similar/base", params={"limit": 50}).json()["results"]}
+    assert found.isdisjoint(gone | {"near0", "near1"})
+    report = client.portal.call(check, client.app.state.index)  # type: ignore[union-attr]
+    assert report.clean and report.ids == len(left)
+
+
+def test_delete_refusals(client: TestClient) -> None:
+    """Both or neither of ids and filter, a cursor with ids or a forged cursor: 422."""
+    filt = {"metadata": {"a": 1}}
+    for body in ({}, {"ids": ["a"], "filter": filt}, {"ids": ["a"], "cursor": "2"},
+                 {"filter": filt, "cursor": "x1"}, {"filter": filt, "step": 0}):  # fmt: skip
+        assert client.post("/documents/delete", json=body).status_code == 422, body
+
+
+def _ndjson(resp) -> list[dict]:  # type: ignore[no-untyped-def]
+    return [orjson.loads(line) for line in resp.content.splitlines() if line]
+
+
+def test_export_import_round_trip_gives_identical_answers(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
+    """Export -> import into another collection on the same Redis: every document's
+    record and every GET /similar (Jaccard and containment) answer is the same, and the
+    corpus' known plagiarism pairs are found in the copy."""
+    corpus = read_corpus()[:300]
+    truth = [p for p in read_truth() if {p[0], p[1]} <= {d for d, _ in corpus}]
+    assert truth, "the slice must hold known pairs"
+    docs = [{"id": d, "text": t, "metadata": {"n": i % 3}} for i, (d, t) in enumerate(corpus)]
+    assert client.post("/documents/batch", json={"documents": docs}).status_code == 200
+    client.delete(f"/documents/{corpus[5][0]}")  # a gap in the handles
+    lines = _ndjson(client.get("/export"))
+    head, exported = lines[0], lines[1:]
+    assert head["format"] == "neardup-export" and len(exported) == len(corpus) - 1
+    copy = load_settings(
+        redis_url=settings.redis_url, collection=settings.collection + "copy",
+        data_dir=settings.data_dir, capacity=2000,  # another bucket count: keys only move
+    )  # fmt: skip
+    with TestClient(create_app(copy)) as other:
+        for i in range(0, len(exported), 100):
+            resp = other.post("/import", json={"header": head, "documents": exported[i : i + 100]})
+            assert resp.status_code == 200, resp.text
+        again = other.post("/import", json={"header": head, "documents": exported[:10]})
+        assert again.json() == {"created": 0, "updated": 10}
+        assert _ndjson(other.get("/export"))[1:] == exported
+        for doc_id, _ in corpus:
+            for params in ({"limit": 20}, {"measure": "containment", "evidence": "true"}):
+                a = client.get(f"/similar/{doc_id}", params=params)
+                b = other.get(f"/similar/{doc_id}", params=params)
+                assert (a.status_code, a.json()) == (b.status_code, b.json())
+        for x, y in truth:
+            assert y in {r["id"] for r in other.get(f"/similar/{x}").json()["results"]}
+        only = _ndjson(other.get("/export", params={"filter": '{"metadata": {"n": 1}}'}))[1:]
+        assert {d["id"] for d in only} == {d["id"] for d in exported if d["metadata"]["n"] == 1}
+
+
+def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
+    """An export made with other sketch parameters, or a damaged line, stores nothing."""
+    client.put("/documents/a", json={"text": BASE})
+    head, doc = _ndjson(client.get("/export"))
+    other = load_settings(
+        redis_url=settings.redis_url, collection=settings.collection + "t8",
+        data_dir=settings.data_dir, threshold=0.8,
+    )  # fmt: skip
+    with TestClient(create_app(other)) as target:
+        resp = target.post("/import", json={"header": head, "documents": [doc]})
+        assert resp.status_code == 422 and "threshold" in resp.json()["detail"]
+        assert target.get("/readyz").json()["documents"] == 0
+    bad = [
+        {**doc, "fingerprint": "!!"},
+        {**doc, "bands": doc["fingerprint"]},
+        {**doc, "passages": "AAAA"},
+        {**doc, "shingles": 0},
+        {**doc, "id": ""},
+    ]
+    for line in bad:
+        resp = client.post(
+            "/import", json={"header": head, "documents": [{**doc, "id": "z"}, line]}
+        )
+        assert resp.status_code == 422, line
+    assert client.get("/documents/z").status_code == 404
