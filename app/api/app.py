@@ -15,6 +15,7 @@ from app.api.routes import bulk, documents, duplicates, health, similar
 from app.core.settings import Settings, load_settings
 from app.service import logs
 from app.service.runtime import open_index
+from app.service.supervisor import supervised_dir
 from app.service.sweeper import sweep_forever
 
 
@@ -47,6 +48,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.
+    app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
     for router in (bulk.router, documents.router, similar.router, duplicates.router, health.router):
         # The routes themselves, not include_router(): an included router is matched

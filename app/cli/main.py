@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.service import logs
     from app.service.embedded import EmbeddedRedis, EmbeddedRedisError
+    from app.service.supervisor import Supervisor
 
     try:
         settings = load_settings()
@@ -37,14 +39,17 @@ def _serve(args: argparse.Namespace) -> int:
     print(said, file=sys.stderr)
     if not allowed:
         return 2
-    embedded = None
+    embedded = supervisor = None
     if settings.redis_url is None:
-        # One Redis for all workers: started here, handed to them by URL.
+        # One Redis for all workers: started here, handed to them by URL, and
+        # started again by the supervisor if it dies.
         try:
             embedded = EmbeddedRedis(settings.data_dir, settings.durability).start()
         except EmbeddedRedisError as exc:
             print(f"neardup: {exc}", file=sys.stderr)
             return 1
+        logs.configure(settings.log_format, settings.log_level)
+        supervisor = Supervisor(embedded).start()
         os.environ["NEARDUP_REDIS_URL"] = embedded.url
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
     if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -68,6 +73,8 @@ def _serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=30,
         )
     finally:
+        if supervisor is not None:
+            supervisor.stop()
         if embedded is not None:
             embedded.stop()
     return 0

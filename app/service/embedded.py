@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 PR_SET_PDEATHSIG = 1
 
@@ -43,6 +45,47 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def exit_status(code: int | None) -> str:
+    """How a process ended, in words: "exited with status 1", "was killed by signal 9 (SIGKILL)"."""
+    if code is None:
+        return "is running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {-code} ({name})"
+    return f"exited with status {code}"
+
+
+def _warnings(log_path: Path, start: int) -> str:
+    """The warnings redis-server wrote to its log since start: why it exited."""
+    try:
+        with log_path.open("rb") as f:
+            f.seek(start)
+            text = f.read(1 << 16).decode("utf-8", "replace")
+    except OSError as exc:
+        return f"its log could not be read ({exc})"
+    # Redis marks a warning line with " # " after the timestamp.
+    said = [line.split(" # ", 1)[1].strip() for line in text.splitlines() if " # " in line]
+    return "; ".join(said[-3:]) or "it logged no warning"
+
+
+def _quick_client(socket: Path) -> redis.Redis:
+    # No retries: redis-py's default backoff would hide for seconds a server that exited.
+    return redis.Redis(unix_socket_path=str(socket), socket_timeout=1, retry=Retry(NoBackoff(), 0))
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)  # redis fsyncs the AOF on SIGTERM
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class EmbeddedRedis:
     """A redis-server child process serving data_dir on a unix socket."""
 
@@ -61,7 +104,7 @@ class EmbeddedRedis:
         """The URL of the server another process runs on this data dir, if one answers."""
         if not self.socket.exists():
             return None
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1)
+        client = _quick_client(self.socket)
         try:
             return self.url if client.ping() else None
         except redis.RedisError:
@@ -70,6 +113,7 @@ class EmbeddedRedis:
             client.close()
 
     def start(self, timeout: float = 20.0) -> EmbeddedRedis:
+        """Take the data dir and start the server on it."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.data_dir / "neardup.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -80,9 +124,36 @@ class EmbeddedRedis:
                 f"another neardup is serving {self.data_dir}; stop it or set NEARDUP_DATA_DIR"
             ) from None
         self._lock_file = fd
+        try:
+            self.launch(timeout)
+        except EmbeddedRedisError:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def poll(self) -> int | None:
+        """The server's exit status once it has exited (negative: the signal), else None."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def launch(self, timeout: float = 20.0) -> None:
+        """Start redis-server on the data dir this object holds, and wait until it answers.
+
+        Also how the supervisor brings back a server that died: the append-only
+        file in the data dir is loaded again. The child is told to exit when the
+        thread that launched it does, so launch from a thread that lives as long
+        as the server should.
+        """
+        if self._lock_file is None:
+            raise EmbeddedRedisError("the data dir is not held; call start()")
         # A socket left by a killed server would refuse the new bind.
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
+        log_path = self.data_dir / "redis.log"
+        log_from = log_path.stat().st_size if log_path.exists() else 0
         args = [
             redis_server_binary(),
             "--port", "0",
@@ -93,19 +164,19 @@ class EmbeddedRedis:
             "--appendfsync", "always" if self.durability == "always" else "everysec",
             "--save", "",
             "--daemonize", "no",
-            "--logfile", str(self.data_dir / "redis.log"),
+            "--logfile", str(log_path),
         ]  # fmt: skip
-        self._proc = subprocess.Popen(
+        proc = self._proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, close_fds=True
         )
         deadline = time.monotonic() + timeout
-        client = redis.Redis(unix_socket_path=str(self.socket), socket_timeout=1)
+        client = _quick_client(self.socket)
         try:
             while True:
-                if self._proc.poll() is not None:
+                if proc.poll() is not None:
                     raise EmbeddedRedisError(
-                        f"redis-server exited with {self._proc.returncode}; "
-                        f"see {self.data_dir / 'redis.log'}"
+                        f"redis-server {exit_status(proc.returncode)}: "
+                        f"{_warnings(log_path, log_from)} (see {log_path})"
                     )
                 try:
                     # Loading a large append-only file answers LOADING until done.
@@ -114,23 +185,19 @@ class EmbeddedRedis:
                 except (redis.ConnectionError, redis.BusyLoadingError, redis.TimeoutError):
                     pass
                 if time.monotonic() > deadline:
-                    self.stop()
-                    raise EmbeddedRedisError("redis-server did not become ready in time")
+                    _end(proc)
+                    raise EmbeddedRedisError(
+                        f"redis-server did not become ready in {timeout:g} s (see {log_path})"
+                    )
                 time.sleep(0.05)
         finally:
             client.close()
-        return self
 
     def stop(self) -> None:
         """Flush and stop the server, then release the data dir."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # redis fsyncs the AOF on SIGTERM
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            _end(proc)
         if self._lock_file is not None:
             os.close(self._lock_file)
             self._lock_file = None

@@ -11,6 +11,7 @@ from app.api.deps import get_index
 from app.api.problems import RETRY_AFTER, ProblemResponse, problem
 from app.core import metrics
 from app.core.errors import Unavailable
+from app.service.supervisor import down_reason
 
 router = APIRouter(tags=["health"])
 
@@ -19,8 +20,11 @@ _OK = b'{"status":"ok"}'
 
 
 @router.get("/healthz", response_model=dict[str, str])
-async def healthz() -> Response:
-    """The process is up (it does not look at Redis)."""
+async def healthz(request: Request) -> Response:
+    """The process is up (it does not ask Redis), and its embedded Redis, if any, can run."""
+    data_dir = request.app.state.supervised_dir
+    if data_dir is not None and (why := down_reason(data_dir)) is not None:
+        return problem(503, "Unhealthy", why)
     return Response(_OK, media_type="application/json")  # the same answer, not re-validated
 
 
