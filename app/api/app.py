@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app import __version__, kernel
 from app.api import auth, problems
 from app.api.edge import Edge
-from app.api.routes import bulk, documents, duplicates, health, similar
+from app.api.routes import bulk, documents, duplicates, health, similar, ui
 from app.core.settings import Settings, load_settings
 from app.service import logs
 from app.service.runtime import open_index
@@ -51,7 +51,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
-    for router in (bulk.router, documents.router, similar.router, duplicates.router, health.router):
+    routers = (bulk, documents, similar, duplicates, health, ui)
+    for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the
         # route), which cost more than the rest of a /healthz. The routers carry no

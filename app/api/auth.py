@@ -1,6 +1,7 @@
 """Which requests need an API key, and the answers to those without a good one.
 
-When any key is set, every request except GET /healthz needs
+When any key is set, every request except GET /healthz and the report page's
+own files (GET /ui/...) needs
 ``Authorization: Bearer <key>``; /docs, /openapi.json and /metrics too, so
 that nothing about a deployment is told to a caller without a key (curl, a
 Prometheus scrape config and a Kubernetes probe can all send the header).
@@ -24,6 +25,9 @@ from app.core.settings import Settings
 
 # Requests anyone may make, keys or not.
 PUBLIC = frozenset({("GET", "/healthz"), ("HEAD", "/healthz")})
+# The report page's own files (app.api.routes.ui) load without a key; the page then
+# asks for one and sends it with every API request it makes.
+PAGE = "/ui"
 # Methods that never change documents; POST /similar is a query too.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 READ_POSTS = frozenset({"/similar"})
@@ -77,6 +81,8 @@ def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) 
     middleware, before anything of the body is read.
     """
     if not keys.entries or (method, path) in PUBLIC:
+        return None
+    if method in ("GET", "HEAD") and (path == PAGE or path.startswith(PAGE + "/")):
         return None
     token = _bearer(authorization)
     if token is None:

@@ -136,6 +136,8 @@ class DocumentOut(BaseModel):
     id: str
     shingles: int
     metadata: dict[str, Any] | None = None
+    # The text; only in collections that keep texts (NEARDUP_KEEP_TEXT).
+    text: str | None = None
 
 
 class IngestOut(BaseModel):

@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # Every shared run of this many words is found by containment queries (fixed with
     # the collection); 0 keeps no passage index.
     passage_words: int = Field(30, ge=0, le=1000)
+    # Keep each document's text (compressed, fixed with the collection) so the report
+    # page can show a source beside its passages and GET /documents/{id} returns it.
+    keep_text: bool = False
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
     candidate_cap: int = Field(200, ge=10, le=100_000)
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)

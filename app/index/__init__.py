@@ -3,6 +3,7 @@
 No HTTP and no wire format: it speaks to Redis only through app.store.
 """
 
+from app.index import records, texts
 from app.index.index import (
     BusyError,
     ConfigMismatchError,
@@ -39,4 +40,6 @@ __all__ = [
     "QueryResult",
     "ThresholdError",
     "TooLargeError",
+    "records",
+    "texts",
 ]

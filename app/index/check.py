@@ -12,12 +12,16 @@ band entry belongs to a live document's record. What breaks it, by kind:
     stray_bands     band entries of a live document that its record does
                     not list (a replace that stopped before its clean-up)
     missing_bands   band entries a live record lists that the bands lack
+    orphan_texts    a kept text of a handle with no record and no id (a
+                    delete or a first write that stopped half-way)
+    stale_texts     a live document's kept text written for another version of
+                    its record (a replace that stopped between text and record)
 
 The scan is not a snapshot, so every finding is checked again, under the
 id's write lock, before anything is removed: a write in flight is never
 mistaken for debris. Bands are scanned before the id map: a handle's bands
-are only ever written after its id was mapped, so a handle with bands that
-no later id-map scan shows is unreachable for good.
+and texts are only ever written after its id was mapped, so a handle with bands
+or a text that no later id-map scan shows is unreachable for good.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.core import metrics
-from app.index import records
+from app.index import records, texts
 from app.index.index import Index, anchors_of
 
 
@@ -39,7 +43,15 @@ def entries_of(rec: records.Record) -> np.ndarray:
     return np.union1d(rec.band_keys, anchors_of(rec))
 
 
-KINDS = ("dangling_ids", "orphan_records", "orphan_bands", "stray_bands", "missing_bands")
+KINDS = (
+    "dangling_ids",
+    "orphan_records",
+    "orphan_bands",
+    "stray_bands",
+    "missing_bands",
+    "orphan_texts",
+    "stale_texts",
+)
 
 
 @dataclass
@@ -104,16 +116,21 @@ async def check(
         for h in handles:
             bands[h].append(key)
             report.band_entries += 1
+    keeps = index.params.keep_text
+    texted = {h async for h in store.text_handles()} if keeps else set()
     # 2. ids, 3. records
     mapping = {doc_id: h async for doc_id, h in store.id_map()}
     report.ids = len(mapping)
     live: dict[int, np.ndarray] = {}
+    digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
     async for h, raw in _records(index, batch, pause):
         report.records += 1
         rec = records.unpack(raw)
         if mapping.get(rec.id) == h:
             live[h] = entries_of(rec)
+            if h in texted:
+                digests[h] = texts.digest(raw)
         else:
             orphans[h] = (rec.id, entries_of(rec))
             report.note("orphan_records", f"handle {h} says id {rec.id!r}")
@@ -138,9 +155,51 @@ async def check(
         if len(lacking):
             missing[h] = lacking
             report.note("missing_bands", f"handle {h}: {len(lacking)} entries", len(lacking))
+    lost_texts = sorted(h for h in texted if h not in live and h not in mapped and h not in orphans)
+    for h in lost_texts:
+        report.note("orphan_texts", f"handle {h}")
+    stale = await _stale_texts(index, digests, batch)
+    for h in stale:
+        report.note("stale_texts", f"handle {h}")
     if repair and not report.clean:
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
+        await _repair_texts(index, report, lost_texts, stale, mapping)
     return report
+
+
+async def _stale_texts(index: Index, digests: dict[int, bytes], batch: int) -> list[int]:
+    """The live handles whose kept text carries another record's digest."""
+    stale = []
+    handles = sorted(digests)
+    for first in range(0, len(handles), batch):
+        part = handles[first : first + batch]
+        heads = await index.store.text_heads(part, texts.DIGEST_BYTES)
+        stale += [h for h, head in zip(part, heads, strict=True) if head and head != digests[h]]
+    return stale
+
+
+async def _repair_texts(
+    index: Index, report: CheckReport, lost: list[int], stale: list[int], mapping: dict[str, int]
+) -> None:
+    """Remove unreachable texts, and texts that belong to no version of their record."""
+    store = index.store
+    if lost:
+        still = {h async for _, h in store.id_map()}
+        gone = [h for h in lost if h not in still]
+        present = await store.records(gone)
+        gone = [h for h, raw in zip(gone, present, strict=True) if raw is None]
+        await store.delete_texts(gone)
+        report.repaired["orphan_texts"] += len(gone)
+        metrics.ORPHANS_REPAIRED.labels("orphan_texts").inc(len(gone))
+    owner = {h: i for i, h in mapping.items()}
+    for h in stale:
+        async with index.locked([owner[h]]):
+            (raw,) = await store.records([h])
+            (head,) = await store.text_heads([h], texts.DIGEST_BYTES)
+            if raw is not None and head and not texts.belongs(head, raw):
+                await store.delete_texts([h])
+                report.repaired["stale_texts"] += 1
+                metrics.ORPHANS_REPAIRED.labels("stale_texts").inc()
 
 
 async def _repair(
@@ -175,6 +234,8 @@ async def _repair(
             (now,) = await store.handles([doc_id])
             (raw,) = await store.records([h])
             if now == h and raw is None:
+                if index.params.keep_text:
+                    await store.delete_texts([h])
                 await store.remove_bands([(h, np.asarray(bands.get(h, []), np.uint64))])
                 await store.forget_ids([doc_id], [h])
                 fixed("dangling_ids")
@@ -184,6 +245,8 @@ async def _repair(
             (raw,) = await store.records([h])
             if now != h and raw is not None:
                 await store.delete_records([h])
+                if index.params.keep_text:
+                    await store.delete_texts([h])
                 extra = np.asarray(bands.get(h, []), np.uint64)
                 await store.remove_bands([(h, np.union1d(keys, extra))])
                 fixed("orphan_records")

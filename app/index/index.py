@@ -31,7 +31,7 @@ import orjson
 from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
-from app.index import records
+from app.index import records, texts
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
@@ -117,6 +117,9 @@ class Params:
     # Every shared run of this many words is found by containment queries; 0 keeps
     # no passage index (collections made before passages existed).
     passage_words: int = DEFAULT_PASSAGE_WORDS
+    # Whether each document's text is kept (compressed, app.index.texts), so a reviewer
+    # can read a source beside the passages found in it.
+    keep_text: bool = False
 
     @classmethod
     def create(
@@ -128,6 +131,7 @@ class Params:
         threshold: float,
         capacity: int = DEFAULT_CAPACITY,
         passage_words: int = DEFAULT_PASSAGE_WORDS,
+        keep_text: bool = False,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -142,6 +146,7 @@ class Params:
             plan.rows,
             buckets,
             passage_words,
+            keep_text,
         )
 
     @property
@@ -304,6 +309,8 @@ class Index:
             )
         # A collection made before passages existed has no passage index.
         fields.setdefault("passage_words", 0)
+        # ... and one made before texts could be kept keeps none.
+        fields.setdefault("keep_text", False)
         stored = Params(**fields)
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
@@ -658,16 +665,34 @@ class Index:
         (raw,) = await self.store.records([handle])
         return None if raw is None else records.unpack(raw)
 
+    async def read(self, doc_id: str) -> tuple[records.Record, str | None] | None:
+        """A document's record and its kept text (None when the collection keeps none,
+        or when a write that crashed left another version's text)."""
+        (handle,) = await self.store.handles([doc_id])
+        if handle is None:
+            return None
+        (raw,) = await self.store.records([handle])
+        if raw is None:
+            return None
+        text = None
+        if self.params.keep_text:
+            (stored,) = await self.store.texts([handle])
+            text = texts.unpack(stored, raw)
+        return records.unpack(raw), text
+
     async def delete(self, doc_id: str) -> bool:
-        """Remove a document: record first, then its bands, then its id."""
+        """Remove a document: record first, then its text, its bands, and its id."""
         async with self.locked([doc_id]):
             (handle,) = await self.store.handles([doc_id])
             if handle is None:
                 return False
             (raw,) = await self.store.records([handle])
             if raw is not None:
-                rec = records.unpack(raw)
                 await self.store.delete_records([handle])
+            if self.params.keep_text:
+                await self.store.delete_texts([handle])
+            if raw is not None:
+                rec = records.unpack(raw)
                 await self.store.remove_bands([(handle, rec.band_keys)])
                 await self.store.remove_bands([(handle, anchors_of(rec))])
             # A mapping without a record (a write that crashed before its record)
@@ -728,14 +753,21 @@ class Index:
                 [ids[i] for i in batch],
                 [(i, docs[i].metadata) for i in batch],
                 sk,
+                [docs[i].text for i in batch],
             )
             for i, c in zip(batch, created, strict=True):
                 results[i].created = c
         return results
 
     async def _write(
-        self, ids: list[str], items: list[tuple[int, dict | None]], sk: _Sketched
+        self,
+        ids: list[str],
+        items: list[tuple[int, dict | None]],
+        sk: _Sketched,
+        bodies: list[str] | None = None,
     ) -> list[bool]:
+        """Write one round (each id once) under the ids' locks; bodies are the texts to
+        keep (None: an import of sketches, which has none)."""
         async with self.locked(ids):
             handles = await self.store.assign_handles(ids)
             old = await self.store.records(handles)
@@ -753,7 +785,13 @@ class Index:
             pairs = list(zip(handles, items, strict=True))
             await self.store.add_bands([(h, sk.band_keys[i]) for h, (i, _) in pairs])
             await self.store.add_bands([(h, sk.anchors(i)) for h, (i, _) in pairs])
+            if self.params.keep_text and bodies is not None:
+                # Before the record that points at it; it carries that record's digest.
+                kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
+                await self.store.put_texts(list(zip(handles, kept, strict=True)))
             await self.store.put_records(list(zip(handles, new, strict=True)))
+            if self.params.keep_text and bodies is None:
+                await self.store.delete_texts(handles)  # a replaced version's, now stale
             stale_bands, stale_anchors = [], []
             for (h, (i, _)), raw in zip(pairs, old, strict=True):
                 if raw is not None:

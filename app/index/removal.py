@@ -1,7 +1,8 @@
 """Deleting many documents: by ids, or by a metadata filter a bounded step at a time.
 
 Each deletion keeps the single delete's order and lock (app.index.index): under
-the ids' write locks, records first, then band entries and anchors, then ids.
+the ids' write locks, records first, then kept texts, band entries and anchors,
+then ids.
 A filter deletion scans records in handle order, ``step`` handles per call, and
 answers with a cursor to pass back for the next step, so every call does
 bounded work, a client can stop and resume, and a document stored after the
@@ -54,11 +55,14 @@ async def _delete_locked(
             if raw is not None and (where is None or where.matches_record(raw))
         ]
         await store.delete_records([h for _, h, _ in gone])
+        dangling = [(i, h) for (i, h), raw in zip(known, raws, strict=True) if raw is None]
+        if index.params.keep_text:  # after the records that point at them
+            dropped = dangling if where is None else []
+            await store.delete_texts([h for _, h, _ in gone] + [h for _, h in dropped])
         await store.remove_bands([(h, rec.band_keys) for _, h, rec in gone])
         await store.remove_bands([(h, anchors_of(rec)) for _, h, rec in gone])
         # An id without a record (a write that crashed before its record) goes too,
         # when deleting by id: the id is free again either way.
-        dangling = [(i, h) for (i, h), raw in zip(known, raws, strict=True) if raw is None]
         forget = [(i, h) for i, h, _ in gone] + (dangling if where is None else [])
         if forget:
             await store.forget_ids([i for i, _ in forget], [h for _, h in forget])

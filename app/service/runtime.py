@@ -24,6 +24,7 @@ def params_of(settings: Settings) -> Params:
         settings.threshold,
         settings.capacity,
         settings.passage_words,
+        settings.keep_text,
     )
 
 

@@ -6,6 +6,8 @@ Every key is under ``nd:{collection}:``:
     next          STRING  INCR counter handing out integer document handles
     ids           HASH    external id -> handle
     d:{handle}    STRING  packed document record (app.index.records)
+    t:{handle}    STRING  the document's text, compressed (collections that keep texts;
+                          app.index.texts)
     l:{id}        STRING  short-lived write lock token for one external id
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size
@@ -60,6 +62,8 @@ class Layout:
         self.next = self.prefix + b"next"
         self.ids = self.prefix + b"ids"
         self._doc = self.prefix + b"d:"
+        self._text = self.prefix + b"t:"
+        self.texts_pattern = self._text + b"*"
         self._lock = self.prefix + b"l:"
         # A bucket's keys are these heads, then the bucket's hex digits in braces.
         self._hash_head = self.prefix + b"B{"
@@ -89,6 +93,17 @@ class Layout:
     def docs(self, handles: Iterable[int]) -> list[bytes]:
         head = self._doc
         return [head + b"%d" % h for h in handles]
+
+    def text(self, handle: int) -> bytes:
+        return self._text + b"%d" % handle
+
+    def texts(self, handles: Iterable[int]) -> list[bytes]:
+        head = self._text
+        return [head + b"%d" % h for h in handles]
+
+    def text_handle(self, key: bytes) -> int:
+        """The handle a text key (from texts_pattern) belongs to."""
+        return int(key[len(self._text) :])
 
     def lock(self, doc_id: str) -> bytes:
         return self._lock + doc_id.encode()

@@ -189,6 +189,32 @@ class Store:
         commands = [(b"DEL", self._keys.doc(h)) for h in handles]
         await self.transport.commands(commands, write=True)
 
+    # kept texts (written before the record that points at them, deleted after it) --
+
+    async def texts(self, handles: Sequence[int]) -> list[bytes | None]:
+        """The stored text of each handle, None where there is none."""
+        if len(handles) == 0:
+            return []
+        return await self.transport.send(MGet(self._keys.texts(handles)))
+
+    async def text_heads(self, handles: Sequence[int], size: int) -> list[bytes]:
+        """The first size bytes of each handle's stored text (empty where there is none)."""
+        commands = [(b"GETRANGE", k, b"0", b"%d" % (size - 1)) for k in self._keys.texts(handles)]
+        return await self.transport.commands(commands)
+
+    async def put_texts(self, texts: Sequence[tuple[int, bytes]]) -> None:
+        commands = [(b"SET", self._keys.text(h), raw) for h, raw in texts]
+        await self.transport.commands(commands, write=True)
+
+    async def delete_texts(self, handles: Sequence[int]) -> None:
+        commands = [(b"DEL", self._keys.text(h)) for h in handles]
+        await self.transport.commands(commands, write=True)
+
+    async def text_handles(self) -> AsyncIterator[int]:
+        """The handle of every stored text, in no order (SCAN): for checks, not queries."""
+        async for key in self.transport.scan(self._keys.texts_pattern):
+            yield self._keys.text_handle(key)
+
     # band memberships ---------------------------------------------------------
 
     async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:

@@ -81,13 +81,22 @@ async def upsert(
     return _ingest_out(result, None)
 
 
-@router.get("/documents/{doc_id:docid}", response_model=schemas.DocumentOut, responses=NOT_FOUND)
+@router.get(
+    "/documents/{doc_id:docid}",
+    response_model=schemas.DocumentOut,
+    response_model_exclude_unset=True,  # `text` only when the collection keeps texts
+    responses=NOT_FOUND,
+)
 async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ProblemResponse:
-    """The stored record of a document (its text is not kept)."""
-    rec = await index.get(doc_id)
-    if rec is None:
+    """The stored record of a document, with its text when the collection keeps texts."""
+    found = await index.read(doc_id)
+    if found is None:
         return problem(404, "Not found", f"no document with id {doc_id!r}")
-    return schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
+    rec, text = found
+    out = schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
+    if index.params.keep_text:
+        out.text = text  # null when a crash left another version's text (see app.index.texts)
+    return out
 
 
 @router.delete("/documents/{doc_id:docid}", status_code=204, responses=NOT_FOUND)

@@ -1,0 +1,91 @@
+"""The similarity report page (GET /ui/...) and the collection it describes (GET /collection).
+
+The page is static: HTML, CSS and JavaScript packaged with the service
+(app/api/ui/), no CDN and no build step. Every view is the same HTML file, which
+reads its view from the URL (/ui/, /ui/documents/{id}, /ui/collection), so a
+reviewer can send a link. Every /ui/ answer carries a Content-Security-Policy that
+allows nothing but this origin and no inline script, so even a bug that wrote a
+hostile text as HTML could not run it. The page's files need no API key
+(app.api.auth); the data it shows is read through the API, with the key it asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import RedirectResponse
+
+from app.api.deps import get_index
+from app.api.problems import problem
+from app.index import Index
+from app.store.layout import MAX_INLINE
+
+router = APIRouter(tags=["ui"])
+IndexDep = Annotated[Index, Depends(get_index)]
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    # The files change with the package; revalidating costs a 304-sized answer.
+    "Cache-Control": "no-cache",
+}
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# The views: paths that answer with the page itself.
+VIEWS = ("", "collection")
+
+
+def _files() -> dict[str, bytes]:
+    """The page's files by name, read once from the installed package."""
+    folder = resources.files("app.api") / "ui"
+    return {f.name: f.read_bytes() for f in folder.iterdir() if _suffix(f.name) in TYPES}
+
+
+def _suffix(name: str) -> str:
+    return name[name.rfind(".") :]
+
+
+FILES = _files()
+
+
+@router.get("/ui", include_in_schema=False)
+async def ui_root() -> Response:
+    """/ui without its slash: the page's relative addresses need the slash."""
+    return RedirectResponse("/ui/", status_code=308, headers=HEADERS)
+
+
+@router.get("/ui/{path:path}", include_in_schema=False)
+async def ui(path: str) -> Response:
+    """The page's files, and the page itself for every view."""
+    name = "index.html" if path in VIEWS or path.startswith("documents/") else path
+    body = FILES.get(name)
+    if body is None:
+        return problem(404, "Not found", f"the page has no file {path!r}", headers=HEADERS)
+    media = TYPES[_suffix(name)]
+    return Response(body, media_type=media, headers=HEADERS)
+
+
+@router.get("/collection", response_model=dict[str, Any])
+async def collection(request: Request, index: IndexDep) -> dict[str, Any]:
+    """The collection's fixed parameters, its size, and the bounds of a query's work."""
+    return {
+        "name": request.app.state.settings.collection,
+        "documents": await index.count(),
+        "parameters": asdict(index.params),
+        "candidate_cap": index.candidate_cap,
+        # A band with more documents than this is hot: a query reads a bounded window of it.
+        "hot_band_size": MAX_INLINE,
+    }
