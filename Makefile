@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: venv install run test sanitize lint bench clean
+.PHONY: venv install run test screenshots sanitize lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "neardup needs Python 3.11+"'
@@ -37,6 +37,11 @@ run: $(STAMP)
 # tree's app/ (which has no compiled kernel) never shadows the installed one.
 test: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
+	@command -v chromium >/dev/null 2>&1 || echo "!!! THE BROWSER SUITE (tests/test_ui_browser.py) DID NOT RUN: chromium is missing; install it with: apt-get install -y chromium"
+
+# The README's screenshots of the report page (check, source and collection views).
+screenshots: $(STAMP)
+	NEARDUP_SCREENSHOTS=$(CURDIR)/docs NEARDUP_REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/test_ui_browser.py -k screenshots
 
 sanitize: $(STAMP)
 	bash native/sanitize.sh $(BIN)/python

@@ -188,6 +188,8 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "orphan_bands": 3,
                 "stray_bands": 2,
                 "missing_bands": 1,
+                "orphan_texts": 0,  # this collection keeps no texts
+                "stale_texts": 0,
             }
             assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
             repaired = await check(index, repair=True)

@@ -1,0 +1,599 @@
+// neardup's similarity report page. No framework and no build step: the service
+// serves this file as it is. Every text, id and metadata value from the API is
+// written with textContent (never as HTML), and every request goes to this origin.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const KEY_STORE = "neardup.key";
+const COLOURS = 8; // .src-0 .. .src-7 in style.css; the visible number tells sources apart
+const state = { report: null, marks: [], current: -1, pending: null, collection: null };
+
+// ---------------------------------------------------------------- API access
+
+class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail);
+    this.status = status;
+  }
+}
+
+async function api(path, body) {
+  const headers = { Accept: "application/json" };
+  const key = sessionStorage.getItem(KEY_STORE);
+  if (key) headers.Authorization = "Bearer " + key;
+  const init = { method: "GET", headers, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.method = "POST";
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (err) {
+    throw new ApiError(0, "the service did not answer (" + err.message + ")");
+  }
+  const type = response.headers.get("Content-Type") || "";
+  const data = type.includes("json") ? await response.json().catch(() => null) : null;
+  if (!response.ok) {
+    const detail = data && typeof data.detail === "string" ? data.detail : response.statusText;
+    throw new ApiError(response.status, detail);
+  }
+  return data;
+}
+
+function docPath(id) {
+  return "/documents/" + encodeURIComponent(id);
+}
+
+// Runs an action that reads the API; a refused key asks for another and runs it again.
+async function guarded(action) {
+  try {
+    await action();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      const had = sessionStorage.getItem(KEY_STORE);
+      sessionStorage.removeItem(KEY_STORE);
+      state.pending = action;
+      askForKey(
+        had
+          ? "The API key was not accepted (" + err.message + "). Enter another key."
+          : "This service needs an API key to show reports. Enter a read key."
+      );
+    } else if (err instanceof ApiError && err.status === 403) {
+      say("This API key may not do that: " + err.message, true);
+    } else {
+      say("Error: " + (err instanceof Error ? err.message : String(err)), true);
+    }
+  }
+}
+
+function askForKey(message) {
+  $("key-message").textContent = message;
+  $("key-form").hidden = false;
+  $("key").focus();
+  say("");
+}
+
+function say(message, alarm) {
+  const box = $("status");
+  box.textContent = message;
+  box.className = alarm ? "alarm" : "";
+  box.setAttribute("role", alarm ? "alert" : "status");
+}
+
+// ------------------------------------------------------------- text marking
+
+// The API's offsets count code points; JavaScript strings count UTF-16 units.
+function codePoints(text) {
+  return Array.from(text);
+}
+
+function fmt(x) {
+  return (100 * x).toFixed(1) + "%";
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// Writes text into box with the spans marked. spans: {start, end, attrs, number, colour,
+// label}, in order of priority; one overlapping a span already placed is left out (and
+// counted), since a mark must hold exactly its own slice of the text.
+function markText(box, text, spans) {
+  box.replaceChildren();
+  const cps = codePoints(text);
+  const placed = [];
+  let skipped = 0;
+  for (const s of spans) {
+    if (placed.some((p) => s.start < p.end && p.start < s.end)) skipped += 1;
+    else placed.push(s);
+  }
+  placed.sort((a, b) => a.start - b.start);
+  const marks = [];
+  let at = 0;
+  for (const s of placed) {
+    if (s.start > at) box.append(cps.slice(at, s.start).join(""));
+    box.append(el("span", "srcno src-" + s.colour, String(s.number)));
+    const mark = el("mark", "src-" + s.colour, cps.slice(s.start, s.end).join(""));
+    for (const [name, value] of Object.entries(s.attrs)) mark.setAttribute(name, String(value));
+    mark.title = s.label;
+    mark.tabIndex = 0;
+    box.append(mark);
+    marks.push(mark);
+    at = s.end;
+  }
+  if (at < cps.length) box.append(cps.slice(at).join(""));
+  return { marks, skipped };
+}
+
+// ---------------------------------------------------------------- the report
+
+function sourceLabel(meta) {
+  // A title or url metadata field, always as text; a link only for http(s) URLs.
+  const cell = document.createDocumentFragment();
+  if (!meta) return cell;
+  if (typeof meta.title === "string") cell.append(el("span", "", meta.title));
+  if (typeof meta.url === "string") {
+    let safe = null;
+    try {
+      const u = new URL(meta.url);
+      if (u.protocol === "http:" || u.protocol === "https:") safe = u.href;
+    } catch (_) {
+      safe = null;
+    }
+    if (cell.childNodes.length) cell.append(" ");
+    if (safe) {
+      const a = el("a", "", meta.url);
+      a.href = safe;
+      a.rel = "noopener noreferrer nofollow";
+      cell.append(a);
+    } else {
+      cell.append(el("span", "", meta.url));
+    }
+  }
+  return cell;
+}
+
+async function sourcesInfo(ids) {
+  // Metadata (and kept text) of each source, read in parallel; a source deleted
+  // meanwhile is shown without them.
+  const found = await Promise.all(
+    ids.map((id) =>
+      api(docPath(id)).catch((err) => {
+        if (err instanceof ApiError && err.status === 404) return null;
+        throw err;
+      })
+    )
+  );
+  const out = new Map();
+  ids.forEach((id, i) => out.set(id, found[i]));
+  return out;
+}
+
+// Shows a containment answer for text: summary, sources, marked text, legend.
+function showReport(text, answer, info, self) {
+  state.report = { text, answer, info, self };
+  $("report").hidden = false;
+  const results = answer.results || [];
+  const numbers = new Map(results.map((r, i) => [r.id, i + 1]));
+  const coverage = answer.coverage;
+  $("summary").textContent =
+    answer.measure === "containment"
+      ? fmt(coverage) + " of the text was found in stored documents, in " +
+        results.length + (results.length === 1 ? " source." : " sources.")
+      : results.length + (results.length === 1 ? " near-duplicate" : " near-duplicates") +
+        " at Jaccard ≥ " + answer.threshold + ". Choose containment to see passages.";
+  $("summary").dataset.coverage = coverage === undefined ? "" : String(coverage);
+  $("summary").dataset.sources = String(results.length);
+
+  const body = $("sources").tBodies[0];
+  body.replaceChildren();
+  for (const r of results) {
+    const n = numbers.get(r.id);
+    const row = body.insertRow();
+    row.dataset.source = r.id;
+    row.insertCell().append(el("span", "srcno src-" + ((n - 1) % COLOURS), String(n)));
+    const idCell = row.insertCell();
+    const pick = el("button", "link", r.id);
+    pick.type = "button";
+    pick.addEventListener("click", () => guarded(() => showSource(r.id, null)));
+    idCell.append(pick);
+    row.insertCell().append(sourceLabel(info.get(r.id) && info.get(r.id).metadata));
+    row.insertCell().textContent = r.containment === undefined ? "" : fmt(r.containment);
+    row.insertCell().textContent = fmt(r.similarity);
+    row.insertCell().textContent = r.passages ? String(r.passages.length) : "";
+  }
+
+  const legend = $("legend");
+  legend.replaceChildren();
+  const spans = [];
+  for (const r of results) {
+    const n = numbers.get(r.id);
+    const colour = (n - 1) % COLOURS;
+    const item = el("li");
+    item.append(el("span", "srcno src-" + colour, String(n)), " " + r.id);
+    legend.append(item);
+    for (const p of r.passages || []) {
+      spans.push({
+        start: p.query_start,
+        end: p.query_end,
+        number: n,
+        colour,
+        label: "source " + n + ": " + r.id,
+        attrs: { "data-source": r.id, "data-start": p.query_start, "data-end": p.query_end },
+        passage: p,
+      });
+    }
+  }
+  const note = $("checked-note");
+  if (text === null) {
+    $("checked").replaceChildren();
+    note.textContent =
+      "This collection does not keep texts, so the document's text cannot be shown; " +
+      "its passages are at the code-point offsets listed with each source.";
+    state.marks = [];
+    offsetsList($("checked"), spans.map((s) => s.label + ": " + s.start + "–" + s.end));
+  } else {
+    const { marks, skipped } = markText($("checked"), text, spans);
+    state.marks = marks;
+    note.textContent = skipped
+      ? skipped + " passage(s) overlap a passage of a higher-ranked source and are not marked."
+      : "";
+    marks.forEach((m, i) => {
+      m.addEventListener("click", () => choose(i));
+      m.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") {
+          e.preventDefault();
+          choose(i);
+        }
+      });
+    });
+  }
+  state.current = -1;
+  $("source-text").replaceChildren();
+  $("source-title").textContent = "Source";
+  $("source-note").textContent = results.length
+    ? "Choose a passage or a source to see it here."
+    : "No stored document holds a passage of this text.";
+}
+
+function offsetsList(box, lines) {
+  const list = el("ul", "offsets");
+  for (const line of lines) list.append(el("li", "", line));
+  box.append(list);
+}
+
+function choose(i) {
+  const mark = state.marks[i];
+  if (!mark) return;
+  state.current = i;
+  mark.focus();
+  guarded(() => showSource(mark.dataset.source, [+mark.dataset.start, +mark.dataset.end]));
+}
+
+// Shows source id beside the checked text, its spans matching the checked text marked.
+async function showSource(id, focusQuery) {
+  const rep = state.report;
+  if (!rep) return;
+  const r = (rep.answer.results || []).find((x) => x.id === id);
+  let doc = rep.info.get(id);
+  if (doc === undefined) doc = await api(docPath(id));
+  const n = (rep.answer.results || []).indexOf(r) + 1;
+  const colour = (n - 1) % COLOURS;
+  const title = $("source-title");
+  title.replaceChildren("Source ", el("span", "srcno src-" + colour, String(n)), " " + id + " ");
+  const open = el("a", "", "open its own view");
+  open.href = "/ui/documents/" + encodeURIComponent(id);
+  title.append(open);
+  const box = $("source-text");
+  const passages = (r && r.passages) || [];
+  const spans = passages.map((p) => ({
+    start: p.source_start,
+    end: p.source_end,
+    number: n,
+    colour,
+    label: "checked text " + p.query_start + "–" + p.query_end,
+    attrs: { "data-source-start": p.source_start, "data-source-end": p.source_end },
+    query: [p.query_start, p.query_end],
+  }));
+  if (!doc || typeof doc.text !== "string") {
+    box.replaceChildren();
+    $("source-note").textContent = doc
+      ? "This collection does not keep texts (NEARDUP_KEEP_TEXT), so the source is " +
+        "not shown; its passages are at these code-point offsets."
+      : "This document is no longer stored.";
+    offsetsList(box, spans.map((s) => "source " + s.start + "–" + s.end + " = " + s.label));
+    return;
+  }
+  $("source-note").textContent = passages.length + " passage(s) of the checked text.";
+  const { marks } = markText(box, doc.text, spans);
+  let target = marks[0];
+  if (focusQuery) {
+    const k = spans.findIndex((s) => s.query[0] === focusQuery[0] && s.query[1] === focusQuery[1]);
+    const want = k >= 0 ? spans[k] : null;
+    target = marks.find((m) => want && +m.dataset.sourceStart === want.start) || target;
+  }
+  for (const m of marks) m.classList.remove("current");
+  if (target) {
+    target.classList.add("current");
+    target.scrollIntoView({ block: "center" });
+  }
+}
+
+function step(delta) {
+  if (!state.marks.length) return;
+  const next = (state.current + delta + state.marks.length) % state.marks.length;
+  choose(next);
+}
+
+document.addEventListener("keydown", (e) => {
+  const t = e.target;
+  if (t instanceof HTMLElement && t.closest("input, textarea, select")) return;
+  if (e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.key === "n") step(1);
+  else if (e.key === "p") step(-1);
+});
+
+// ------------------------------------------------------------------ the views
+
+async function loadCollection() {
+  if (!state.collection) state.collection = await api("/collection");
+  return state.collection;
+}
+
+async function loadCollections() {
+  // Several collections per service may not exist yet: a 404 means this one only.
+  let list = null;
+  try {
+    list = await api("/collections");
+  } catch (err) {
+    if (!(err instanceof ApiError && (err.status === 404 || err.status === 405))) throw err;
+  }
+  const names = Array.isArray(list) ? list : list && Array.isArray(list.collections) ? list.collections : [];
+  const select = $("collection");
+  select.replaceChildren();
+  for (const c of names) {
+    const name = typeof c === "string" ? c : c && c.name;
+    if (typeof name === "string") select.append(new Option(name, name));
+  }
+  $("collection-row").hidden = select.options.length < 2;
+}
+
+async function checkText() {
+  const text = $("text").value;
+  if (!text.trim()) {
+    say("Paste or type a text to check first.", true);
+    $("text").focus();
+    return;
+  }
+  const measure = document.querySelector("input[name=measure]:checked").value;
+  const threshold = parseFloat($("threshold").value);
+  if (!(threshold > 0 && threshold <= 1)) {
+    say("The threshold is a number above 0 and at most 1.", true);
+    $("threshold").focus();
+    return;
+  }
+  say("Checking…");
+  const query = { text, threshold, limit: 50, measure };
+  if (measure === "containment") query.evidence = true;
+  const answer = await api("/similar", query);
+  if (answer.measure === undefined) answer.measure = measure;
+  const info = await sourcesInfo((answer.results || []).map((r) => r.id));
+  showReport(text, answer, info, null);
+  say("Checked " + codePoints(text).length + " characters.");
+}
+
+async function showDocument(id) {
+  $("title").textContent = "Document " + id;
+  document.title = "neardup: " + id;
+  say("Loading…");
+  const doc = await api(docPath(id));
+  const [near, contained] = await Promise.all([
+    api("/similar/" + encodeURIComponent(id) + "?limit=50"),
+    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=50"),
+  ]);
+  const info = await sourcesInfo((contained.results || []).map((r) => r.id));
+  showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
+  $("report-title").textContent = "Passages of " + id + " found in other documents";
+  const box = $("near-box");
+  box.hidden = false;
+  const body = $("near").tBodies[0];
+  body.replaceChildren();
+  for (const m of near.results || []) {
+    const row = body.insertRow();
+    const a = el("a", "", m.id);
+    a.href = "/ui/documents/" + encodeURIComponent(m.id);
+    row.insertCell().append(a);
+    row.insertCell().textContent = m.similarity.toFixed(3);
+  }
+  if (!(near.results || []).length) body.insertRow().insertCell().textContent = "none";
+  const wanted = new URLSearchParams(location.search).get("source");
+  if (wanted && info.has(wanted)) await showSource(wanted, null);
+  say("");
+}
+
+function curvePoint(s, r, b) {
+  return 1 - Math.pow(1 - Math.pow(s, r), b);
+}
+
+function drawCurve(params) {
+  const { bands: b, rows: r, threshold: t } = params;
+  const svg = $("curve");
+  const ns = "http://www.w3.org/2000/svg";
+  const make = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = text;
+    svg.append(node);
+    return node;
+  };
+  svg.replaceChildren();
+  const X0 = 60, Y0 = 270, W = 430, H = 240;
+  const x = (s) => X0 + s * W;
+  const y = (p) => Y0 - p * H;
+  make("rect", { x: X0, y: Y0 - H, width: W, height: H, class: "plot" });
+  for (let i = 0; i <= 10; i += 2) {
+    const v = i / 10;
+    make("line", { x1: x(v), y1: Y0, x2: x(v), y2: Y0 + 5, class: "axis" });
+    make("text", { x: x(v), y: Y0 + 20, class: "tick", "text-anchor": "middle" }, v.toFixed(1));
+    make("line", { x1: X0 - 5, y1: y(v), x2: X0, y2: y(v), class: "axis" });
+    make("text", { x: X0 - 9, y: y(v) + 4, class: "tick", "text-anchor": "end" }, v.toFixed(1));
+  }
+  make("text", { x: X0 + W / 2, y: Y0 + 42, class: "label", "text-anchor": "middle" }, "Jaccard similarity s of a pair");
+  make("text", { x: 16, y: Y0 - H / 2, class: "label", "text-anchor": "middle",
+    transform: "rotate(-90 16 " + (Y0 - H / 2) + ")" }, "P(candidate)");
+  const pts = [];
+  for (let i = 0; i <= 200; i++) {
+    const s = i / 200;
+    pts.push(x(s).toFixed(1) + "," + y(curvePoint(s, r, b)).toFixed(1));
+  }
+  make("polyline", { points: pts.join(" "), class: "curve" });
+  make("line", { x1: x(t), y1: Y0, x2: x(t), y2: Y0 - H, class: "threshold" });
+  const pt = curvePoint(t, r, b);
+  make("circle", { cx: x(t), cy: y(pt), r: 4, class: "threshold-dot" });
+  make("text", { x: x(t) + 6, y: Y0 - H + 14, class: "label" }, "threshold " + t);
+  $("curve-desc").textContent =
+    "The probability 1 − (1 − s^" + r + ")^" + b + " that a pair with Jaccard s shares a band " +
+    "(b = " + b + " bands of r = " + r + " rows) and so is verified. At the threshold " + t +
+    " it is " + fmt(pt) + ": pairs to the left of the line that still become candidates cost " +
+    "verification work, pairs to the right that do not are missed.";
+  const body = $("curve-table").tBodies[0];
+  body.replaceChildren();
+  const marks = new Set([0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, t]);
+  for (const s of [...marks].sort((p, q) => p - q)) {
+    const row = body.insertRow();
+    row.insertCell().textContent = String(s);
+    row.insertCell().textContent = fmt(curvePoint(s, r, b));
+  }
+}
+
+async function showCollection() {
+  $("title").textContent = "Collection";
+  document.title = "neardup: collection";
+  const info = await loadCollection();
+  const p = info.parameters;
+  $("title").textContent = "Collection " + info.name;
+  const dl = $("params");
+  dl.replaceChildren();
+  const rows = [
+    ["Documents", info.documents.toLocaleString("en")],
+    ["Shingles", p.shingle],
+    ["MinHash signature", p.num_perm + " values, " + p.bands + " bands of " + p.rows + " rows"],
+    ["Jaccard threshold", p.threshold],
+    ["Fingerprint (verification)", "bottom-" + p.fingerprint_size],
+    ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
+    ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
+    ["Candidate cap", info.candidate_cap + " candidates verified per query at most"],
+    ["Hot band", "a band with more than " + info.hot_band_size + " documents is read in bounded windows"],
+    ["Band buckets", p.band_buckets.toLocaleString("en")],
+  ];
+  for (const [k, v] of rows) dl.append(el("dt", "", k), el("dd", "", String(v)));
+  drawCurve(p);
+  $("collection-view").hidden = false;
+  say("");
+}
+
+async function showCheck() {
+  $("check-form").hidden = false;
+  await loadCollections();
+  const info = await loadCollection();
+  $("title").textContent = "Check a text against " + info.name;
+  if (!info.parameters.passage_words) {
+    say("This collection keeps no passage index: only Jaccard checks are possible.");
+    $("m-jaccard").checked = true;
+    $("threshold").value = String(info.parameters.threshold);
+  }
+}
+
+// ----------------------------------------------------------- wiring, start
+
+function downloadJson() {
+  const rep = state.report;
+  if (!rep) return;
+  const out = {
+    checked_text: rep.text,
+    document: rep.self,
+    answer: rep.answer,
+    sources: Object.fromEntries([...rep.info].map(([id, d]) => [id, d ? { metadata: d.metadata } : null])),
+  };
+  const blob = new Blob([JSON.stringify(out, null, 2)], { type: "application/json" });
+  const a = el("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = "neardup-report.json";
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+async function readFile(file) {
+  if (!file) return;
+  if (!(file.type === "text/plain" || /\.txt$/i.test(file.name))) {
+    say("Only .txt files can be read here: " + file.name + " is not one.", true);
+    return;
+  }
+  $("text").value = await file.text();
+  say("Read " + file.name + ".");
+}
+
+function route() {
+  const path = location.pathname;
+  if (path.startsWith("/ui/documents/")) {
+    const id = decodeURIComponent(path.slice("/ui/documents/".length));
+    return () => showDocument(id);
+  }
+  if (path === "/ui/collection") return showCollection;
+  return showCheck;
+}
+
+function start() {
+  $("key-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const key = $("key").value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY_STORE, key);
+    $("key").value = "";
+    $("key-form").hidden = true;
+    state.collection = null;
+    const again = state.pending || route();
+    state.pending = null;
+    guarded(again);
+  });
+  $("check-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    guarded(checkText);
+  });
+  let edited = false;
+  $("threshold").addEventListener("input", () => (edited = true));
+  for (const radio of document.querySelectorAll("input[name=measure]")) {
+    radio.addEventListener("change", () => {
+      if (edited) return;
+      const jaccard = $("m-jaccard").checked;
+      const t = state.collection ? state.collection.parameters.threshold : 0.5;
+      $("threshold").value = jaccard ? String(t) : "0.1";
+    });
+  }
+  $("file").addEventListener("change", (e) => readFile(e.target.files[0]));
+  const area = $("text");
+  area.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    area.classList.add("drop");
+  });
+  area.addEventListener("dragleave", () => area.classList.remove("drop"));
+  area.addEventListener("drop", (e) => {
+    e.preventDefault();
+    area.classList.remove("drop");
+    readFile(e.dataTransfer.files[0]);
+  });
+  $("download").addEventListener("click", downloadJson);
+  $("print").addEventListener("click", () => window.print());
+  const current = location.pathname === "/ui/collection" ? "nav-collection" : location.pathname === "/ui/" ? "nav-check" : null;
+  if (current) $(current).setAttribute("aria-current", "page");
+  guarded(route());
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,380 @@
+"""The report page in a real browser: Debian's chromium driven by Playwright, against a real
+`neardup serve` on a real Redis, with API keys on and texts kept.
+
+One server and one browser for the module. Without chromium (or Playwright) the module is
+skipped with the command that installs it, unless NEARDUP_REQUIRE_BROWSER=1 (set by .ci/run),
+which turns the skip into a failure. NEARDUP_SCREENSHOTS=DIR makes test_screenshots write the
+README's screenshots there (`make screenshots`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from support import oracle
+from support.corpus import read_corpus
+from support.procs import Server
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+INSTALL = "apt-get install -y chromium"
+try:
+    from axe_playwright_python.sync_playwright import Axe
+    from playwright.sync_api import Browser, Page, sync_playwright
+except ImportError:  # pragma: no cover - the test extras are not installed
+    sync_playwright = None  # type: ignore[assignment]
+
+if CHROMIUM is None or sync_playwright is None:
+    why = (
+        f"the browser suite needs chromium ({INSTALL}) and the test extras (pip install '.[test]')"
+    )
+    if os.environ.get("NEARDUP_REQUIRE_BROWSER") == "1":
+        raise RuntimeError(why)
+    pytest.skip(why, allow_module_level=True)
+
+READ_KEY = "read-key-0123456789abcdef"
+WRITE_KEY = "write-key-0123456789abcdef"
+WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
+READ = {"Authorization": f"Bearer {READ_KEY}"}
+HOSTILE_TEXT = (
+    "Harbour notice <img src=x onerror=alert(1)> the ferry from the northern pier leaves at "
+    "seven every morning except on public holidays when the first boat sails at nine "
+    "</textarea><script>alert(2)</script> passengers with bicycles board at the rear ramp."
+)
+HOSTILE_META = {
+    "title": "<script>alert(3)</script><b>bold</b>",
+    "url": "javascript:alert(4)",
+}
+
+
+def _words(text: str, start: int, n: int) -> str:
+    return " ".join(text.split()[start : start + n])
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, str]:
+    """Twenty articles of the test corpus that are no near-duplicates of another (so a copied
+    passage has one source), by id."""
+    kept: dict[str, str] = {}
+    seen: set = set()
+    for doc_id, text in read_corpus():
+        shingles = oracle.shingles(text, "word:3")
+        if not shingles & seen:
+            kept[doc_id] = text
+            seen |= shingles
+        if len(kept) == 20:
+            return kept
+    raise AssertionError("the corpus has no twenty unrelated articles")
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, redis_url: str, corpus: dict[str, str]
+) -> Iterator[Server]:
+    """A real `neardup serve` (keys on, texts kept) holding the corpus and a hostile document."""
+    work = tmp_path_factory.mktemp("ui")
+    keys = f"{READ_KEY}:read,{WRITE_KEY}:write"
+    with Server(
+        work,
+        NEARDUP_REDIS_URL=redis_url,
+        NEARDUP_COLLECTION=f"ui{os.getpid()}",
+        NEARDUP_KEEP_TEXT="1",
+        NEARDUP_API_KEYS=keys,
+        NEARDUP_LOG_LEVEL="warning",
+    ) as srv:
+        srv.wait_ready(**WRITE)
+        docs = [
+            {
+                "id": i,
+                "text": t,
+                "metadata": {"title": f"Wire story {i}", "url": f"https://news.example/{i}"},
+            }
+            for i, t in corpus.items()
+        ]
+        docs.append({"id": "hostile/<b>1</b>", "text": HOSTILE_TEXT, "metadata": HOSTILE_META})
+        answer = httpx.post(srv.url + "/documents/batch", json={"documents": docs}, headers=WRITE)
+        assert answer.status_code == 200 and answer.json()["errors"] == 0, answer.text
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def requests_seen() -> list[str]:
+    """Every URL any page of this module asked for."""
+    return []
+
+
+def _page(browser: Browser, server: Server, seen: list[str], key: str | None) -> Page:
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, accept_downloads=True)
+    if key is not None:
+        # The key a reviewer typed in earlier in this tab (sessionStorage).
+        context.add_init_script(f"sessionStorage.setItem('neardup.key', {json.dumps(key)})")
+    page = context.new_page()
+    page.on("request", lambda r: seen.append(r.url))
+    return page
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server, requests_seen: list[str]) -> Iterator[Page]:
+    """A fresh tab holding the read key."""
+    p = _page(browser, server, requests_seen, READ_KEY)
+    yield p
+    p.context.close()
+
+
+@pytest.fixture(scope="module")
+def pasted(corpus: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A text holding a passage copied from each of two stored articles, after an emoji
+    (outside the BMP: the API's offsets count code points, JavaScript's strings do not)."""
+    ids = list(corpus)
+    a, b = ids[3], ids[11]
+    copied = {a: _words(corpus[a], 20, 45), b: _words(corpus[b], 60, 40)}
+    text = (
+        "Essay \U0001f4dd submitted for review. My own opening thoughts come first here.\n\n"
+        + copied[a]
+        + "\n\nThen a paragraph of wholly original prose about quiet gardens and weather.\n\n"
+        + copied[b]
+        + "\n\nAnd a closing line of my own."
+    )
+    return text, copied
+
+
+def _check(page: Page, server: Server, text: str) -> None:
+    page.goto(server.url + "/ui/")
+    page.get_by_label("Text to check").fill(text)
+    page.get_by_role("button", name="Check").click()
+    page.locator("#summary").filter(has_text="of the text was found").wait_for()
+
+
+def _marks(page: Page, selector: str, names: tuple[str, ...]) -> list[tuple]:
+    return page.eval_on_selector_all(
+        selector,
+        "(ms, names) => ms.map(m => [...names.map(n => m.getAttribute(n)), m.textContent])",
+        list(names),
+    )
+
+
+def test_marks_are_the_api_passages(page: Page, server: Server, pasted, corpus) -> None:
+    """Every <mark> is one passage of the API's answer with exactly that slice of the checked
+    text (in code points), that slice is copied from the source it names, the summary is the
+    API's coverage, and choosing a passage marks the API's source span in the source's text."""
+    text, copied = pasted
+    _check(page, server, text)
+    api = httpx.post(
+        server.url + "/similar",
+        json={
+            "text": text,
+            "threshold": 0.1,
+            "limit": 50,
+            "measure": "containment",
+            "evidence": True,
+        },
+        headers=READ,
+    ).json()
+    expected = {
+        (r["id"], p["query_start"], p["query_end"]) for r in api["results"] for p in r["passages"]
+    }
+    marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
+    assert {(s, int(a), int(b)) for s, a, b, _ in marks} == expected
+    assert {s for s, *_ in marks} == set(copied)  # both copied sources, nothing else
+    for source, start, end, shown in marks:
+        assert shown == text[int(start) : int(end)]  # Python slices code points
+        assert shown in corpus[source]  # really copied from the source it names
+    summary = page.locator("#summary")
+    assert float(summary.get_attribute("data-coverage")) == api["coverage"]
+    assert f"{100 * api['coverage']:.1f}%" in summary.inner_text()
+    assert summary.get_attribute("data-sources") == str(len(api["results"]))
+    ranked = page.eval_on_selector_all("#sources tbody tr", "rs => rs.map(r => r.dataset.source)")
+    assert ranked == [r["id"] for r in api["results"]]
+
+    second = page.locator("#checked mark").nth(1)
+    source = second.get_attribute("data-source")
+    q = (int(second.get_attribute("data-start")), int(second.get_attribute("data-end")))
+    second.click()
+    span = next(
+        (p["source_start"], p["source_end"])
+        for r in api["results"]
+        if r["id"] == source
+        for p in r["passages"]
+        if (p["query_start"], p["query_end"]) == q
+    )
+    current = page.locator("#source-text mark.current")
+    assert (
+        int(current.get_attribute("data-source-start")),
+        int(current.get_attribute("data-source-end")),
+    ) == span
+    assert current.inner_text() == corpus[source][span[0] : span[1]]
+    assert current.is_visible()
+
+
+def test_keyboard_moves_from_passage_to_passage(page: Page, server: Server, pasted) -> None:
+    """n and p move the focus along the passages in text order and show each one's source."""
+    text, _ = pasted
+    _check(page, server, text)
+    starts = [int(s) for _, s, *_ in _marks(page, "#checked mark", ("data-source", "data-start"))]
+    assert starts == sorted(starts) and len(starts) >= 2
+    page.locator("h1").click()
+    seen = []
+    for key in ("n", "n", "p"):
+        page.keyboard.press(key)
+        seen.append(int(page.evaluate("document.activeElement.dataset.start")))
+    assert seen == [starts[0], starts[1], starts[0]]
+    page.keyboard.press("Enter")
+    page.locator("#source-text mark.current").wait_for()
+
+
+def test_hostile_data_is_shown_as_text(page: Page, server: Server) -> None:
+    """A document whose text, id and metadata hold markup and a javascript: URL shows those
+    characters in the check view and its own view, opens no dialog and runs nothing."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    _check(page, server, HOSTILE_TEXT)
+    row = page.locator("#sources tbody tr").first
+    assert row.get_attribute("data-source") == "hostile/<b>1</b>"
+    assert HOSTILE_META["title"] in row.inner_text() and HOSTILE_META["url"] in row.inner_text()
+    assert page.locator("a[href^='javascript']").count() == 0
+    page.locator("#checked mark").first.click()
+    page.locator("#source-text mark").first.wait_for()
+    assert "<img src=x onerror=alert(1)>" in page.locator("#source-text").inner_text()
+
+    page.goto(server.url + "/ui/documents/" + "hostile%2F%3Cb%3E1%3C%2Fb%3E")
+    page.locator("#report").wait_for()
+    assert page.locator("h1").inner_text() == "Document hostile/<b>1</b>"
+    shown = page.locator("#checked").inner_text()
+    assert "</textarea><script>alert(2)</script>" in shown
+    assert page.locator("img, b, main script, iframe").count() == 0
+    assert page.evaluate("document.scripts.length") == 1
+    assert dialogs == []
+
+
+def test_keys_missing_wrong_then_read(
+    browser: Browser, server: Server, requests_seen, pasted
+) -> None:
+    """With keys on the page loads without one, says so when none or a wrong one is given,
+    and shows the report with a read key."""
+    page = _page(browser, server, requests_seen, None)
+    try:
+        page.goto(server.url + "/ui/")
+        message = page.locator("#key-message")
+        message.filter(has_text="needs an API key").wait_for()
+        page.get_by_label("API key").fill("not-a-key-at-all-0000")
+        page.get_by_role("button", name="Use this key").click()
+        message.filter(has_text="was not accepted").wait_for()
+        assert page.locator("#key-form").is_visible()
+        page.get_by_label("API key").fill(READ_KEY)
+        page.get_by_role("button", name="Use this key").click()
+        page.locator("#key-form").wait_for(state="hidden")
+        page.get_by_label("Text to check").fill(pasted[0])
+        page.get_by_role("button", name="Check").click()
+        page.locator("#checked mark").first.wait_for()
+    finally:
+        page.context.close()
+
+
+def test_collection_view_draws_the_s_curve(page: Page, server: Server) -> None:
+    """The collection view shows the stored parameters and the candidate probability
+    1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
+    info = httpx.get(server.url + "/collection", headers=READ).json()
+    b, r, t = (info["parameters"][k] for k in ("bands", "rows", "threshold"))
+    page.goto(server.url + "/ui/collection")
+    page.locator("#curve polyline").wait_for()
+    text = page.locator("#params").inner_text()
+    assert f"{b} bands of {r} rows" in text and str(info["documents"]) in text
+    cells = page.eval_on_selector_all(
+        "#curve-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    table = {float(s): p for s, p in cells}
+    assert table[t] == f"{100 * (1 - (1 - t**r) ** b):.1f}%"
+    x = float(page.locator("#curve line.threshold").get_attribute("x1"))
+    assert x == pytest.approx(60 + t * 430)
+
+
+def test_download_json_holds_the_report(page: Page, server: Server, pasted) -> None:
+    """Download JSON gives the checked text and the API's answer."""
+    _check(page, server, pasted[0])
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Download JSON").click()
+    report = json.loads(Path(got.value.path()).read_text())
+    assert report["checked_text"] == pasted[0]
+    assert {r["id"] for r in report["answer"]["results"]} == set(pasted[1])
+
+
+def test_no_serious_accessibility_violations(page: Page, server: Server, pasted) -> None:
+    """axe-core finds no serious or critical violation on the check, document and collection
+    views."""
+    axe = Axe()
+    _check(page, server, pasted[0])
+    page.locator("#checked mark").first.click()
+    views = {
+        "check": None,
+        "document": "/ui/documents/" + next(iter(pasted[1])),
+        "collection": "/ui/collection",
+    }
+    bad = {}
+    for name, path in views.items():
+        if path is not None:
+            page.goto(server.url + path)
+            page.locator("#status").wait_for(state="attached")
+            page.wait_for_load_state("networkidle")
+        found = axe.run(page).response["violations"]
+        bad[name] = [v["id"] for v in found if v["impact"] in ("serious", "critical")]
+    assert bad == {name: [] for name in views}
+
+
+def test_page_files_and_csp(server: Server) -> None:
+    """Every /ui/ answer carries the strict CSP and loads without a key; the HTML has no inline
+    script or handler; the API behind it still needs the key."""
+    for path in (
+        "/ui/",
+        "/ui/app.js",
+        "/ui/style.css",
+        "/ui/collection",
+        "/ui/documents/a%2Fb",
+        "/ui/nope.js",
+    ):
+        answer = httpx.get(server.url + path)
+        assert answer.status_code == (404 if path == "/ui/nope.js" else 200), path
+        csp = answer.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe" not in csp
+    html = httpx.get(server.url + "/ui/").text
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/ui/app.js" defer>']
+    assert not re.search(r"\son[a-z]+\s*=", html) and "http" not in html.replace("http-equiv", "")
+    assert httpx.get(server.url + "/collection").status_code == 401
+
+
+def test_screenshots(page: Page, server: Server, pasted, tmp_path: Path) -> None:
+    """The check, source and collection views render (written to NEARDUP_SCREENSHOTS for the
+    README by `make screenshots`)."""
+    out = Path(os.environ.get("NEARDUP_SCREENSHOTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    _check(page, server, pasted[0])
+    page.screenshot(path=str(out / "ui-check.png"), full_page=True)
+    page.locator("#checked mark").nth(1).click()
+    page.locator("#source-text mark.current").wait_for()
+    page.locator("#report .panes").screenshot(path=str(out / "ui-source.png"))
+    page.goto(server.url + "/ui/collection")
+    page.locator("#curve polyline").wait_for()
+    page.screenshot(path=str(out / "ui-collection.png"), full_page=True)
+    for name in ("ui-check.png", "ui-source.png", "ui-collection.png"):
+        assert (out / name).stat().st_size > 10_000
+
+
+def test_no_request_leaves_the_origin(server: Server, requests_seen: list[str]) -> None:
+    """Of every request the module's pages made (this test runs last), none left the origin."""
+    assert requests_seen, "no page was opened"
+    # A download is a blob: URL of the page itself.
+    outside = [u for u in requests_seen if not u.removeprefix("blob:").startswith(server.url + "/")]
+    assert outside == []
