@@ -1,4 +1,5 @@
-"""The layers of app/ import downward only: core < kernel < store < index < service < api < cli."""
+"""The layers of app/ import downward only:
+core < kernel < store < index < service < api < client < cli."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import app
 
-LAYERS = ["core", "kernel", "store", "index", "service", "api", "cli"]
+LAYERS = ["core", "kernel", "store", "index", "service", "api", "client", "cli"]
 ROOT = Path(app.__file__).parent
 
 

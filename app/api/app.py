@@ -9,8 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import __version__, kernel
-from app.api import auth, problems
+from app.api import auth, openapi, problems
 from app.api.edge import Edge
+from app.api.problems import extend_openapi
 from app.api.routes import bulk, documents, duplicates, health, similar, ui
 from app.core.settings import Settings, load_settings
 from app.service import logs
@@ -46,11 +47,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Near-duplicate document lookup: MinHash LSH on Redis, "
         "every answer verified by fingerprint Jaccard.",
         lifespan=lifespan,
+        docs_url=None,  # served from packaged assets by app.api.openapi, not a CDN
+        redoc_url=None,
     )
+    openapi.install_docs(app)
     app.state.settings = settings
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
+    extend_openapi(app, openapi.document)
     routers = (bulk, documents, similar, duplicates, health, ui)
     for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched

@@ -1,9 +1,9 @@
 """Which requests need an API key, and the answers to those without a good one.
 
-When any key is set, every request except GET /healthz and the report page's
-own files (GET /ui/...) needs
-``Authorization: Bearer <key>``; /docs, /openapi.json and /metrics too, so
-that nothing about a deployment is told to a caller without a key (curl, a
+When any key is set, every request except GET /healthz, the report page's
+own files (GET /ui/...) and the docs (/docs, /redoc, their assets and
+/openapi.json, which describe the API and hold no data; a browser opening them
+sends no key) needs ``Authorization: Bearer <key>``; /metrics too (curl, a
 Prometheus scrape config and a Kubernetes probe can all send the header).
 A missing or unknown key gets 401 with ``WWW-Authenticate: Bearer``; a read
 key on a route that changes documents gets 403.
@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import Send
 
+from app.api.openapi import is_doc_path
 from app.api.problems import extend_openapi, problem_doc, send_problem
 from app.core.keys import KeyRing
 from app.core.settings import Settings
@@ -84,6 +85,8 @@ def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) 
         return None
     if method in ("GET", "HEAD") and (path == PAGE or path.startswith(PAGE + "/")):
         return None
+    if method in ("GET", "HEAD") and is_doc_path(path):
+        return None  # the docs describe the API and hold no data; a browser sends no key
     token = _bearer(authorization)
     if token is None:
         return _NO_KEY

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
-from urllib.parse import quote
-
-import httpx
-import orjson
 
 from app.api.answers import (
     containment_answer,
@@ -18,8 +13,12 @@ from app.api.answers import (
     ingest_status,
     query_answer,
 )
+from app.client import Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
+from app.index.filters import Filter
+from app.index.removal import MAX_STEP, delete_ids, delete_where
+from app.index.transfer import export, import_documents
 from app.service.runtime import open_index
 
 
@@ -41,6 +40,14 @@ class Backend(Protocol):
     ) -> dict[str, Any]: ...
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
+
+    async def get(self, doc_id: str) -> dict[str, Any] | None: ...
+
+    async def delete(self, ids: Sequence[str] | None, where: dict | None) -> int: ...
+
+    def export(self, where: dict | None) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def import_batch(self, header: dict, docs: Sequence[dict]) -> tuple[int, int]: ...
 
 
 class LocalBackend:
@@ -87,28 +94,48 @@ class LocalBackend:
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
         return duplicate_answers(self.index, groups, threshold)
 
+    async def get(self, doc_id: str) -> dict[str, Any] | None:
+        rec = await self.index.get(doc_id)
+        if rec is None:
+            return None
+        return {"id": rec.id, "shingles": rec.shingles, "metadata": rec.metadata}
+
+    async def delete(self, ids: Sequence[str] | None, where: dict | None) -> int:
+        if ids is not None:
+            return sum([await delete_ids(self.index, ids[i : i + 1000])
+                        for i in range(0, len(ids), 1000)])  # fmt: skip
+        match, deleted, cursor = Filter.parse(where), 0, None
+        while True:
+            step = await delete_where(self.index, match, cursor, MAX_STEP)
+            deleted += step.deleted
+            cursor = step.cursor
+            if cursor is None:
+                return deleted
+
+    def export(self, where: dict | None) -> AsyncIterator[dict[str, Any]]:
+        return export(self.index, None if where is None else Filter.parse(where))
+
+    async def import_batch(self, header: dict, docs: Sequence[dict]) -> tuple[int, int]:
+        async with self._order:
+            return await import_documents(self.index, header, docs)
+
 
 class RemoteBackend:
-    """A running neardup service, with the API key from NEARDUP_API_KEY."""
+    """A running neardup service, through the public client (app.client)."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
 
     @staticmethod
-    def _check(resp: httpx.Response) -> None:
-        if resp.is_success:
-            return
-        try:
-            detail = resp.json().get("detail", resp.text)
-        except ValueError:
-            detail = resp.text
-        raise BackendError(f"{resp.status_code} from {resp.request.url.path}: {detail}")
+    def _failed(exc: ClientError) -> BackendError:
+        return BackendError(str(exc))
 
     async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
-        body = {"documents": [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs]}
-        resp = await self.client.post("/documents/batch", content=orjson.dumps(body))
-        self._check(resp)
-        return list(resp.json()["results"])
+        body = [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs]
+        try:
+            return [dict(r) for r in (await self.client.ingest_batch(body))["results"]]
+        except ClientError as exc:
+            raise self._failed(exc) from None
 
     async def similar(
         self,
@@ -119,46 +146,59 @@ class RemoteBackend:
         measure: str = "jaccard",
         evidence: bool = False,
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"limit": limit}
-        if measure != "jaccard":
-            params.update(measure=measure, evidence=evidence)
-        if doc_id is not None:
-            if threshold is not None:
-                params["threshold"] = threshold
-            path = "/similar/" + quote(doc_id, safe="").replace(".", "%2E")
-            resp = await self.client.get(
-                path, params={k: str(v).lower() if v is True or v is False else v
-                              for k, v in params.items()}
-            )  # fmt: skip
-        else:
-            body: dict[str, Any] = {"text": text, **params}
-            if threshold is not None:
-                body["threshold"] = threshold
-            resp = await self.client.post("/similar", content=orjson.dumps(body))
-        self._check(resp)
-        return dict(resp.json())
+        containment = measure == "containment"
+        try:
+            return await self.client.similar(
+                doc_id,
+                text,
+                threshold=threshold,
+                limit=limit,
+                measure="containment" if containment else None,
+                evidence=evidence if containment else None,
+            )
+        except ClientError as exc:
+            raise self._failed(exc) from None
 
     async def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
-        path = "/duplicates/groups" if groups else "/duplicates"
-        params = {} if threshold is None else {"threshold": threshold}
-        async with self.client.stream("GET", path, params=params, timeout=None) as resp:
-            if not resp.is_success:
-                await resp.aread()
-                self._check(resp)
-            async for line in resp.aiter_lines():
-                if line:
-                    yield orjson.loads(line)
+        try:
+            async for item in self.client.duplicates(groups, threshold):
+                yield item
+        except ClientError as exc:
+            raise self._failed(exc) from None
+
+    async def get(self, doc_id: str) -> dict[str, Any] | None:
+        try:
+            found = await self.client.get(doc_id)
+        except ClientError as exc:
+            raise self._failed(exc) from None
+        return None if found is None else dict(found)
+
+    async def delete(self, ids: Sequence[str] | None, where: dict | None) -> int:
+        try:
+            return await self.client.delete_many(ids, where)
+        except ClientError as exc:
+            raise self._failed(exc) from None
+
+    async def export(self, where: dict | None) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for item in self.client.export(where):
+                yield item
+        except ClientError as exc:
+            raise self._failed(exc) from None
+
+    async def import_batch(self, header: dict, docs: Sequence[dict]) -> tuple[int, int]:
+        try:
+            done = await self.client.import_batch(header, docs)
+        except ClientError as exc:
+            raise self._failed(exc) from None
+        return done["created"], done["updated"]
 
 
 @asynccontextmanager
 async def connect(url: str | None, settings: Settings | None) -> AsyncIterator[Backend]:
     """A backend on the service at url, or on the store the settings name."""
     if url is not None:
-        key = os.environ.get("NEARDUP_API_KEY")
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        async with Client(url) as client:  # the key from NEARDUP_API_KEY
             yield RemoteBackend(client)
         return
     assert settings is not None

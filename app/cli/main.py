@@ -9,7 +9,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -169,6 +169,84 @@ def _duplicates(args: argparse.Namespace) -> int:
     return _run_tool(args, work)
 
 
+def _filter_arg(spec: str | None) -> dict | None:
+    """--filter's JSON, checked here so a typo is a usage error, not a request."""
+    if spec is None:
+        return None
+    from app.index.filters import Filter, FilterError
+
+    try:
+        return Filter.parse(spec).to_json()
+    except FilterError as exc:
+        print(f"neardup: --filter: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _get(args: argparse.Namespace) -> int:
+    import orjson
+
+    async def work(backend: Backend) -> int:
+        found = await backend.get(args.id)
+        if found is None:
+            print(f"neardup: no document with id {args.id!r}", file=sys.stderr)
+            return 1
+        print(orjson.dumps(found).decode())
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    where = _filter_arg(args.filter)
+    if bool(args.ids) == (where is not None):
+        print("neardup: delete: give ids or --filter (one of them)", file=sys.stderr)
+        return 2
+
+    async def work(backend: Backend) -> int:
+        n = await backend.delete(args.ids or None, where)
+        print(f"neardup: deleted {n} documents", file=sys.stderr)
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from app.cli import tools
+
+    where = _filter_arg(args.filter)
+
+    async def work(backend: Backend) -> int:
+        if args.output == "-":
+            n = await tools.write_export(backend, where, tools.stdout_bytes())
+        else:
+            with open(args.output, "wb") as sink:
+                n = await tools.write_export(backend, where, sink)
+        print(f"neardup: {n} documents exported to {args.output}", file=sys.stderr)
+        return 0
+
+    return _run_tool(args, work)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from app.cli import tools
+
+    if args.file != "-" and not os.path.isfile(args.file):
+        print(f"neardup: no such file: {args.file}", file=sys.stderr)
+        return 2
+
+    async def work(backend: Backend) -> int:
+        try:
+            created, updated = await tools.import_file(backend, args.file, args.batch)
+        except tools.ImportFileError as exc:
+            print(f"neardup: {exc}", file=sys.stderr)
+            return 1
+        print(f"neardup: imported {created + updated} documents ({created} new, "
+              f"{updated} replaced)", file=sys.stderr)  # fmt: skip
+        return 0
+
+    return _run_tool(args, work)
+
+
 def _check(args: argparse.Namespace) -> int:
     from app.cli.tools import print_check
     from app.core.errors import NeardupError
@@ -200,36 +278,53 @@ def _add_target(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default (where it has one)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from app import __version__
+
     parser = argparse.ArgumentParser(
-        prog="neardup", description="Near-duplicate document lookup service."
+        prog="neardup", description="Near-duplicate document lookup service.", formatter_class=_Help
     )
+    parser.add_argument("--version", action="version", version=f"neardup {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the HTTP API")
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, formatter_class=_Help, **kwargs)
+
+    serve = command("serve", help="run the HTTP API")
     serve.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: this machine only)"
+        "--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)"
     )
     serve.add_argument(
         "--insecure",
         action="store_true",
         help="allow a --host other than loopback without API keys",
     )
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--port", type=int, default=8000, help="TCP port to listen on")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="worker processes (they share one embedded Redis)"
+    )
     serve.set_defaults(func=_serve)
 
-    ingest = sub.add_parser(
+    ingest = command(
         "ingest", help="load documents from JSON Lines or 'id text' files ('-' is stdin)"
     )
-    ingest.add_argument("files", nargs="+", metavar="FILE")
+    ingest.add_argument(
+        "files", nargs="+", metavar="FILE", help="JSON Lines ({id, text, metadata?}) or 'id text'"
+    )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_target(ingest)
     ingest.set_defaults(func=_ingest)
 
-    query = sub.add_parser("query", help="near-duplicates of a stored id or of text on stdin")
+    query = command("query", help="near-duplicates of a stored id or of text on stdin")
     query.add_argument("--id", help="a stored document's id (otherwise read text from stdin)")
-    query.add_argument("--threshold", type=float)
-    query.add_argument("--limit", type=int, default=10)
+    query.add_argument(
+        "--threshold", type=float, help="least similarity (None: the collection's threshold)"
+    )
+    query.add_argument("--limit", type=int, default=10, help="most results")
     query.add_argument("--json", action="store_true", help="print JSON instead of a table")
     query.add_argument(
         "--containment",
@@ -248,14 +343,48 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(query)
     query.set_defaults(func=_query)
 
-    dups = sub.add_parser("duplicates", help="write every near-duplicate pair or group as NDJSON")
+    dups = command("duplicates", help="write every near-duplicate pair or group as NDJSON")
     dups.add_argument("--groups", action="store_true", help="connected groups, not pairs")
-    dups.add_argument("--threshold", type=float)
+    dups.add_argument(
+        "--threshold", type=float, help="least similarity (None: the collection's threshold)"
+    )
     dups.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
     _add_target(dups)
     dups.set_defaults(func=_duplicates)
 
-    chk = sub.add_parser(
+    get = command("get", help="print a stored document's record (id, shingles, metadata)")
+    get.add_argument("id", help="the document's id")
+    _add_target(get)
+    get.set_defaults(func=_get)
+
+    delete = command(
+        "delete", help="delete documents by id, or every document whose metadata matches"
+    )
+    delete.add_argument("ids", nargs="*", metavar="ID", help="ids to delete")
+    delete.add_argument(
+        "--filter", help='JSON, e.g. \'{"metadata": {"host": "example.com"}}\' (exact match)'
+    )
+    _add_target(delete)
+    delete.set_defaults(func=_delete)
+
+    exp = command(
+        "export", help="write ids, metadata and sketches as JSON Lines (no texts), for import"
+    )
+    exp.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
+    exp.add_argument("--filter", help="JSON: only documents whose metadata matches")
+    _add_target(exp)
+    exp.set_defaults(func=_export)
+
+    imp = command(
+        "import",
+        help="load an export into the collection (it must have the export's sketch settings)",
+    )
+    imp.add_argument("file", metavar="FILE", help="an export file ('-' is stdin)")
+    imp.add_argument("--batch", type=int, default=500, help="documents per request (1-1000)")
+    _add_target(imp)
+    imp.set_defaults(func=_import)
+
+    chk = command(
         "check",
         help="scan the collection for what a crash left behind (exit 3 if anything is found)",
         description="Scan ids, records and band entries of the collection the NEARDUP_* "

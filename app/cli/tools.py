@@ -1,4 +1,4 @@
-"""The bulk tools behind `neardup ingest`, `query` and `duplicates`."""
+"""The bulk tools behind `neardup ingest`, `query`, `duplicates`, `export` and `import`."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from app.cli.backends import Backend
+from app.cli.backends import Backend, BackendError
 from app.cli.sources import Line, read_lines, total_bytes
+from app.core.errors import NeardupError
 from app.index.check import KINDS, CheckReport
 
 BATCH = 500
@@ -219,3 +220,55 @@ def print_check(report: CheckReport, as_json: bool) -> None:
         examples = "; ".join(report.examples.get(kind, []))
         table.add_row(kind, str(report.found[kind]), str(report.repaired[kind]), examples)
     console.print(table)
+
+
+async def write_export(backend: Backend, where: dict | None, sink: IO[bytes]) -> int:
+    """Write the export (header, then one line per document); return how many documents."""
+    count = -1  # the header is not a document
+    async for item in backend.export(where):
+        sink.write(orjson.dumps(item) + b"\n")
+        count += 1
+    sink.flush()
+    return max(count, 0)
+
+
+class ImportFileError(Exception):
+    """An export file that cannot be imported; the message names the line."""
+
+
+def _export_lines(path: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of every non-empty line of an export file ('-': stdin)."""
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    try:
+        for number, line in enumerate(stream, 1):
+            if line.strip():
+                try:
+                    yield number, orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise ImportFileError(f"{path}:{number}: not JSON: {exc}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+async def import_file(backend: Backend, path: str, batch: int = BATCH) -> tuple[int, int]:
+    """Send an export file's documents in batches after its header; (created, updated).
+
+    A batch the target refuses (other parameters, a damaged line) stores nothing and
+    stops the import with the line numbers it covered; earlier batches stay, and
+    running the import again is harmless (documents are replaced by id).
+    """
+    lines = _export_lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise ImportFileError(f"{path}: empty; expected an export's header line")
+    header = first[1]
+    created = updated = 0
+    while chunk := list(itertools.islice(lines, batch)):
+        try:
+            c, u = await backend.import_batch(header, [doc for _, doc in chunk])
+        except (BackendError, NeardupError) as exc:
+            raise ImportFileError(f"{path}:{chunk[0][0]}-{chunk[-1][0]}: {exc}") from None
+        created += c
+        updated += u
+    return created, updated

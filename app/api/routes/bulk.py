@@ -30,26 +30,12 @@ _EXPORT_LINES = {
     "version": 1,
     "params": {"shingle": "word:3", "num_perm": 128, "...": "..."},
 }
-_IMPORT_EXAMPLE = {
-    "header": _EXPORT_LINES,
-    "documents": [
-        {
-            "id": "a",
-            "metadata": {"lang": "en"},
-            "shingles": 10,
-            "fingerprint": "<base64>",
-            "bands": "<base64>",
-            "passages": "<base64>",
-        }
-    ],
-}
 
 
 @router.post(
     "/documents/delete",
     response_model=schemas.DeleteOut,
     tags=["documents"],
-    operation_id="delete_documents",
 )
 async def delete_many(
     body: Annotated[schemas.DeleteIn, Body(openapi_examples=_DELETE_EXAMPLES)], index: IndexDep
@@ -73,7 +59,6 @@ async def delete_many(
     "/export",
     response_class=StreamingResponse,
     tags=["transfer"],
-    operation_id="export_documents",
     responses={
         200: {
             "content": {NDJSON: {"example": _EXPORT_LINES}},
@@ -104,11 +89,8 @@ async def export_all(
     "/import",
     response_model=schemas.ImportOut,
     tags=["transfer"],
-    operation_id="import_documents",
 )
-async def import_batch(
-    body: Annotated[schemas.ImportIn, Body(examples=[_IMPORT_EXAMPLE])], index: IndexDep
-) -> schemas.ImportOut:
+async def import_batch(body: schemas.ImportIn, index: IndexDep) -> schemas.ImportOut:
     """Store up to 1000 exported documents (replacing the same ids); the header must
     name this collection's sketch parameters. A bad line stores nothing of the call."""
     created, updated = await import_documents(index, body.header, body.documents)

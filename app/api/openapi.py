@@ -1,0 +1,142 @@
+"""The schema clients are generated from, and the docs pages served from packaged assets.
+
+Operation ids are named here, one per route, so a generated client has methods
+such as ``find_similar`` rather than FastAPI's ``similar_to_stored_similar__doc_id__get``,
+and they stay the same when a handler is renamed. Swagger UI and ReDoc come from
+the fastapi-offline package's files (Swagger UI: Apache-2.0, ReDoc: MIT), served
+under /docs-assets, so /docs and /redoc work on a machine without internet.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+ASSETS = "/docs-assets"
+# Pages and files that describe the API and hold no data: public, keys or not.
+DOC_PATHS = frozenset({"/docs", "/redoc", "/openapi.json"})
+
+OPERATION_IDS = {
+    ("POST", "/documents"): "ingest_document",
+    ("POST", "/documents/batch"): "ingest_batch",
+    ("PUT", "/documents/{doc_id}"): "upsert_document",
+    ("GET", "/documents/{doc_id}"): "get_document",
+    ("DELETE", "/documents/{doc_id}"): "delete_document",
+    ("POST", "/documents/delete"): "delete_documents",
+    ("GET", "/similar/{doc_id}"): "find_similar",
+    ("POST", "/similar"): "find_similar_to_text",
+    ("GET", "/duplicates"): "list_duplicate_pairs",
+    ("GET", "/duplicates/groups"): "list_duplicate_groups",
+    ("GET", "/export"): "export_documents",
+    ("POST", "/import"): "import_documents",
+    ("GET", "/healthz"): "check_health",
+    ("GET", "/readyz"): "check_ready",
+    ("GET", "/metrics"): "get_metrics",
+    ("GET", "/collection"): "describe_collection",
+}
+
+
+def name_operations(schema: dict[str, Any]) -> None:
+    """Set each operation's id from OPERATION_IDS (tests/test_openapi.py fails for a
+    route missing there, which keeps FastAPI's generated id meanwhile)."""
+    for path, ops in schema.get("paths", {}).items():
+        for method, op in ops.items():
+            op["operationId"] = OPERATION_IDS.get((method.upper(), path), op["operationId"])
+
+
+def is_doc_path(path: str) -> bool:
+    """Whether a path is a docs page, the schema, or a docs asset."""
+    return path in DOC_PATHS or path.startswith(ASSETS + "/")
+
+
+def _assets() -> str:
+    return str(files("fastapi_offline") / "static")
+
+
+def install_docs(app: FastAPI) -> None:
+    """Serve /docs (Swagger UI) and /redoc from the packaged assets, nothing from a CDN."""
+    app.mount(ASSETS, StaticFiles(directory=_assets()), name="docs-assets")
+    favicon = f"{ASSETS}/favicon.png"
+
+    async def swagger(_: Request) -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=favicon,
+            swagger_ui_parameters={"persistAuthorization": True},
+        )
+
+    async def redoc(_: Request) -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=favicon,
+            with_google_fonts=False,
+        )
+
+    app.add_route("/docs", swagger, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
+
+
+def document(schema: dict[str, Any]) -> None:
+    """Operation ids, and an example on every JSON request body that has none of its own."""
+    name_operations(schema)
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            content = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if content is None or "example" in content or "examples" in content:
+                continue
+            ref = content.get("schema", {}).get("$ref", "")
+            example = BODY_EXAMPLES.get(ref.rsplit("/", 1)[-1])
+            if example is not None:
+                content["example"] = example
+
+
+BODY_EXAMPLES: dict[str, Any] = {
+    "DocumentIn": {
+        "id": "https://example.com/a",
+        "text": "The quick brown fox jumps over the lazy dog by the river",
+        "metadata": {"host": "example.com", "lang": "en"},
+    },
+    "DocumentPut": {
+        "text": "The quick brown fox jumps over the lazy dog by the river bank",
+        "metadata": {"host": "example.com"},
+    },
+    "BatchIn": {
+        "documents": [
+            {"id": "a", "text": "The quick brown fox jumps over the lazy dog"},
+            {"id": "b", "text": "A quick brown fox jumps over the lazy dog", "metadata": {"n": 2}},
+        ]
+    },
+    "SimilarIn": {
+        "text": "the quick brown fox jumps over the lazy dog by the river",
+        "threshold": 0.5,
+        "limit": 10,
+        "filter": {"metadata": {"host": "example.com"}},
+    },
+    "ImportIn": {
+        "header": {
+            "format": "neardup-export",
+            "version": 1,
+            "params": {"shingle": "word:3", "num_perm": 128, "fingerprint_size": 256},
+        },
+        "documents": [
+            {
+                "id": "a",
+                "metadata": {"lang": "en"},
+                "shingles": 10,
+                "fingerprint": "base64 of little-endian u32 values",
+                "bands": "base64 of little-endian u64 values",
+                "passages": "base64 of the passage layout",
+            }
+        ],
+    },
+}

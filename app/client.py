@@ -1,0 +1,285 @@
+"""A typed Python client for a running neardup service (httpx, asyncio).
+
+The CLI's ``--url`` tools use it; so can any program::
+
+    import asyncio
+    from app.client import Client
+
+    async def main() -> None:
+        async with Client("http://127.0.0.1:8000", api_key=None) as nd:
+            await nd.ingest("The quick brown fox jumps over the lazy dog", id="a")
+            answer = await nd.similar(text="the quick brown fox jumps over the lazy dog")
+            print(answer["results"])
+
+    asyncio.run(main())
+
+Every method is one documented API call (see the README's API table) and returns
+the JSON answer as the TypedDicts below describe it. A refused or failed request
+raises ClientError with the status and the service's problem ``detail``; an unknown
+id is None (get) or False (delete). It imports nothing else of app: a client
+needs only httpx.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypedDict
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+Filter = dict[str, dict[str, Any]]  # {"metadata": {field: exact value}}
+
+
+class ClientError(Exception):
+    """The service refused or failed a request; status and detail say why."""
+
+    def __init__(self, status: int, path: str, detail: str) -> None:
+        super().__init__(f"{status} from {path}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Match(TypedDict):
+    id: str
+    similarity: float
+
+
+class Similar(TypedDict):
+    id: str | None
+    threshold: float
+    results: list[Match]
+    candidates: int
+    capped: bool
+
+
+class Ingested(TypedDict):
+    id: str
+    shingles: int
+    created: bool
+    similar: Similar | None
+
+
+class BatchItem(TypedDict):
+    id: str
+    status: Literal["created", "updated", "error"]
+    shingles: int
+    error: str | None
+
+
+class Batch(TypedDict):
+    created: int
+    updated: int
+    errors: int
+    results: list[BatchItem]
+
+
+class StoredDocument(TypedDict):
+    id: str
+    shingles: int
+    metadata: dict[str, Any] | None
+
+
+class Imported(TypedDict):
+    created: int
+    updated: int
+
+
+def path_of(doc_id: str) -> str:
+    """An id as one path segment: every reserved byte and '.' percent-encoded."""
+    return quote(doc_id, safe="").replace(".", "%2E")
+
+
+def _query_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return orjson.dumps(value).decode()
+    return value
+
+
+class Client:
+    """One neardup service at base_url; the key defaults to NEARDUP_API_KEY."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("NEARDUP_API_KEY")
+        headers = {"content-type": "application/json"}
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        self.http = httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # plumbing ------------------------------------------------------------------
+
+    @staticmethod
+    def _raise(resp: httpx.Response) -> None:
+        try:
+            detail = str(resp.json().get("detail", resp.text))
+        except ValueError:
+            detail = resp.text
+        raise ClientError(resp.status_code, resp.request.url.path, detail)
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        missing: Any = ...,
+    ) -> Any:
+        """One request; its JSON answer, or `missing` on a 404 when one is given."""
+        query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
+        content = None if body is None else orjson.dumps(body)
+        resp = await self.http.request(method, path, content=content, params=query)
+        if resp.status_code == 404 and missing is not ...:
+            return missing
+        if not resp.is_success:
+            self._raise(resp)
+        return None if resp.status_code == 204 else resp.json()
+
+    async def _lines(self, path: str, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        query = {k: _query_value(v) for k, v in params.items() if v is not None}
+        async with self.http.stream("GET", path, params=query, timeout=None) as resp:
+            if not resp.is_success:
+                await resp.aread()
+                self._raise(resp)
+            async for line in resp.aiter_lines():
+                if line:
+                    yield orjson.loads(line)
+
+    # documents -----------------------------------------------------------------
+
+    async def ingest(
+        self,
+        text: str,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        similar: bool = False,
+        threshold: float | None = None,
+        limit: int | None = None,
+    ) -> Ingested:
+        """POST /documents (ingest_document); with similar=True also the near-duplicates
+        found before it was stored."""
+        body = {"id": id, "text": text, "metadata": metadata}
+        params = {"similar": similar or None, "threshold": threshold, "limit": limit}
+        answer: Ingested = await self._call("POST", "/documents", body, params)
+        return answer
+
+    async def ingest_batch(self, documents: Sequence[dict[str, Any]]) -> Batch:
+        """POST /documents/batch (ingest_batch): up to 1000 `{id?, text, metadata?}`."""
+        answer: Batch = await self._call("POST", "/documents/batch", {"documents": documents})
+        return answer
+
+    async def put(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> Ingested:
+        """PUT /documents/{id} (upsert_document): create or replace."""
+        body = {"text": text, "metadata": metadata}
+        answer: Ingested = await self._call("PUT", "/documents/" + path_of(doc_id), body)
+        return answer
+
+    async def get(self, doc_id: str) -> StoredDocument | None:
+        """GET /documents/{id} (get_document): the stored record, None for an unknown id."""
+        answer: StoredDocument | None = await self._call(
+            "GET", "/documents/" + path_of(doc_id), missing=None
+        )
+        return answer
+
+    async def delete(self, doc_id: str) -> bool:
+        """DELETE /documents/{id} (delete_document): False for an unknown id."""
+        gone = await self._call("DELETE", "/documents/" + path_of(doc_id), missing=False)
+        return gone is not False
+
+    async def delete_many(
+        self, ids: Sequence[str] | None = None, filter: Filter | None = None, step: int = 1000
+    ) -> int:
+        """POST /documents/delete (delete_documents): by ids (1000 per call), or every
+        document whose metadata matches filter, step by step to the end; how many went."""
+        deleted = 0
+        body: dict[str, Any]
+        if ids is not None:
+            for i in range(0, len(ids), 1000):
+                body = {"ids": list(ids[i : i + 1000])}
+                deleted += (await self._call("POST", "/documents/delete", body))["deleted"]
+            return deleted
+        cursor = None
+        while True:
+            body = {"filter": filter, "step": step, "cursor": cursor}
+            answer = await self._call("POST", "/documents/delete", body)
+            deleted += answer["deleted"]
+            cursor = answer["cursor"]
+            if cursor is None:
+                return deleted
+
+    # queries -------------------------------------------------------------------
+
+    async def similar(
+        self,
+        doc_id: str | None = None,
+        text: str | None = None,
+        *,
+        threshold: float | None = None,
+        limit: int | None = None,
+        measure: Literal["jaccard", "containment"] | None = None,
+        evidence: bool | None = None,
+        filter: Filter | None = None,
+    ) -> dict[str, Any]:
+        """Near-duplicates of a stored document (GET /similar/{id}, find_similar) or of a
+        text (POST /similar, find_similar_to_text); see the README for the answer's shape
+        (Similar for Jaccard; containment adds passages and coverage)."""
+        options = {"threshold": threshold, "limit": limit, "measure": measure,
+                   "evidence": evidence, "filter": filter}  # fmt: skip
+        if doc_id is not None:
+            answer: dict[str, Any] = await self._call(
+                "GET", "/similar/" + path_of(doc_id), params=options
+            )
+            return answer
+        body = {"text": text, **{k: v for k, v in options.items() if v is not None}}
+        answer = await self._call("POST", "/similar", body)
+        return answer
+
+    def duplicates(
+        self, groups: bool = False, threshold: float | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """GET /duplicates or /duplicates/groups, streamed: one dict per pair or group."""
+        path = "/duplicates/groups" if groups else "/duplicates"
+        return self._lines(path, {"threshold": threshold})
+
+    # the collection ------------------------------------------------------------
+
+    def export(self, filter: Filter | None = None) -> AsyncIterator[dict[str, Any]]:
+        """GET /export (export_documents), streamed: the header, then one dict per document."""
+        return self._lines("/export", {"filter": filter})
+
+    async def import_batch(
+        self, header: dict[str, Any], documents: Sequence[dict[str, Any]]
+    ) -> Imported:
+        """POST /import (import_documents): up to 1000 export lines after its header."""
+        body = {"header": header, "documents": list(documents)}
+        answer: Imported = await self._call("POST", "/import", body)
+        return answer
+
+    async def ready(self) -> dict[str, Any]:
+        """GET /readyz (check_ready): raises ClientError(503) while Redis is away."""
+        answer: dict[str, Any] = await self._call("GET", "/readyz")
+        return answer

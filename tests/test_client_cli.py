@@ -1,0 +1,152 @@
+"""The public client (app.client) and the CLI's get/delete/export/import on a real service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import oracle
+from support.corpus import neardup_cmd
+from support.procs import Server
+
+from app.cli.main import build_parser, main
+from app.client import Client, ClientError
+
+KEY = "k" * 24
+A = "The quick brown fox jumps over the lazy dog by the river"
+B = "The quick brown fox jumps over the lazy dog by the river bank"
+C = "A quick brown fox jumps over the lazy dog by the river"
+
+
+def _exact(x: str, y: str) -> float:
+    return oracle.exact_jaccard(oracle.shingles(x, "word:3"), oracle.shingles(y, "word:3"))
+
+
+@pytest.fixture(scope="module")
+def service(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One `neardup serve` with a write key, on the session's Redis."""
+    work = tmp_path_factory.mktemp("client")
+    env = {"NEARDUP_REDIS_URL": redis_url, "NEARDUP_COLLECTION": f"cli{os.getpid()}",
+           "NEARDUP_API_KEYS": f"{KEY}:write"}  # fmt: skip
+    with Server(work, **env) as server:
+        server.wait_ready(authorization=f"Bearer {KEY}")
+        yield server
+
+
+def test_client_runs_the_readme_walk_through(service: Server) -> None:
+    """The README's walk-through through app.client: answers match the exact Jaccard of
+    the texts, unknown ids are None/False, a bad key is a ClientError with the detail."""
+
+    async def walk() -> None:
+        async with Client(service.url, api_key=KEY) as nd:
+            made = await nd.ingest(A, id="https://example.com/a", metadata={"lang": "en"})
+            assert made == {"id": "https://example.com/a", "shingles": 10, "created": True,
+                            "similar": None}  # fmt: skip
+            assert (await nd.put("b", B))["created"] is True
+            found = await nd.similar("b", threshold=0.5, limit=10)
+            assert [(r["id"], r["similarity"]) for r in found["results"]] == [
+                ("https://example.com/a", pytest.approx(_exact(A, B)))
+            ]
+            by_text = await nd.similar(text=A.lower())
+            assert {r["id"] for r in by_text["results"]} == {"https://example.com/a", "b"}
+            with_similar = await nd.ingest(C, id="c", similar=True)
+            got = {r["id"]: r["similarity"] for r in with_similar["similar"]["results"]}
+            want = {k: _exact(C, t) for k, t in (("https://example.com/a", A), ("b", B))}
+            assert got == pytest.approx({k: v for k, v in want.items() if v >= 0.5})
+            pairs = [p async for p in nd.duplicates()]
+            assert {frozenset((p["a"], p["b"])) for p in pairs} >= {
+                frozenset(("https://example.com/a", "b"))
+            }
+            only_en = await nd.similar("b", filter={"metadata": {"lang": "en"}})
+            assert [r["id"] for r in only_en["results"]] == ["https://example.com/a"]
+            assert await nd.get("https://example.com/a") == {
+                "id": "https://example.com/a", "shingles": 10, "metadata": {"lang": "en"}
+            }  # fmt: skip
+            assert await nd.delete("b") is True
+            assert await nd.delete("b") is False
+            assert await nd.get("b") is None
+            with pytest.raises(ClientError) as refused:
+                await nd.similar("b")
+            assert refused.value.status == 404 and "'b'" in refused.value.detail
+        async with Client(service.url, api_key="x" * 24) as stranger:
+            with pytest.raises(ClientError) as denied:
+                await stranger.get("c")
+            assert denied.value.status == 401
+
+    asyncio.run(walk())
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`neardup ARGS` in this process (exit code, stdout, stderr): the same parser and
+    tools as the console script, without a Python start-up per call."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_get_delete_export_import(
+    service: Server,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """neardup get/delete/export/import: an export imported (straight into another
+    collection's store) exports identically, and delete --filter removes exactly the
+    matching documents."""
+    monkeypatch.setenv("NEARDUP_API_KEY", KEY)
+    docs = tmp_path / "docs.jsonl"
+    rows = [{"id": f"d{i}", "text": f"{A} number {i} of {i % 4}", "metadata": {"k": i % 4}}
+            for i in range(40)]  # fmt: skip
+    docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    url = ("--url", service.url)
+    assert _cli(capsys, "ingest", "--quiet", str(docs), *url)[0] == 0
+    code, out, _ = _cli(capsys, "get", "d7", *url)
+    shingles = len(oracle.shingles(rows[7]["text"], "word:3"))
+    assert json.loads(out) == {"id": "d7", "shingles": shingles, "metadata": {"k": 3}}
+    assert _cli(capsys, "get", "nope", *url)[0] == 1
+    out_file = tmp_path / "export.jsonl"
+    assert _cli(capsys, "export", "-o", str(out_file), *url)[0] == 0
+    lines = out_file.read_text().splitlines()
+    assert len(lines) >= 41 and json.loads(lines[0])["format"] == "neardup-export"
+    monkeypatch.setenv("NEARDUP_REDIS_URL", redis_url)
+    monkeypatch.setenv("NEARDUP_COLLECTION", f"imp{os.getpid()}")
+    monkeypatch.setenv("NEARDUP_DATA_DIR", str(tmp_path / "data"))
+    code, _, err = _cli(capsys, "import", str(out_file), "--batch", "7")
+    assert code == 0 and f"imported {len(lines) - 1} documents" in err, err
+    again = tmp_path / "again.jsonl"
+    assert _cli(capsys, "export", "-o", str(again))[0] == 0
+    assert again.read_text() == out_file.read_text()
+    code, _, err = _cli(capsys, "delete", "--filter", '{"metadata": {"k": 2}}', *url)
+    assert code == 0 and "deleted 10 documents" in err, err
+    code, _, err = _cli(capsys, "delete", "d0", "d1", "d2", *url)
+    assert "deleted 2 documents" in err  # d2 had k == 2: gone already
+    left = [json.loads(x)["id"] for x in _cli(capsys, "export", *url)[1].splitlines()[1:]]
+    assert {i for i in left if i.startswith("d")} == {
+        f"d{i}" for i in range(40) if i % 4 != 2 and i not in (0, 1)
+    }
+    code, _, err = _cli(capsys, "delete", "--filter", "{}", *url)
+    assert code != 0 and "filter" in err
+
+
+def test_cli_version_and_defaults_in_help() -> None:
+    """--version prints the version; every subcommand's help shows the options' defaults."""
+    done = subprocess.run([*neardup_cmd(), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("neardup ")
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"{name} {action.option_strings} has no help"
+        shown = " ".join(sub.format_help().split())
+        for action in sub._actions:
+            if action.option_strings and action.default not in (None, False, "==SUPPRESS=="):
+                assert f"(default: {action.default})" in shown, (name, action.dest)
