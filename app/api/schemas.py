@@ -77,7 +77,8 @@ class SimilarIn(_In):
     threshold: Threshold | None = None
     limit: Limit = 10
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
-    evidence: bool = Field(False, description=EVIDENCE_DOC)
+    # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
+    evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
     filter: FilterIn | None = Field(None, description=FILTER_DOC, examples=[FILTER_EXAMPLE])
 
     @model_validator(mode="after")
