@@ -319,16 +319,15 @@ def test_no_serious_accessibility_violations(page: Page, server: Server, pasted)
     _check(page, server, pasted[0])
     page.locator("#checked mark").first.click()
     views = {
-        "check": None,
-        "document": "/ui/documents/" + next(iter(pasted[1])),
-        "collection": "/ui/collection",
+        "check": (None, "#source-text mark"),
+        "document": ("/ui/documents/" + next(iter(pasted[1])), "#report"),
+        "collection": ("/ui/collection", "#curve polyline"),
     }
     bad = {}
-    for name, path in views.items():
+    for name, (path, ready) in views.items():
         if path is not None:
             page.goto(server.url + path)
-            page.locator("#status").wait_for(state="attached")
-            page.wait_for_load_state("networkidle")
+        page.locator(ready).first.wait_for()
         found = axe.run(page).response["violations"]
         bad[name] = [v["id"] for v in found if v["impact"] in ("serious", "critical")]
     assert bad == {name: [] for name in views}
@@ -365,6 +364,10 @@ def test_screenshots(page: Page, server: Server, pasted, tmp_path: Path) -> None
     page.locator("#checked mark").nth(1).click()
     page.locator("#source-text mark.current").wait_for()
     page.locator("#report .panes").screenshot(path=str(out / "ui-source.png"))
+    # The A4 print of the report (kept beside the test's files, not in docs/).
+    pdf = page.pdf(format="A4", print_background=True)
+    (tmp_path / "report.pdf").write_bytes(pdf)
+    assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
     page.goto(server.url + "/ui/collection")
     page.locator("#curve polyline").wait_for()
     page.screenshot(path=str(out / "ui-collection.png"), full_page=True)
@@ -372,9 +375,43 @@ def test_screenshots(page: Page, server: Server, pasted, tmp_path: Path) -> None
         assert (out / name).stat().st_size > 10_000
 
 
-def test_no_request_leaves_the_origin(server: Server, requests_seen: list[str]) -> None:
-    """Of every request the module's pages made (this test runs last), none left the origin."""
-    assert requests_seen, "no page was opened"
+def test_jaccard_file_pick_and_print(page: Page, server: Server, corpus) -> None:
+    """A .txt file picked fills the text box; Jaccard ranks a stored copy first with its
+    verified similarity; the print layout keeps the report and drops the controls."""
+    doc_id, text = next(iter(corpus.items()))
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    page.set_input_files(
+        "#file", files=[{"name": "essay.txt", "mimeType": "text/plain", "buffer": text.encode()}]
+    )
+    page.locator("#status", has_text="essay.txt").wait_for()
+    assert page.get_by_label("Text to check").input_value() == text
+    page.get_by_label("Jaccard (whole-text similarity)").check()
+    assert page.locator("#threshold").input_value() == "0.5"  # the collection's threshold
+    page.get_by_role("button", name="Check").click()
+    page.locator("#summary", has_text="near-duplicate").wait_for()
+    first = page.locator("#sources tbody tr").first
+    assert first.get_attribute("data-source") == doc_id
+    assert "100.0%" in first.inner_text()
+    page.emulate_media(media="print")
+    assert not page.locator("#check-form").is_visible() and page.locator("#report").is_visible()
+
+
+def test_no_request_leaves_the_origin(
+    page: Page, server: Server, requests_seen: list[str], pasted
+) -> None:
+    """Of every request the module's pages made, and of every view opened here, none left
+    the origin."""
+    _check(page, server, pasted[0])
+    page.locator("#checked mark").first.click()
+    page.locator("#source-text mark").first.wait_for()
+    for path, ready in (
+        ("/ui/documents/" + next(iter(pasted[1])), "#near tbody tr"),
+        ("/ui/collection", "#curve polyline"),
+    ):
+        page.goto(server.url + path)
+        page.locator(ready).first.wait_for()
+    assert any(u.endswith("/similar") for u in requests_seen)
     # A download is a blob: URL of the page itself.
     outside = [u for u in requests_seen if not u.removeprefix("blob:").startswith(server.url + "/")]
     assert outside == []
