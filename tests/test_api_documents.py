@@ -92,7 +92,7 @@ def test_id_length_limits(client: TestClient) -> None:
         "https://example.com/news/2024/story.html?x=1&y=2#frag",
         "a/b/c",
         "100% sure",
-        "key:with:colons{and}*globs*\nnewline/../..",
+        "key:with:colons{and}*globs* space/../..",
         "日本語の文書",
     ],
 )
@@ -109,10 +109,10 @@ def test_ids_round_trip_in_paths(client: TestClient, doc_id: str) -> None:
 def test_ids_never_leave_the_collection_prefix(
     client: TestClient, store_url: str, collection: str
 ) -> None:
-    """Ids with ':', '{', '}', '*', newlines and '..' create only keys under the prefix."""
+    """Ids with ':', '{', '}', '*', spaces and '..' create only keys under the prefix."""
     r = sync_client(store_url)
     before = all_keys(r)
-    for doc_id in ["a:b", "{x}", "*", "..", "line\nbreak", "nd:other:ids"]:
+    for doc_id in ["a:b", "{x}", "*", "..", "line break", "nd:other:ids"]:
         assert client.put(f"/documents/{enc(doc_id)}", json={"text": TEXT}).is_success
     created = all_keys(r) - before
     assert created

@@ -129,7 +129,7 @@ def test_access_line_written_directly_is_the_formatted_record(fmt: str) -> None:
         assert direct[24:] == logged[24:] and direct_none[24:] == logged_none[24:]
         assert direct[24:] == (
             "INFO neardup.access GET /similar/ü x 200 request_id=req-1 method=GET "
-            "path=/similar/ü x route=/similar/{doc_id:docid} status=200 duration_ms=1.234 "
+            'path="/similar/ü x" route=/similar/{doc_id:docid} status=200 duration_ms=1.234 '
             "client=127.0.0.1:5555"
         )
         assert direct_none.endswith("client=None")

@@ -16,7 +16,9 @@ from app.core import metrics
 from app.service import logs
 
 log = logging.getLogger("neardup.access")
-_SAFE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,128}$")
+# A caller's request id is echoed and logged only when it is a short token.
+_SAFE_ID = re.compile(rb"^[A-Za-z0-9._-]{1,64}$")
+MAX_USER_AGENT = 256
 _INFO = logging.INFO
 _MESSAGE = "%s %s %d"
 
@@ -44,8 +46,11 @@ class RequestIds:
         return f"{self._prefix}{next(self._next):016x}"
 
 
-def record(scope: Scope, request_id: str, status: int, elapsed: float) -> None:
-    """Count the request in the metrics and write its access log line."""
+def record(
+    scope: Scope, request_id: str, status: int, elapsed: float, user_agent: bytes | None = None
+) -> None:
+    """Count the request in the metrics and write its access log line (the text format
+    escapes what the client sent: app.service.logs)."""
     route = scope.get("route")
     # The route template, not the raw path, keeps label values bounded.
     template = getattr(route, "path", None) or "unmatched"
@@ -64,6 +69,9 @@ def record(scope: Scope, request_id: str, status: int, elapsed: float) -> None:
         "duration_ms": round(elapsed * 1000, 3),
         "client": f"{client[0]}:{client[1]}" if client else None,
     }
+    if user_agent is not None:
+        agent = user_agent[:MAX_USER_AGENT].decode("utf-8", "backslashreplace")
+        fields["user_agent"] = agent
     handler = logs.direct_handler(log, _INFO)
     if handler is not None:
         # The usual case: the line straight to the one handler that would write it.

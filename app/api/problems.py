@@ -65,10 +65,15 @@ def _where(loc: tuple) -> str:
     return ".".join(parts) or "body"
 
 
+def _message(error: dict[str, Any]) -> str:
+    if error.get("type") == "extra_forbidden":
+        return "unknown field"
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
+
+
 async def _validation(_: Request, exc: RequestValidationError) -> ProblemResponse:
     errors = [
-        {"field": _where(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
-        for e in exc.errors()
+        {"field": _where(tuple(e.get("loc", ()))), "message": _message(e)} for e in exc.errors()
     ]
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return problem(422, "Invalid request", detail, errors=errors)
@@ -121,8 +126,8 @@ def _document_problems(schema: dict[str, Any]) -> None:
     """Declare the answers that middleware and handlers give on every route.
 
     422 bodies are problem+json (not FastAPI's default shape); any route can
-    answer 503 (Redis unavailable, a busy document, the request deadline), and
-    any route with a body 413.
+    answer 422 and 503 (Redis unavailable, a busy document, the request deadline),
+    and any route with a body 413 and 415.
     """
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Problem", Problem.model_json_schema())
@@ -131,10 +136,13 @@ def _document_problems(schema: dict[str, Any]) -> None:
             if not isinstance(op, dict):
                 continue
             responses = op.setdefault("responses", {})
-            if "422" in responses:
-                responses["422"] = problem_doc("the request is invalid; detail says what to fix")
+            # Any route: an unknown query parameter, a URL that is not UTF-8 (app.api.edge).
+            responses["422"] = problem_doc("the request is invalid; detail says what to fix")
             if "requestBody" in op:
                 responses.setdefault("413", problem_doc("the body is over NEARDUP_MAX_BODY_BYTES"))
+                responses.setdefault(
+                    "415", problem_doc("the body is not JSON, or not plain or gzip (app.api.body)")
+                )
             responses.setdefault("503", problem_doc("unavailable for now; retry after Retry-After"))
             ref = {"$ref": "#/components/schemas/Problem"}
             for r in responses.values():  # error bodies are problem+json, declared as such

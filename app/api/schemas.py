@@ -30,7 +30,8 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Unknown fields are named in a 422; JSON types are taken as sent (true is not a limit).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class DocumentIn(_In):

@@ -61,6 +61,9 @@ def _serve(args: argparse.Namespace) -> int:
     stop_signals: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
+    from app.service.server import GuardedHttpProtocol, Limits
+
+    GuardedHttpProtocol.limits = Limits(settings)  # workers read theirs from the same env
     try:
         uvicorn.run(
             "app.api.app:create_app",
@@ -70,6 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
             workers=args.workers,
             log_level=settings.log_level,
             access_log=False,  # app.api.observe logs each request with its id
+            http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
             timeout_graceful_shutdown=30,
         )
     finally:
@@ -134,7 +138,11 @@ def _query(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from app.cli import tools
+    from app.index.ids import id_problem
 
+    if args.id is not None and (why := id_problem(args.id)) is not None:
+        print(f"neardup: --id: {why}", file=sys.stderr)
+        return 2
     text = None
     if args.id is None:
         text = sys.stdin.read()

@@ -61,6 +61,12 @@ ORPHANS_REPAIRED = Counter(
     "Orphaned or dangling entries the consistency check removed, by kind",
     ["kind"],
 )
+CONNECTIONS_CLOSED = Counter(
+    "neardup_connections_closed_total",
+    "Connections closed or refused by the slow-client limits (NEARDUP_HEADER_TIMEOUT, "
+    "NEARDUP_BODY_TIMEOUT, NEARDUP_MAX_CONNECTIONS), by reason",
+    ["reason"],
+)
 DOCUMENTS = Gauge(
     "neardup_documents", "Documents stored in the collection", multiprocess_mode="mostrecent"
 )

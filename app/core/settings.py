@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +61,12 @@ class Settings(BaseSettings):
     # "key:scope,key:scope" and/or a file of "key scope" lines; see app.core.keys.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
+    # Slow clients (app.service.server): seconds a client may take to send its request
+    # headers, and its body; open connections per worker process beyond which a new
+    # one is answered 503 at once.
+    header_timeout: float = Field(10.0, gt=0, le=3600)
+    body_timeout: float = Field(60.0, gt=0, le=24 * 3600)
+    max_connections: int = Field(1000, ge=1, le=1_000_000)
 
     @field_validator("redis_url")
     @classmethod
@@ -111,15 +120,44 @@ class SettingsError(Exception):
     """Settings that cannot start the service; the message names each variable."""
 
 
+# NEARDUP_* variables that are not settings of the service but are read elsewhere: the
+# CLI's key, the kernel's SIMD switch, the kernel build's flags, the fuzz tests' depth.
+OTHER_VARIABLES = frozenset(
+    {"NEARDUP_API_KEY", "NEARDUP_SIMD", "NEARDUP_CFLAGS", "NEARDUP_FUZZ_EXAMPLES"}
+)
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per NEARDUP_* variable that nothing reads, with the closest real name.
+
+    A misspelt setting (NEARDUP_THRESHHOLD) would otherwise leave the default in force
+    without a word.
+    """
+    known = {f"NEARDUP_{name.upper()}" for name in Settings.model_fields} | OTHER_VARIABLES
+    lines = []
+    for name in sorted(os.environ if environ is None else environ):
+        upper = name.upper()
+        if upper.startswith("NEARDUP_") and upper not in known:
+            # Compared without the prefix, which every name shares.
+            suffixes = sorted(k.removeprefix("NEARDUP_") for k in known)
+            close = difflib.get_close_matches(upper[8:], suffixes, n=1, cutoff=0.7)
+            hint = f"did you mean NEARDUP_{close[0]}?" if close else "no setting is named alike"
+            lines.append(f"{name}: not a neardup setting ({hint}); unset it or fix its name")
+    return lines
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read the settings, turning validation errors into one readable message."""
+    """Read the settings, turning validation errors and unknown NEARDUP_* variables
+    into one readable message."""
+    lines = unknown_variables()
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        lines = []
         for err in exc.errors():
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
             secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
             got = "hidden" if secret else repr(err.get("input"))
             lines.append(f"{name}: {err['msg']} (got {got})")
-        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+    if lines:
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
+    return settings

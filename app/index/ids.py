@@ -1,16 +1,41 @@
-"""What a document id may be: the one rule the API and the CLI's files share."""
+"""What a document id may be: the one rule every route, the CLI and its files share."""
 
 from __future__ import annotations
 
+import re
+
 MAX_ID_BYTES = 512
+
+# Control characters (Unicode Cc: C0, DEL, C1) and the line and paragraph separators:
+# an id holding one can break a log line, a terminal or a line-based file.
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why value cannot be an id, or None when it can: 1-512 bytes of UTF-8 (no lone
+    surrogates), no control characters. U+FFFD is an ordinary character here: the
+    HTTP edge refuses a path that is not UTF-8 instead of substituting it."""
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        return (
+            f"id must be valid UTF-8, but has a lone surrogate "
+            f"U+{ord(value[exc.start]):04X} at character {exc.start}"
+        )
+    if not 1 <= size <= MAX_ID_BYTES:
+        return f"id must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}"
+    found = _FORBIDDEN.search(value)
+    if found is not None:
+        return (
+            f"id must not hold control characters, but has U+{ord(found.group()):04X} "
+            f"at character {found.start()}"
+        )
+    return None
 
 
 def check_id(value: str) -> str:
-    """Return value if it is 1-512 bytes of valid UTF-8, else raise ValueError saying why."""
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValueError("id must be valid Unicode (no lone surrogates)") from None
-    if not 1 <= size <= MAX_ID_BYTES:
-        raise ValueError(f"id must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}")
+    """Return value if it may be an id (see id_problem), else raise ValueError saying why."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value

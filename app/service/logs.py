@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -11,7 +12,40 @@ from typing import Any, cast
 import orjson
 
 # Fields a record may carry through `extra=` that belong in the output.
-FIELDS = ("request_id", "method", "path", "route", "status", "duration_ms", "client")
+FIELDS = ("request_id", "method", "path", "route", "status", "duration_ms", "client", "user_agent")
+
+# What could end a text log line, start a fake one or hide part of it (control
+# characters, line and paragraph separators), and the backslash, so that an escape
+# in the output always means an escaped character, never one the client sent.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+# What a key=value field cannot hold bare: the above, a space, a quote or '='.
+_UNQUOTABLE = re.compile(r'[\x00-\x20"=\x7f-\x9f\u2028\u2029\\]')
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def _escape_one(found: re.Match[str]) -> str:
+    char = found.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: str) -> str:
+    """text with every character that could break or forge a log line escaped
+    (a newline as the two characters backslash-n); unchanged when it has none."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape_one, text)
+
+
+def _field(value: Any) -> Any:
+    """A key=value field's value: a string that holds a space, quote, '=' or anything
+    escape() changes is escaped and quoted, so no value can fake another field."""
+    if type(value) is not str or (value and _UNQUOTABLE.search(value) is None):
+        return value
+    return '"' + escape(value).replace('"', '\\"') + '"'
 
 
 class _Seconds:
@@ -84,7 +118,12 @@ class TextFormatter(logging.Formatter):
 
     @staticmethod
     def _extra(fields: Any) -> str:
-        return " ".join([f"{n}={fields[n]}" for n in FIELDS if n in fields])
+        return " ".join([f"{n}={_field(fields[n])}" for n in FIELDS if n in fields])
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # Messages carry client-sent values (paths, ids): one record, one line.
+        record.message = escape(record.message)
+        return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -95,7 +134,7 @@ class TextFormatter(logging.Formatter):
         self, created: float, msecs: float, level: str, name: str, message: str, fields: Any
     ) -> str:
         """What format() makes of a record with these attributes and no exception."""
-        line = f"{self._seconds(created)},{int(msecs):03d} {level} {name} {message}"
+        line = f"{self._seconds(created)},{int(msecs):03d} {level} {name} {escape(message)}"
         extra = self._extra(fields)
         return f"{line} {extra}" if extra else line
 

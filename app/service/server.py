@@ -1,0 +1,203 @@
+"""The HTTP protocol `neardup serve` runs: uvicorn's, with limits for slow clients.
+
+uvicorn times out idle keep-alive connections only: a client that opens a connection
+and sends nothing, or half a request header, or a body one byte a minute, holds a
+connection (and a file descriptor) for ever, and enough of them stop the service.
+Here every connection has one timer at a time:
+
+- from the moment it opens (or, on a kept-alive connection, from the first byte of
+  the next request), the request headers must be in within NEARDUP_HEADER_TIMEOUT;
+- from the end of the headers, the body must be in within NEARDUP_BODY_TIMEOUT;
+
+otherwise the connection is closed, with a 408 when the client had started a request
+it has not finished (the route, if it was reading the body, sees a disconnect). And a
+connection beyond NEARDUP_MAX_CONNECTIONS open in this worker is answered 503 with
+Retry-After as soon as its headers are in, without reaching the application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, ClassVar
+
+import orjson
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.core import metrics
+from app.core.settings import Settings, load_settings
+
+log = logging.getLogger("neardup.server")
+
+# Seconds between two log lines about closed or refused connections (each line counts
+# what happened since the last): a flood of slow clients must not flood the log.
+_LOG_EVERY = 10.0
+
+_NEW, _HEADERS, _BODY, _DONE = range(4)
+
+
+def _problem(status: bytes, detail: str, *headers: bytes) -> bytes:
+    body = orjson.dumps(
+        {
+            "type": "about:blank",
+            "title": status.decode()[4:],
+            "status": int(status[:3]),
+            "detail": detail,
+        }
+    )
+    head = [
+        b"HTTP/1.1 " + status,
+        b"content-type: application/problem+json",
+        b"content-length: %d" % len(body),
+        b"connection: close",
+        *headers,
+    ]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+class _Tally:
+    """Counts one kind of closed connection: a metric each, and a log line at most every
+    _LOG_EVERY s saying how many since the last one."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        self.count = 0
+        self.flush: asyncio.TimerHandle | None = None
+
+    def add(self) -> None:
+        metrics.CONNECTIONS_CLOSED.labels(self.reason).inc()
+        self.count += 1
+        if self.flush is None:  # the first in a while is said at once
+            self._log()
+
+    def _log(self) -> None:
+        """Say how many since the last line; while there are more, again in a while."""
+        if self.count:
+            log.warning(self.message, self.count)
+            self.count = 0
+            self.flush = asyncio.get_running_loop().call_later(_LOG_EVERY, self._log)
+        else:
+            self.flush = None
+
+
+class Limits:
+    """The slow-client limits of this process, from the settings (read once)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.header_timeout = settings.header_timeout
+        self.body_timeout = settings.body_timeout
+        self.max_connections = settings.max_connections
+        self.header_408 = _problem(
+            b"408 Request Timeout",
+            f"the request headers took over {self.header_timeout} s (NEARDUP_HEADER_TIMEOUT)",
+        )
+        self.body_408 = _problem(
+            b"408 Request Timeout",
+            f"the request body took over {self.body_timeout} s (NEARDUP_BODY_TIMEOUT)",
+        )
+        self.busy_503 = _problem(
+            b"503 Service Unavailable",
+            f"over {self.max_connections} open connections (NEARDUP_MAX_CONNECTIONS); "
+            "retry after Retry-After",
+            b"retry-after: 1",
+        )
+        self.headers_late = _Tally(
+            "header_timeout",
+            f"closed %d connection(s) that did not send their request headers within "
+            f"{self.header_timeout} s (NEARDUP_HEADER_TIMEOUT)",
+        )
+        self.body_late = _Tally(
+            "body_timeout",
+            f"closed %d connection(s) that did not send their request body within "
+            f"{self.body_timeout} s (NEARDUP_BODY_TIMEOUT)",
+        )
+        self.too_many = _Tally(
+            "max_connections",
+            f"refused %d connection(s) over NEARDUP_MAX_CONNECTIONS={self.max_connections}",
+        )
+
+
+class GuardedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with header and body timeouts and a connection cap."""
+
+    limits: ClassVar[Limits | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cls = type(self)
+        if cls.limits is None:  # each worker process reads its settings once
+            cls.limits = Limits(load_settings())
+        self._limits: Limits = cls.limits
+        self._phase = _NEW
+        self._timer: asyncio.TimerHandle | None = None
+        self._refused = False
+
+    # A timer is armed after the parser has seen the bytes that arrived, not in its
+    # callbacks: a whole request in one read arms and cancels nothing.
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        limits = self._limits
+        if len(self.connections) > limits.max_connections:
+            self._refused = True
+        self._timer = self.loop.call_later(limits.header_timeout, self._expired)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._timer is None:
+            if self._phase == _HEADERS:
+                self._timer = self.loop.call_later(self._limits.header_timeout, self._expired)
+            elif self._phase == _BODY:
+                self._timer = self.loop.call_later(self._limits.body_timeout, self._expired)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        # A new connection's timer, already running, counts from the opening.
+        self._phase = _HEADERS
+
+    def on_headers_complete(self) -> None:
+        self._cancel()
+        self._phase = _BODY
+        if self._refused:
+            if self.transport.is_closing():  # a pipelined request after the refusal
+                return
+            self.transport.write(self._limits.busy_503)
+            self.transport.close()
+            self._limits.too_many.add()
+            return
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._cancel()
+        self._phase = _DONE
+        if not self._refused:
+            super().on_message_complete()
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> None:
+        self._timer = None
+        if self.transport.is_closing():
+            return
+        limits = self._limits
+        if self._phase == _BODY:
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(limits.body_408)
+            limits.body_late.add()
+        else:
+            if self._phase == _HEADERS:  # part of a request came: say why it ends
+                self.transport.write(limits.header_408)
+            limits.headers_late.add()  # _NEW: a connection that never sent a byte
+        self.transport.close()
