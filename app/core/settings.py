@@ -121,9 +121,17 @@ class SettingsError(Exception):
 
 
 # NEARDUP_* variables that are not settings of the service but are read elsewhere: the
-# CLI's key, the kernel's SIMD switch, the kernel build's flags, the fuzz tests' depth.
+# CLI's key, the kernel's SIMD switch, the kernel build's flags, and the tests' own (fuzz
+# depth, whether the browser suite must run, where screenshots go). Add a new one here.
 OTHER_VARIABLES = frozenset(
-    {"NEARDUP_API_KEY", "NEARDUP_SIMD", "NEARDUP_CFLAGS", "NEARDUP_FUZZ_EXAMPLES"}
+    {
+        "NEARDUP_API_KEY",
+        "NEARDUP_SIMD",
+        "NEARDUP_CFLAGS",
+        "NEARDUP_FUZZ_EXAMPLES",
+        "NEARDUP_REQUIRE_BROWSER",
+        "NEARDUP_SCREENSHOTS",
+    }
 )
 
 
