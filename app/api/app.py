@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import __version__, kernel
-from app.api import auth, openapi, problems, queries
+from app.api import auth, openapi, problems, queries, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
 from app.api.routes import bulk, documents, duplicates, health, similar, ui
@@ -65,6 +65,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # prefix, tags or dependencies of the inclusion, so the schema is the same.
         app.router.routes.extend(router.routes)
     keys = auth.install(app, settings)
+    if settings.rate_limit:
+        # Inside Edge: a request without a valid key is refused before it costs a token.
+        burst = ratelimit.burst_of(settings.rate_limit, settings.rate_burst)
+        app.add_middleware(ratelimit.RateLimit, rate=settings.rate_limit, burst=burst)
+        extend_openapi(app, ratelimit.document)
     # Request id, log line and metrics; API keys; body limit; deadline: one layer.
     app.add_middleware(
         Edge,

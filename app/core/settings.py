@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     # Seconds between background consistency checks that repair what they find
     # (app.index.check); 0 leaves it to `neardup check`.
     check_interval: float = Field(0.0, ge=0, le=7 * 24 * 3600)
+    # Requests per second per API key (per client address without one), and how many
+    # may come at once; 0 is no limit (app.api.ratelimit). Per worker process.
+    rate_limit: float = Field(0.0, ge=0, le=1_000_000)
+    rate_burst: int = Field(0, ge=0, le=10_000_000)
     # "key:scope,key:scope" and/or a file of "key scope" lines; see app.core.keys.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
