@@ -63,6 +63,12 @@ def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
     assert {r["id"]: r["similarity"] for r in got["results"]} == pytest.approx(want)
     posted = client.post("/similar", json={"text": BASE, "limit": len(want), "filter": filt})
     assert {r["id"] for r in posted.json()["results"]} == set(want)
+    # Containment takes the same filter: the unfiltered sources on that host, no others.
+    wide = {"text": BASE, "measure": "containment", "limit": 50}
+    every = client.post("/similar", json=wide).json()["results"]
+    on_host = [r["id"] for r in every if docs[r["id"]][1]["host"] == "example.com"]
+    narrow = client.post("/similar", json={**wide, "filter": filt}).json()["results"]
+    assert on_host and [r["id"] for r in narrow] == on_host
     # Exact values, types kept apart: "n": 3 matches near3 only, "n": "3" and 3.0 nothing.
     for value, ids in ((3, {"near3"}), ("3", set()), (True, set())):
         spec = json.dumps({"metadata": {"n": value}})

@@ -113,6 +113,11 @@ def test_cli_get_delete_export_import(
     shingles = len(oracle.shingles(rows[7]["text"], "word:3"))
     assert json.loads(out) == {"id": "d7", "shingles": shingles, "metadata": {"k": 3}}
     assert _cli(capsys, "get", "nope", *url)[0] == 1
+    code, out, _ = _cli(
+        capsys, "query", "--id", "d7", "--json", "--filter", '{"metadata": {"k": 1}}', *url
+    )
+    found = json.loads(out)["results"]
+    assert code == 0 and found and {r["id"] for r in found} <= {f"d{i}" for i in range(1, 40, 4)}
     out_file = tmp_path / "export.jsonl"
     assert _cli(capsys, "export", "-o", str(out_file), *url)[0] == 0
     lines = out_file.read_text().splitlines()

@@ -37,6 +37,7 @@ class Backend(Protocol):
         limit: int,
         measure: str = "jaccard",
         evidence: bool = False,
+        where: dict | None = None,
     ) -> dict[str, Any]: ...
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
@@ -72,23 +73,25 @@ class LocalBackend:
         limit: int,
         measure: str = "jaccard",
         evidence: bool = False,
+        where: dict | None = None,
     ) -> dict[str, Any]:
+        match = None if where is None else Filter.parse(where)
         if measure == "containment":
             c = self.index.check_containment(threshold)
             if doc_id is not None:
-                found = await self.index.containment_of_id(doc_id, c, limit)
+                found = await self.index.containment_of_id(doc_id, c, limit, match)
                 if found is None:
                     raise BackendError(f"no document with id {doc_id!r}")
             else:
-                found = await self.index.containment_of_text(text or "", c, limit)
+                found = await self.index.containment_of_text(text or "", c, limit, match)
             return containment_answer(found, c, evidence, doc_id)
         t = self.index.check_threshold(threshold)
         if doc_id is not None:
-            result = await self.index.similar_to_id(doc_id, t, limit)
+            result = await self.index.similar_to_id(doc_id, t, limit, match)
             if result is None:
                 raise BackendError(f"no document with id {doc_id!r}")
         else:
-            result = await self.index.similar_to_text(text or "", t, limit)
+            result = await self.index.similar_to_text(text or "", t, limit, match)
         return query_answer(result, t, doc_id)
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
@@ -145,6 +148,7 @@ class RemoteBackend:
         limit: int,
         measure: str = "jaccard",
         evidence: bool = False,
+        where: dict | None = None,
     ) -> dict[str, Any]:
         containment = measure == "containment"
         try:
@@ -155,6 +159,7 @@ class RemoteBackend:
                 limit=limit,
                 measure="containment" if containment else None,
                 evidence=evidence if containment else None,
+                filter=where,
             )
         except ClientError as exc:
             raise self._failed(exc) from None

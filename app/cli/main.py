@@ -147,11 +147,12 @@ def _query(args: argparse.Namespace) -> int:
     if args.id is None:
         text = sys.stdin.read()
     measure = "containment" if args.containment or args.evidence else "jaccard"
+    where = _filter_arg(args.filter)
     texts = tools.read_texts(args.texts) if args.texts else {}
 
     async def work(backend: Backend) -> int:
         answer = await backend.similar(
-            args.id, text, args.threshold, args.limit, measure, args.evidence
+            args.id, text, args.threshold, args.limit, measure, args.evidence, where
         )
         query_text = text if text is not None else texts.get(args.id or "")
         tools.print_similar(answer, Console(), args.json, query_text, texts)
@@ -333,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--threshold", type=float, help="least similarity (None: the collection's threshold)"
     )
     query.add_argument("--limit", type=int, default=10, help="most results")
+    query.add_argument(
+        "--filter",
+        help='JSON: only documents whose metadata matches, e.g. \'{"metadata": {"lang": "en"}}\'',
+    )
     query.add_argument("--json", action="store_true", help="print JSON instead of a table")
     query.add_argument(
         "--containment",
