@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
+
 from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
+from app.index.scan import Cut, PairBlock
+
+# Bytes of NDJSON a pair stream hands the server at once.
+CHUNK = 256 * 1024
 
 
 def query_answer(
@@ -76,6 +82,16 @@ def group_answer(group: Group) -> dict[str, Any]:
     return {"canonical": group.canonical, "size": len(group.members), "members": group.members}
 
 
+def cut_answer(cut: Cut, threshold: float) -> dict[str, Any]:
+    """The last line of a pair stream that max_pairs cut, with where to resume."""
+    return {
+        "cut": True,
+        "reason": f"max_pairs ({cut.pairs}) reached; more pairs follow",
+        "after": cut.after,
+        "resume": f"/duplicates?threshold={threshold}&max_pairs={cut.pairs}&after={cut.after}",
+    }
+
+
 async def duplicate_answers(
     index: Index, groups: bool, threshold: float | None
 ) -> AsyncIterator[dict[str, Any]]:
@@ -86,3 +102,44 @@ async def duplicate_answers(
     else:
         async for pair in index.duplicate_pairs(threshold):
             yield pair_answer(pair)
+
+
+def _pair_lines(block: PairBlock) -> bytes:
+    """pair_answer's lines for a block of pairs, written without a dict per pair (a
+    hot band streams hundreds of thousands of them a second)."""
+    a = orjson.dumps(block.a_id)
+    dumps = orjson.dumps
+    return b"".join(
+        b'{"a":%b,"b":%b,"similarity":%r}\n' % (a, dumps(b), s)
+        for b, s in zip(block.b_ids, block.similarity.tolist(), strict=True)
+    )
+
+
+async def duplicate_lines(
+    index: Index,
+    groups: bool,
+    threshold: float,
+    max_pairs: int | None = None,
+    after: str | None = None,
+) -> AsyncIterator[bytes]:
+    """The NDJSON stream of GET /duplicates (or /duplicates/groups), in chunks of about
+    CHUNK bytes; a pair stream cut by max_pairs ends with cut_answer's line."""
+    if groups:
+        async for group in index.duplicate_groups(threshold):
+            yield orjson.dumps(group_answer(group)) + b"\n"
+        return
+    chunk: list[bytes] = []
+    size = 0
+    async for block in index.duplicate_pair_blocks(threshold, max_pairs, after):
+        line = (
+            orjson.dumps(cut_answer(block, threshold)) + b"\n"
+            if isinstance(block, Cut)
+            else _pair_lines(block)
+        )
+        chunk.append(line)
+        size += len(line)
+        if size >= CHUNK:
+            yield b"".join(chunk)
+            chunk, size = [], 0
+    if chunk:
+        yield b"".join(chunk)

@@ -35,6 +35,7 @@ from app.index import records, texts
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
+from app.index.scan import Cut, PairBlock, Scanner
 from app.store import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
@@ -43,8 +44,10 @@ LOCK_WAIT_S = 10.0
 # request carries this much text; below it the thread hop costs more.
 THREAD_TEXT_BYTES = 256 * 1024
 DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
-# A query reads at most about this many times candidate_cap band members.
-FETCH_BUDGET = 2
+# A query reads every member of its hot keys while they hold at most this many times
+# candidate_cap handles together (4 bytes each in Redis: 10,000 at the default cap take
+# about 2 ms); beyond it, a window of each (Index._candidates).
+DISCOVERY_BUDGET = 50
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
@@ -438,17 +441,19 @@ class Index:
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
     ) -> tuple[np.ndarray, bool, int]:
-        """Handles sharing a band (or a passage anchor) with the query: at most
-        candidate_cap of them, whether any were cut, and how many hot keys were
-        read only in part.
+        """Handles sharing a band (or a passage anchor) with the query: the
+        candidate_cap of them that share the most keys, whether any candidate was
+        left unverified, and how many hot keys were read only in part.
 
-        One lookup reads every key's inline handles (a dozen at most each) and
-        the size of every hot key, spilled to a sorted set. Only hot keys cost
-        a second round trip: a window of each, together what is left of
-        FETCH_BUDGET x cap, so a query's work stays bounded however hot its
-        keys are. The windows are deterministic (the same query gets the same
-        answer) and staggered, so hot keys with the same members still yield
-        different candidates.
+        One lookup reads every key's inline handles (a dozen at most each) and the
+        size of every hot key, spilled to a sorted set; a second reads the hot keys'
+        members, all of them while together they are at most DISCOVERY_BUDGET x cap.
+        So every candidate is ranked by the keys it shares, and the cap cuts the
+        weakest, never arbitrary ones. Only a query whose hot keys hold more than
+        that (boilerplate shared by thousands) reads a window of each, its share of
+        the budget: its work stays bounded however hot its keys are. The windows are
+        deterministic (the same query gets the same answer) and staggered, so hot
+        keys with the same members still yield different candidates.
         """
         cap = self.candidate_cap
         inline, hot = await self.store.band_lookup(band_keys)
@@ -456,21 +461,26 @@ class Index:
         cut = 0
         if hot:
             sizes = [size for _, size in hot]
-            budget = max(FETCH_BUDGET * cap - len(inline), cap + 1)
-            counts = _shares(sizes, budget, cap + 1)
-            starts = [
-                (j * n) % (s - n + 1) for j, (s, n) in enumerate(zip(sizes, counts, strict=True))
-            ]
+            budget = DISCOVERY_BUDGET * cap
+            if sum(sizes) <= budget:
+                counts, starts = sizes, [0] * len(sizes)
+            else:
+                counts = _shares(sizes, budget, max(sizes))
+                starts = [
+                    (j * n) % (s - n + 1)
+                    for j, (s, n) in enumerate(zip(sizes, counts, strict=True))
+                ]
+                cut = sum(s > n for s, n in zip(sizes, counts, strict=True))
             keys = band_keys[[i for i, _ in hot]]
             parts += await self.store.band_window(keys, starts, counts)
-            cut = sum(s > n for s, n in zip(sizes, counts, strict=True))
         handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
         if exclude is not None:
             keep = handles != exclude
             handles, hits = handles[keep], hits[keep]
         capped = cut > 0
         if len(handles) > cap:
-            # Candidates sharing more keys are likelier to be similar.
+            # Candidates sharing more keys are likelier to be similar; among equals the
+            # older go first (handles ascending, a stable sort).
             order = np.argsort(-hits, kind="stable")[:cap]
             handles = np.sort(handles[order])
             capped = True
@@ -839,58 +849,32 @@ class Index:
 
     # corpus-wide ---------------------------------------------------------------------
 
-    async def duplicate_pairs(
-        self, threshold: float | None = None, batch: int = 256
-    ) -> AsyncIterator[Pair]:
-        """Every verified near-duplicate pair once, older document first.
-
-        Documents are visited in handle order, a batch of records at a time,
-        and each is queried through its own bands exactly like GET /similar;
-        a pair is reported from its older member, so memory stays bounded by
-        one batch and no pair of documents is compared outside the bands.
-        """
+    async def duplicate_pair_blocks(
+        self,
+        threshold: float | None = None,
+        max_pairs: int | None = None,
+        after: str | None = None,
+    ) -> AsyncIterator[PairBlock | Cut]:
+        """Every verified near-duplicate pair once, in blocks by older document
+        (app.index.scan); with max_pairs at most that many, then a Cut."""
         t = self.check_threshold(threshold)
-        last = await self.store.last_handle()
-        for first in range(1, last + 1, batch):
-            handles = list(range(first, min(first + batch, last + 1)))
-            for handle, raw in zip(handles, await self.store.records(handles), strict=True):
-                if raw is None:
-                    continue
-                rec = records.unpack(raw)
-                found, raws, sims, _, _ = await self._verified(
-                    rec.fingerprint, rec.band_keys, handle, t
-                )
-                newer = [
-                    Pair(handle, rec.id, int(h), records.unpack(r).id, float(s))
-                    for h, r, s in zip(found.tolist(), raws, sims.tolist(), strict=True)
-                    if h > handle
-                ]
-                newer.sort(key=lambda p: (-p.similarity, p.b_id))
-                for pair in newer:
-                    yield pair
+        async for block in Scanner(self.store, self.params.fingerprint_size).pairs(
+            t, max_pairs, after
+        ):
+            yield block
+
+    async def duplicate_pairs(self, threshold: float | None = None) -> AsyncIterator[Pair]:
+        """Every verified near-duplicate pair once, older document first."""
+        async for block in self.duplicate_pair_blocks(threshold):
+            assert isinstance(block, PairBlock)
+            for b, b_id, sim in zip(
+                block.b.tolist(), block.b_ids, block.similarity.tolist(), strict=True
+            ):
+                yield Pair(block.a, block.a_id, b, b_id, sim)
 
     async def duplicate_groups(self, threshold: float | None = None) -> AsyncIterator[Group]:
-        """Connected groups of near-duplicates; the oldest member is canonical."""
-        parent: dict[int, int] = {}
-        names: dict[int, str] = {}
-
-        def root(h: int) -> int:
-            while parent[h] != h:
-                parent[h] = parent[parent[h]]
-                h = parent[h]
-            return h
-
-        async for p in self.duplicate_pairs(threshold):
-            for h, name in ((p.a, p.a_id), (p.b, p.b_id)):
-                parent.setdefault(h, h)
-                names[h] = name
-            ra, rb = root(p.a), root(p.b)
-            if ra != rb:
-                # The smaller handle (the older document) stays the root.
-                parent[max(ra, rb)] = min(ra, rb)
-        groups: dict[int, list[int]] = {}
-        for h in parent:
-            groups.setdefault(root(h), []).append(h)
-        for r in sorted(groups):
-            members = sorted(groups[r])
-            yield Group(names[r], [names[h] for h in members])
+        """Connected groups of near-duplicates (exact components of the pair graph);
+        the oldest member is canonical."""
+        t = self.check_threshold(threshold)
+        async for _, names in Scanner(self.store, self.params.fingerprint_size).groups(t):
+            yield Group(names[0], names)

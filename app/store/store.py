@@ -21,6 +21,13 @@ from app.store.resp import MGet, pairs
 from app.store.single import SingleTransport
 from app.store.transport import Transport
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _handles(members: list[bytes]) -> np.ndarray:
+    """Handles a sorted set holds (decimal members) as int64."""
+    return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
+
 
 class Store:
     """One collection's keys on one Redis server or cluster."""
@@ -269,10 +276,38 @@ class Store:
             (b"ZRANGE", self._keys.band_place(k)[2], b"%d" % start, b"%d" % (start + n - 1))
             for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
         ]
-        return [
-            np.fromiter(map(int, members), dtype=np.int64, count=len(members))
-            for members in await self.transport.commands(commands)
-        ]
+        return [_handles(members) for members in await self.transport.commands(commands)]
+
+    async def band_members(
+        self, keys: np.ndarray, above: int = 0, most: int | None = None
+    ) -> list[np.ndarray]:
+        """The handles of each band key above `above`, ascending (int64): all of them, or
+        of a spilled key only its `most` smallest (a caller that gets `most` reads on).
+
+        Whole memberships, for the scans of the collection; a query reads windows
+        (band_window) instead.
+        """
+        values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
+        out = [_NONE] * len(values)
+        spilled = []
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if v[:4] == SPILLED:
+                spilled.append(i)
+            else:
+                inline = np.sort(np.frombuffer(v, dtype="<u4").astype(np.int64))
+                out[i] = inline[inline > above]
+        if spilled:
+            limit = () if most is None else (b"LIMIT", b"0", b"%d" % most)
+            low = b"(%d" % above
+            commands = [
+                (b"ZRANGEBYSCORE", self._keys.band_place(int(keys[i]))[2], low, b"+inf", *limit)
+                for i in spilled
+            ]
+            for i, members in zip(spilled, await self.transport.commands(commands), strict=True):
+                out[i] = _handles(members)
+        return out
 
     async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
         """Every band key with its handles, in no order: for checks and tools, not queries."""

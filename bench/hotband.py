@@ -1,0 +1,247 @@
+"""Hot bands and crowded neighbourhoods, end to end over HTTP against `neardup serve`.
+
+* scan: N copies of one article, each with 2% of its words edited (every pair is a
+  near-duplicate, so every band is hot): GET /duplicates?threshold=0.5 streamed to the
+  end, pairs per second and how many of the n(n-1)/2 pairs came back; then
+  GET /duplicates/groups (one group of N expected).
+* groups: a 10,000-member cluster made the same way: GET /duplicates/groups, seconds.
+* crowded: one document, 100 true near-duplicates (exact Jaccard 0.55-0.97) and 400
+  distractors (0.27-0.49): GET /similar/q?threshold=0.5&limit=1000, recall of the true
+  ones against exact Jaccard (plain Python shingle sets, not the service's numbers).
+* normal: GET /similar/{id} and POST /similar one at a time on a 2,000-document corpus with
+  20% planted near-duplicates: queries per second (the everyday path must not get slower).
+
+Figures go to stdout as JSON (and bench/out/hotband.json); --quick makes a smoke run
+(fewer copies, a 2,000-member cluster) whose figures are not comparable with a full one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from common import OUT, log, make_corpus, read_articles
+from servers import neardup_server
+from stores import ThrowawayRedis
+
+VOCAB = [f"zq{i}" for i in range(5000)]
+
+
+def words(text: str) -> list[str]:
+    """Runs of alphanumerics of the case-folded text: the service's word rule."""
+    out, cur = [], []
+    for ch in text.casefold():
+        if ch.isalnum():
+            cur.append(ch)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def shingles(text: str) -> set[tuple[str, ...]]:
+    w = words(text)
+    return {tuple(w[i : i + 3]) for i in range(len(w) - 2)}
+
+
+def exact(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def edit(base: list[str], rate: float, rng: random.Random) -> str:
+    """Replace about `rate` of the words with fresh ones."""
+    return " ".join(rng.choice(VOCAB) if rng.random() < rate else w for w in base)
+
+
+def article(min_words: int) -> list[str]:
+    texts = read_articles()
+    if not texts:
+        raise SystemExit("tests/data/articles_1000.train is missing")
+    return next(words(t) for t in texts if len(words(t)) >= min_words)[:min_words]
+
+
+def copies(n: int, seed: int) -> list[str]:
+    base = article(300)
+    rng = random.Random(seed)
+    return [edit(base, 0.02, rng) for _ in range(n)]
+
+
+def crowded(seed: int = 5) -> tuple[str, list[str], list[str]]:
+    """(query, true near-duplicates, distractors) by exact Jaccard bands."""
+    base = article(300)
+    query = " ".join(base)
+    qs = shingles(query)
+    rng = random.Random(seed)
+    true, near = [], []
+    while len(true) < 100 or len(near) < 400:
+        rate = rng.uniform(0.005, 0.3)
+        text = edit(base, rate, rng)
+        j = exact(qs, shingles(text))
+        if 0.55 <= j <= 0.97 and len(true) < 100:
+            true.append(text)
+        elif 0.27 <= j <= 0.49 and len(near) < 400:
+            near.append(text)
+    return query, true, near
+
+
+def ingest(http: httpx.Client, docs: list[tuple[str, str]]) -> None:
+    for i in range(0, len(docs), 500):
+        body = {"documents": [{"id": d, "text": t} for d, t in docs[i : i + 500]]}
+        r = http.post(
+            "/documents/batch",
+            content=orjson.dumps(body),
+            headers={"content-type": "application/json"},
+            timeout=600,
+        )
+        if r.status_code != 200:
+            raise RuntimeError(f"ingest: {r.status_code} {r.text[:500]}")
+        if r.json()["errors"]:
+            raise RuntimeError(r.text[:500])
+
+
+def stream_lines(http: httpx.Client, path: str) -> tuple[int, float, list[bytes]]:
+    """(lines, seconds, the last line and any line that is not a pair or group)."""
+    t0 = time.perf_counter()
+    n, tail, odd = 0, b"", []
+    with http.stream("GET", path, timeout=3600) as r:
+        r.raise_for_status()
+        for chunk in r.iter_bytes(1 << 20):
+            data = tail + chunk
+            lines = data.split(b"\n")
+            tail = lines.pop()
+            n += len(lines)
+            odd += [x for x in lines if b'"cut"' in x][:3]
+    return n, time.perf_counter() - t0, odd
+
+
+def run_scan(http: httpx.Client, n: int) -> dict[str, Any]:
+    docs = copies(n, 11)
+    ingest(http, [(f"c{i}", t) for i, t in enumerate(docs)])
+    want = n * (n - 1) // 2
+    lines, secs, odd = stream_lines(http, "/duplicates?threshold=0.5")
+    log(f"scan: {lines} of {want} pairs in {secs:.2f} s = {lines / secs:,.0f} pairs/s")
+    t0 = time.perf_counter()
+    r = http.get("/duplicates/groups?threshold=0.5", timeout=3600)
+    gsecs = time.perf_counter() - t0
+    sizes = sorted((json.loads(x)["size"] for x in r.text.splitlines() if x), reverse=True)
+    log(f"scan: groups {sizes[:5]} in {gsecs:.2f} s")
+    return {
+        "copies": n,
+        "pairs_expected": want,
+        "pairs_streamed": lines,
+        "complete": lines == want,
+        "seconds": round(secs, 3),
+        "pairs_per_s": round(lines / secs),
+        "odd_lines": [x.decode() for x in odd],
+        "groups": len(sizes),
+        "largest_group": sizes[0] if sizes else 0,
+        "groups_seconds": round(gsecs, 3),
+    }
+
+
+def run_groups(http: httpx.Client, n: int) -> dict[str, Any]:
+    docs = copies(n, 13)
+    ingest(http, [(f"g{i}", t) for i, t in enumerate(docs)])
+    t0 = time.perf_counter()
+    r = http.get("/duplicates/groups?threshold=0.5", timeout=3600)
+    secs = time.perf_counter() - t0
+    sizes = sorted((json.loads(x)["size"] for x in r.text.splitlines() if x), reverse=True)
+    log(f"groups: {n}-member cluster -> {sizes[:5]} in {secs:.2f} s")
+    return {"members": n, "groups": len(sizes), "largest": sizes[0] if sizes else 0,
+            "seconds": round(secs, 3)}  # fmt: skip
+
+
+def run_crowded(http: httpx.Client) -> dict[str, Any]:
+    query, true, near = crowded()
+    docs = [("q", query)] + [(f"t{i}", t) for i, t in enumerate(true)]
+    docs += [(f"n{i}", t) for i, t in enumerate(near)]
+    random.Random(3).shuffle(docs)
+    ingest(http, docs)
+    r = http.get("/similar/q", params={"threshold": 0.5, "limit": 1000})
+    r.raise_for_status()
+    body = r.json()
+    found = {m["id"] for m in body["results"]}
+    recall = len(found & {f"t{i}" for i in range(100)}) / 100
+    wrong = sorted(found - {f"t{i}" for i in range(100)})
+    log(f"crowded: recall {recall:.2f}, candidates {body['candidates']}, capped {body['capped']}")
+    return {"recall": recall, "false": len(wrong), "candidates": body["candidates"],
+            "capped": body["capped"]}  # fmt: skip
+
+
+def run_normal(http: httpx.Client, queries: int) -> dict[str, Any]:
+    corpus = make_corpus(2000, seed=21, dup_fraction=0.2)
+    ingest(http, [(corpus.ids[i], corpus.text(i)) for i in range(len(corpus.ids))])
+    rng = random.Random(4)
+    picks = [rng.randrange(len(corpus.ids)) for _ in range(queries)]
+    for i in picks[:50]:  # warm
+        http.get(f"/similar/{corpus.ids[i]}")
+    t0 = time.perf_counter()
+    cands, capped = 0, 0
+    for i in picks:
+        r = http.get(f"/similar/{corpus.ids[i]}")
+        r.raise_for_status()
+        cands += r.json()["candidates"]
+        capped += r.json()["capped"]
+    get_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for i in picks:
+        http.post("/similar", json={"text": corpus.text(i)}).raise_for_status()
+    post_s = time.perf_counter() - t0
+    out = {"queries": queries, "get_per_s": round(queries / get_s),
+           "post_per_s": round(queries / post_s), "mean_candidates": cands / queries,
+           "capped_share": capped / queries}  # fmt: skip
+    log(f"normal: {out}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke run: 300 copies, 2,000 members")
+    p.add_argument("--copies", type=int, default=1200)
+    p.add_argument("--cluster", type=int, default=10_000)
+    p.add_argument("--queries", type=int, default=2000)
+    p.add_argument("--only", default="scan,groups,crowded,normal", help="parts to run")
+    p.add_argument("--out", type=Path, default=OUT / "hotband.json")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.copies, args.cluster, args.queries = 300, 2000, 300
+    results: dict[str, Any] = {"quick": args.quick}
+    with tempfile.TemporaryDirectory(prefix="neardup-hotband-") as tmp:
+        redis = ThrowawayRedis(Path(tmp), "redis").start()
+        try:
+            for name, run in (
+                ("scan", lambda h: run_scan(h, args.copies)),
+                ("groups", lambda h: run_groups(h, args.cluster)),
+                ("crowded", run_crowded),
+                ("normal", lambda h: run_normal(h, args.queries)),
+            ):
+                if name not in args.only.split(","):
+                    continue
+                redis.client().flushall()
+                server = neardup_server(redis, 1, name, "warning", 100_000).start()
+                try:
+                    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as http:
+                        results[name] = run(http)
+                finally:
+                    server.stop()
+        finally:
+            redis.stop()
+    OUT.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    json.dump(results, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
