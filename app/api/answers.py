@@ -104,15 +104,32 @@ async def duplicate_answers(
             yield pair_answer(pair)
 
 
-def _pair_lines(block: PairBlock) -> bytes:
-    """pair_answer's lines for a block of pairs, written without a dict per pair (a
-    hot band streams hundreds of thousands of them a second)."""
-    a = orjson.dumps(block.a_id)
-    dumps = orjson.dumps
-    return b"".join(
-        b'{"a":%b,"b":%b,"similarity":%r}\n' % (a, dumps(b), s)
-        for b, s in zip(block.b_ids, block.similarity.tolist(), strict=True)
-    )
+class _PairLines:
+    """pair_answer's lines for blocks of pairs, written without a dict per pair (a hot
+    band streams hundreds of thousands a second): each id's and each similarity's
+    JSON is made once and reused, while the caches stay small."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, bytes] = {}
+        self.sims: dict[float, bytes] = {}
+
+    def __call__(self, block: PairBlock) -> bytes:
+        if len(self.ids) > 100_000:
+            self.ids = {}
+        if len(self.sims) > 100_000:
+            self.sims = {}
+        ids, sims = self.ids, self.sims
+        head = b'{"a":' + orjson.dumps(block.a_id)
+        out = []
+        for b, s in zip(block.b_ids, block.similarity.tolist(), strict=True):
+            middle = ids.get(b)
+            if middle is None:
+                middle = ids[b] = b',"b":' + orjson.dumps(b) + b',"similarity":'
+            tail = sims.get(s)
+            if tail is None:
+                tail = sims[s] = orjson.dumps(s) + b"}\n"
+            out.append(head + middle + tail)
+        return b"".join(out)
 
 
 async def duplicate_lines(
@@ -130,11 +147,12 @@ async def duplicate_lines(
         return
     chunk: list[bytes] = []
     size = 0
+    lines = _PairLines()
     async for block in index.duplicate_pair_blocks(threshold, max_pairs, after):
         line = (
             orjson.dumps(cut_answer(block, threshold)) + b"\n"
             if isinstance(block, Cut)
-            else _pair_lines(block)
+            else lines(block)
         )
         chunk.append(line)
         size += len(line)

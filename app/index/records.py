@@ -129,3 +129,11 @@ def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     shift = record_starts + HEADER_WORDS - (ends - lengths)
     gather = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(shift, lengths)
     return words[gather].astype(np.uint32), offsets
+
+
+def sketch_of(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Just the fingerprint and band keys of a record (see unpack), for scans."""
+    _, fp_len, _, bands, _, _, _ = _HEADER.unpack_from(raw)
+    fingerprint = np.frombuffer(raw, dtype="<u4", count=fp_len, offset=_HEADER.size)
+    keys = np.frombuffer(raw, dtype="<u8", count=bands, offset=_HEADER.size + 4 * fp_len)
+    return fingerprint, keys

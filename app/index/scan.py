@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -70,6 +71,14 @@ def parse_after(after: str | None) -> tuple[int, int]:
 
 def _head(found: PairBlock, n: int) -> PairBlock:
     return PairBlock(found.a, found.a_id, found.b[:n], found.b_ids[:n], found.similarity[:n])
+
+
+class _Doc(NamedTuple):
+    """What a scan reads of a record."""
+
+    id: str
+    fingerprint: np.ndarray
+    band_keys: np.ndarray
 
 
 class _Universe:
@@ -137,10 +146,14 @@ class Scanner:
         self.store = store
         self.fp_size = fingerprint_size
 
-    async def _block(self, first: int, last: int) -> list[tuple[int, records.Record]]:
+    async def _block(self, first: int, last: int) -> list[tuple[int, _Doc]]:
         handles = list(range(first, last + 1))
         raws = await self.store.records(handles)
-        return [(h, records.unpack(r)) for h, r in zip(handles, raws, strict=True) if r]
+        return [
+            (h, _Doc(records.id_of(r), *records.sketch_of(r)))
+            for h, r in zip(handles, raws, strict=True)
+            if r
+        ]
 
     # pairs -------------------------------------------------------------------------
 
@@ -159,9 +172,9 @@ class Scanner:
             if not docs:
                 continue
             keys = np.unique(np.concatenate([r.band_keys for _, r in docs]))
-            members = await self.store.band_members(keys, first - 1, UNIVERSE)
+            members, complete = await self.store.band_members(keys, first - 1, UNIVERSE)
             union = np.unique(np.concatenate(members))
-            whole = len(union) <= UNIVERSE and all(len(m) < UNIVERSE for m in members)
+            whole = len(union) <= UNIVERSE and all(complete)
             runs = (
                 self._verify_block(docs, keys, members, union, threshold, (start_a, start_b))
                 if whole
@@ -183,7 +196,7 @@ class Scanner:
 
     async def _verify_block(
         self,
-        docs: list[tuple[int, records.Record]],
+        docs: list[tuple[int, _Doc]],
         keys: np.ndarray,
         members: list[np.ndarray],
         union: np.ndarray,
@@ -205,7 +218,7 @@ class Scanner:
             yield self._found(a, rec, universe, cands, threshold)
 
     async def _verify_alone(
-        self, docs: list[tuple[int, records.Record]], threshold: float, start: tuple[int, int]
+        self, docs: list[tuple[int, _Doc]], threshold: float, start: tuple[int, int]
     ) -> AsyncIterator[PairBlock]:
         """Each document on its own, its bands read in handle windows of at most UNIVERSE
         candidates: memory stays bounded however hot they are."""
@@ -214,8 +227,9 @@ class Scanner:
             most = max(64, UNIVERSE // len(keys))
             lo = start[1] if a == start[0] else a
             while True:
-                members = await self.store.band_members(keys, lo, most)
-                full = [int(m[-1]) for m in members if len(m) >= most]
+                members, complete = await self.store.band_members(keys, lo, most)
+                # A hot key read in part is ascending: the rest lies above its last.
+                full = [int(m[-1]) for m, c in zip(members, complete, strict=True) if not c]
                 hi = min(full) if full else None
                 if hi is not None:
                     members = [m[m <= hi] for m in members]
@@ -230,7 +244,7 @@ class Scanner:
     def _found(
         self,
         a: int,
-        rec: records.Record,
+        rec: _Doc,
         universe: _Universe,
         cands: np.ndarray,
         threshold: float,
@@ -289,7 +303,7 @@ class _Groups:
                 return h
             h = p
 
-    async def add_block(self, first: int, docs: list[tuple[int, records.Record]]) -> None:
+    async def add_block(self, first: int, docs: list[tuple[int, _Doc]]) -> None:
         for h, rec in docs:
             self.live[h] = True
             self.fps[h] = rec.fingerprint
@@ -298,12 +312,14 @@ class _Groups:
         keys = np.unique(np.concatenate([r.band_keys for _, r in docs]))
         # A band whose oldest member is live and older was walked in that member's
         # block: one cheap look at each band's oldest member spares reading it again.
-        oldest = await self.store.band_members(keys, 0, 1)
-        keys = keys[[len(m) > 0 and not (m[0] < first and self.live[m[0]]) for m in oldest]]
-        members = await self.store.band_members(keys, 0) if len(keys) else []
-        for band in members:
+        oldest, complete = await self.store.band_members(keys, 0, 1)
+        bands = [m for m, c in zip(oldest, complete, strict=True) if c and len(m) > 1]
+        hot = [i for i, c in enumerate(complete) if not c and not self._walked(oldest[i], first)]
+        if hot:
+            bands += (await self.store.band_members(keys[hot], 0))[0]
+        for band in bands:
             band = band[band < len(self.parent)]  # handed out after the scan began
-            if len(band) < 2 or self.live[band[band < first]].any():
+            if len(band) < 2 or self._walked(band, first):
                 continue
             roots = self._roots(band)
             if (roots == roots[0]).all():
@@ -312,23 +328,25 @@ class _Groups:
         if len(self.fps) > GROUP_CACHE:
             self.fps = {}
 
+    def _walked(self, members: np.ndarray, first: int) -> bool:
+        """Whether a band with these members was walked in an earlier block."""
+        return bool(self.live[members[members < first]].any())
+
     async def _fingerprints(self, handles: np.ndarray) -> None:
         missing = [h for h in handles.tolist() if h not in self.fps]
         for lo in range(0, len(missing), RECORD_BATCH):
             part = missing[lo : lo + RECORD_BATCH]
             for h, raw in zip(part, await self.store.records(part), strict=True):
-                self.fps[h] = (
-                    np.zeros(0, np.uint32) if raw is None else records.unpack(raw).fingerprint
-                )
+                self.fps[h] = np.zeros(0, np.uint32) if raw is None else records.sketch_of(raw)[0]
 
     def _passes(self, h: int, others: Sequence[int]) -> np.ndarray:
         fps = [self.fps[o] for o in others]
         offsets = np.zeros(len(fps) + 1, np.uint64)
         np.cumsum([len(f) for f in fps], out=offsets[1:])
+        # Threshold 0: one or two candidates a call, too few for the kernel's pruning.
         sims = kernel.jaccard_many_packed(
-            self.fps[h], np.concatenate(fps), offsets, self.threshold,
-            fingerprint_size=self.fp_size,
-        )  # fmt: skip
+            self.fps[h], np.concatenate(fps), offsets, 0.0, fingerprint_size=self.fp_size
+        )
         return sims >= self.threshold
 
     async def _connect(self, band: np.ndarray) -> None:
@@ -340,6 +358,18 @@ class _Groups:
         one component already, and verifying it could join nothing.
         """
         await self._fingerprints(band)
+        # First, the oldest member against all the others not yet with it, in one call:
+        # in a cluster of copies that joins nearly everyone, and the walk below then
+        # finds one root. Only verified pairs join, so the walk stays exact.
+        roots = self._roots(band)
+        apart = band[roots != roots[0]]
+        if len(apart):
+            ok = self._passes(int(band[0]), apart.tolist())
+            joined = np.unique(np.concatenate(([roots[0]], self._roots(apart[ok]))))
+            self.parent[joined] = joined[0]
+            roots = self._roots(band)
+            if (roots == roots[0]).all():
+                return
         handles = band.tolist()
         reps: dict[int, int] = {}  # root -> a member of the band with that root
         met: list[int] = []

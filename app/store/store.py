@@ -280,34 +280,50 @@ class Store:
 
     async def band_members(
         self, keys: np.ndarray, above: int = 0, most: int | None = None
-    ) -> list[np.ndarray]:
-        """The handles of each band key above `above`, ascending (int64): all of them, or
-        of a spilled key only its `most` smallest (a caller that gets `most` reads on).
+    ) -> tuple[list[np.ndarray], list[bool]]:
+        """The handles of each band key above `above` (int64), and whether that is all of
+        them: a hot (spilled) key gives only its `most` smallest, ascending, and a
+        caller that wants more reads on above the last; inline handles come whole, in
+        no order.
 
         Whole memberships, for the scans of the collection; a query reads windows
         (band_window) instead.
         """
         values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
         out = [_NONE] * len(values)
-        spilled = []
+        complete = [True] * len(values)
+        spilled, inline = [], []
         for i, v in enumerate(values):
             if v is None:
                 continue
             if v[:4] == SPILLED:
                 spilled.append(i)
+                complete[i] = most is None
             else:
-                inline = np.sort(np.frombuffer(v, dtype="<u4").astype(np.int64))
-                out[i] = inline[inline > above]
+                inline.append(i)
+        if inline:
+            # All inline handles parsed at once; each key gets a slice of them.
+            raw = [values[i] for i in inline]
+            handles = np.frombuffer(b"".join(raw), dtype="<u4").astype(np.int64)
+            keep = handles > above
+            counts = np.add.reduceat(keep, np.cumsum([0] + [len(v) // 4 for v in raw[:-1]]))
+            ends = np.cumsum(counts).tolist()
+            handles = handles[keep]
+            start = 0
+            for i, end in zip(inline, ends, strict=True):
+                out[i] = handles[start:end]
+                start = end
         if spilled:
-            limit = () if most is None else (b"LIMIT", b"0", b"%d" % most)
             low = b"(%d" % above
+            limit = () if most is None else (b"LIMIT", b"0", b"%d" % most)
             commands = [
                 (b"ZRANGEBYSCORE", self._keys.band_place(int(keys[i]))[2], low, b"+inf", *limit)
                 for i in spilled
             ]
             for i, members in zip(spilled, await self.transport.commands(commands), strict=True):
                 out[i] = _handles(members)
-        return out
+                complete[i] = complete[i] or len(members) < (most or 0)
+        return out, complete
 
     async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
         """Every band key with its handles, in no order: for checks and tools, not queries."""
