@@ -365,8 +365,8 @@ class _Groups:
         apart = band[roots != roots[0]]
         if len(apart):
             ok = self._passes(int(band[0]), apart.tolist())
-            joined = np.unique(np.concatenate(([roots[0]], self._roots(apart[ok]))))
-            self.parent[joined] = joined[0]
+            merged = np.unique(np.concatenate(([roots[0]], self._roots(apart[ok]))))
+            self.parent[merged] = merged[0]
             roots = self._roots(band)
             if (roots == roots[0]).all():
                 return
@@ -384,8 +384,9 @@ class _Groups:
                 if failed:
                     rest = [y for y in met if self._root(y) in failed and reps[self._root(y)] != y]
                     if rest:
-                        ok = self._passes(x, rest)
-                        joined += list({self._root(y) for y, g in zip(rest, ok, strict=True) if g})
+                        good = self._passes(x, rest).tolist()
+                        passed = {self._root(y) for y, g in zip(rest, good, strict=True) if g}
+                        joined += list(passed)
             new = min(joined)
             for r in joined:
                 self.parent[r] = new
