@@ -268,7 +268,8 @@ class Client:
     # the collection ------------------------------------------------------------
 
     def export(self, filter: Filter | None = None) -> AsyncIterator[dict[str, Any]]:
-        """GET /export (export_documents), streamed: the header, then one dict per document."""
+        """GET /export (export_documents), streamed: the header, one dict per document,
+        and the end line `{"end": true, "documents": n}` (without it, the export was cut)."""
         return self._lines("/export", {"filter": filter})
 
     async def import_batch(

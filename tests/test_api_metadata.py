@@ -139,8 +139,9 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
     assert client.post("/documents/batch", json={"documents": docs}).status_code == 200
     client.delete(f"/documents/{corpus[5][0]}")  # a gap in the handles
     lines = _ndjson(client.get("/export"))
-    head, exported = lines[0], lines[1:]
+    head, exported, end = lines[0], lines[1:-1], lines[-1]
     assert head["format"] == "neardup-export" and len(exported) == len(corpus) - 1
+    assert end == {"end": True, "documents": len(exported)}
     copy = load_settings(
         redis_url=settings.redis_url, collection=settings.collection + "copy",
         data_dir=settings.data_dir, capacity=2000,  # another bucket count: keys only move
@@ -151,7 +152,7 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
             assert resp.status_code == 200, resp.text
         again = other.post("/import", json={"header": head, "documents": exported[:10]})
         assert again.json() == {"created": 0, "updated": 10}
-        assert _ndjson(other.get("/export"))[1:] == exported
+        assert _ndjson(other.get("/export"))[1:-1] == exported
         for doc_id, _ in corpus:
             for params in ({"limit": 20}, {"measure": "containment", "evidence": "true"}):
                 a = client.get(f"/similar/{doc_id}", params=params)
@@ -159,14 +160,14 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
                 assert (a.status_code, a.json()) == (b.status_code, b.json())
         for x, y in truth:
             assert y in {r["id"] for r in other.get(f"/similar/{x}").json()["results"]}
-        only = _ndjson(other.get("/export", params={"filter": '{"metadata": {"n": 1}}'}))[1:]
+        only = _ndjson(other.get("/export", params={"filter": '{"metadata": {"n": 1}}'}))[1:-1]
         assert {d["id"] for d in only} == {d["id"] for d in exported if d["metadata"]["n"] == 1}
 
 
 def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
     """An export made with other sketch parameters, or a damaged line, stores nothing."""
     client.put("/documents/a", json={"text": BASE})
-    head, doc = _ndjson(client.get("/export"))
+    head, doc, _ = _ndjson(client.get("/export"))
     other = load_settings(
         redis_url=settings.redis_url, collection=settings.collection + "t8",
         data_dir=settings.data_dir, threshold=0.8,

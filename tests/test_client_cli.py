@@ -121,12 +121,13 @@ def test_cli_get_delete_export_import(
     out_file = tmp_path / "export.jsonl"
     assert _cli(capsys, "export", "-o", str(out_file), *url)[0] == 0
     lines = out_file.read_text().splitlines()
-    assert len(lines) >= 41 and json.loads(lines[0])["format"] == "neardup-export"
+    assert len(lines) >= 42 and json.loads(lines[0])["format"] == "neardup-export"
+    assert json.loads(lines[-1]) == {"end": True, "documents": len(lines) - 2}
     monkeypatch.setenv("NEARDUP_REDIS_URL", redis_url)
     monkeypatch.setenv("NEARDUP_COLLECTION", f"imp{os.getpid()}")
     monkeypatch.setenv("NEARDUP_DATA_DIR", str(tmp_path / "data"))
     code, _, err = _cli(capsys, "import", str(out_file), "--batch", "7")
-    assert code == 0 and f"imported {len(lines) - 1} documents" in err, err
+    assert code == 0 and f"imported {len(lines) - 2} documents" in err, err
     again = tmp_path / "again.jsonl"
     assert _cli(capsys, "export", "-o", str(again))[0] == 0
     assert again.read_text() == out_file.read_text()
@@ -134,10 +135,14 @@ def test_cli_get_delete_export_import(
     assert code == 0 and "deleted 10 documents" in err, err
     code, _, err = _cli(capsys, "delete", "d0", "d1", "d2", *url)
     assert "deleted 2 documents" in err  # d2 had k == 2: gone already
-    left = [json.loads(x)["id"] for x in _cli(capsys, "export", *url)[1].splitlines()[1:]]
+    left = [json.loads(x)["id"] for x in _cli(capsys, "export", *url)[1].splitlines()[1:-1]]
     assert {i for i in left if i.startswith("d")} == {
         f"d{i}" for i in range(40) if i % 4 != 2 and i not in (0, 1)
     }
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:-6]) + "\n")  # a copy that lost its last lines
+    code, _, err = _cli(capsys, "import", str(cut))
+    assert code == 1 and "incomplete" in err and f"the {len(lines) - 7} it has" in err, err
     code, _, err = _cli(capsys, "delete", "--filter", "{}", *url)
     assert code != 0 and "filter" in err
 

@@ -223,13 +223,14 @@ def print_check(report: CheckReport, as_json: bool) -> None:
 
 
 async def write_export(backend: Backend, where: dict | None, sink: IO[bytes]) -> int:
-    """Write the export (header, then one line per document); return how many documents."""
-    count = -1  # the header is not a document
+    """Write the export (header, one line per document, end line); how many documents."""
+    count = 0
     async for item in backend.export(where):
         sink.write(orjson.dumps(item) + b"\n")
-        count += 1
+        if "end" in item:
+            count = int(item["documents"])
     sink.flush()
-    return max(count, 0)
+    return count
 
 
 class ImportFileError(Exception):
@@ -255,20 +256,40 @@ async def import_file(backend: Backend, path: str, batch: int = BATCH) -> tuple[
     """Send an export file's documents in batches after its header; (created, updated).
 
     A batch the target refuses (other parameters, a damaged line) stores nothing and
-    stops the import with the line numbers it covered; earlier batches stay, and
-    running the import again is harmless (documents are replaced by id).
+    stops the import with the line numbers it covered; a file without its end line
+    (or with another count on it) was cut short, which is reported after the lines it
+    has are imported. Earlier batches stay, and running the import again is harmless
+    (documents are replaced by id).
     """
     lines = _export_lines(path)
     first = next(lines, None)
     if first is None:
         raise ImportFileError(f"{path}: empty; expected an export's header line")
     header = first[1]
-    created = updated = 0
-    while chunk := list(itertools.islice(lines, batch)):
+    created = updated = sent = 0
+    end: dict | None = None
+
+    def documents() -> Iterator[tuple[int, dict]]:
+        nonlocal end
+        for number, item in lines:
+            if isinstance(item, dict) and "end" in item:
+                end = item
+                return
+            yield number, item
+
+    docs = documents()
+    while chunk := list(itertools.islice(docs, batch)):
         try:
             c, u = await backend.import_batch(header, [doc for _, doc in chunk])
         except (BackendError, NeardupError) as exc:
             raise ImportFileError(f"{path}:{chunk[0][0]}-{chunk[-1][0]}: {exc}") from None
         created += c
         updated += u
+        sent += len(chunk)
+    if end is None or end.get("documents") != sent:
+        said = "no end line" if end is None else f"its end line counts {end.get('documents')}"
+        raise ImportFileError(
+            f"{path}: the export is incomplete ({sent} documents, {said}); the "
+            f"{created + updated} it has were imported; export again to get the rest"
+        )
     return created, updated

@@ -6,6 +6,10 @@ then one line per document in handle order (oldest first)::
     {"format": "neardup-export", "version": 1, "params": {"shingle": "word:3", ...}}
     {"id": "a", "metadata": {...}, "shingles": 10, "fingerprint": "<base64 u32 LE>",
      "bands": "<base64 u64 LE>", "passages": "<base64 passage layout>"}
+    {"end": true, "documents": 1}
+
+The end line tells a complete export from one cut short (a full disk, a dropped
+connection).
 
 That is everything a record holds, so importing it into a collection with the
 same parameters (another NEARDUP_COLLECTION, another Redis) rebuilds an index
@@ -74,14 +78,18 @@ def exported(raw: bytes) -> dict[str, Any]:
 async def export(
     index: Index, where: Filter | None = None, batch: int = 256
 ) -> AsyncIterator[dict[str, Any]]:
-    """The header, then every document (matching where) in handle order, a batch at a time."""
+    """The header, every document (matching where) in handle order, a batch at a time,
+    and the end line with their count: a file without it was cut short."""
     yield header(index.params)
     last = await index.store.last_handle()
+    count = 0
     for first in range(1, last + 1, batch):
         handles = list(range(first, min(first + batch, last + 1)))
         for raw in await index.store.records(handles):
             if raw is not None and (where is None or where.matches_record(raw)):
+                count += 1
                 yield exported(raw)
+    yield {"end": True, "documents": count}
 
 
 def check_header(index: Index, head: dict[str, Any]) -> None:
