@@ -138,11 +138,7 @@ def _query(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from app.cli import tools
-    from app.index.ids import id_problem
 
-    if args.id is not None and (why := id_problem(args.id)) is not None:
-        print(f"neardup: --id: {why}", file=sys.stderr)
-        return 2
     text = None
     if args.id is None:
         text = sys.stdin.read()
@@ -291,6 +287,16 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends with its default (where it has one)."""
 
 
+def _doc_id(value: str) -> str:
+    """An id argument, held to the service's one id rule (app.index.ids)."""
+    from app.index.ids import id_problem
+
+    why = id_problem(value)
+    if why is not None:
+        raise argparse.ArgumentTypeError(why)
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from app import __version__
 
@@ -329,7 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=_ingest)
 
     query = command("query", help="near-duplicates of a stored id or of text on stdin")
-    query.add_argument("--id", help="a stored document's id (otherwise read text from stdin)")
+    query.add_argument(
+        "--id", type=_doc_id, help="a stored document's id (otherwise read text from stdin)"
+    )
     query.add_argument(
         "--threshold", type=float, help="least similarity (None: the collection's threshold)"
     )
@@ -366,14 +374,14 @@ def build_parser() -> argparse.ArgumentParser:
     dups.set_defaults(func=_duplicates)
 
     get = command("get", help="print a stored document's record (id, shingles, metadata)")
-    get.add_argument("id", help="the document's id")
+    get.add_argument("id", type=_doc_id, help="the document's id")
     _add_target(get)
     get.set_defaults(func=_get)
 
     delete = command(
         "delete", help="delete documents by id, or every document whose metadata matches"
     )
-    delete.add_argument("ids", nargs="*", metavar="ID", help="ids to delete")
+    delete.add_argument("ids", nargs="*", type=_doc_id, metavar="ID", help="ids to delete")
     delete.add_argument(
         "--filter", help='JSON, e.g. \'{"metadata": {"host": "example.com"}}\' (exact match)'
     )
