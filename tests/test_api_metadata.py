@@ -128,13 +128,15 @@ def _ndjson(resp) -> list[dict]:  # type: ignore[no-untyped-def]
     return [orjson.loads(line) for line in resp.content.splitlines() if line]
 
 
+@pytest.mark.both_stores
 def test_export_import_round_trip_gives_identical_answers(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
     """Export -> import into another collection on the same Redis: every document's
     record and every GET /similar (Jaccard and containment) answer is the same, and the
     corpus' known plagiarism pairs are found in the copy."""
-    corpus = read_corpus()[:300]
-    truth = [p for p in read_truth() if {p[0], p[1]} <= {d for d, _ in corpus}]
-    assert truth, "the slice must hold known pairs"
+    truth = read_truth()
+    paired = {d for pair in truth for d in pair}
+    # Every known pair, among the first hundred others, in corpus order.
+    corpus = [(d, t) for n, (d, t) in enumerate(read_corpus()) if n < 100 or d in paired]
     docs = [{"id": d, "text": t, "metadata": {"n": i % 3}} for i, (d, t) in enumerate(corpus)]
     assert client.post("/documents/batch", json={"documents": docs}).status_code == 200
     client.delete(f"/documents/{corpus[5][0]}")  # a gap in the handles
