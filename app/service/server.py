@@ -145,7 +145,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._timer is None:
+        if self._timer is None and not self.transport.is_closing():
             if self._phase == _HEADERS:
                 self._timer = self.loop.call_later(self._limits.header_timeout, self._expired)
             elif self._phase == _BODY:
@@ -171,6 +171,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._limits.too_many.add()
             return
         super().on_headers_complete()
+
+    def handle_websocket_upgrade(self) -> None:
+        # The connection is handed to another protocol: its timers are no longer ours.
+        self._cancel()
+        self._phase = _DONE
+        super().handle_websocket_upgrade()
 
     def on_body(self, body: bytes) -> None:
         if not self._refused:
