@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from support import oracle
 from support.corpus import read_corpus
 from support.procs import Server
@@ -38,6 +39,7 @@ if CHROMIUM is None or sync_playwright is None:
         raise RuntimeError(why)
     pytest.skip(why, allow_module_level=True)
 
+COLLECTION = f"ui{os.getpid()}"
 READ_KEY = "read-key-0123456789abcdef"
 WRITE_KEY = "write-key-0123456789abcdef"
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
@@ -83,7 +85,7 @@ def server(
     with Server(
         work,
         NEARDUP_REDIS_URL=redis_url,
-        NEARDUP_COLLECTION=f"ui{os.getpid()}",
+        NEARDUP_COLLECTION=COLLECTION,
         NEARDUP_KEEP_TEXT="1",
         NEARDUP_API_KEYS=keys,
         NEARDUP_LOG_LEVEL="warning",
@@ -258,6 +260,20 @@ def test_hostile_data_is_shown_as_text(page: Page, server: Server) -> None:
     assert page.locator("img, b, main script, iframe").count() == 0
     assert page.evaluate("document.scripts.length") == 1
     assert dialogs == []
+
+
+def test_a_lost_text_is_said_not_shown(page: Page, server: Server, redis_url: str, corpus) -> None:
+    """A source whose kept text is gone (a write cut short) is named, its passages listed
+    by offset, and the page says in one sentence why its text is not shown."""
+    doc_id = list(corpus)[15]
+    client = redis.Redis.from_url(redis_url)
+    handle = int(client.hget(f"nd:{COLLECTION}:ids", doc_id))
+    assert client.delete(f"nd:{COLLECTION}:t:{handle}") == 1
+    _check(page, server, _words(corpus[doc_id], 5, 60))
+    page.locator("#checked mark").first.click()
+    page.locator("#source-note", has_text="not available").wait_for()
+    assert page.locator("#source-text mark").count() == 0
+    assert re.search(r"source \d+\u2013\d+", page.locator("#source-text").inner_text())
 
 
 def test_keys_missing_wrong_then_read(

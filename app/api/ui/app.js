@@ -233,8 +233,7 @@ function showReport(text, answer, info, self) {
   if (text === null) {
     $("checked").replaceChildren();
     note.textContent =
-      "This collection does not keep texts, so the document's text cannot be shown; " +
-      "its passages are at the code-point offsets listed with each source.";
+      missingText("document") + " Its passages are at these code-point offsets.";
     state.marks = [];
     offsetsList($("checked"), spans.map((s) => s.label + ": " + s.start + "–" + s.end));
   } else {
@@ -259,6 +258,16 @@ function showReport(text, answer, info, self) {
   $("source-note").textContent = results.length
     ? "Choose a passage or a source to see it here."
     : "No stored document holds a passage of this text.";
+}
+
+// Why a document's text is not shown, in one sentence.
+function missingText(what) {
+  const kept = state.collection && state.collection.parameters.keep_text;
+  return kept
+    ? "This " + what + "'s text is not available: a write of it was cut short, and " +
+        "sending the document again restores it."
+    : "This collection does not keep texts (NEARDUP_KEEP_TEXT=1 on a new collection " +
+        "does), so the " + what + "'s text is not shown.";
 }
 
 function offsetsList(box, lines) {
@@ -303,8 +312,7 @@ async function showSource(id, focusQuery) {
   if (!doc || typeof doc.text !== "string") {
     box.replaceChildren();
     $("source-note").textContent = doc
-      ? "This collection does not keep texts (NEARDUP_KEEP_TEXT), so the source is " +
-        "not shown; its passages are at these code-point offsets."
+      ? missingText("source") + " Its passages are at these code-point offsets."
       : "This document is no longer stored.";
     offsetsList(box, spans.map((s) => "source " + s.start + "–" + s.end + " = " + s.label));
     return;
@@ -346,7 +354,9 @@ async function loadCollection() {
 }
 
 async function loadCollections() {
-  // Several collections per service may not exist yet: a 404 means this one only.
+  // Several collections per service may not exist yet: a 404 means this one only. The
+  // chooser appears only with two or more; until the API addresses a collection per
+  // request, the service's own collection is the one every request reads.
   let list = null;
   try {
     list = await api("/collections");
@@ -392,6 +402,7 @@ async function showDocument(id) {
   document.title = "neardup: " + id;
   say("Loading…");
   const doc = await api(docPath(id));
+  await loadCollection();
   const [near, contained] = await Promise.all([
     api("/similar/" + encodeURIComponent(id) + "?limit=50"),
     api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=50"),
