@@ -300,15 +300,22 @@ def test_keys_missing_wrong_then_read(
         page.context.close()
 
 
-def test_collection_view_draws_the_s_curve(page: Page, server: Server) -> None:
-    """The collection view shows the stored parameters and the candidate probability
+def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -> None:
+    """The collection view shows the stored parameters, what the candidate cap did to the
+    queries so far, and the candidate probability
     1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
+    query = {"text": " ".join(corpus[k] for k in list(corpus)[:3]), "limit": 5}
+    assert httpx.post(server.url + "/similar", json=query, headers=READ).status_code == 200
     info = httpx.get(server.url + "/collection", headers=READ).json()
     b, r, t = (info["parameters"][k] for k in ("bands", "rows", "threshold"))
     page.goto(server.url + "/ui/collection")
     page.locator("#curve polyline").wait_for()
     text = page.locator("#params").inner_text()
     assert f"{b} bands of {r} rows" in text and str(info["documents"]) in text
+    seen = info["since_start"]
+    assert seen["queries"] > 0
+    assert f"{seen['queries']:,}, {seen['capped']:,} of them cut by the candidate cap" in text
+    assert f"{seen['verified']:,}, {seen['kept']:,} kept at the threshold" in text
     cells = page.eval_on_selector_all(
         "#curve-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"
     )

@@ -20,6 +20,7 @@ from fastapi.responses import RedirectResponse
 
 from app.api.deps import get_index
 from app.api.problems import problem
+from app.core import metrics
 from app.index import Index
 from app.store.layout import MAX_INLINE
 
@@ -88,4 +89,17 @@ async def collection(request: Request, index: IndexDep) -> dict[str, Any]:
         "candidate_cap": index.candidate_cap,
         # A band with more documents than this is hot: a query reads a bounded window of it.
         "hot_band_size": MAX_INLINE,
+        # What the cap did to this process's queries so far (the same as /metrics).
+        "since_start": {
+            "queries": _sample(metrics.CANDIDATES, "_count"),
+            "capped": _sample(metrics.CANDIDATES_CAPPED, "_total"),
+            "verified": _sample(metrics.CANDIDATES_VERIFIED, "_total"),
+            "kept": _sample(metrics.CANDIDATES_KEPT, "_total"),
+        },
     }
+
+
+def _sample(metric: Any, suffix: str) -> int:
+    """The value of an unlabelled metric's sample with this suffix (prometheus_client's
+    public collect(), not its internals)."""
+    return int(sum(s.value for f in metric.collect() for s in f.samples if s.name.endswith(suffix)))

@@ -502,6 +502,17 @@ async function showCollection() {
     ["Hot band", "a band with more than " + info.hot_band_size + " documents is read in bounded windows"],
     ["Band buckets", p.band_buckets.toLocaleString("en")],
   ];
+  const seen = info.since_start;
+  if (seen) {
+    rows.push(
+      ["Jaccard queries since start", seen.queries.toLocaleString("en") + ", " +
+        seen.capped.toLocaleString("en") + " of them cut by the candidate cap" +
+        (seen.queries ? " (" + fmt(seen.capped / seen.queries) + ")" : "")],
+      ["Candidates verified", seen.verified.toLocaleString("en") + ", " +
+        seen.kept.toLocaleString("en") + " kept at the threshold" +
+        (seen.verified ? " (" + fmt(seen.kept / seen.verified) + ")" : "")]
+    );
+  }
   for (const [k, v] of rows) dl.append(el("dt", "", k), el("dd", "", String(v)));
   drawCurve(p);
   $("collection-view").hidden = false;
