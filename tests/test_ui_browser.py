@@ -391,6 +391,10 @@ def test_screenshots(page: Page, server: Server, pasted, tmp_path: Path) -> None
     pdf = page.pdf(format="A4", print_background=True)
     (tmp_path / "report.pdf").write_bytes(pdf)
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+    source = page.locator("#checked mark").nth(1).get_attribute("data-source")
+    page.goto(server.url + "/ui/documents/" + source)
+    page.locator("#near tbody tr").first.wait_for()
+    page.screenshot(path=str(tmp_path / "ui-document.png"), full_page=True)  # not in the README
     page.goto(server.url + "/ui/collection")
     page.locator("#curve polyline").wait_for()
     page.screenshot(path=str(out / "ui-collection.png"), full_page=True)

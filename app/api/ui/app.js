@@ -410,6 +410,7 @@ async function showDocument(id) {
   const info = await sourcesInfo((contained.results || []).map((r) => r.id));
   showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
   $("report-title").textContent = "Passages of " + id + " found in other documents";
+  $("checked-title").textContent = "Text of " + id;
   const box = $("near-box");
   box.hidden = false;
   const body = $("near").tBodies[0];
