@@ -62,7 +62,11 @@ def collection() -> str:
 def settings(store_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     from app.core.settings import load_settings
 
-    return load_settings(redis_url=store_url, collection=collection, data_dir=tmp_path)
+    # A generous Redis timeout: these tests prove answers, not timeouts (the served-process
+    # tests keep the 0.5 s default and prove those), and a loaded CI machine must not flake.
+    return load_settings(
+        redis_url=store_url, collection=collection, data_dir=tmp_path, redis_timeout=5.0
+    )
 
 
 @pytest.fixture
