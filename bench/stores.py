@@ -44,7 +44,6 @@ class ThrowawayRedis(EmbeddedRedis):
 
     def __init__(self, workdir: Path, name: str) -> None:
         super().__init__(workdir / name)
-        self.pid = 0
 
     def start(self, timeout: float = 20.0) -> ThrowawayRedis:
         super().start(timeout)
@@ -53,8 +52,6 @@ class ThrowawayRedis(EmbeddedRedis):
         # durability); turning it off here leaves Redis doing only what the index asks.
         client.config_set("appendonly", "no")
         client.config_set("loglevel", "warning")
-        # The bench counts this process's CPU; EmbeddedRedis keeps its Popen to itself.
-        self.pid = int(client.info("server")["process_id"])
         return self
 
     def client(self) -> redis.Redis:
