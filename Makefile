@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/service.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/passages.py
+	$(BIN)/python bench/hotband.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info native/build

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import http.client as httplib
 import json
+import os
 import random
 import sys
 import tempfile
@@ -98,12 +99,16 @@ def crowded(seed: int = 5) -> tuple[str, list[str], list[str]]:
 def ingest(http: httpx.Client, docs: list[tuple[str, str]]) -> None:
     for i in range(0, len(docs), 500):
         body = {"documents": [{"id": d, "text": t} for d, t in docs[i : i + 500]]}
-        r = http.post(
-            "/documents/batch",
-            content=orjson.dumps(body),
-            headers={"content-type": "application/json"},
-            timeout=600,
-        )
+        for attempt in range(10):  # a 503 asks for a retry (Redis slow on a busy machine)
+            r = http.post(
+                "/documents/batch",
+                content=orjson.dumps(body),
+                headers={"content-type": "application/json"},
+                timeout=600,
+            )
+            if r.status_code != 503:
+                break
+            time.sleep(0.2 * (attempt + 1))
         if r.status_code != 200:
             raise RuntimeError(f"ingest: {r.status_code} {r.text[:500]}")
         if r.json()["errors"]:
@@ -222,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.copies, args.cluster, args.queries = 300, 2000, 300
-    results: dict[str, Any] = {"quick": args.quick}
+    results: dict[str, Any] = {"quick": args.quick, "load_before": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="neardup-hotband-") as tmp:
         redis = ThrowawayRedis(Path(tmp), "redis").start()
         try:
@@ -235,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                 if name not in args.only.split(","):
                     continue
                 redis.client().flushall()
-                server = neardup_server(redis, 1, name, "warning", 100_000).start()
+                server = neardup_server(redis, 1, name, "warning", 100_000)
+                server.env["NEARDUP_REDIS_TIMEOUT"] = "5"
+                server.start()
                 try:
                     with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as http:
                         results[name] = run(http)
@@ -243,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                     server.stop()
         finally:
             redis.stop()
+    results["load_after"] = os.getloadavg()[0]
     OUT.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     json.dump(results, sys.stdout, indent=2)
