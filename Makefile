@@ -6,12 +6,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.neardup-installed
-SOURCES := $(shell find app native -type f -not -path '*/__pycache__/*' -not -path 'native/build/*' -not -name '_native*' -not -name '*.so') pyproject.toml setup.py
+SOURCES := $(shell find app native -type f -not -path '*/__pycache__/*' -not -path 'native/build/*' -not -name '_native*' -not -name '*.so') pyproject.toml setup.py constraints.txt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: venv install run test screenshots sanitize lint bench clean
+.PHONY: venv install lock run test screenshots sanitize lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "neardup needs Python 3.11+"'
@@ -21,14 +21,28 @@ $(BIN)/python:
 venv: $(BIN)/python
 
 # Non-editable install: the tests run against the installed package and its
-# compiled kernel, exactly as a user gets it.
+# compiled kernel, exactly as a user gets it, with the versions constraints.txt
+# pins (the same file CI and the Docker build use).
 $(STAMP): $(BIN)/python $(SOURCES)
 	@# setuptools never prunes build/: a moved module would ship twice.
 	rm -rf build
-	$(BIN)/pip install -q '.[test]'
+	$(BIN)/pip install -q -c constraints.txt '.[test]'
 	touch $@
 
 install: $(STAMP)
+
+# Re-resolve every dependency within pyproject.toml's bounds, in a scratch
+# environment, and pin the result in constraints.txt (review the diff, then
+# `make test`).
+lock:
+	rm -rf build .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install -q --upgrade pip
+	.lock-venv/bin/pip install -q '.[test]'
+	{ echo '# Every dependency of neardup and its test extra, as resolved by `make lock`.'; \
+	  echo '# Used by `make install`/`make test`, CI (.ci/run runs make) and docker/Dockerfile.'; \
+	  .lock-venv/bin/pip freeze --exclude neardup | LC_ALL=C sort -f; } > constraints.txt
+	rm -rf .lock-venv build
 
 run: $(STAMP)
 	$(BIN)/neardup serve --host $(HOST) --port $(PORT)
@@ -59,4 +73,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/hotband.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info native/build
+	rm -rf $(VENV) .lock-venv build dist *.egg-info native/build

@@ -70,3 +70,43 @@ def test_dockerfile_runs_the_command_make_run_uses() -> None:
     assert "neardup serve" in run_recipe
     assert argv[:2] == ["neardup", "serve"]
     assert "--host" in argv and "--port" in argv
+
+
+def test_base_images_are_pinned_by_digest() -> None:
+    """Every image, built from or run, is named by tag and sha256 digest."""
+    args = dict(
+        rest.split("=", 1) for word, rest in _instructions() if word == "ARG" and "=" in rest
+    )
+    images = [
+        args.get(r.split()[0].strip("${}"), r.split()[0]) for w, r in _instructions() if w == "FROM"
+    ]
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    images += [s["image"] for s in compose["services"].values() if "image" in s]
+    assert images
+    for image in images:
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", image), image
+
+
+def test_image_builds_with_the_constraints_and_checks_readiness() -> None:
+    """The build resolves with constraints.txt, installs only the built wheels, and the
+    HEALTHCHECK asks /readyz (a container whose Redis is away is unhealthy)."""
+    ins = _instructions()
+    runs = " ".join(r for w, r in ins if w == "RUN")
+    assert "--constraint constraints.txt" in runs and "--no-index" in runs
+    (check,) = [r for w, r in ins if w == "HEALTHCHECK"]
+    assert "/readyz" in check and "/healthz" not in check
+
+
+def test_compose_redis_never_evicts_and_api_is_on_loopback() -> None:
+    """Compose Redis has a maxmemory and `noeviction`; the API port is published on
+    127.0.0.1 unless API_BIND says otherwise; the healthcheck asks /readyz."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    redis, app = compose["services"]["redis"], compose["services"]["neardup"]
+    cmd = redis["command"]
+    assert cmd[cmd.index("--maxmemory-policy") + 1] == "noeviction"
+    assert cmd[cmd.index("--maxmemory") + 1]
+    (port,) = app["ports"]
+    bind, _, published = port.rpartition(":")
+    host = re.fullmatch(r"\$\{API_BIND:-([^}]*)\}:(\d+)", bind)
+    assert host and host.group(1) == "127.0.0.1" and published == "8000", port
+    assert "/readyz" in " ".join(app["healthcheck"]["test"])
