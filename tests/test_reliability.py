@@ -226,9 +226,10 @@ def _answers(url: str, ids: list[str]) -> dict[str, tuple[dict, dict]]:
 
 def test_kill_9_during_bulk_ingest_loses_nothing_acknowledged(tmp_path: Path) -> None:
     """kill -9 of `neardup serve` while a batch is in flight. After a restart every
-    acknowledged document is there before anything is re-sent; after re-sending
-    everything the index equals a clean ingest: the same documents and the same
-    GET /similar answer for every id of the shared corpus."""
+    acknowledged document is there before anything is re-sent, no id dangles (the
+    start-up check repaired what the kill left) and /readyz counts exactly what GET
+    reads; after re-sending everything the index equals a clean ingest: the same
+    documents and the same GET /similar answer for every id of the shared corpus."""
     batches = _batches()
     ids = [d["id"] for b in batches for d in b]
     clean = Server(tmp_path / "clean", NEARDUP_LOG_LEVEL="warning")
@@ -274,6 +275,13 @@ def test_kill_9_during_bulk_ingest_loses_nothing_acknowledged(tmp_path: Path) ->
             # The interrupted batch: each of its documents is absent or whole, never half.
             with httpx.Client(base_url=again.url) as c:
                 cut = {d["id"]: c.get(f"/documents/{d['id']}") for d in batches[kill_at]}
+                # No orphan outlives the crash: the start-up check left nothing dangling,
+                # and the count /readyz gives is the documents GET can read.
+                _, report = neardup_check(NEARDUP_DATA_DIR=str(crashed / "data"))
+                assert report["clean"], report
+                readable = len(acked) + sum(r.status_code == 200 for r in cut.values())
+                assert c.get("/readyz").json()["documents"] == readable
+                assert "start-up consistency check:" in again.output()
                 _send_all(c, batches)
             clean.wait_ready()
             with httpx.Client(base_url=clean.url) as c:

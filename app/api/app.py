@@ -15,9 +15,11 @@ from app.api.problems import extend_openapi
 from app.api.routes import bulk, documents, duplicates, health, similar, ui
 from app.core.settings import Settings, load_settings
 from app.service import logs
-from app.service.runtime import open_index
+from app.service.runtime import UncheckedIndex, open_index
 from app.service.supervisor import supervised_dir
-from app.service.sweeper import sweep_forever
+from app.service.sweeper import StartupCheck, sweep_forever
+
+STARTUP_CHECK_WAIT_S = 5.0
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -33,14 +35,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A Redis that is down at start-up means 503s until it is back, not a crash.
         async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index
-            sweeper = None
+            tasks = []
+            if not app.state.startup_check.done:
+                tasks.append(asyncio.create_task(app.state.startup_check.run(index)))
+                # A small collection is checked before the first request is taken; a large
+                # one (or one whose Redis is away) goes on in the background while
+                # /readyz answers 503.
+                if not isinstance(index, UncheckedIndex):
+                    await asyncio.wait(tasks, timeout=STARTUP_CHECK_WAIT_S)
             if settings.check_interval:
-                sweeper = asyncio.create_task(sweep_forever(index, settings.check_interval))
+                tasks.append(asyncio.create_task(sweep_forever(index, settings.check_interval)))
             try:
                 yield
             finally:
-                if sweeper is not None:
-                    sweeper.cancel()
+                for task in tasks:
+                    task.cancel()
 
     app = FastAPI(
         title="neardup",
@@ -53,6 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     openapi.install_docs(app)
     app.state.settings = settings
+    # /readyz waits for it: what a crash left is repaired before the service says ready.
+    app.state.startup_check = StartupCheck(settings.startup_check)
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)

@@ -100,6 +100,10 @@ async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
     return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER)
 
 
+async def _full(_: Request, exc: Exception) -> ProblemResponse:
+    return problem(507, "Insufficient storage", str(exc))
+
+
 async def _not_found(_: Request, exc: Exception) -> ProblemResponse:
     return problem(404, "Not found", str(exc))
 
@@ -127,17 +131,19 @@ def _document_problems(schema: dict[str, Any]) -> None:
 
     422 bodies are problem+json (not FastAPI's default shape); any route can
     answer 422 and 503 (Redis unavailable, a busy document, the request deadline),
-    and any route with a body 413 and 415.
+    any route with a body 413 and 415, and a write 507 (Redis out of memory).
     """
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Problem", Problem.model_json_schema())
-    for ops in schema.get("paths", {}).values():
-        for op in ops.values():
+    for path, ops in schema.get("paths", {}).items():
+        for method, op in ops.items():
             if not isinstance(op, dict):
                 continue
             responses = op.setdefault("responses", {})
             # Any route: an unknown query parameter, a URL that is not UTF-8 (app.api.edge).
             responses["422"] = problem_doc("the request is invalid; detail says what to fix")
+            if method in ("put", "post") and not path.startswith("/similar"):  # writes
+                responses.setdefault("507", problem_doc("Redis is out of memory: writes refused"))
             if "requestBody" in op:
                 responses.setdefault("413", problem_doc("the body is over NEARDUP_MAX_BODY_BYTES"))
                 responses.setdefault(
@@ -163,3 +169,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(errors.Invalid, _invalid)
     app.add_exception_handler(errors.NotFound, _not_found)
     app.add_exception_handler(errors.Unavailable, _unavailable)
+    app.add_exception_handler(errors.Full, _full)  # a subclass: its own answer

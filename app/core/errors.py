@@ -31,5 +31,9 @@ class Busy(Unavailable):
     """Another writer holds what this request needs; retry shortly (503)."""
 
 
+class Full(Unavailable):
+    """The store refuses writes for lack of memory; reads still work (507)."""
+
+
 class Misconfigured(Unavailable):
     """Settings disagree with what is stored; an operator must act (503)."""

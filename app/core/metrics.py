@@ -67,6 +67,16 @@ CONNECTIONS_CLOSED = Counter(
     "NEARDUP_BODY_TIMEOUT, NEARDUP_MAX_CONNECTIONS), by reason",
     ["reason"],
 )
+REDIS_USED_MEMORY = Gauge(
+    "neardup_redis_used_memory_bytes",
+    "Redis used_memory (of the fullest master in a cluster)",
+    multiprocess_mode="mostrecent",
+)
+REDIS_MAX_MEMORY = Gauge(
+    "neardup_redis_maxmemory_bytes",
+    "Redis maxmemory of the same master (0: no limit); at it, writes are answered 507",
+    multiprocess_mode="mostrecent",
+)
 DOCUMENTS = Gauge(
     "neardup_documents", "Documents stored in the collection", multiprocess_mode="mostrecent"
 )

@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     # may come at once; 0 is no limit (app.api.ratelimit). Per worker process.
     rate_limit: float = Field(0.0, ge=0, le=1_000_000)
     rate_burst: int = Field(0, ge=0, le=10_000_000)
+    # One check-and-repair pass at start-up, before /readyz answers 200 (app.service.sweeper).
+    startup_check: bool = True
     # "key:scope,key:scope" and/or a file of "key scope" lines; see app.core.keys.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from app.core.settings import Settings
 from app.index import Index, Params
 from app.service.embedded import EmbeddedRedis
-from app.store import Store, StoreUnavailableError
+from app.store import Store, StoreError, StoreUnavailableError
 
 log = logging.getLogger("neardup")
 
@@ -48,9 +48,26 @@ async def _first_contact(store: Store, settings: Settings) -> Index:
                 "if the Redis machine dies",
                 why,
             )
+    await _warn_if_evicting(store)
     return await Index.open(
         store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
     )
+
+
+async def _warn_if_evicting(store: Store) -> None:
+    """An index whose keys Redis may evict loses documents silently: say so."""
+    try:
+        memory = await store.memory()
+    except StoreError:  # INFO refused (some managed services): nothing to tell
+        return
+    if memory.limit and memory.policy != "noeviction":
+        log.warning(
+            "Redis has maxmemory %d with maxmemory-policy %s: when full it deletes keys, "
+            "and the index loses documents; set maxmemory-policy noeviction (writes are "
+            "then refused with 507 when full, and nothing is lost)",
+            memory.limit,
+            memory.policy,
+        )
 
 
 class UncheckedIndex(Index):

@@ -6,15 +6,17 @@ single.py and cluster.py the two transports (one interface, transport.py,
 chosen at connect), errors.py what the store raises.
 """
 
-from app.store.errors import ReplicationError, StoreError, StoreUnavailableError
+from app.store.errors import ReplicationError, StoreError, StoreFullError, StoreUnavailableError
 from app.store.layout import MAX_INLINE, buckets_for
-from app.store.store import Store
+from app.store.store import Memory, Store
 
 __all__ = [
     "MAX_INLINE",
+    "Memory",
     "ReplicationError",
     "Store",
     "StoreError",
+    "StoreFullError",
     "StoreUnavailableError",
     "buckets_for",
 ]

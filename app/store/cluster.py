@@ -218,8 +218,12 @@ class ClusterTransport(Transport):
         return bool(await self.run(self.client.ping(target_nodes=RedisCluster.PRIMARIES)))
 
     async def fewest_replicas(self) -> int:
-        infos = await self.run(self.client.info("replication", target_nodes=RedisCluster.PRIMARIES))
-        return min(int(i.get("connected_slaves", 0)) for i in infos.values())
+        infos = await self.masters_info("replication")
+        return min(int(i.get("connected_slaves", 0)) for i in infos)
+
+    async def masters_info(self, section: str) -> list[dict[str, Any]]:
+        infos = await self.run(self.client.info(section, target_nodes=RedisCluster.PRIMARIES))
+        return list(infos.values())
 
     async def _fsync_always(self) -> list[dict[Any, Any]]:
         """On every node, replicas too (one may be promoted): redis-py would send

@@ -5,6 +5,7 @@ from __future__ import annotations
 from redis.exceptions import (
     AskError,
     ClusterError,
+    OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
     TryAgainError,
@@ -21,6 +22,10 @@ class StoreUnavailableError(errors.Unavailable):
 
 class ReplicationError(StoreUnavailableError):
     """A write was applied but fewer replicas than required acknowledged it in time."""
+
+
+class StoreFullError(errors.Full):
+    """Redis refused a write for memory (OOM at maxmemory under `noeviction`)."""
 
 
 class StoreError(errors.Unavailable):
@@ -44,9 +49,21 @@ _UNAVAILABLE = (
 _UNAVAILABLE_REPLIES = ("NOREPLICAS", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN")
 
 
-def translate(exc: Exception) -> StoreError | StoreUnavailableError:
-    """The store's error for a redis-py exception or error reply: unavailable when
-    retrying may pass, else a StoreError."""
-    if isinstance(exc, _UNAVAILABLE) or str(exc).startswith(_UNAVAILABLE_REPLIES):
+# Redis' OOM reply (redis-py raises OutOfMemoryError for it); from inside a
+# script it comes wrapped in the script's error, so its text is looked for too.
+_OOM = "used memory > 'maxmemory'"
+
+
+def translate(exc: Exception) -> StoreError | StoreUnavailableError | StoreFullError:
+    """The store's error for a redis-py exception or error reply: full when Redis
+    refuses writes for memory, unavailable when retrying may pass, else a StoreError."""
+    said = str(exc)
+    if isinstance(exc, OutOfMemoryError) or _OOM in said:
+        return StoreFullError(
+            "Redis is out of memory (used_memory reached maxmemory) and refuses writes; "
+            "nothing stored is lost and reads still work. Raise Redis' maxmemory "
+            "(CONFIG SET maxmemory) or add cluster masters, then retry"
+        )
+    if isinstance(exc, _UNAVAILABLE) or said.startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailableError(f"Redis is unavailable: {exc}")
     return StoreError(f"Redis error: {exc}")

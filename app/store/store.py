@@ -9,6 +9,8 @@ order (bands first, record last; delete record first) in app.index.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,28 @@ _NONE = np.zeros(0, dtype=np.int64)
 def _handles(members: list[bytes]) -> np.ndarray:
     """Handles a sorted set holds (decimal members) as int64."""
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A Redis master's used_memory against its maxmemory (0: no limit), and what it
+    does when full (maxmemory_policy: only `noeviction` keeps an index whole)."""
+
+    used: int
+    limit: int
+    policy: str
+
+    @classmethod
+    def of(cls, info: dict[str, Any]) -> Memory:
+        return cls(
+            int(info.get("used_memory", 0)),
+            int(info.get("maxmemory", 0)),
+            str(info.get("maxmemory_policy", "")),
+        )
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.limit if self.limit else 0.0
 
 
 class Store:
@@ -86,6 +110,11 @@ class Store:
 
     async def info(self, section: str) -> dict:
         return await self.transport.info(section)
+
+    async def memory(self) -> Memory:
+        """Memory of the fullest master: the one whose writes are refused first."""
+        found = [Memory.of(info) for info in await self.transport.masters_info("memory")]
+        return max(found, key=lambda m: (m.fraction, m.used))
 
     async def close(self) -> None:
         await self.transport.close()

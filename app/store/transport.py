@@ -107,6 +107,10 @@ class Transport(ABC):
         info: dict[str, Any] = await self.run(self.client.info(section))
         return info
 
+    async def masters_info(self, section: str) -> list[dict[str, Any]]:
+        """INFO section of every master: the one Redis, or each master of a cluster."""
+        return [await self.info(section)]
+
     async def fsync_always(self) -> str | None:
         """Ask Redis to fsync its append-only file before every reply.
 

@@ -35,6 +35,9 @@ async def prometheus(request: Request) -> Response:
     # Without Redis the other metrics are still worth serving.
     with contextlib.suppress(Unavailable):
         metrics.DOCUMENTS.set(await index.count())
+        memory = await index.store.memory()
+        metrics.REDIS_USED_MEMORY.set(memory.used)
+        metrics.REDIS_MAX_MEMORY.set(memory.limit)
     body, content_type = metrics.render()
     return Response(body, media_type=content_type)
 
@@ -42,6 +45,14 @@ async def prometheus(request: Request) -> Response:
 @router.get("/readyz", response_model=None)
 async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
     """Redis answers and the kernel is loaded: the service can take traffic."""
+    if not request.app.state.startup_check.done:
+        return problem(
+            503,
+            "Not ready",
+            "the start-up consistency check is running (it repairs what a crash left "
+            "behind); ready when it ends",
+            headers=RETRY_AFTER,
+        )
     try:
         index = await get_index(request)  # checks a collection opened while Redis was down
         await index.ping()
