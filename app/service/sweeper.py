@@ -49,6 +49,7 @@ class StartupCheck:
     async def run(self, index: Index) -> None:
         """Check and repair once, waiting for Redis if it is away; logs what it did."""
         started = time.monotonic()
+        waited = False
         while True:
             try:
                 if isinstance(index, UncheckedIndex):
@@ -56,7 +57,9 @@ class StartupCheck:
                 report = await check(index, repair=True)
                 break
             except Unavailable as exc:
-                log.warning("start-up consistency check waits for Redis: %s", exc)
+                if not waited:  # once: /readyz tells the rest
+                    log.warning("start-up consistency check waits: %s", exc)
+                waited = True
                 await asyncio.sleep(RETRY_S)
         self.report, self.done = report, True
         log.log(

@@ -31,6 +31,10 @@ def _handles(members: list[bytes]) -> np.ndarray:
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
 
 
+# Buckets read in one exchange by a full scan (band_memberships).
+BUCKETS_PER_READ = 500
+
+
 @dataclass(frozen=True)
 class Memory:
     """A Redis master's used_memory against its maxmemory (0: no limit), and what it
@@ -356,9 +360,23 @@ class Store:
 
     async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
         """Every band key with its handles, in no order: for checks and tools, not queries."""
-        commands = self.transport.commands
+        buckets: list[bytes] = []
         async for bucket in self.transport.scan(self._keys.buckets_pattern):
-            (fields,) = await commands([(b"HGETALL", bucket)])
+            buckets.append(bucket)
+            if len(buckets) == BUCKETS_PER_READ:
+                async for entry in self._bucket_members(buckets):
+                    yield entry
+                buckets = []
+        async for entry in self._bucket_members(buckets):
+            yield entry
+
+    async def _bucket_members(self, buckets: list[bytes]) -> AsyncIterator[tuple[int, list[int]]]:
+        # A collection has tens of buckets per document slot: one exchange per
+        # bucket made a full scan cost a round trip each (50,000 for 1,000 documents).
+        if not buckets:
+            return
+        commands = self.transport.commands
+        for fields in await commands([(b"HGETALL", b) for b in buckets]):
             for field, value in pairs(fields):
                 key = self._keys.band_key(field)
                 if value[:4] != SPILLED:

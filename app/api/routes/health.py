@@ -44,7 +44,13 @@ async def prometheus(request: Request) -> Response:
 
 @router.get("/readyz", response_model=None)
 async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
-    """Redis answers and the kernel is loaded: the service can take traffic."""
+    """Redis answers, the kernel is loaded and the start-up check is done: the service
+    can take traffic."""
+    try:
+        index = await get_index(request)  # checks a collection opened while Redis was down
+        await index.ping()
+    except Unavailable as exc:
+        return problem(503, "Not ready", str(exc), headers=RETRY_AFTER)
     if not request.app.state.startup_check.done:
         return problem(
             503,
@@ -53,9 +59,4 @@ async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
             "behind); ready when it ends",
             headers=RETRY_AFTER,
         )
-    try:
-        index = await get_index(request)  # checks a collection opened while Redis was down
-        await index.ping()
-    except Unavailable as exc:
-        return problem(503, "Not ready", str(exc), headers=RETRY_AFTER)
     return {"status": "ready", "simd": kernel.simd_level(), "documents": await index.count()}
