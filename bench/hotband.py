@@ -147,6 +147,10 @@ def run_scan(http: httpx.Client, n: int) -> dict[str, Any]:
     gsecs = time.perf_counter() - t0
     sizes = sorted((json.loads(x)["size"] for x in r.text.splitlines() if x), reverse=True)
     log(f"scan: groups {sizes[:5]} in {gsecs:.2f} s")
+    t0 = time.perf_counter()
+    hot = [http.get(f"/similar/c{i}", params={"limit": 1000}).json() for i in range(0, n, n // 200)]
+    hot_ms = (time.perf_counter() - t0) * 1000 / len(hot)
+    log(f"scan: GET /similar on a copy: {hot_ms:.1f} ms, {hot[0]['candidates']} candidates")
     return {
         "copies": n,
         "pairs_expected": want,
@@ -158,6 +162,9 @@ def run_scan(http: httpx.Client, n: int) -> dict[str, Any]:
         "groups": len(sizes),
         "largest_group": sizes[0] if sizes else 0,
         "groups_seconds": round(gsecs, 3),
+        "hot_get_ms": round(hot_ms, 2),
+        "hot_get_results": min(len(h["results"]) for h in hot),
+        "hot_get_capped": all(h["capped"] for h in hot),
     }
 
 
@@ -190,28 +197,46 @@ def run_crowded(http: httpx.Client) -> dict[str, Any]:
             "capped": body["capped"]}  # fmt: skip
 
 
-def run_normal(http: httpx.Client, queries: int) -> dict[str, Any]:
+def run_normal(
+    http: httpx.Client, queries: int, base: httpx.Client | None = None
+) -> dict[str, Any]:
+    """Queries per second one client gets; with a baseline service (another build, its
+    own collection, the same Redis), every query goes to both in turn, so a busy
+    machine slows both alike and the ratio holds."""
     corpus = make_corpus(2000, seed=21, dup_fraction=0.2)
-    ingest(http, [(corpus.ids[i], corpus.text(i)) for i in range(len(corpus.ids))])
+    docs = [(corpus.ids[i], corpus.text(i)) for i in range(len(corpus.ids))]
+    clients = {"after": http} if base is None else {"after": http, "baseline": base}
+    for c in clients.values():
+        ingest(c, docs)
     rng = random.Random(4)
     picks = [rng.randrange(len(corpus.ids)) for _ in range(queries)]
-    for i in picks[:50]:  # warm
-        http.get(f"/similar/{corpus.ids[i]}")
-    t0 = time.perf_counter()
+    spent = {(name, kind): 0.0 for name in clients for kind in ("get", "post")}
     cands, capped = 0, 0
-    for i in picks:
-        r = http.get(f"/similar/{corpus.ids[i]}")
-        r.raise_for_status()
-        cands += r.json()["candidates"]
-        capped += r.json()["capped"]
-    get_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for i in picks:
-        http.post("/similar", json={"text": corpus.text(i)}).raise_for_status()
-    post_s = time.perf_counter() - t0
-    out = {"queries": queries, "get_per_s": round(queries / get_s),
-           "post_per_s": round(queries / post_s), "mean_candidates": cands / queries,
-           "capped_share": capped / queries}  # fmt: skip
+    for n, i in enumerate(picks[:50] + picks):
+        order = list(clients.items())[:: 1 if n % 2 else -1]
+        for kind in ("get", "post"):
+            for name, c in order:
+                t0 = time.perf_counter()
+                if kind == "get":
+                    r = c.get(f"/similar/{corpus.ids[i]}")
+                else:
+                    r = c.post("/similar", json={"text": corpus.text(i)})
+                took = time.perf_counter() - t0
+                r.raise_for_status()
+                if n >= 50:  # the first 50 warm up
+                    spent[name, kind] += took
+                    if name == "after" and kind == "get":
+                        cands += r.json()["candidates"]
+                        capped += r.json()["capped"]
+    out: dict[str, Any] = {"queries": queries, "mean_candidates": cands / queries,
+                           "capped_share": capped / queries}  # fmt: skip
+    for (name, kind), secs in spent.items():
+        out[f"{kind}_per_s" if name == "after" else f"baseline_{kind}_per_s"] = round(
+            queries / secs
+        )
+    if base is not None:
+        for kind in ("get", "post"):
+            out[f"{kind}_ratio"] = round(spent["baseline", kind] / spent["after", kind], 3)
     log(f"normal: {out}")
     return out
 
@@ -223,11 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", type=int, default=10_000)
     p.add_argument("--queries", type=int, default=2000)
     p.add_argument("--only", default="scan,groups,crowded,normal", help="parts to run")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        help="the `neardup` of another build (say main's, in its own venv): the normal "
+        "queries go to it too, in turn, and the ratio is reported",
+    )
     p.add_argument("--out", type=Path, default=OUT / "hotband.json")
     args = p.parse_args(argv)
     if args.quick:
         args.copies, args.cluster, args.queries = 300, 2000, 300
     results: dict[str, Any] = {"quick": args.quick, "load_before": os.getloadavg()[0]}
+    baseline: httpx.Client | None = None
     with tempfile.TemporaryDirectory(prefix="neardup-hotband-") as tmp:
         redis = ThrowawayRedis(Path(tmp), "redis").start()
         try:
@@ -243,11 +275,22 @@ def main(argv: list[str] | None = None) -> int:
                 server = neardup_server(redis, 1, name, "warning", 100_000)
                 server.env["NEARDUP_REDIS_TIMEOUT"] = "5"
                 server.start()
+                other = None
+                if name == "normal" and args.baseline:
+                    other = neardup_server(redis, 1, "normalbase", "warning", 100_000)
+                    other.cmd[0] = str(args.baseline)
+                    other.env["NEARDUP_REDIS_TIMEOUT"] = "5"
+                    other.start()
+                    baseline = httpx.Client(base_url=f"http://127.0.0.1:{other.port}")
                 try:
                     with httpx.Client(base_url=f"http://127.0.0.1:{server.port}") as http:
-                        results[name] = run(http)
+                        results[name] = (
+                            run_normal(http, args.queries, baseline) if baseline else run(http)
+                        )
                 finally:
                     server.stop()
+                    if other is not None:
+                        other.stop()
         finally:
             redis.stop()
     results["load_after"] = os.getloadavg()[0]
