@@ -327,8 +327,14 @@ def test_sigterm_finishes_the_request_in_flight(tmp_path: Path) -> None:
             httpx.post(server.url + "/documents/batch", json={"documents": docs}, timeout=60)
         )
     )
+    # SIGTERM once the batch is being written (its id locks appear in Redis), not after a
+    # fixed sleep: on a loaded machine the request may not even have connected by then.
+    store = redis.Redis(unix_socket_path=str(tmp_path / "data" / "redis.sock"))
+    idle = store.dbsize()
     sender.start()
-    time.sleep(0.15)
+    assert wait_until(lambda: bool(answer) or store.dbsize() > idle, 30, step=0.002)
+    assert not answer, "the batch was answered before SIGTERM: nothing was in flight"
+    store.close()
     assert server.stop(signal.SIGTERM) == 0
     sender.join(60)
     assert answer and answer[0].status_code == 200
@@ -374,7 +380,7 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
 
             def put(i: int, doc_id: str = doc_id, texts: list[str] = texts, start=start) -> int:
                 with httpx.Client(base_url=server.url, timeout=30) as c:
-                    start.wait(10)
+                    start.wait(60)  # generous: 50 threads start slowly on a loaded machine
                     body = {"text": texts[i], "metadata": {"n": i}}
                     return c.put(f"/documents/{doc_id}", json=body).status_code
 
