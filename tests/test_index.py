@@ -49,10 +49,7 @@ async def _open(redis_url: str, collection: str) -> Index:
     return await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5), 1000)
 
 
-def test_duplicate_pairs_and_groups_match_brute_force(store_url: str, collection: str) -> None:
-    """Every pair at or above the threshold, once, older first; groups are the components."""
-    docs = _corpus()
-
+def _scan(store_url: str, collection: str, docs: list[tuple[str, str]]) -> tuple[list, list]:
     async def run() -> tuple[list, list]:
         index = await _open(store_url, collection)
         try:
@@ -63,7 +60,10 @@ def test_duplicate_pairs_and_groups_match_brute_force(store_url: str, collection
         finally:
             await index.store.close()
 
-    pairs, groups = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def _check_scan(docs: list[tuple[str, str]], pairs: list, groups: list) -> None:
     expected = _brute_force_pairs(docs, 0.5)
     assert expected
     assert len(pairs) == len({frozenset((p.a_id, p.b_id)) for p in pairs})  # each once
@@ -91,6 +91,29 @@ def test_duplicate_pairs_and_groups_match_brute_force(store_url: str, collection
     assert sorted(map(sorted, (set(g.members) for g in groups))) == sorted(map(sorted, components))
     for g in groups:
         assert g.canonical == min(g.members, key=order.index)
+
+
+def test_duplicate_pairs_and_groups_match_brute_force(store_url: str, collection: str) -> None:
+    """Every pair at or above the threshold, once, older first; groups are the components."""
+    docs = _corpus()
+    _check_scan(docs, *_scan(store_url, collection, docs))
+
+
+def test_scans_in_tiny_memory_bounds_match_brute_force(
+    store_url: str, collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With blocks of 2 documents and room for 3 candidates, the scans take their
+    document-by-document, windowed and chunked paths (a band of 16 copies is hot) and
+    still give exactly the brute-force pairs and components."""
+    from app.index import scan
+
+    for name, value in (("SCAN_BLOCK", 2), ("UNIVERSE", 3), ("RECORD_BATCH", 2)):
+        monkeypatch.setattr(scan, name, value)
+    monkeypatch.setattr(scan, "GROUP_CACHE", 2)
+    rng = random.Random(9)
+    base = BASES[0].replace("Rescue", "Salvage")
+    docs = _corpus() + [(f"hot{i}", mutate(base, 0.02, rng)) for i in range(16)]
+    _check_scan(docs, *_scan(store_url, collection, docs))
 
 
 def test_reopening_with_other_parameters_is_refused(store_url: str, collection: str) -> None:

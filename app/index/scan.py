@@ -325,8 +325,7 @@ class _Groups:
             if (roots == roots[0]).all():
                 continue
             await self._connect(band)
-        if len(self.fps) > GROUP_CACHE:
-            self.fps = {}
+        self._trim()
 
     def _walked(self, members: np.ndarray, first: int) -> bool:
         """Whether a band with these members was walked in an earlier block."""
@@ -339,7 +338,15 @@ class _Groups:
             for h, raw in zip(part, await self.store.records(part), strict=True):
                 self.fps[h] = np.zeros(0, np.uint32) if raw is None else records.sketch_of(raw)[0]
 
-    def _passes(self, h: int, others: Sequence[int]) -> np.ndarray:
+    def _trim(self) -> None:
+        """Drop the cached fingerprints once there are too many: a band of any size
+        holds at most a chunk of them at a time (each use fetches what it lacks)."""
+        if len(self.fps) > GROUP_CACHE:
+            self.fps = {}
+
+    async def _passes(self, h: int, others: Sequence[int]) -> np.ndarray:
+        """Which of others are near-duplicates of h."""
+        await self._fingerprints(np.array([h, *others], dtype=np.int64))
         fps = [self.fps[o] for o in others]
         offsets = np.zeros(len(fps) + 1, np.uint64)
         np.cumsum([len(f) for f in fps], out=offsets[1:])
@@ -357,34 +364,39 @@ class _Groups:
         every candidate pair (x, y) of the band is either verified or has x and y in
         one component already, and verifying it could join nothing.
         """
-        await self._fingerprints(band)
-        # First, the oldest member against all the others not yet with it, in one call:
-        # in a cluster of copies that joins nearly everyone, and the walk below then
-        # finds one root. Only verified pairs join, so the walk stays exact.
+        # First, the oldest member against all the others not yet with it, a chunk at
+        # a time: in a cluster of copies that joins nearly everyone, and the walk below
+        # then finds one root. Only verified pairs join, so the walk stays exact.
+        head = int(band[0])
+        for lo in range(0, len(band), UNIVERSE):
+            part = band[lo : lo + UNIVERSE]
+            apart = part[self._roots(part) != self._root(head)]
+            if len(apart):
+                ok = await self._passes(head, apart.tolist())
+                merged = np.unique(np.concatenate(([self._root(head)], self._roots(apart[ok]))))
+                self.parent[merged] = merged[0]
+            self._trim()
         roots = self._roots(band)
-        apart = band[roots != roots[0]]
-        if len(apart):
-            ok = self._passes(int(band[0]), apart.tolist())
-            merged = np.unique(np.concatenate(([roots[0]], self._roots(apart[ok]))))
-            self.parent[merged] = merged[0]
-            roots = self._roots(band)
-            if (roots == roots[0]).all():
-                return
+        if (roots == roots[0]).all():
+            return
         handles = band.tolist()
         reps: dict[int, int] = {}  # root -> a member of the band with that root
         met: list[int] = []
-        for x in handles:
+        for i, x in enumerate(handles):
+            if x not in self.fps:  # the next chunk of the band, in one read
+                self._trim()
+                await self._fingerprints(band[i : i + RECORD_BATCH])
             rx = self._root(x)
             others = [r for r in reps if r != rx]
             joined = [rx]
             if others:
-                ok = self._passes(x, [reps[r] for r in others])
+                ok = await self._passes(x, [reps[r] for r in others])
                 failed = [r for r, good in zip(others, ok.tolist(), strict=True) if not good]
                 joined += [r for r, good in zip(others, ok.tolist(), strict=True) if good]
                 if failed:
                     rest = [y for y in met if self._root(y) in failed and reps[self._root(y)] != y]
                     if rest:
-                        good = self._passes(x, rest).tolist()
+                        good = (await self._passes(x, rest)).tolist()
                         passed = {self._root(y) for y, g in zip(rest, good, strict=True) if g}
                         joined += list(passed)
             new = min(joined)
