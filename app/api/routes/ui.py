@@ -22,6 +22,7 @@ from app.api.deps import get_index
 from app.api.problems import problem
 from app.core import metrics
 from app.index import Index
+from app.index.index import DISCOVERY_BUDGET
 from app.store.layout import MAX_INLINE
 
 router = APIRouter(tags=["ui"])
@@ -87,8 +88,11 @@ async def collection(request: Request, index: IndexDep) -> dict[str, Any]:
         "documents": await index.count(),
         "parameters": asdict(index.params),
         "candidate_cap": index.candidate_cap,
-        # A band with more documents than this is hot: a query reads a bounded window of it.
+        # A band with more documents than this is hot (kept in a sorted set of its own).
         "hot_band_size": MAX_INLINE,
+        # A query reads every member of its bands while they hold at most this many
+        # handles together; past it, an even share of each (its work stays bounded).
+        "discovery_budget": DISCOVERY_BUDGET * index.candidate_cap,
         # What the cap did to this process's queries so far (the same as /metrics).
         "since_start": {
             "queries": _sample(metrics.CANDIDATES, "_count"),

@@ -500,7 +500,9 @@ async function showCollection() {
     ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
     ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
     ["Candidate cap", info.candidate_cap + " candidates verified per query at most"],
-    ["Hot band", "a band with more than " + info.hot_band_size + " documents is read in bounded windows"],
+    ["Hot band", "a band with more than " + info.hot_band_size + " documents; a query reads " +
+      "every member of its bands up to " + info.discovery_budget.toLocaleString("en") +
+      " together, then an even share of each"],
     ["Band buckets", p.band_buckets.toLocaleString("en")],
   ];
   const seen = info.since_start;
