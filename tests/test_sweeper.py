@@ -32,3 +32,37 @@ def test_background_check_removes_a_ghost(redis_url: str, collection: str, tmp_p
         assert c.get("/documents/live").status_code == 200
         index = c.app.state.index  # type: ignore[attr-defined]
         assert c.portal.call(check, index).clean  # type: ignore[union-attr]
+
+
+def test_start_up_pass_drops_dangling_ids_only(
+    redis_url: str, collection: str, tmp_path: Path
+) -> None:
+    """At start-up, ids mapped to a handle without a record (a write cut before its record)
+    are dropped before /readyz answers, live documents and their answers are untouched, and
+    what the dropped handles left in the bands is for the full check, which removes it."""
+    from app.api.app import create_app
+    from app.core.settings import load_settings
+    from app.index.check import check
+
+    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
+    with TestClient(create_app(settings)) as c:
+        for name in ("live", "cut1", "cut2"):
+            assert c.put(f"/documents/{name}", json={"text": f"{text} {name}"}).status_code == 201
+        before = c.post("/similar", json={"text": text}).json()["results"]
+    with redis.Redis.from_url(redis_url) as r:
+        prefix = f"nd:{collection}:"
+        for name in ("cut1", "cut2"):  # as if the crash came between bands and record
+            assert r.delete(prefix + "d:" + r.hget(prefix + "ids", name).decode()) == 1
+        assert r.hlen(prefix + "ids") == 3
+    with TestClient(create_app(settings)) as c:
+        assert c.get("/readyz").json()["documents"] == 1
+        assert c.get("/documents/cut1").status_code == 404
+        assert c.get("/documents/live").status_code == 200
+        after = c.post("/similar", json={"text": text}).json()["results"]
+        assert after == [m for m in before if m["id"] == "live"]
+        index = c.app.state.index  # type: ignore[attr-defined]
+        report = c.portal.call(check, index, True)  # type: ignore[union-attr]
+        assert {k for k, n in report.found.items() if n} == {"orphan_bands"}
+        assert report.repaired == report.found
+        assert c.portal.call(check, index).clean  # type: ignore[union-attr]

@@ -167,6 +167,50 @@ async def check(
     return report
 
 
+async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> CheckReport:
+    """Only dangling ids, the one kind a crash leaves that a client can see (an id counted
+    by /readyz that GET answers 404): the start-up pass.
+
+    It streams the id map and asks whether each handle has a record (EXISTS), so
+    it costs one cheap command per id and holds one batch, where ``check`` reads
+    every band bucket and record. The band entries of a handle it drops answer
+    nothing (no record); the full check removes them as orphan_bands.
+    """
+    report = CheckReport()
+    part: list[tuple[str, int]] = []
+    async for pair in index.store.id_map(batch):
+        part.append(pair)
+        if len(part) == batch:
+            await _dangling_ids(index, part, report, repair)
+            part = []
+    await _dangling_ids(index, part, report, repair)
+    report.records = report.ids - report.found["dangling_ids"]
+    return report
+
+
+async def _dangling_ids(
+    index: Index, part: list[tuple[str, int]], report: CheckReport, repair: bool
+) -> None:
+    store = index.store
+    report.ids += len(part)
+    have = await store.have_records([h for _, h in part])
+    for (doc_id, h), there in zip(part, have, strict=True):
+        if there:
+            continue
+        report.note("dangling_ids", f"id {doc_id!r} -> handle {h}")
+        if not repair:
+            continue
+        # Again under the id's lock: a write in flight maps its id before its record.
+        async with index.locked([doc_id]):
+            (now,) = await store.handles([doc_id])
+            if now == h and not (await store.have_records([h]))[0]:
+                if index.params.keep_text:
+                    await store.delete_texts([h])
+                await store.forget_ids([doc_id], [h])
+                report.repaired["dangling_ids"] += 1
+                metrics.ORPHANS_REPAIRED.labels("dangling_ids").inc()
+
+
 async def _stale_texts(index: Index, digests: dict[int, bytes], batch: int) -> list[int]:
     """The live handles whose kept text carries another record's digest."""
     stale = []

@@ -221,6 +221,11 @@ class Store:
             return []
         return await self.transport.send(MGet(self._keys.docs(handles)))
 
+    async def have_records(self, handles: Sequence[int]) -> list[bool]:
+        """Whether each handle has a record (EXISTS: nothing is read)."""
+        got = await self.transport.commands([(b"EXISTS", self._keys.doc(h)) for h in handles])
+        return [bool(g) for g in got]
+
     async def put_records(self, records: Sequence[tuple[int, bytes]]) -> None:
         commands = [(b"SET", self._keys.doc(h), raw) for h, raw in records]
         await self.transport.commands(commands, write=True)
