@@ -4,7 +4,7 @@ The corpus is kept as arrays of word ids, not text: documents are rendered to te
 when a benchmark sends them, and exact word-3-shingle Jaccard is computed from the ids.
 Every vocabulary word is a distinct run of lowercase ASCII letters, so the service's
 tokenizer (case-fold, runs of alphanumeric code points) reads back exactly the word
-sequence the ids describe; `check_against_oracle` confirms that with tests/oracle.py.
+sequence the ids describe; `check_against_oracle` confirms that with tests/support/oracle.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -229,19 +230,25 @@ def make_hot_corpus(
     return Corpus(words, docs, [], [f"hot{i:05d}" for i in range(n_docs)])
 
 
-def check_against_oracle(corpus: Corpus, samples: int = 20) -> bool | None:
-    """Exact Jaccard from word ids equals tests/oracle.py's on rendered text (None: no oracle)."""
-    path = ROOT / "tests" / "oracle.py"
-    if not path.exists() or not corpus.pairs:
-        return None
+def oracle() -> ModuleType:
+    """tests/support/oracle.py, the plain-Python shingling and exact Jaccard the tests trust."""
+    path = ROOT / "tests" / "support" / "oracle.py"
     spec = importlib.util.spec_from_file_location("neardup_bench_oracle", path)
     if spec is None or spec.loader is None:
+        raise SystemExit(f"{path} is missing")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_against_oracle(corpus: Corpus, samples: int = 20) -> bool | None:
+    """Exact Jaccard from word ids equals the oracle's on rendered text (None: no pairs)."""
+    if not corpus.pairs:
         return None
-    oracle = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(oracle)
+    reference = oracle()
     for p in corpus.pairs[:samples]:
-        a, b = oracle.shingles(corpus.text(p.a)), oracle.shingles(corpus.text(p.b))
-        if abs(oracle.exact_jaccard(a, b) - p.jaccard) > 1e-12:
+        a, b = reference.shingles(corpus.text(p.a)), reference.shingles(corpus.text(p.b))
+        if abs(reference.exact_jaccard(a, b) - p.jaccard) > 1e-12:
             return False
     return True
 

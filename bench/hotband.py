@@ -30,34 +30,22 @@ from typing import Any
 
 import httpx
 import orjson
-from common import OUT, log, make_corpus, read_articles
+from common import OUT, log, make_corpus, oracle, read_articles
 from servers import neardup_server
 from stores import ThrowawayRedis
 
 VOCAB = [f"zq{i}" for i in range(5000)]
 
 
-def words(text: str) -> list[str]:
-    """Runs of alphanumerics of the case-folded text: the service's word rule."""
-    out, cur = [], []
-    for ch in text.casefold():
-        if ch.isalnum():
-            cur.append(ch)
-        elif cur:
-            out.append("".join(cur))
-            cur = []
-    if cur:
-        out.append("".join(cur))
-    return out
+_ORACLE = oracle()
+words = _ORACLE.words
 
 
 def shingles(text: str) -> set[tuple[str, ...]]:
-    w = words(text)
-    return {tuple(w[i : i + 3]) for i in range(len(w) - 2)}
+    return _ORACLE.shingles(text)  # type: ignore[no-any-return]
 
 
-def exact(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
+exact = _ORACLE.exact_jaccard
 
 
 def edit(base: list[str], rate: float, rng: random.Random) -> str:

@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus = make_corpus(n)
     oracle_ok = check_against_oracle(corpus)
     if oracle_ok is False:
-        raise SystemExit("exact Jaccard from word ids disagrees with tests/oracle.py")
+        raise SystemExit("exact Jaccard from word ids disagrees with tests/support/oracle.py")
     parallel = cpu_parallelism(sys.executable)
     log(f"CPU check: 2 processes finish {parallel['speedup']:.2f}x faster than 1 after another")
     rng = np.random.default_rng(1)

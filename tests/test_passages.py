@@ -3,7 +3,7 @@
 Sources are articles of the test corpus; queries are other, unrelated articles with
 passages of 30-200 words of a source pasted in (exactly, or with ~5% of the words
 edited). The truth is where each plant sits in both texts, in code points; the oracle
-for "really shared" is the plain-Python shingle sets of tests/oracle.py.
+for "really shared" is the plain-Python shingle sets of tests/support/oracle.py.
 """
 
 from __future__ import annotations
