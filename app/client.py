@@ -14,7 +14,10 @@ The CLI's ``--url`` tools use it; so can any program::
     asyncio.run(main())
 
 Every method is one documented API call (see the README's API table) and returns
-the JSON answer as the TypedDicts below describe it. A refused or failed request
+the JSON answer as the TypedDicts below describe it. A 503 or 429 (Redis away, a
+failover, a rate limit) is tried again after its Retry-After, up to ``retries``
+times, for every call that is safe to repeat: all but an ingest that lets the
+service name the document, which a repeat could store twice. A refused or failed request
 raises ClientError with the status and the service's problem ``detail``; an unknown
 id is None (get) or False (delete). It imports nothing else of app: a client
 needs only httpx.
@@ -22,6 +25,7 @@ needs only httpx.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -101,6 +105,22 @@ def _query_value(value: Any) -> Any:
     return value
 
 
+# Answers that say "try again later": the service was briefly unable, not the request wrong.
+RETRY_STATUSES = frozenset({429, 503})
+# The longest wait between tries, whatever Retry-After says.
+MAX_WAIT_S = 30.0
+
+
+def retry_wait(resp: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before trying again: Retry-After when it is a number, else a
+    doubling back-off from 0.25 s."""
+    try:
+        wait = float(resp.headers.get("retry-after", ""))
+    except ValueError:
+        wait = 0.25 * 2**attempt
+    return min(max(wait, 0.0), MAX_WAIT_S)
+
+
 class Client:
     """One neardup service at base_url; the key defaults to NEARDUP_API_KEY."""
 
@@ -110,7 +130,9 @@ class Client:
         api_key: str | None = None,
         timeout: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        retries: int = 5,
     ) -> None:
+        self.retries = retries
         key = api_key if api_key is not None else os.environ.get("NEARDUP_API_KEY")
         headers = {"content-type": "application/json"}
         if key:
@@ -147,11 +169,21 @@ class Client:
         body: Any = None,
         params: dict[str, Any] | None = None,
         missing: Any = ...,
+        repeatable: bool = True,
     ) -> Any:
-        """One request; its JSON answer, or `missing` on a 404 when one is given."""
+        """One request (tried again on 503/429 when repeatable); its JSON answer, or
+        `missing` on a 404 when one is given."""
         query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
         content = None if body is None else orjson.dumps(body)
-        resp = await self.http.request(method, path, content=content, params=query)
+        attempt = 0
+        while True:
+            resp = await self.http.request(method, path, content=content, params=query)
+            if resp.status_code not in RETRY_STATUSES or not repeatable:
+                break
+            if attempt == self.retries:
+                break
+            await asyncio.sleep(retry_wait(resp, attempt))
+            attempt += 1
         if resp.status_code == 404 and missing is not ...:
             return missing
         if not resp.is_success:
@@ -184,12 +216,16 @@ class Client:
         found before it was stored."""
         body = {"id": id, "text": text, "metadata": metadata}
         params = {"similar": similar or None, "threshold": threshold, "limit": limit}
-        answer: Ingested = await self._call("POST", "/documents", body, params)
+        answer: Ingested = await self._call(
+            "POST", "/documents", body, params, repeatable=id is not None
+        )
         return answer
 
     async def ingest_batch(self, documents: Sequence[dict[str, Any]]) -> Batch:
         """POST /documents/batch (ingest_batch): up to 1000 `{id?, text, metadata?}`."""
-        answer: Batch = await self._call("POST", "/documents/batch", {"documents": documents})
+        named = all(d.get("id") is not None for d in documents)
+        body = {"documents": documents}
+        answer: Batch = await self._call("POST", "/documents/batch", body, repeatable=named)
         return answer
 
     async def put(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> Ingested:
@@ -282,5 +318,5 @@ class Client:
 
     async def ready(self) -> dict[str, Any]:
         """GET /readyz (check_ready): raises ClientError(503) while Redis is away."""
-        answer: dict[str, Any] = await self._call("GET", "/readyz")
+        answer: dict[str, Any] = await self._call("GET", "/readyz", repeatable=False)
         return answer

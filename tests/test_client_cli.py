@@ -160,3 +160,40 @@ def test_cli_version_and_defaults_in_help() -> None:
         for action in sub._actions:
             if action.option_strings and action.default not in (None, False, "==SUPPRESS=="):
                 assert f"(default: {action.default})" in shown, (name, action.dest)
+
+
+def test_client_tries_again_after_503_only_when_repeating_is_safe(tmp_path: Path) -> None:
+    """While Redis is paused a PUT gets 503 with Retry-After: with retries off the client
+    raises it, with retries on it waits and the PUT lands once Redis is back; an ingest
+    the service would name is never repeated."""
+    import threading
+
+    from support.procs import RedisProc
+
+    with RedisProc(tmp_path / "redis") as rds, Server(
+        tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning"
+    ) as server:  # fmt: skip
+        server.wait_ready()
+
+        async def attempt(retries: int, doc_id: str | None) -> str:
+            async with Client(server.url, retries=retries) as nd:
+                try:
+                    if doc_id is None:
+                        await nd.ingest(A)
+                    else:
+                        await nd.put(doc_id, A)
+                except ClientError as exc:
+                    return f"error {exc.status}"
+                return "stored"
+
+        rds.pause()
+        try:
+            assert asyncio.run(attempt(0, "once")) == "error 503"
+            assert asyncio.run(attempt(5, None)) == "error 503"  # unnamed: not repeated
+            # Resumed while the client waits out a Retry-After.
+            threading.Timer(1.5, rds.resume).start()
+            assert asyncio.run(attempt(5, "again")) == "stored"
+        finally:
+            rds.resume()
+        ids = rds.client().hkeys("nd:default:ids")
+        assert sorted(ids) == [b"again"]
