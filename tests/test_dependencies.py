@@ -107,3 +107,22 @@ def test_make_install_uses_the_constraints() -> None:
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("\n$(STAMP):", 1)[1].split("\n\n", 1)[0]
     assert "-c constraints.txt" in recipe and "constraints.txt" in makefile.split("SOURCES")[1]
+
+
+def test_uvicorn_protocol_internals_are_where_the_server_extends_them() -> None:
+    """app/service/server.py subclasses uvicorn's httptools protocol: the callbacks it
+    overrides and the attributes it reads are still there, and uvicorn is bounded tight."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    for name in (
+        "connection_made", "data_received", "connection_lost", "on_message_begin",
+        "on_headers_complete", "handle_websocket_upgrade", "on_body", "on_message_complete",
+    ):  # fmt: skip
+        assert callable(getattr(HttpToolsProtocol, name, None)), name
+    init = inspect.getsource(HttpToolsProtocol.__init__)
+    for attribute in ("self.connections", "self.loop", "self.transport", "self.cycle"):
+        assert attribute in init, attribute
+    (req,) = [r for r in map(Requirement, PROJECT["dependencies"]) if r.name == "uvicorn"]
+    (upper,) = [Version(s.version) for s in req.specifier if s.operator == "<"]
+    (lower,) = [Version(s.version) for s in req.specifier if s.operator == ">="]
+    assert upper.major == lower.major and upper.minor <= lower.minor + 2, req
