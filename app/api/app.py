@@ -12,9 +12,11 @@ from app import __version__, kernel
 from app.api import auth, openapi, problems, queries, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
-from app.api.routes import bulk, documents, duplicates, health, similar, ui
+from app.api.routes import bulk, collections, documents, duplicates, health, similar, ui
+from app.api.twins import twins
 from app.core.settings import Settings, load_settings
 from app.service import logs
+from app.service.collections import Collections
 from app.service.runtime import UncheckedIndex, open_index
 from app.service.supervisor import supervised_dir
 from app.service.sweeper import StartupCheck, sweep_forever
@@ -35,6 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A Redis that is down at start-up means 503s until it is back, not a crash.
         async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index
+            app.state.collections = Collections(index, settings)
             tasks = []
             if not app.state.startup_check.done:
                 tasks.append(asyncio.create_task(app.state.startup_check.run(index)))
@@ -68,13 +71,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
     extend_openapi(app, openapi.document)
-    routers = (bulk, documents, similar, duplicates, health, ui)
+    routers = (bulk, documents, similar, duplicates, health, ui, collections)
     for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the
         # route), which cost more than the rest of a /healthz. The routers carry no
         # prefix, tags or dependencies of the inclusion, so the schema is the same.
         app.router.routes.extend(router.routes)
+    # Every document, similar and duplicates route again under /collections/{name}:
+    # the same handlers, whose get_index reads the name from the path.
+    for r in (bulk, documents, similar, duplicates):
+        app.router.routes.extend(twins(r.router.routes))
     keys = auth.install(app, settings)
     if settings.rate_limit:
         # Inside Edge: a request without a valid key is refused before it costs a token.

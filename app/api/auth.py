@@ -33,6 +33,7 @@ PAGE = "/ui"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 READ_POSTS = frozenset({"/similar"})
 REALM = 'Bearer realm="neardup"'
+COLLECTIONS = "/collections/"
 
 
 def keyring(settings: Settings) -> KeyRing:
@@ -42,8 +43,18 @@ def keyring(settings: Settings) -> KeyRing:
 
 
 def needs_write(method: str, path: str) -> bool:
-    """Whether a request may change documents: anything but a read method or a query."""
-    return method not in READ_METHODS and path not in READ_POSTS
+    """Whether a request may change documents: anything but a read method or a query
+    (in the default collection or under /collections/{name})."""
+    return method not in READ_METHODS and collection_of(path)[1] not in READ_POSTS
+
+
+def collection_of(path: str) -> tuple[str | None, str]:
+    """The collection a path names (None: the default one) and the path without it;
+    /collections and /collections/{name} name a collection too."""
+    if not path.startswith(COLLECTIONS):
+        return None, path
+    name, _, rest = path[len(COLLECTIONS) :].partition("/")
+    return name or None, "/" + rest if rest else ""
 
 
 def _bearer(authorization: bytes | None) -> bytes | None:

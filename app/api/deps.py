@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Annotated
 
+from fastapi import Path, Request
+
+from app.core.settings import COLLECTION_RULE
 from app.index import Index
-from app.service.runtime import UncheckedIndex
+
+# The document, similar and duplicates routes exist twice: as they are (the
+# service's NEARDUP_COLLECTION) and under this prefix (the collection it names).
+COLLECTION_PREFIX = "/collections/{collection}"
 
 
 async def get_index(request: Request) -> Index:
-    """The index; one opened while Redis was down is checked first (503 until it can be)."""
-    index = request.app.state.index
-    if isinstance(index, UncheckedIndex):
-        await index.check()
-    return index
+    """The index of the collection the path names, or of the default one; one opened
+    while Redis was down is checked first (503 until it can be)."""
+    return await request.app.state.collections.get(request.path_params.get("collection"))
+
+
+async def collection_path(
+    collection: Annotated[str, Path(description=f"the collection's name: {COLLECTION_RULE}")],
+) -> None:
+    """Declares the prefix's path parameter (get_index resolves it), so the schema has it."""

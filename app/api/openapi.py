@@ -38,7 +38,14 @@ OPERATION_IDS = {
     ("GET", "/readyz"): "check_ready",
     ("GET", "/metrics"): "get_metrics",
     ("GET", "/collection"): "describe_collection",
+    ("POST", "/collections"): "create_collection",
+    ("GET", "/collections"): "list_collections",
+    ("GET", "/collections/{collection}"): "get_collection",
+    ("DELETE", "/collections/{collection}"): "delete_collection",
 }
+# The routes under this prefix (app.api.deps.COLLECTION_PREFIX) are named after their
+# unprefixed twins: find_similar -> find_similar_in_collection.
+PREFIX = "/collections/{collection}"
 
 
 def name_operations(schema: dict[str, Any]) -> None:
@@ -46,7 +53,13 @@ def name_operations(schema: dict[str, Any]) -> None:
     route missing there, which keeps FastAPI's generated id meanwhile)."""
     for path, ops in schema.get("paths", {}).items():
         for method, op in ops.items():
-            op["operationId"] = OPERATION_IDS.get((method.upper(), path), op["operationId"])
+            key = (method.upper(), path)
+            if key not in OPERATION_IDS and path.startswith(PREFIX + "/"):
+                twin = OPERATION_IDS.get((method.upper(), path[len(PREFIX) :]))
+                if twin is not None:
+                    op["operationId"] = f"{twin}_in_collection"
+                    continue
+            op["operationId"] = OPERATION_IDS.get(key, op["operationId"])
 
 
 def is_doc_path(path: str) -> bool:
@@ -122,6 +135,7 @@ BODY_EXAMPLES: dict[str, Any] = {
         "limit": 10,
         "filter": {"metadata": {"host": "example.com"}},
     },
+    "CollectionIn": {"name": "mirrors", "shingle": "word:3", "threshold": 0.8},
     "ImportIn": {
         "header": {
             "format": "neardup-export",

@@ -96,6 +96,10 @@ async def _invalid(_: Request, exc: Exception) -> ProblemResponse:
     return problem(422, title, str(exc))
 
 
+async def _conflict(_: Request, exc: Exception) -> ProblemResponse:
+    return problem(409, "Conflict", str(exc))
+
+
 async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
     return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER)
 
@@ -142,7 +146,7 @@ def _document_problems(schema: dict[str, Any]) -> None:
             responses = op.setdefault("responses", {})
             # Any route: an unknown query parameter, a URL that is not UTF-8 (app.api.edge).
             responses["422"] = problem_doc("the request is invalid; detail says what to fix")
-            if method in ("put", "post") and not path.startswith("/similar"):  # writes
+            if method in ("put", "post") and "/similar" not in path:  # writes (a collection's too)
                 responses.setdefault("507", problem_doc("Redis is out of memory: writes refused"))
             if "requestBody" in op:
                 responses.setdefault("413", problem_doc("the body is over NEARDUP_MAX_BODY_BYTES"))
@@ -168,5 +172,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(errors.Invalid, _invalid)
     app.add_exception_handler(errors.NotFound, _not_found)
+    app.add_exception_handler(errors.Conflict, _conflict)
     app.add_exception_handler(errors.Unavailable, _unavailable)
     app.add_exception_handler(errors.Full, _full)  # a subclass: its own answer

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
+from app.core.settings import COLLECTION_RULE, Settings
 from app.index.ids import check_id
+from app.service.collections import PARAMETERS
 
 MAX_BATCH = 1000
 MAX_LIMIT = 1000
@@ -209,3 +211,22 @@ class Problem(BaseModel):
     title: str
     status: int
     detail: str
+
+
+def _collection_in() -> type[BaseModel]:
+    """POST /collections: a name and the collection's parameters, each optional (the
+    service's setting when absent). The fields are app.service.collections.PARAMETERS,
+    typed as the settings are, so a new collection parameter needs no edit here."""
+    fields: dict[str, Any] = {
+        "name": (str, Field(description=f"the collection's name: {COLLECTION_RULE}")),
+    }
+    for name in PARAMETERS:
+        setting = Settings.model_fields[name]
+        fields[name] = (
+            setting.annotation | None,  # type: ignore[operator]
+            Field(None, description=f"default: the service's NEARDUP_{name.upper()}"),
+        )
+    return create_model("CollectionIn", __base__=_In, **fields)
+
+
+CollectionIn = _collection_in()

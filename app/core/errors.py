@@ -23,6 +23,10 @@ class NotFound(NeardupError):
     """What the request names does not exist (404)."""
 
 
+class Conflict(NeardupError):
+    """What the request names exists in a state that forbids it (409)."""
+
+
 class Unavailable(NeardupError):
     """A dependency cannot answer now; retrying later may succeed (503)."""
 

@@ -17,6 +17,14 @@ from app.core.redis_url import check_redis_url
 from app.core.shingles import parse_shingle
 
 _COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A collection's name is part of its Redis keys (nd:{name}:...): no ':', glob or
+# hash-tag characters, so SCAN patterns and cluster slots stay its own.
+COLLECTION_RULE = "1-64 letters, digits, '_' or '-'"
+
+
+def valid_collection(name: str) -> bool:
+    """Whether name may name a collection (COLLECTION_RULE)."""
+    return _COLLECTION.fullmatch(name) is not None
 
 
 class Settings(BaseSettings):
@@ -117,8 +125,8 @@ class Settings(BaseSettings):
     @field_validator("collection")
     @classmethod
     def _valid_collection(cls, value: str) -> str:
-        if not _COLLECTION.match(value):
-            raise ValueError("use 1-64 letters, digits, '_' or '-'")
+        if not valid_collection(value):
+            raise ValueError(f"use {COLLECTION_RULE}")
         return value
 
 

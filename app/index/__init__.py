@@ -3,7 +3,7 @@
 No HTTP and no wire format: it speaks to Redis only through app.store.
 """
 
-from app.index import records, texts
+from app.index import collections, records, texts
 from app.index.index import (
     BusyError,
     ConfigMismatchError,
@@ -40,6 +40,7 @@ __all__ = [
     "QueryResult",
     "ThresholdError",
     "TooLargeError",
+    "collections",
     "records",
     "texts",
 ]

@@ -92,6 +92,14 @@ class ConfigMismatchError(errors.Misconfigured):
     """The collection in Redis was made with other sketch parameters."""
 
 
+class DeletingError(errors.Conflict):
+    """The collection is marked for deletion: no reads or writes any more."""
+
+
+# The field of a stored config that marks its collection as being deleted.
+DELETING = "deleting"
+
+
 def _shares(sizes: Sequence[int], budget: int, most: int) -> list[int]:
     """How many members to read from sets of these sizes: at most `most` from each,
     about `budget` in all, evenly, what small sets leave over going to larger ones."""
@@ -165,6 +173,26 @@ class Params:
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def stored(cls, raw: bytes) -> Params:
+        """The parameters of a stored config (Store.config); a collection being deleted
+        (app.index.collections) has none any more."""
+        fields = orjson.loads(raw)
+        if fields.pop(DELETING, False):
+            raise DeletingError(
+                "the collection is being deleted; DELETE it again to finish, then create it anew"
+            )
+        if "band_buckets" not in fields:
+            raise ConfigMismatchError(
+                "the collection was made by an older neardup that kept one Redis SET per "
+                "band; ingest into a new NEARDUP_COLLECTION (or delete its nd:<name>:* keys)"
+            )
+        # A collection made before passages existed has no passage index.
+        fields.setdefault("passage_words", 0)
+        # ... and one made before texts could be kept keeps none.
+        fields.setdefault("keep_text", False)
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -304,17 +332,7 @@ class Index:
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> Index:
         """Open the collection, creating it with params if it is new."""
-        fields = orjson.loads(await store.config(params.to_json()))
-        if "band_buckets" not in fields:
-            raise ConfigMismatchError(
-                "the collection was made by an older neardup that kept one Redis SET per "
-                "band; ingest into a new NEARDUP_COLLECTION (or delete its nd:<name>:* keys)"
-            )
-        # A collection made before passages existed has no passage index.
-        fields.setdefault("passage_words", 0)
-        # ... and one made before texts could be kept keeps none.
-        fields.setdefault("keep_text", False)
-        stored = Params(**fields)
+        stored = Params.stored(await store.config(params.to_json()))
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
         params = replace(params, band_buckets=stored.band_buckets)

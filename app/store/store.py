@@ -31,6 +31,9 @@ def _handles(members: list[bytes]) -> np.ndarray:
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
 
 
+# The names of the collections made on this Redis (a SET outside every collection's
+# keys: '@' is in no collection name).
+REGISTRY = b"nd:@collections"
 # Buckets read in one exchange by a full scan (band_memberships).
 BUCKETS_PER_READ = 500
 
@@ -62,7 +65,12 @@ class Store:
 
     def __init__(self, transport: Transport, collection: str) -> None:
         self.transport = transport
+        self.collection = collection
         self._keys = Layout(collection)
+
+    def sibling(self, collection: str) -> Store:
+        """Another collection's store on this one's connection (closing one closes both)."""
+        return Store(self.transport, collection)
 
     @classmethod
     def connect(
@@ -138,6 +146,53 @@ class Store:
             await commands([(b"SET", key, proposed, b"NX")], write=True)
             (stored,) = await commands([(b"GET", key)])
         return stored if stored is not None else proposed
+
+    async def read_config(self) -> bytes | None:
+        """The collection's stored configuration, None when there is none."""
+        (stored,) = await self.transport.commands([(b"GET", self._keys.config)])
+        return stored
+
+    async def replace_config(self, value: bytes) -> None:
+        await self.transport.commands([(b"SET", self._keys.config, value)], write=True)
+
+    async def register(self) -> None:
+        """Add this collection to the registry of collections (before its config is made,
+        so a collection with a config is always listed)."""
+        add = (b"SADD", REGISTRY, self.collection.encode())
+        await self.transport.commands([add], write=True)
+
+    async def registered(self) -> list[str]:
+        """The names in the registry of collections, sorted."""
+        (names,) = await self.transport.commands([(b"SMEMBERS", REGISTRY)])
+        return sorted(n.decode() for n in names)
+
+    async def drop_some(self, most: int) -> int:
+        """Unlink up to `most` keys of this collection other than its config; how many.
+
+        A bounded step of deleting a collection: the config goes last (drop_config), so
+        a crash between steps leaves a collection that a new delete finishes.
+        """
+        found: list[bytes] = []
+        keys = self.transport.scan(self._keys.prefix + b"*")
+        try:
+            async for key in keys:
+                if key != self._keys.config:
+                    found.append(key)
+                    if len(found) >= most:
+                        break
+        finally:
+            close = getattr(keys, "aclose", None)  # redis-py's scan_iter is a generator
+            if close is not None:
+                await close()
+        if found:
+            await self.transport.commands([(b"UNLINK", k) for k in found], write=True)
+        return len(found)
+
+    async def drop_config(self) -> None:
+        """The last step of deleting a collection: its config, then its registry entry."""
+        await self.transport.commands([(b"UNLINK", self._keys.config)], write=True)
+        remove = (b"SREM", REGISTRY, self.collection.encode())
+        await self.transport.commands([remove], write=True)
 
     # ids and handles ------------------------------------------------------
 

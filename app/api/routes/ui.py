@@ -11,7 +11,6 @@ hostile text as HTML could not run it. The page's files need no API key
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from importlib import resources
 from typing import Annotated, Any
 
@@ -20,10 +19,8 @@ from fastapi.responses import RedirectResponse
 
 from app.api.deps import get_index
 from app.api.problems import problem
-from app.core import metrics
+from app.api.routes.collections import describe
 from app.index import Index
-from app.index.index import DISCOVERY_BUDGET
-from app.store.layout import MAX_INLINE
 
 router = APIRouter(tags=["ui"])
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -82,28 +79,5 @@ async def ui(path: str) -> Response:
 
 @router.get("/collection", response_model=dict[str, Any])
 async def collection(request: Request, index: IndexDep) -> dict[str, Any]:
-    """The collection's fixed parameters, its size, and the bounds of a query's work."""
-    return {
-        "name": request.app.state.settings.collection,
-        "documents": await index.count(),
-        "parameters": asdict(index.params),
-        "candidate_cap": index.candidate_cap,
-        # A band with more documents than this is hot (kept in a sorted set of its own).
-        "hot_band_size": MAX_INLINE,
-        # A query reads every member of its bands while they hold at most this many
-        # handles together; past it, an even share of each (its work stays bounded).
-        "discovery_budget": DISCOVERY_BUDGET * index.candidate_cap,
-        # What the cap did to this process's queries so far (the same as /metrics).
-        "since_start": {
-            "queries": _sample(metrics.CANDIDATES, "_count"),
-            "capped": _sample(metrics.CANDIDATES_CAPPED, "_total"),
-            "verified": _sample(metrics.CANDIDATES_VERIFIED, "_total"),
-            "kept": _sample(metrics.CANDIDATES_KEPT, "_total"),
-        },
-    }
-
-
-def _sample(metric: Any, suffix: str) -> int:
-    """The value of an unlabelled metric's sample with this suffix (prometheus_client's
-    public collect(), not its internals)."""
-    return int(sum(s.value for f in metric.collect() for s in f.samples if s.name.endswith(suffix)))
+    """The default collection's fixed parameters, its size, and the bounds of a query's work."""
+    return await describe(index, request.app.state.settings.collection)
