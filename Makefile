@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/passages.py
 	$(BIN)/python bench/hotband.py
+	$(BIN)/python bench/html_in.py
 
 clean:
 	rm -rf $(VENV) .lock-venv build dist *.egg-info native/build

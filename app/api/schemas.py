@@ -8,6 +8,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from app.core.settings import COLLECTION_RULE, Settings
+from app.index.html import PLAIN, ContentType, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
 
@@ -36,14 +37,30 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class DocumentIn(_In):
+CONTENT_TYPE_DOC = (
+    "text/html: text is a page; its main text is extracted (menus, footers and banners "
+    "dropped) and that is what is indexed and what passage offsets refer to"
+)
+
+
+class _Text(_In):
+    """A body with a text that may be HTML: after validation, text is what to index."""
+
+    text: str = Field(description="the document text (UTF-8), or a page with text/html")
+    content_type: ContentType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+
+    @model_validator(mode="after")
+    def _extract(self) -> _Text:
+        self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
+        return self
+
+
+class DocumentIn(_Text):
     id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
-    text: str = Field(description="the document text (UTF-8)")
     metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
-class DocumentPut(_In):
-    text: str
+class DocumentPut(_Text):
     metadata: Metadata = None
 
 
@@ -75,14 +92,19 @@ class FilterIn(_In):
     )
 
 
-class SimilarIn(_In):
-    text: str
+class SimilarIn(_Text):
     threshold: Threshold | None = None
     limit: Limit = 10
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
     filter: FilterIn | None = Field(None, description=FILTER_DOC, examples=[FILTER_EXAMPLE])
+    return_text: bool = Field(
+        False,
+        strict=True,
+        description="answer the indexed text too (with text/html: the "
+        "extracted text, which passage offsets refer to)",
+    )
 
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
@@ -101,12 +123,16 @@ class Match(BaseModel):
     similarity: float
 
 
+TEXT_OUT_DOC = "with return_text=true: the text as indexed (offsets refer to it)"
+
+
 class SimilarOut(BaseModel):
     id: str | None = None
     threshold: float
     results: list[Match]
     candidates: int = Field(description="LSH candidates verified for this answer")
     capped: bool = Field(description="true when the candidate cap cut the candidates")
+    text: str | None = Field(None, description=TEXT_OUT_DOC)
 
 
 class PassageOut(BaseModel):
@@ -134,6 +160,7 @@ class ContainmentOut(BaseModel):
     common: int = Field(
         description="passage anchors of the query too common in the collection to read in full"
     )
+    text: str | None = Field(None, description=TEXT_OUT_DOC)
 
 
 class DocumentOut(BaseModel):

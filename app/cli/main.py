@@ -127,7 +127,9 @@ def _ingest(args: argparse.Namespace) -> int:
         return 2
 
     async def work(backend: Backend) -> int:
-        summary = await tools.ingest(backend, args.files, err, progress=not args.quiet)
+        summary = await tools.ingest(
+            backend, args.files, err, progress=not args.quiet, html=args.html
+        )
         print(summary.report())
         return 0
 
@@ -142,6 +144,8 @@ def _query(args: argparse.Namespace) -> int:
     text = None
     if args.id is None:
         text = sys.stdin.read()
+        if args.html:
+            text = _html_text(text)
     measure = "containment" if args.containment or args.evidence else "jaccard"
     where = _filter_arg(args.filter)
     texts = tools.read_texts(args.texts) if args.texts else {}
@@ -155,6 +159,17 @@ def _query(args: argparse.Namespace) -> int:
         return 0
 
     return _run_tool(args, work)
+
+
+def _html_text(page: str) -> str:
+    """--html: a page's main text (what the API's content_type text/html indexes)."""
+    from app.index.html import HTMLError, extract
+
+    try:
+        return extract(page)
+    except HTMLError as exc:
+        print(f"neardup: --html: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _duplicates(args: argparse.Namespace) -> int:
@@ -331,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
         "files", nargs="+", metavar="FILE", help="JSON Lines ({id, text, metadata?}) or 'id text'"
     )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--html",
+        action="store_true",
+        help="texts are HTML pages: their main text is indexed (content_type text/html)",
+    )
     _add_target(ingest)
     ingest.set_defaults(func=_ingest)
 
@@ -347,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON: only documents whose metadata matches, e.g. \'{"metadata": {"lang": "en"}}\'',
     )
     query.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    query.add_argument(
+        "--html",
+        action="store_true",
+        help="stdin is an HTML page: query with its main text (content_type text/html)",
+    )
     query.add_argument(
         "--containment",
         action="store_true",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import sys
 import time
@@ -25,6 +26,7 @@ from app.cli.backends import Backend, BackendError
 from app.cli.sources import Line, read_lines, total_bytes
 from app.core.errors import NeardupError
 from app.index.check import KINDS, CheckReport
+from app.index.html import HTMLError, extract
 
 BATCH = 500
 IN_FLIGHT = 4
@@ -53,10 +55,26 @@ def _batches(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
         yield chunk
 
 
+def html_lines(lines: Iterator[Line]) -> Iterator[Line]:
+    """Lines whose texts are pages, as lines of their extracted main texts; a page with
+    no text becomes a skipped line that says why (as the API's 422 would)."""
+    for ln in lines:
+        if ln.document is None:
+            yield ln
+            continue
+        try:
+            text = extract(ln.document.text)
+        except HTMLError as exc:
+            yield dataclasses.replace(ln, document=None, error=str(exc))
+            continue
+        yield dataclasses.replace(ln, document=dataclasses.replace(ln.document, text=text))
+
+
 async def ingest(
-    backend: Backend, paths: list[str], err: Console, progress: bool = True
+    backend: Backend, paths: list[str], err: Console, progress: bool = True, html: bool = False
 ) -> IngestSummary:
-    """Send every good line of every file in batches, reporting bad lines as it goes."""
+    """Send every good line of every file in batches, reporting bad lines as it goes; with
+    html, each text is a page and its main text is what is sent."""
     summary = IngestSummary()
     started = time.monotonic()
     total = total_bytes(paths)
@@ -66,7 +84,9 @@ async def ingest(
         TextColumn("{task.fields[docs]} docs  {task.fields[rate]} docs/s"),
         TimeRemainingColumn(),
     )
-    lines = itertools.chain.from_iterable(read_lines(p) for p in paths)
+    lines: Iterator[Line] = itertools.chain.from_iterable(read_lines(p) for p in paths)
+    if html:
+        lines = html_lines(lines)
     pending: set[asyncio.Task[None]] = set()
     with Progress(*columns, console=err, disable=not progress, transient=False) as bar:
         task = bar.add_task("ingest", total=total, docs=0, rate=0)

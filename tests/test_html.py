@@ -1,0 +1,192 @@
+"""content_type text/html: main-text extraction on ingest and query, and its 422s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from support import oracle
+
+from app.index.html import HTMLError, extract
+
+PAGES = Path(__file__).parent / "data" / "html"
+# The article paragraphs the fixture pages were written from (tests/data/html/*.html).
+BRIDGE_START = "The old stone bridge over the river Wend will close for eight months"
+ORCHARD_START = "Volunteers have planted more than two hundred fruit trees"
+BOILERPLATE = ("cookies", "Subscribe to the Riverside Gazette", "All rights reserved", "Most read")
+
+
+def _page(name: str) -> str:
+    return (PAGES / f"{name}.html").read_text(encoding="utf-8")
+
+
+def _words3(text: str) -> set:
+    return oracle.shingles(text, "word:3")
+
+
+def _ingest(client: TestClient, doc_id: str, html: str) -> dict:
+    r = client.put(f"/documents/{doc_id}", json={"text": html, "content_type": "text/html"})
+    assert r.status_code in (200, 201), r.text
+    return r.json()
+
+
+def test_extraction_drops_the_site_template() -> None:
+    """The extracted text holds the article and none of the menu, cookie banner or footer."""
+    text = extract(_page("site_bridge"))
+    assert BRIDGE_START in text
+    for phrase in BOILERPLATE:
+        assert phrase not in text
+
+
+def test_mirror_matches_and_same_site_page_does_not(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
+    """A mirror under another template matches the page; an unrelated page of the same site
+    (same navigation, banner and footer) does not, at the default threshold."""
+    threshold = settings.threshold
+    _ingest(client, "site/bridge", _page("site_bridge"))
+    _ingest(client, "site/orchard", _page("site_orchard"))
+    q = {"text": _page("mirror_bridge"), "content_type": "text/html", "return_text": True}
+    body = client.post("/similar", json=q).json()
+    ids = [r["id"] for r in body["results"]]
+    assert ids == ["site/bridge"]
+    # The oracle over the two extracted texts agrees that the pair clears the threshold.
+    mirror, page = body["text"], extract(_page("site_bridge"))
+    assert oracle.exact_jaccard(_words3(mirror), _words3(page)) >= threshold
+    # Unrelated pages of one site: near zero, though their raw HTML shares the template.
+    raw = oracle.exact_jaccard(_words3(_page("site_bridge")), _words3(_page("site_orchard")))
+    orchard = client.post(
+        "/similar", json={"text": _page("site_orchard"), "content_type": "text/html"}
+    ).json()
+    assert [r["id"] for r in orchard["results"]] == ["site/orchard"]
+    assert raw >= threshold  # as plain text the two would be duplicates (the trap)
+
+
+def test_the_fixture_is_a_real_trap(settings) -> None:  # type: ignore[no-untyped-def]
+    """The control: as plain text, the two unrelated pages of one site share so much
+    template that their exact Jaccard clears the default threshold, which is what
+    content_type text/html must (and, above, does) undo."""
+    bridge, orchard = _page("site_bridge"), _page("site_orchard")
+    assert oracle.exact_jaccard(_words3(bridge), _words3(orchard)) >= settings.threshold
+
+
+def test_passage_offsets_slice_the_returned_text(client: TestClient) -> None:
+    """Containment evidence offsets are exact slices of the extracted text answered with
+    return_text, and of the stored page's extracted text."""
+    _ingest(client, "src", _page("site_bridge"))
+    q = {
+        "text": _page("mirror_bridge"),
+        "content_type": "text/html",
+        "measure": "containment",
+        "evidence": True,
+        "return_text": True,
+    }
+    body = client.post("/similar", json=q).json()
+    assert body["results"] and body["results"][0]["id"] == "src"
+    query_text, source_text = body["text"], extract(_page("site_bridge"))
+    passages = body["results"][0]["passages"]
+    assert passages
+    for p in passages:
+        shown = query_text[p["query_start"] : p["query_end"]]
+        source = source_text[p["source_start"] : p["source_end"]]
+        # A passage is a run of shared words: the oracle's words of both slices agree.
+        assert oracle.words(shown) == oracle.words(source)
+        assert len(oracle.words(shown)) >= 3
+    assert BRIDGE_START in query_text
+
+
+def test_bad_pages_are_422(client: TestClient) -> None:
+    """A binary page, a page without text and an empty page are 422 with a detail that
+    says which, on ingest, batch and query alike; nothing is stored."""
+    binary = (PAGES / "broken.html").read_bytes().decode("latin-1")
+    cases = {
+        "binary": binary,
+        "no text": _page("no_text"),
+        "empty": "   ",
+    }
+    for name, html in cases.items():
+        for method, path, body in (
+            ("put", "/documents/bad", {"text": html, "content_type": "text/html"}),
+            ("post", "/documents", {"id": "bad", "text": html, "content_type": "text/html"}),
+            (
+                "post",
+                "/documents/batch",
+                {"documents": [{"id": "bad", "text": html, "content_type": "text/html"}]},
+            ),
+            ("post", "/similar", {"text": html, "content_type": "text/html"}),
+        ):
+            r = client.request(method, path, json=body)
+            assert r.status_code == 422, (name, path, r.text)
+            detail = r.json()["detail"]
+            assert "HTML" in detail or "page" in detail, (name, detail)
+    assert client.get("/documents/bad").status_code == 404
+
+
+def test_unknown_content_type_is_422(client: TestClient) -> None:
+    """A content type other than text/plain and text/html is named in a 422."""
+    r = client.post("/similar", json={"text": "x", "content_type": "application/pdf"})
+    assert r.status_code == 422 and "content_type" in r.text
+
+
+def test_charset_mismatch_and_mojibake() -> None:
+    """A meta charset that disagrees with the (already decoded) text is ignored, and UTF-8
+    bytes decoded as Latin-1 are repaired, so both give the page's real text."""
+    body = "<p>Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e served na\u00efvely every morning</p>"
+    page = f'<html><head><meta charset="windows-1251"></head><body>{body}</body></html>'
+    right = extract(page)
+    assert "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e" in right
+    garbled = page.encode("utf-8").decode("latin-1")
+    assert garbled != page
+    assert extract(garbled) == right
+
+
+def test_broken_markup_still_gives_text() -> None:
+    """Unclosed tags are HTML as browsers read it: the text is extracted, not refused."""
+    text = extract("<div><p>unclosed <b>bold words <i>and more words here<table><tr><td>cell")
+    assert oracle.words(text) == [
+        "unclosed",
+        "bold",
+        "words",
+        "and",
+        "more",
+        "words",
+        "here",
+        "cell",
+    ]
+
+
+def test_extract_refuses_binary_directly() -> None:
+    """The extraction module's own error is an Invalid (a 422 wherever it is raised)."""
+    with pytest.raises(HTMLError):
+        extract("\x00\x01\x02" * 100)
+
+
+def test_cli_html_ingest_and_query(tmp_path: Path) -> None:
+    """`neardup ingest --html` indexes the pages' main texts (a page with none is a skipped
+    line) and `neardup query --html` finds the mirror's page, not its same-site neighbour."""
+    import json
+    import os
+    import subprocess
+
+    from support.corpus import neardup_cmd
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
+    lines = [
+        {"id": "bridge", "text": _page("site_bridge")},
+        {"id": "orchard", "text": _page("site_orchard")},
+        {"id": "empty", "text": _page("no_text")},
+    ]
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+        cmd = [*neardup_cmd(), *args]
+        return subprocess.run(cmd, env=env, input=stdin, capture_output=True, timeout=120)
+
+    done = run("ingest", "--quiet", "--html", str(src))
+    assert done.returncode == 0, done.stderr
+    assert b"ingested 2 documents" in done.stdout
+    assert b"pages.jsonl:3: skipped: the page has no text" in done.stderr
+    found = run("query", "--html", "--json", stdin=_page("mirror_bridge").encode())
+    assert found.returncode == 0, found.stderr
+    assert [r["id"] for r in json.loads(found.stdout)["results"]] == ["bridge"]
