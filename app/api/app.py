@@ -19,7 +19,7 @@ from app.service import logs
 from app.service.collections import Collections
 from app.service.runtime import UncheckedIndex, open_index
 from app.service.supervisor import supervised_dir
-from app.service.sweeper import StartupCheck, sweep_forever
+from app.service.sweeper import StartupCheck, expire_forever, sweep_forever
 
 STARTUP_CHECK_WAIT_S = 5.0
 
@@ -46,6 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # /readyz answers 503.
                 if not isinstance(index, UncheckedIndex):
                     await asyncio.wait(tasks, timeout=STARTUP_CHECK_WAIT_S)
+            tasks.append(
+                asyncio.create_task(
+                    expire_forever(index, settings.expiry_interval, settings.expiry_batch)
+                )
+            )
             if settings.check_interval:
                 tasks.append(asyncio.create_task(sweep_forever(index, settings.check_interval)))
             try:

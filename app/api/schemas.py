@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -55,12 +57,59 @@ class _Text(_In):
         return self
 
 
-class DocumentIn(_Text):
+TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
+EXPIRES_DOC = (
+    "when the document stops answering and is removed: RFC 3339 with an offset, in the "
+    "future; give ttl or expires_at, not both (neither: the collection's default_ttl)"
+)
+
+
+def parse_expiry(value: str) -> datetime:
+    """An RFC 3339 time with an offset (Z or +hh:mm)."""
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None or "T" not in value.upper():
+        raise ValueError(
+            f"expires_at {value!r} is not an RFC 3339 time with an offset, "
+            "e.g. 2030-01-31T12:00:00Z"
+        )
+    return when
+
+
+def rfc3339(ms: int) -> str:
+    """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+class _Expiring(_In):
+    ttl: int | None = Field(None, gt=0, description=TTL_DOC)
+    expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> _Expiring:
+        if self.ttl is not None and self.expires_at is not None:
+            raise ValueError("give ttl or expires_at, not both")
+        if self.expires_at is not None and parse_expiry(self.expires_at).timestamp() <= time.time():
+            raise ValueError(f"expires_at {self.expires_at} is in the past; give a later time")
+        return self
+
+    def expires_ms(self) -> int | None:
+        """When it expires, ms since the epoch; None: the collection's default."""
+        if self.ttl is not None:
+            return time.time_ns() // 1_000_000 + 1000 * self.ttl
+        if self.expires_at is not None:
+            return int(parse_expiry(self.expires_at).timestamp() * 1000)
+        return None
+
+
+class DocumentIn(_Text, _Expiring):
     id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
     metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
-class DocumentPut(_Text):
+class DocumentPut(_Text, _Expiring):
     metadata: Metadata = None
 
 
@@ -169,6 +218,7 @@ class DocumentOut(BaseModel):
     metadata: dict[str, Any] | None = None
     # The text; only in collections that keep texts (NEARDUP_KEEP_TEXT).
     text: str | None = None
+    expires_at: str | None = Field(default=None, description="RFC 3339 (UTC); absent: never")
 
 
 class IngestOut(BaseModel):

@@ -56,6 +56,10 @@ DUPLICATE_IDS_DROPPED = Counter(
     "neardup_duplicate_ids_dropped_total",
     "Answer entries dropped because an id was already in the answer (should stay 0)",
 )
+DOCUMENTS_EXPIRED = Counter(
+    "neardup_documents_expired_total",
+    "Expired documents removed by the sweeper (they stopped answering when they expired)",
+)
 ORPHANS_REPAIRED = Counter(
     "neardup_check_repaired_total",
     "Orphaned or dangling entries the consistency check removed, by kind",

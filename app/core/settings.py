@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     # Keep each document's text (compressed, fixed with the collection) so the report
     # page can show a source beside its passages and GET /documents/{id} returns it.
     keep_text: bool = False
+    # Seconds a document lives when its ingest names no ttl or expires_at (fixed with the
+    # collection); 0 keeps documents until they are deleted.
+    default_ttl: int = Field(0, ge=0, le=100 * 365 * 24 * 3600)
+    # Seconds between ticks of the expiry sweeper, and documents it removes per tick.
+    expiry_interval: float = Field(1.0, gt=0, le=3600)
+    expiry_batch: int = Field(100, ge=1, le=100_000)
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
     candidate_cap: int = Field(200, ge=10, le=100_000)
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)

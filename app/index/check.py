@@ -16,6 +16,12 @@ band entry belongs to a live document's record. What breaks it, by kind:
                     delete or a first write that stopped half-way)
     stale_texts     a live document's kept text written for another version of
                     its record (a replace that stopped between text and record)
+    stale_expiries  an expiry queue entry of a handle with no record, due for
+                    longer than a write lock lives (a delete that stopped before
+                    its last step)
+
+A document that has expired is the sweeper's (app.index.expiry): whatever of it
+is left, mid-sweep or not yet swept, is not a finding.
 
 The scan is not a snapshot, so every finding is checked again, under the
 id's write lock, before anything is removed: a write in flight is never
@@ -34,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.core import metrics
-from app.index import records, texts
+from app.index import expiry, records, texts
 from app.index.index import Index, anchors_of
 
 
@@ -51,6 +57,7 @@ KINDS = (
     "missing_bands",
     "orphan_texts",
     "stale_texts",
+    "stale_expiries",
 )
 
 
@@ -124,8 +131,13 @@ async def check(
     live: dict[int, np.ndarray] = {}
     digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
+    at = expiry.now_ms()
+    due: set[int] = set()  # expired: the sweeper's
     async for h, raw in _records(index, batch, pause):
         report.records += 1
+        if not expiry.alive(raw, at):
+            due.add(h)
+            continue
         rec = records.unpack(raw)
         if mapping.get(rec.id) == h:
             live[h] = entries_of(rec)
@@ -134,7 +146,7 @@ async def check(
         else:
             orphans[h] = (rec.id, entries_of(rec))
             report.note("orphan_records", f"handle {h} says id {rec.id!r}")
-    dangling = [(i, h) for i, h in mapping.items() if h not in live]
+    dangling = [(i, h) for i, h in mapping.items() if h not in live and h not in due]
     for doc_id, h in dangling:
         report.note("dangling_ids", f"id {doc_id!r} -> handle {h}")
     mapped = set(mapping.values())
@@ -147,7 +159,7 @@ async def check(
             if len(extra):
                 stray[h] = extra
                 report.note("stray_bands", f"handle {h}: {len(extra)} entries", len(extra))
-        elif h not in mapped and h not in orphans:
+        elif h not in mapped and h not in orphans and h not in due:
             unreachable.append(h)
             report.note("orphan_bands", f"handle {h}: {len(keys)} entries", len(keys))
     for h, listed in live.items():
@@ -155,16 +167,32 @@ async def check(
         if len(lacking):
             missing[h] = lacking
             report.note("missing_bands", f"handle {h}: {len(lacking)} entries", len(lacking))
-    lost_texts = sorted(h for h in texted if h not in live and h not in mapped and h not in orphans)
+    lost_texts = sorted(
+        h for h in texted if h not in live and h not in mapped and h not in orphans and h not in due
+    )
     for h in lost_texts:
         report.note("orphan_texts", f"handle {h}")
     stale = await _stale_texts(index, digests, batch)
     for h in stale:
         report.note("stale_texts", f"handle {h}")
+    queued = await _stale_expiries(index, at)
+    for h in queued:
+        report.note("stale_expiries", f"handle {h}")
     if repair and not report.clean:
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
         await _repair_texts(index, report, lost_texts, stale, mapping)
+        if queued:  # a handle without a record is never written again (module docstring)
+            await index.store.drop_expiries(queued)
+            report.repaired["stale_expiries"] += len(queued)
+            metrics.ORPHANS_REPAIRED.labels("stale_expiries").inc(len(queued))
     return report
+
+
+async def _stale_expiries(index: Index, at: int) -> list[int]:
+    """Queued handles without a record, due since before a write could still be in flight."""
+    old = [h for h, ms in await index.store.due_expiries(at - expiry.GRACE_MS, 2**31)]
+    present = await index.store.records(old)
+    return [h for h, raw in zip(old, present, strict=True) if raw is None]
 
 
 async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> CheckReport:

@@ -32,6 +32,7 @@ from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records, texts
+from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
@@ -76,6 +77,12 @@ class TooLargeError(errors.TooLarge):
     """A text is over the configured size limit."""
 
     title = "Text too large"
+
+
+class ExpiryError(errors.Invalid):
+    """An expiry that has already passed."""
+
+    title = "Expiry in the past"
 
 
 class NoPassagesError(errors.Invalid):
@@ -131,6 +138,9 @@ class Params:
     # Whether each document's text is kept (compressed, app.index.texts), so a reviewer
     # can read a source beside the passages found in it.
     keep_text: bool = False
+    # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
+    # made before expiry existed).
+    default_ttl: int = 0
 
     @classmethod
     def create(
@@ -143,6 +153,7 @@ class Params:
         capacity: int = DEFAULT_CAPACITY,
         passage_words: int = DEFAULT_PASSAGE_WORDS,
         keep_text: bool = False,
+        default_ttl: int = 0,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -158,6 +169,7 @@ class Params:
             buckets,
             passage_words,
             keep_text,
+            default_ttl,
         )
 
     @property
@@ -192,6 +204,8 @@ class Params:
         fields.setdefault("passage_words", 0)
         # ... and one made before texts could be kept keeps none.
         fields.setdefault("keep_text", False)
+        # ... and one made before expiry existed keeps documents for ever.
+        fields.setdefault("default_ttl", 0)
         return cls(**fields)
 
 
@@ -202,6 +216,8 @@ class Document:
     text: str
     id: str | None = None
     metadata: dict | None = None
+    # When it stops answering (ms since the epoch); None: the collection's default_ttl.
+    expires_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -450,7 +466,7 @@ class Index:
         (handle,) = await self.store.handles([doc_id])
         if handle is None:
             return None
-        (raw,) = await self.store.records([handle])
+        (raw,) = await live_records(self.store, [handle])
         if raw is None:
             return None
         rec = records.unpack(raw)
@@ -520,7 +536,7 @@ class Index:
         metrics.CANDIDATES.observe(len(handles))
         if capped:
             metrics.CANDIDATES_CAPPED.inc()
-        fetched = await self.store.records(handles.tolist())
+        fetched = await live_records(self.store, handles.tolist())
         present = [i for i, r in enumerate(fetched) if r is not None]
         raws = [fetched[i] for i in present]
         if not raws:
@@ -616,7 +632,7 @@ class Index:
         (handle,) = await self.store.handles([doc_id])
         if handle is None:
             return None
-        (raw,) = await self.store.records([handle])
+        (raw,) = await live_records(self.store, [handle])
         if raw is None:
             return None
         rec = records.unpack(raw)
@@ -639,7 +655,7 @@ class Index:
         k = parse_shingle(p.passage_shingle)[1]
         min_words = max(k + 1, p.passage_words // 3)
         handles, capped, common = await self._candidates(anchor_keys(layout.anchor_hashes), exclude)
-        fetched = await self.store.records(handles.tolist())
+        fetched = await live_records(self.store, handles.tolist())
         shingles = max(1, layout.words - k + 1)
         indexed = Query(layout)
         scored, raws = [], []
@@ -690,7 +706,7 @@ class Index:
         (handle,) = await self.store.handles([doc_id])
         if handle is None:
             return None
-        (raw,) = await self.store.records([handle])
+        (raw,) = await live_records(self.store, [handle])
         return None if raw is None else records.unpack(raw)
 
     async def read(self, doc_id: str) -> tuple[records.Record, str | None] | None:
@@ -699,7 +715,7 @@ class Index:
         (handle,) = await self.store.handles([doc_id])
         if handle is None:
             return None
-        (raw,) = await self.store.records([handle])
+        (raw,) = await live_records(self.store, [handle])
         if raw is None:
             return None
         text = None
@@ -709,24 +725,60 @@ class Index:
         return records.unpack(raw), text
 
     async def delete(self, doc_id: str) -> bool:
-        """Remove a document: record first, then its text, its bands, and its id."""
+        """Remove a document; False if there was none (or it had expired)."""
         async with self.locked([doc_id]):
             (handle,) = await self.store.handles([doc_id])
             if handle is None:
                 return False
             (raw,) = await self.store.records([handle])
-            if raw is not None:
-                await self.store.delete_records([handle])
-            if self.params.keep_text:
-                await self.store.delete_texts([handle])
-            if raw is not None:
-                rec = records.unpack(raw)
-                await self.store.remove_bands([(handle, rec.band_keys)])
-                await self.store.remove_bands([(handle, anchors_of(rec))])
-            # A mapping without a record (a write that crashed before its record)
-            # goes too: the id is free again either way.
-            await self.store.forget_ids([doc_id], [handle])
-            return raw is not None
+            await self._remove(doc_id, handle, raw)
+            return live([raw]) != [None]
+
+    async def expire(self, doc_id: str, handle: int, at_ms: int) -> bool:
+        """The sweeper's delete of one queued handle whose record names doc_id: removed
+        as DELETE removes it if it has expired by at_ms; else its queue entry is set
+        right (a replace that changed the expiry and stopped before its last step)."""
+        async with self.locked([doc_id]):
+            (current,) = await self.store.handles([doc_id])
+            (raw,) = await self.store.records([handle])
+            if raw is None:
+                await self.store.drop_expiries([handle])
+                return False
+            expires = records.expires_of(raw)
+            if expires == 0 or expires > at_ms:
+                if expires == 0 or current != handle:  # a ghost's is the check's to remove
+                    await self.store.drop_expiries([handle])
+                else:
+                    await self.store.add_expiries([(handle, expires)])
+                return False
+            await self._remove(doc_id, handle, raw)
+            return True
+
+    async def _remove(self, doc_id: str, handle: int, raw: bytes | None) -> None:
+        """Remove one handle's record, text, band entries, id and queue entry, under the
+        id's lock (delete and expire: one delete).
+
+        A live record goes first, so nothing answers for the document from the first
+        step. An expired one answers nothing already, so it goes last: a sweep cut off
+        midway leaves the record, and with it the band keys and the queue entry, for
+        the next sweep to finish the job.
+        """
+        visible = raw is not None and live([raw]) != [None]
+        if visible:
+            await self.store.delete_records([handle])
+        if self.params.keep_text:
+            await self.store.delete_texts([handle])
+        if raw is not None:
+            rec = records.unpack(raw)
+            await self.store.remove_bands([(handle, rec.band_keys)])
+            await self.store.remove_bands([(handle, anchors_of(rec))])
+        # A mapping without a record (a write that crashed before its record)
+        # goes too: the id is free again either way.
+        await self.store.forget_ids([doc_id], [handle])
+        if raw is not None and not visible:
+            await self.store.delete_records([handle])
+        if raw is not None and records.expires_of(raw):
+            await self.store.drop_expiries([handle])
 
     async def count(self) -> int:
         """The number of stored documents."""
@@ -753,6 +805,7 @@ class Index:
         its result and nothing of it is stored.
         """
         t = self.check_threshold(threshold) if similar else self.params.threshold
+        expires = self.expiries(docs)
         ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
         sk = await self._sketch([d.text for d in docs])
         results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
@@ -782,10 +835,23 @@ class Index:
                 [(i, docs[i].metadata) for i in batch],
                 sk,
                 [docs[i].text for i in batch],
+                [expires[i] for i in batch],
             )
             for i, c in zip(batch, created, strict=True):
                 results[i].created = c
         return results
+
+    def expiries(self, docs: Sequence[Document]) -> list[int]:
+        """When each document expires (ms since the epoch; 0: never): its own expiry,
+        else the collection's default_ttl from now; one already past is refused."""
+        now = now_ms()
+        default = now + 1000 * self.params.default_ttl if self.params.default_ttl else 0
+        out = [default if d.expires_ms is None else d.expires_ms for d in docs]
+        for i, ms in enumerate(out):
+            if ms and ms <= now:
+                where = f"document {i}" if len(docs) > 1 else "the document"
+                raise ExpiryError(f"{where} would expire in the past; give a later expiry")
+        return out
 
     async def _write(
         self,
@@ -793,12 +859,17 @@ class Index:
         items: list[tuple[int, dict | None]],
         sk: _Sketched,
         bodies: list[str] | None = None,
+        expires: list[int] | None = None,
     ) -> list[bool]:
         """Write one round (each id once) under the ids' locks; bodies are the texts to
-        keep (None: an import of sketches, which has none)."""
+        keep (None: an import of sketches, which has none), expires when each expires
+        (ms since the epoch, 0 or None: never)."""
+        ends = expires if expires is not None else [0] * len(ids)
         async with self.locked(ids):
             handles = await self.store.assign_handles(ids)
             old = await self.store.records(handles)
+            # Queued before anything else is written, so no record expires unqueued.
+            await self.store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
             new = [
                 records.pack(
                     doc_id,
@@ -807,8 +878,9 @@ class Index:
                     int(sk.shingles[i]),
                     meta,
                     sk.passages(i),
+                    end,
                 )
-                for doc_id, (i, meta) in zip(ids, items, strict=True)
+                for doc_id, (i, meta), end in zip(ids, items, ends, strict=True)
             ]
             pairs = list(zip(handles, items, strict=True))
             await self.store.add_bands([(h, sk.band_keys[i]) for h, (i, _) in pairs])
@@ -828,7 +900,15 @@ class Index:
                     stale_anchors.append((h, np.setdiff1d(anchors_of(rec), sk.anchors(i))))
             await self.store.remove_bands([(h, k) for h, k in stale_bands if len(k)])
             await self.store.remove_bands([(h, k) for h, k in stale_anchors if len(k)])
-            return [raw is None for raw in old]
+            # A replaced version's queue entry, now that its record no longer expires.
+            await self.store.drop_expiries(
+                [
+                    h
+                    for h, e, raw in zip(handles, ends, old, strict=True)
+                    if not e and raw is not None and records.expires_of(raw)
+                ]
+            )
+            return [raw is None for raw in live(old)]
 
     @asynccontextmanager
     async def locked(self, ids: list[str]) -> AsyncIterator[None]:

@@ -7,9 +7,13 @@ records joined end to end can be read as one uint32 array):
     | u32 passages_len
     fp_len x u32 fingerprint | bands x u64 band keys | id (UTF-8) | metadata (JSON)
     | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
+    [| u64 expires_at (milliseconds since the epoch), only when the document expires]
 
 The last header word was always 0 before passages existed, so older records
-read as records without a passage section.
+read as records without a passage section; and records without the trailing
+word (every record written before expiry existed) never expire. The expiry is
+in the record so that every read that verifies a record can drop an expired one
+without another round trip (app.index.expiry).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import orjson
 
 VERSION = 1
 _HEADER = struct.Struct("<IIQIIII")
+_EXPIRES = struct.Struct("<Q")
 HEADER_WORDS = _HEADER.size // 4  # 8
 
 
@@ -39,6 +44,7 @@ class Record:
     shingles: int
     metadata: dict | None
     passages: bytes = b""  # packed passage layout; empty without a passage index
+    expires_ms: int = 0  # when it stops answering (ms since the epoch); 0: never
 
 
 def pack(
@@ -48,6 +54,7 @@ def pack(
     shingles: int,
     metadata: dict | None,
     passages: bytes = b"",
+    expires_ms: int = 0,
 ) -> bytes:
     """Serialise one document record."""
     id_bytes = doc_id.encode("utf-8")
@@ -65,6 +72,7 @@ def pack(
             id_bytes.ljust(_pad(len(id_bytes)), b"\0"),
             meta.ljust(_pad(len(meta)), b"\0"),
             passages.ljust(_pad(len(passages)), b"\0"),
+            _EXPIRES.pack(expires_ms) if expires_ms else b"",
         )
     )
 
@@ -82,7 +90,7 @@ def unpack(raw: bytes) -> Record:
         raise CorruptRecordError(f"record version {version}, expected {VERSION}")
     pos = _HEADER.size
     end = pos + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
-    if end != len(raw):
+    if len(raw) not in (end, end + _EXPIRES.size):
         raise CorruptRecordError("record length does not match its header")
     fingerprint = np.frombuffer(raw, dtype="<u4", count=fp_len, offset=pos)
     pos += 4 * fp_len
@@ -92,7 +100,17 @@ def unpack(raw: bytes) -> Record:
     pos += _pad(id_len)
     metadata = orjson.loads(raw[pos : pos + meta_len]) if meta_len else None
     pos += _pad(meta_len)
-    return Record(doc_id, fingerprint, band_keys, shingles, metadata, raw[pos : pos + pas_len])
+    expires = _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
+    return Record(
+        doc_id, fingerprint, band_keys, shingles, metadata, raw[pos : pos + pas_len], expires
+    )
+
+
+def expires_of(raw: bytes) -> int:
+    """Just when a record expires (ms since the epoch; 0: never), from its header."""
+    _, fp_len, _, bands, id_len, meta_len, pas_len = _HEADER.unpack_from(raw)
+    end = _HEADER.size + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
+    return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
 
 
 def id_of(raw: bytes) -> str:

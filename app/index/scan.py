@@ -28,6 +28,7 @@ import numpy as np
 
 from app import kernel
 from app.index import records
+from app.index.expiry import live_records
 from app.store import Store
 
 # Records one pass of a scan reads for its older members.
@@ -96,7 +97,7 @@ class _Universe:
         values, lengths, ids = [], [np.zeros(0, np.int64)], []
         for lo in range(0, len(handles), RECORD_BATCH):
             part = handles[lo : lo + RECORD_BATCH].tolist()
-            raws = await store.records(part)
+            raws = await live_records(store, part)
             present = [r for r in raws if r is not None]
             v, o = records.fingerprints_of(present)
             values.append(v)
@@ -148,7 +149,7 @@ class Scanner:
 
     async def _block(self, first: int, last: int) -> list[tuple[int, _Doc]]:
         handles = list(range(first, last + 1))
-        raws = await self.store.records(handles)
+        raws = await live_records(self.store, handles)
         return [
             (h, _Doc(records.id_of(r), *records.sketch_of(r)))
             for h, r in zip(handles, raws, strict=True)
@@ -335,7 +336,7 @@ class _Groups:
         missing = [h for h in handles.tolist() if h not in self.fps]
         for lo in range(0, len(missing), RECORD_BATCH):
             part = missing[lo : lo + RECORD_BATCH]
-            for h, raw in zip(part, await self.store.records(part), strict=True):
+            for h, raw in zip(part, await live_records(self.store, part), strict=True):
                 self.fps[h] = np.zeros(0, np.uint32) if raw is None else records.sketch_of(raw)[0]
 
     def _trim(self) -> None:
@@ -432,7 +433,7 @@ class _Groups:
         names = {}
         for lo in range(0, len(flat), RECORD_BATCH):
             part = flat[lo : lo + RECORD_BATCH]
-            for h, raw in zip(part, await self.store.records(part), strict=True):
+            for h, raw in zip(part, await live_records(self.store, part), strict=True):
                 if raw is not None:
                     names[h] = records.id_of(raw)
         for group in groups:

@@ -33,6 +33,7 @@ import orjson
 
 from app.core import errors
 from app.index import records
+from app.index.expiry import live_records
 from app.index.filters import Filter
 from app.index.ids import check_id
 from app.index.index import Index, Params, _Sketched, anchor_keys
@@ -85,7 +86,7 @@ async def export(
     count = 0
     for first in range(1, last + 1, batch):
         handles = list(range(first, min(first + batch, last + 1)))
-        for raw in await index.store.records(handles):
+        for raw in await live_records(index.store, handles):
             if raw is not None and (where is None or where.matches_record(raw)):
                 count += 1
                 yield exported(raw)

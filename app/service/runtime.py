@@ -25,6 +25,7 @@ def params_of(settings: Settings) -> Params:
         settings.capacity,
         settings.passage_words,
         settings.keep_text,
+        settings.default_ttl,
     )
 
 

@@ -1,5 +1,6 @@
-"""The consistency check as a background task: once at start-up (NEARDUP_STARTUP_CHECK),
-and every NEARDUP_CHECK_INTERVAL seconds (off by default)."""
+"""The background tasks of a served collection: the consistency check, once at start-up
+(NEARDUP_STARTUP_CHECK) and every NEARDUP_CHECK_INTERVAL seconds (off by default), and
+the expiry sweeper's tick (NEARDUP_EXPIRY_INTERVAL)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import asyncio
 import logging
 import time
 
-from app.core.errors import Unavailable
-from app.index import Index
+from app.core.errors import Busy, Unavailable
+from app.index import Index, expiry
 from app.index.check import CheckReport, check, check_ids
 from app.service.runtime import UncheckedIndex
 
@@ -35,6 +36,28 @@ async def sweep_forever(index: Index, interval: float) -> None:
             continue
         if not report.clean:
             log.warning("consistency check repaired %s", _repaired(report))
+
+
+async def expire_tick(index: Index, batch: int) -> int:
+    """One tick of the expiry sweeper on one collection: at most batch due documents
+    removed (app.index.expiry.sweep); 0 while Redis is away."""
+    try:
+        if isinstance(index, UncheckedIndex):  # opened while Redis was away
+            await index.check()
+        return await expiry.sweep(index, most=batch)
+    except (Unavailable, Busy) as exc:  # a writer holding an id: the next tick retries
+        log.warning("expiry sweep skipped: %s", exc)
+        return 0
+
+
+async def expire_forever(index: Index, interval: float, batch: int) -> None:
+    """Sweep expired documents until cancelled: a full tick (a backlog) goes straight on
+    to the next, otherwise the sweeper sleeps interval seconds."""
+    while True:
+        if await expire_tick(index, batch) < batch:
+            await asyncio.sleep(interval)
+        else:
+            await asyncio.sleep(PAUSE_S)  # leaves room for the traffic
 
 
 class StartupCheck:

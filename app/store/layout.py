@@ -9,6 +9,8 @@ Every key is under ``nd:{collection}:``:
     t:{handle}    STRING  the document's text, compressed (collections that keep texts;
                           app.index.texts)
     l:{id}        STRING  short-lived write lock token for one external id
+    exp           ZSET    handles of expiring documents, scored by expiry (ms since the
+                          epoch): the sweeper's queue (app.index.expiry)
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
@@ -61,6 +63,7 @@ class Layout:
         self.config = self.prefix + b"config"
         self.next = self.prefix + b"next"
         self.ids = self.prefix + b"ids"
+        self.expiries = self.prefix + b"exp"
         self._doc = self.prefix + b"d:"
         self._text = self.prefix + b"t:"
         self.texts_pattern = self._text + b"*"

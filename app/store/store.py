@@ -31,9 +31,17 @@ def _handles(members: list[bytes]) -> np.ndarray:
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
 
 
+def _scored(reply: list) -> list[tuple[int, int]]:
+    """(handle, score) of a WITHSCORES reply: flat on RESP2, pairs on RESP3."""
+    if reply and isinstance(reply[0], list):
+        return [(int(m), int(float(s))) for m, s in reply]
+    return [(int(m), int(float(s))) for m, s in zip(reply[::2], reply[1::2], strict=True)]
+
+
 # The names of the collections made on this Redis (a SET outside every collection's
 # keys: '@' is in no collection name).
 REGISTRY = b"nd:@collections"
+
 # Buckets read in one exchange by a full scan (band_memberships).
 BUCKETS_PER_READ = 500
 
@@ -288,6 +296,35 @@ class Store:
     async def delete_records(self, handles: Sequence[int]) -> None:
         commands = [(b"DEL", self._keys.doc(h)) for h in handles]
         await self.transport.commands(commands, write=True)
+
+    # expiries (the sweeper's queue; each record carries its own expiry too) -------
+
+    async def add_expiries(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Queue (handle, expires at ms) entries, replacing a handle's earlier time."""
+        if entries:
+            flat = [b"%d" % x for h, ms in entries for x in (ms, h)]
+            await self.transport.commands([(b"ZADD", self._keys.expiries, *flat)], write=True)
+
+    async def drop_expiries(self, handles: Sequence[int]) -> None:
+        """Take handles off the queue (absent ones are ignored)."""
+        if handles:
+            members = [b"%d" % h for h in handles]
+            await self.transport.commands([(b"ZREM", self._keys.expiries, *members)], write=True)
+
+    async def due_expiries(self, now_ms: int, most: int) -> list[tuple[int, int]]:
+        """Up to `most` (handle, expires at ms) entries due by now_ms, soonest first."""
+        command = (b"ZRANGEBYSCORE", self._keys.expiries, b"-inf", b"%d" % now_ms)
+        (flat,) = await self.transport.commands(
+            [(*command, b"WITHSCORES", b"LIMIT", b"0", b"%d" % most)]
+        )
+        return _scored(flat)
+
+    async def expiries(self) -> list[tuple[int, int]]:
+        """Every queued (handle, expires at ms): for checks and tests, not the sweeper."""
+        (flat,) = await self.transport.commands(
+            [(b"ZRANGE", self._keys.expiries, b"0", b"-1", b"WITHSCORES")]
+        )
+        return _scored(flat)
 
     # kept texts (written before the record that points at them, deleted after it) --
 

@@ -39,7 +39,7 @@ async def ingest(
     limit: Annotated[schemas.Limit, Query()] = 10,
 ) -> schemas.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
-    doc = Document(text=body.text, id=body.id, metadata=body.metadata)
+    doc = Document(body.text, body.id, body.metadata, body.expires_ms())
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
     return _ingest_out(result, used)
@@ -48,7 +48,7 @@ async def ingest(
 @router.post("/documents/batch", response_model=schemas.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
-    docs = [Document(text=d.text, id=d.id, metadata=d.metadata) for d in body.documents]
+    docs = [Document(d.text, d.id, d.metadata, d.expires_ms()) for d in body.documents]
     results = await index.ingest(docs)
     items = [
         schemas.BatchItemOut(
@@ -76,7 +76,8 @@ async def upsert(
     doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
 ) -> schemas.IngestOut:
     """Create or replace the document with this id: 201 when new, 200 when replaced."""
-    (result,) = await index.ingest([Document(text=body.text, id=doc_id, metadata=body.metadata)])
+    doc = Document(body.text, doc_id, body.metadata, body.expires_ms())
+    (result,) = await index.ingest([doc])
     response.status_code = 201 if result.created else 200
     return _ingest_out(result, None)
 
@@ -94,6 +95,8 @@ async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | Problem
         return problem(404, "Not found", f"no document with id {doc_id!r}")
     rec, text = found
     out = schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
+    if rec.expires_ms:
+        out.expires_at = schemas.rfc3339(rec.expires_ms)
     if index.params.keep_text:
         out.text = text  # null when a crash left another version's text (see app.index.texts)
     return out
