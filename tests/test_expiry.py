@@ -15,9 +15,8 @@ import orjson
 import pytest
 import redis
 from fastapi.testclient import TestClient
-
-from tests.support import oracle
-from tests.support.procs import Server
+from support import oracle
+from support.procs import Server
 
 BASE = (
     "the harbour master counted seven copper lanterns along the northern quay while the "
@@ -48,8 +47,7 @@ def make_client(store_url: str, collection: str, tmp_path: Path, **extra: object
         collection=collection,
         data_dir=tmp_path,
         redis_timeout=5.0,
-        expiry_interval=3600.0,
-        **extra,
+        **{"expiry_interval": 3600.0, **extra},
     )
     return TestClient(create_app(settings))
 
@@ -341,3 +339,31 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
     with redis.Redis.from_url(redis_url) as r:
         docs = [k for k in r.scan_iter(f"nd:{collection}:d:*")]
         assert len(docs) == 2
+
+
+def test_every_collection_is_swept(store_url: str, collection: str, tmp_path: Path) -> None:
+    """A collection made over HTTP with default_ttl=1 keeps it, and the service's
+    sweeper (ticking every 0.05 s) removes its expired documents as it does the
+    default collection's: no queue entry or record is left, the one that stays answers."""
+    from app.index.check import check
+
+    other = f"{collection}-ttl"
+    with make_client(store_url, collection, tmp_path) as c:
+        made = c.post("/collections", json={"name": other, "default_ttl": 1})
+        assert made.status_code == 201, made.text
+        assert made.json()["parameters"]["default_ttl"] == 1
+        assert c.put(f"/collections/{other}/documents/gone", json={"text": SOON}).status_code == 201
+        body = {"text": STAY, "ttl": 3600}
+        assert c.put(f"/collections/{other}/documents/stays", json=body).status_code == 201
+        index = run(c, c.app.state.collections.get, other)  # type: ignore[attr-defined]
+        assert len(run(c, index.store.expiries)) == 2
+    with make_client(store_url, collection, tmp_path, expiry_interval=0.05) as c:
+        index = run(c, c.app.state.collections.get, other)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 20
+        while len(run(c, index.store.expiries)) > 1:
+            assert time.monotonic() < deadline, "the sweeper never reached the collection"
+            time.sleep(0.02)
+        assert c.get(f"/collections/{other}/documents/gone").status_code == 404
+        assert c.get(f"/collections/{other}/documents/stays").status_code == 200
+        assert run(c, index.store.records, [1]) == [None]
+        assert run(c, check, index).clean

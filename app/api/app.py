@@ -48,7 +48,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await asyncio.wait(tasks, timeout=STARTUP_CHECK_WAIT_S)
             tasks.append(
                 asyncio.create_task(
-                    expire_forever(index, settings.expiry_interval, settings.expiry_batch)
+                    expire_forever(
+                        app.state.collections.served,
+                        settings.expiry_interval,
+                        settings.expiry_batch,
+                    )
                 )
             )
             if settings.check_interval:

@@ -96,6 +96,17 @@ class Collections:
         self._raw.pop(name, None)
         return await collections.delete(self._store(name), steps)
 
+    async def served(self) -> list[Index]:
+        """The index of every collection there is (the default one first), for the
+        background tasks that work on each (the expiry sweeper)."""
+        found = [self.default]
+        for name in sorted(set(await self.default.store.registered()) - {self.settings.collection}):
+            try:
+                found.append(await self.get(name))
+            except (DeletingError, collections.NoCollectionError):
+                continue
+        return found
+
     async def listing(self) -> list[dict[str, Any]]:
         """Every collection with its number of documents; one being deleted says so."""
         names = set(await self.default.store.registered()) | {self.settings.collection}

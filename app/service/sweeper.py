@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 
 from app.core.errors import Busy, Unavailable
 from app.index import Index, expiry
@@ -50,14 +51,22 @@ async def expire_tick(index: Index, batch: int) -> int:
         return 0
 
 
-async def expire_forever(index: Index, interval: float, batch: int) -> None:
-    """Sweep expired documents until cancelled: a full tick (a backlog) goes straight on
-    to the next, otherwise the sweeper sleeps interval seconds."""
+async def expire_forever(
+    indexes: Callable[[], Awaitable[Sequence[Index]]], interval: float, batch: int
+) -> None:
+    """Sweep expired documents of every collection indexes() names until cancelled, one
+    tick each in turn: while a tick comes back full (a backlog) the next follows at
+    once, otherwise the sweeper sleeps interval seconds."""
     while True:
-        if await expire_tick(index, batch) < batch:
-            await asyncio.sleep(interval)
-        else:
-            await asyncio.sleep(PAUSE_S)  # leaves room for the traffic
+        try:
+            found = await indexes()
+        except Unavailable as exc:
+            log.warning("expiry sweep skipped: %s", exc)
+            found = []
+        full = False
+        for index in found:
+            full = await expire_tick(index, batch) >= batch or full
+        await asyncio.sleep(PAUSE_S if full else interval)  # a pause leaves room for traffic
 
 
 class StartupCheck:
