@@ -72,10 +72,13 @@ def _problem(resp, status: int) -> dict:  # type: ignore[no-untyped-def]
 def test_key_list_and_key_file_formats(tmp_path: Path) -> None:
     """NEARDUP_API_KEYS is 'key:scope,...'; NEARDUP_API_KEYS_FILE has 'key scope' lines."""
     from app.api.auth import keyring
-    from app.core.keys import parse_keys
+    from app.core.keys import Grant, parse_keys
     from app.core.settings import load_settings
 
-    assert parse_keys(f" {WRITE}:write , {READ}:read ,") == {WRITE: "write", READ: "read"}
+    assert parse_keys(f" {WRITE}:write , {READ}:read ,") == {
+        WRITE: Grant("write"),
+        READ: Grant("read"),
+    }
     key_file = tmp_path / "keys"
     key_file.write_text(f"# comment\n\n{UNKNOWN} read\n  {WRITE}   write\n")
     s = load_settings(api_keys=f"{READ}:read", api_keys_file=key_file)

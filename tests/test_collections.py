@@ -193,3 +193,66 @@ def test_the_default_collection_cannot_be_deleted(client: TestClient, collection
     refused = _problem(client.delete(f"/collections/{collection}"), 409)
     assert "NEARDUP_COLLECTION" in refused["detail"]
     assert client.get(f"/collections/{collection}/documents/a").status_code == 200
+
+
+def test_keys_limited_to_collections_are_403_outside_them(settings, collection: str) -> None:  # type: ignore[no-untyped-def]
+    """A key limited to collections reaches those (its scope still applies) and gets 403
+    on every other one, the unprefixed routes (the default collection's) and the list."""
+    from pydantic import SecretStr
+
+    from app.api.app import create_app
+
+    mine, theirs = f"{collection}-mine", f"{collection}-theirs"
+    admin, scoped, reader = "a" * 24, "s" * 24, "r" * 24
+    spec = f"{admin}:write,{scoped}:write:{mine},{theirs},{reader}:read:{mine}"
+    keyed = settings.model_copy(update={"api_keys": SecretStr(spec)})
+    with TestClient(create_app(keyed)) as c:
+        auth = {k: {"Authorization": f"Bearer {k}"} for k in (admin, scoped, reader)}
+        for name in (mine, theirs, f"{collection}-other"):
+            assert (
+                c.post("/collections", json={"name": name}, headers=auth[admin]).status_code == 201
+            )
+        doc = {"text": BASE}
+        assert (
+            c.put(f"/collections/{mine}/documents/a", json=doc, headers=auth[scoped]).status_code
+            == 201
+        )
+        assert (
+            c.put(f"/collections/{theirs}/documents/a", json=doc, headers=auth[scoped]).status_code
+            == 201
+        )
+        assert c.get(f"/collections/{mine}/documents/a", headers=auth[reader]).status_code == 200
+        assert c.get(f"/collections/{mine}", headers=auth[reader]).status_code == 200
+        # The reader's scope still holds inside its collection.
+        _problem(c.put(f"/collections/{mine}/documents/b", json=doc, headers=auth[reader]), 403)
+        refused = [
+            ("GET", f"/collections/{theirs}/documents/a", reader),
+            ("GET", f"/collections/{collection}-other/similar/a", scoped),
+            ("DELETE", f"/collections/{collection}-other", scoped),
+            ("GET", "/documents/a", scoped),
+            ("GET", "/collection", scoped),
+            ("GET", "/collections", scoped),
+            ("POST", "/collections", scoped),
+        ]
+        for method, path, key in refused:
+            body = _problem(c.request(method, path, json={"name": mine}, headers=auth[key]), 403)
+            assert "limited to the collections" in body["detail"], path
+        assert c.get("/collections", headers=auth[admin]).status_code == 200
+        assert c.delete(f"/collections/{theirs}", headers=auth[scoped]).status_code == 204
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("k" * 20 + ":write:", "at least one collection"),
+        ("k" * 20 + ":write:a:b", "key:scope:collection"),
+        ("k" * 20 + ":read:a b", "letters, digits"),
+    ],
+)
+def test_bad_collection_limits_stop_start_up(spec: str, why: str) -> None:
+    """A key's collection list that is empty or holds a bad name is refused at start-up."""
+    from app.core.settings import SettingsError, load_settings
+
+    with pytest.raises(SettingsError) as err:
+        load_settings(api_keys=spec)
+    assert why in str(err.value) and "k" * 20 not in str(err.value)

@@ -103,5 +103,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         keys=keys,
         max_bytes=settings.max_body_bytes,
         timeout=settings.request_timeout,
+        collection=settings.collection,
     )
     return app

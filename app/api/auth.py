@@ -6,7 +6,8 @@ own files (GET /ui/...) and the docs (/docs, /redoc, their assets and
 sends no key) needs ``Authorization: Bearer <key>``; /metrics too (curl, a
 Prometheus scrape config and a Kubernetes probe can all send the header).
 A missing or unknown key gets 401 with ``WWW-Authenticate: Bearer``; a read
-key on a route that changes documents gets 403.
+key on a route that changes documents gets 403, and so does a key limited to
+collections (app.core.keys) on a route of another one.
 
 The check is ASGI middleware (app.api.edge), not a route dependency, so a route
 added later is protected without anyone remembering to ask for it.
@@ -85,12 +86,36 @@ _READ_ONLY: Refusal = (
 )
 
 
-def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) -> Refusal | None:
+def _outside(names: frozenset[str], path: str, default: str) -> Refusal | None:
+    """Why a key limited to these collections may not use path (None: it may). A path
+    without the /collections/{name} prefix is a request to the default collection."""
+    name, _ = collection_of(path)
+    listed = ", ".join(sorted(names))
+    if name is None and path in ("/collections", "/collections/"):
+        detail = f"this API key is limited to the collections {listed}; listing and making "
+        detail += "collections needs a key of every collection"
+    elif (name or default) not in names:
+        detail = f"this API key is limited to the collections {listed}, not {name or default!r}"
+        if name is None:
+            detail += " (the routes without /collections/{name} are that collection's)"
+    else:
+        return None
+    return 403, "Forbidden", detail, f'{REALM}, error="insufficient_scope"'
+
+
+def refusal(
+    keys: KeyRing,
+    method: str,
+    path: str,
+    authorization: bytes | None,
+    default: str = "default",
+) -> Refusal | None:
     """Why a request may not go on (None: it may), given its first Authorization header.
 
     Without keys every request may; with keys every one but the public ones needs a
-    valid key, and one of scope write to write. Checked by app.api.edge, an ASGI
-    middleware, before anything of the body is read.
+    valid key, one of scope write to write, and one limited to collections may only
+    reach those (default: the collection of the routes without a prefix). Checked by
+    app.api.edge, an ASGI middleware, before anything of the body is read.
     """
     if not keys.entries or (method, path) in PUBLIC:
         return None
@@ -101,10 +126,14 @@ def refusal(keys: KeyRing, method: str, path: str, authorization: bytes | None) 
     token = _bearer(authorization)
     if token is None:
         return _NO_KEY
-    granted = keys.scope_of(token)
+    granted = keys.grant_of(token)
     if granted is None:
         return _BAD_KEY
-    if granted != "write" and needs_write(method, path):
+    if granted.collections is not None:
+        outside = _outside(granted.collections, path, default)
+        if outside is not None:
+            return outside
+    if granted.scope != "write" and needs_write(method, path):
         return _READ_ONLY
     return None
 
@@ -113,6 +142,15 @@ async def refuse(send: Send, refused: Refusal) -> None:
     """Send a refusal as problem+json with its WWW-Authenticate challenge."""
     status, title, detail, challenge = refused
     await send_problem(send, status, title, detail, [(b"www-authenticate", challenge.encode())])
+
+
+def _document_limited(schema: dict[str, Any]) -> None:
+    """With keys limited to collections, any operation can be a 403."""
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            if isinstance(op, dict) and "security" in op:
+                doc = problem_doc("the API key may only read, or not this collection")
+                op.setdefault("responses", {})["403"] = doc
 
 
 def _document(schema: dict[str, Any]) -> None:
@@ -141,4 +179,6 @@ def install(app: FastAPI, settings: Settings) -> KeyRing:
     keys = keyring(settings)
     if keys:
         extend_openapi(app, _document)
+        if any(g.collections is not None for _, g in keys.entries):
+            extend_openapi(app, _document_limited)  # runs after _document
     return keys

@@ -43,9 +43,17 @@ class _HeadDone(Exception):
 class Edge:
     """Observe, authenticate, bound and check every HTTP request; see the module docstring."""
 
-    def __init__(self, app: ASGIApp, keys: KeyRing, max_bytes: int, timeout: float) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: KeyRing,
+        max_bytes: int,
+        timeout: float,
+        collection: str = "default",
+    ) -> None:
         self.app = app
         self.keys = keys
+        self.collection = collection  # what routes without /collections/{name} reach
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.too_large = f"the request body is over {max_bytes} bytes (NEARDUP_MAX_BODY_BYTES)"
@@ -100,7 +108,9 @@ class Edge:
 
         app_scope = {**scope, "method": "GET"} if head else scope
         try:
-            denied = refusal(self.keys, app_scope["method"], scope["path"], authorization)
+            denied = refusal(
+                self.keys, app_scope["method"], scope["path"], authorization, self.collection
+            )
             bad_url = not_utf8(scope.get("raw_path", b""), "path") or not_utf8(
                 scope["query_string"], "query string"
             )
