@@ -237,6 +237,9 @@ def test_reingest_replaces_or_clears_the_expiry(expiring: TestClient) -> None:
     assert c.post("/documents/batch", json=batch).status_code == 200
     assert [ms for _, ms in run(c, index.store.expiries)] == [later]
     assert "expires_at" not in c.get("/documents/b").json()
+    deleted = c.post("/documents/delete", json={"ids": ["a", "b"]}).json()["deleted"]
+    assert deleted == 2
+    assert run(c, index.store.expiries) == []  # a bulk delete takes its queue entry too
 
 
 def test_a_collection_default_ttl(store_url: str, collection: str, tmp_path: Path) -> None:

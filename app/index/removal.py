@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from app.core import errors
 from app.index import records
+from app.index.expiry import now_ms
 from app.index.filters import Filter
 from app.index.index import Index, anchors_of
 
@@ -66,7 +67,11 @@ async def _delete_locked(
         forget = [(i, h) for i, h, _ in gone] + (dangling if where is None else [])
         if forget:
             await store.forget_ids([i for i, _ in forget], [h for _, h in forget])
-    return len(gone)
+        # Last, as Index.delete does: the sweeper has nothing left to do for them.
+        await store.drop_expiries([h for _, h, rec in gone if rec.expires_ms])
+    # An expired document answered nothing already: it was not there to delete.
+    at = now_ms()
+    return sum(1 for _, _, rec in gone if not rec.expires_ms or rec.expires_ms > at)
 
 
 async def delete_ids(index: Index, ids: Sequence[str]) -> int:
