@@ -294,12 +294,36 @@ class Client:
         answer = await self._call("POST", "/similar", body)
         return answer
 
-    def duplicates(
-        self, groups: bool = False, threshold: float | None = None
+    async def duplicates(
+        self, groups: bool = False, threshold: float | None = None, checkpoints: int = 1000
     ) -> AsyncIterator[dict[str, Any]]:
-        """GET /duplicates or /duplicates/groups, streamed: one dict per pair or group."""
+        """GET /duplicates or /duplicates/groups, streamed: one dict per pair or group,
+        each exactly once even when the connection drops: the stream is asked for cursor
+        lines (every `checkpoints` items), items are handed on as each cursor line
+        vouches for them, and a cut stream (a transport error, or an end without the
+        done line) is resumed from the last cursor, up to `retries` times in a row."""
         path = "/duplicates/groups" if groups else "/duplicates"
-        return self._lines(path, {"threshold": threshold})
+        cursor: str | None = None
+        failures = 0
+        while True:
+            held: list[dict[str, Any]] = []  # items the next cursor line will vouch for
+            params = {"threshold": threshold, "checkpoints": checkpoints, "cursor": cursor}
+            try:
+                async for item in self._lines(path, params):
+                    if "cursor" not in item:
+                        held.append(item)
+                        continue
+                    for kept in held:
+                        yield kept
+                    held, cursor, failures = [], item["cursor"], 0
+                    if item["done"]:
+                        return
+                raise httpx.RemoteProtocolError(f"{path}: the stream ended before its done line")
+            except httpx.TransportError:
+                failures += 1
+                if failures > self.retries:
+                    raise
+                await asyncio.sleep(min(0.1 * 2**failures, 5.0))
 
     # the collection ------------------------------------------------------------
 

@@ -6,16 +6,19 @@ here, once, so `neardup query` without --url prints what the API would answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 
 from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
-from app.index.scan import Cut, PairBlock
+from app.index.scan import Cut, Mark, PairBlock
 
 # Bytes of NDJSON a pair stream hands the server at once.
 CHUNK = 256 * 1024
+# With checkpoints, a sparse scan still writes a cursor line at least this often.
+CHECKPOINT_SECONDS = 1.0
 
 
 def query_answer(
@@ -132,32 +135,76 @@ class _PairLines:
         return b"".join(out)
 
 
+def checkpoint_answer(cursor: str, done: bool = False) -> dict[str, Any]:
+    """A cursor line of a stream with checkpoints: everything up to it has been sent;
+    pass it back as `cursor` to get the rest. done: the stream is complete."""
+    return {"cursor": cursor, "done": done}
+
+
 async def duplicate_lines(
     index: Index,
     groups: bool,
     threshold: float,
     max_pairs: int | None = None,
     after: str | None = None,
+    checkpoints: int | None = None,
 ) -> AsyncIterator[bytes]:
     """The NDJSON stream of GET /duplicates (or /duplicates/groups), in chunks of about
-    CHUNK bytes; a pair stream cut by max_pairs ends with cut_answer's line."""
+    CHUNK bytes; a pair stream cut by max_pairs ends with cut_answer's line. With
+    checkpoints, a cursor line (checkpoint_answer) follows every that many pairs or
+    groups, ends each chunk, comes at least every CHECKPOINT_SECONDS, and ends the
+    stream with done: a client cut off resumes from the last one it read."""
     if groups:
-        async for group in index.duplicate_groups(threshold):
-            yield orjson.dumps(group_answer(group)) + b"\n"
-        return
+        lines = _group_lines(index, threshold, after)
+    else:
+        lines = _pair_lines(index, threshold, max_pairs, after, checkpoints is not None)
     chunk: list[bytes] = []
-    size = 0
-    lines = _PairLines()
-    async for block in index.duplicate_pair_blocks(threshold, max_pairs, after):
-        line = (
-            orjson.dumps(cut_answer(block, threshold)) + b"\n"
-            if isinstance(block, Cut)
-            else lines(block)
-        )
-        chunk.append(line)
-        size += len(line)
+    size = count = 0
+    cursor = after or ("0" if groups else "0:0")
+    stamp = time.monotonic()
+    done = True
+    async for line, position, items, cut in lines:
+        done = done and not cut
+        if line:
+            chunk.append(line)
+            size += len(line)
+        count += items
+        if position is not None:
+            cursor = position
+        if checkpoints is not None and (
+            count >= checkpoints
+            or size >= CHUNK
+            or (position is not None and time.monotonic() - stamp >= CHECKPOINT_SECONDS)
+        ):
+            chunk.append(orjson.dumps(checkpoint_answer(cursor)) + b"\n")
+            count, size, stamp = 0, CHUNK, time.monotonic()
         if size >= CHUNK:
             yield b"".join(chunk)
             chunk, size = [], 0
+    if checkpoints is not None:
+        chunk.append(orjson.dumps(checkpoint_answer(cursor, done=done)) + b"\n")
     if chunk:
         yield b"".join(chunk)
+
+
+async def _group_lines(
+    index: Index, threshold: float, after: str | None
+) -> AsyncIterator[tuple[bytes, str | None, int, bool]]:
+    """(line, cursor after it, 1, False) per group."""
+    async for group in index.duplicate_groups(threshold, int(after or 0)):
+        yield orjson.dumps(group_answer(group)) + b"\n", str(group.handle), 1, False
+
+
+async def _pair_lines(
+    index: Index, threshold: float, max_pairs: int | None, after: str | None, marks: bool
+) -> AsyncIterator[tuple[bytes, str | None, int, bool]]:
+    """(lines, cursor after them, pairs, whether max_pairs cut the scan) per block of
+    pairs, Mark or Cut."""
+    lines = _PairLines()
+    async for block in index.duplicate_pair_blocks(threshold, max_pairs, after, marks):
+        if isinstance(block, Cut):
+            yield orjson.dumps(cut_answer(block, threshold)) + b"\n", block.after, 0, True
+        elif isinstance(block, Mark):
+            yield b"", block.after, 0, False
+        else:
+            yield lines(block), f"{block.a}:{int(block.b[-1])}", len(block.b), False

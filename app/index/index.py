@@ -36,7 +36,7 @@ from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
-from app.index.scan import Cut, PairBlock, Scanner
+from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.store import Store, buckets_for
 
 LOCK_TTL_MS = 10_000
@@ -252,6 +252,7 @@ class Group:
 
     canonical: str
     members: list[str]
+    handle: int = 0  # the canonical's: groups stream in its order, so it is a resume point
 
 
 @dataclass
@@ -952,12 +953,14 @@ class Index:
         threshold: float | None = None,
         max_pairs: int | None = None,
         after: str | None = None,
-    ) -> AsyncIterator[PairBlock | Cut]:
+        marks: bool = False,
+    ) -> AsyncIterator[PairBlock | Cut | Mark]:
         """Every verified near-duplicate pair once, in blocks by older document
-        (app.index.scan); with max_pairs at most that many, then a Cut."""
+        (app.index.scan); with max_pairs at most that many, then a Cut; with marks,
+        Marks of progress between them."""
         t = self.check_threshold(threshold)
         async for block in Scanner(self.store, self.params.fingerprint_size).pairs(
-            t, max_pairs, after
+            t, max_pairs, after, marks
         ):
             yield block
 
@@ -970,9 +973,13 @@ class Index:
             ):
                 yield Pair(block.a, block.a_id, b, b_id, sim)
 
-    async def duplicate_groups(self, threshold: float | None = None) -> AsyncIterator[Group]:
+    async def duplicate_groups(
+        self, threshold: float | None = None, after: int = 0
+    ) -> AsyncIterator[Group]:
         """Connected groups of near-duplicates (exact components of the pair graph);
-        the oldest member is canonical."""
+        the oldest member is canonical; with after, those whose canonical's handle is
+        above it."""
         t = self.check_threshold(threshold)
-        async for _, names in Scanner(self.store, self.params.fingerprint_size).groups(t):
-            yield Group(names[0], names)
+        scanner = Scanner(self.store, self.params.fingerprint_size)
+        async for handles, names in scanner.groups(t, after):
+            yield Group(names[0], names, handles[0])

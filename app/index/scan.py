@@ -60,6 +60,14 @@ class Cut:
     after: str
 
 
+@dataclass(frozen=True)
+class Mark:
+    """Progress of a pair scan with no pair to show for it: every pair up to after
+    (a resume token, as Cut's) has been yielded."""
+
+    after: str
+
+
 def parse_after(after: str | None) -> tuple[int, int]:
     """The (a, b) handles of a resume token "a:b" (made by Cut); (0, 0) for none."""
     if not after:
@@ -159,10 +167,15 @@ class Scanner:
     # pairs -------------------------------------------------------------------------
 
     async def pairs(
-        self, threshold: float, max_pairs: int | None = None, after: str | None = None
-    ) -> AsyncIterator[PairBlock | Cut]:
+        self,
+        threshold: float,
+        max_pairs: int | None = None,
+        after: str | None = None,
+        marks: bool = False,
+    ) -> AsyncIterator[PairBlock | Cut | Mark]:
         """Every verified pair once, by (older, newer) handle; with max_pairs, at most
-        that many, then a Cut that says where to resume."""
+        that many, then a Cut that says where to resume; with marks, a Mark after each
+        block of older documents (a resume point even where pairs are sparse)."""
         start_a, start_b = parse_after(after)
         left = max_pairs
         done = (start_a, start_b)  # the last pair streamed
@@ -194,6 +207,9 @@ class Scanner:
                 done = (found.a, int(found.b[-1]))
                 if left is not None:
                     left -= len(found.b)
+            if marks:
+                # Every pair whose older member is in this block has been yielded.
+                yield Mark(f"{docs[-1][0] + 1}:0")
 
     async def _verify_block(
         self,
@@ -212,7 +228,7 @@ class Scanner:
         for a, rec in docs:
             marks = np.concatenate([at[k] for k in rec.band_keys.tolist()])
             mark[marks] = True
-            floor = start[1] if a == start[0] else a
+            floor = max(start[1], a) if a == start[0] else a
             mark[: int(np.searchsorted(union, floor, "right"))] = False
             cands = np.flatnonzero(mark)
             mark[marks] = False
@@ -226,7 +242,7 @@ class Scanner:
         for a, rec in docs:
             keys = np.unique(rec.band_keys)
             most = max(64, UNIVERSE // len(keys))
-            lo = start[1] if a == start[0] else a
+            lo = max(start[1], a) if a == start[0] else a
             while True:
                 members, complete = await self.store.band_members(keys, lo, most)
                 # A hot key read in part is ascending: the rest lies above its last.
@@ -263,16 +279,21 @@ class Scanner:
 
     # groups -------------------------------------------------------------------------
 
-    async def groups(self, threshold: float) -> AsyncIterator[tuple[list[int], list[str]]]:
+    async def groups(
+        self, threshold: float, after: int = 0
+    ) -> AsyncIterator[tuple[list[int], list[str]]]:
         """The connected components (two members or more) of the verified-pair graph, as
-        (handles, ids), oldest first, in the order of their oldest members."""
+        (handles, ids), oldest first, in the order of their oldest members; with after,
+        only those whose oldest member's handle is above it (a resumed stream: the
+        components are computed again, as they need the whole graph)."""
         last = await self.store.last_handle()
         grouping = _Groups(self.store, last, threshold, self.fp_size)
         for first in range(1, last + 1, SCAN_BLOCK):
             docs = await self._block(first, min(first + SCAN_BLOCK - 1, last))
             await grouping.add_block(first, docs)
         async for group in grouping.components():
-            yield group
+            if group[0][0] > after:
+                yield group
 
 
 class _Groups:

@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from app.api import schemas
 from app.api.answers import duplicate_lines
 from app.api.deps import get_index
+from app.core.errors import Invalid
 from app.index import Index
 
 router = APIRouter(tags=["duplicates"])
@@ -21,18 +22,40 @@ def _ndjson_doc(example: dict) -> dict:
     return {200: {"content": {NDJSON: {"example": example}}, "description": "one JSON per line"}}
 
 
+# A client that asks for checkpoints without saying how often gets one per this many.
+DEFAULT_CHECKPOINTS = 1000
+CHECKPOINTS_DOC = (
+    'write a line {"cursor": ..., "done": false} after about every this many pairs '
+    '(groups), at least every second while a scan runs, and {"cursor": ..., "done": '
+    "true} last: everything before a cursor line has been sent, so a client cut off "
+    "resumes with cursor= the last one it read (a stream without its done line was cut)"
+)
+CURSOR_DOC = (
+    "resume after a disconnect: the cursor of the last cursor line read (implies checkpoints)"
+)
+
+
 async def _stream(
     index: Index,
     groups: bool,
     threshold: float | None,
     max_pairs: int | None = None,
     after: str | None = None,
+    checkpoints: int | None = None,
+    cursor: str | None = None,
 ) -> StreamingResponse:
+    if cursor is not None:
+        if after is not None:
+            raise Invalid("give after or cursor, not both")
+        after, checkpoints = cursor, checkpoints or DEFAULT_CHECKPOINTS
     used = index.check_threshold(threshold)
     await index.count()  # Redis away: a 503 now, not a 200 cut short
     return StreamingResponse(
-        duplicate_lines(index, groups, used, max_pairs, after), media_type=NDJSON
+        duplicate_lines(index, groups, used, max_pairs, after, checkpoints), media_type=NDJSON
     )
+
+
+Checkpoints = Annotated[int | None, Query(ge=1, le=1_000_000, description=CHECKPOINTS_DOC)]
 
 
 @router.get(
@@ -54,11 +77,16 @@ async def all_pairs(
             description="resume a cut stream: the `after` of its last line",
         ),
     ] = None,
+    checkpoints: Checkpoints = None,
+    cursor: Annotated[
+        str | None, Query(pattern=r"^[0-9]{1,10}:[0-9]{1,10}$", description=CURSOR_DOC)
+    ] = None,
 ) -> StreamingResponse:
     """Every verified near-duplicate pair in the collection, as NDJSON; a is the older.
     With max_pairs, a stream cut short ends with a line {"cut": true, "after": ...,
-    "resume": ...} that says how to get the rest."""
-    return await _stream(index, False, threshold, max_pairs, after)
+    "resume": ...} that says how to get the rest. With checkpoints, cursor lines say
+    where to resume after a disconnect."""
+    return await _stream(index, False, threshold, max_pairs, after, checkpoints, cursor)
 
 
 @router.get(
@@ -67,7 +95,13 @@ async def all_pairs(
     responses=_ndjson_doc({"canonical": "oldest-id", "members": ["oldest-id", "other-id"]}),
 )
 async def groups(
-    index: IndexDep, threshold: Annotated[schemas.Threshold | None, Query()] = None
+    index: IndexDep,
+    threshold: Annotated[schemas.Threshold | None, Query()] = None,
+    checkpoints: Checkpoints = None,
+    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,10}$", description=CURSOR_DOC)] = None,
 ) -> StreamingResponse:
-    """Connected groups of near-duplicates as NDJSON; canonical is the oldest member."""
-    return await _stream(index, True, threshold)
+    """Connected groups of near-duplicates as NDJSON; canonical is the oldest member.
+    With checkpoints, cursor lines as for pairs: groups are computed from the whole
+    collection before the first is written, so a resumed stream computes them again and
+    writes those after the cursor (a cut during that first phase starts over)."""
+    return await _stream(index, True, threshold, None, None, checkpoints, cursor)
