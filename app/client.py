@@ -121,6 +121,10 @@ def retry_wait(resp: httpx.Response, attempt: int) -> float:
     return min(max(wait, 0.0), MAX_WAIT_S)
 
 
+# The routes that exist in every collection (and unprefixed, in the service's own).
+_DATA_ROUTES = ("/documents", "/similar", "/duplicates", "/export", "/import")
+
+
 class Client:
     """One neardup service at base_url; the key defaults to NEARDUP_API_KEY."""
 
@@ -131,8 +135,12 @@ class Client:
         timeout: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
         retries: int = 5,
+        collection: str | None = None,
     ) -> None:
         self.retries = retries
+        # The document, similar and duplicates calls go to this collection (None: the
+        # service's NEARDUP_COLLECTION), under /collections/{name}.
+        self.prefix = "" if collection is None else f"/collections/{quote(collection, safe='')}"
         key = api_key if api_key is not None else os.environ.get("NEARDUP_API_KEY")
         headers = {"content-type": "application/json"}
         if key:
@@ -175,6 +183,7 @@ class Client:
         `missing` on a 404 when one is given."""
         query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
         content = None if body is None else orjson.dumps(body)
+        path = self._at(path)
         attempt = 0
         while True:
             resp = await self.http.request(method, path, content=content, params=query)
@@ -190,9 +199,13 @@ class Client:
             self._raise(resp)
         return None if resp.status_code == 204 else resp.json()
 
+    def _at(self, path: str) -> str:
+        """A data route's path in the client's collection."""
+        return self.prefix + path if path.startswith(_DATA_ROUTES) else path
+
     async def _lines(self, path: str, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         query = {k: _query_value(v) for k, v in params.items() if v is not None}
-        async with self.http.stream("GET", path, params=query, timeout=None) as resp:
+        async with self.http.stream("GET", self._at(path), params=query, timeout=None) as resp:
             if not resp.is_success:
                 await resp.aread()
                 self._raise(resp)
@@ -344,3 +357,25 @@ class Client:
         """GET /readyz (check_ready): raises ClientError(503) while Redis is away."""
         answer: dict[str, Any] = await self._call("GET", "/readyz", repeatable=False)
         return answer
+
+    # collections ---------------------------------------------------------------------
+
+    async def create_collection(self, name: str, **params: Any) -> dict[str, Any]:
+        """Make a collection (parameters not given: the service's settings); as it is
+        when it exists with these parameters, ClientError 409 with others."""
+        answer: dict[str, Any] = await self._call("POST", "/collections", {"name": name, **params})
+        return answer
+
+    async def collections(self) -> dict[str, Any]:
+        """{default, collections: [{name, documents, deleting}]}."""
+        answer: dict[str, Any] = await self._call("GET", "/collections")
+        return answer
+
+    async def collection(self, name: str) -> dict[str, Any]:
+        """A collection's parameters and size (ClientError 404 when there is none)."""
+        answer: dict[str, Any] = await self._call("GET", "/collections/" + quote(name, safe=""))
+        return answer
+
+    async def delete_collection(self, name: str) -> None:
+        """Remove a collection and every key of it (again: finishes a delete cut off)."""
+        await self._call("DELETE", "/collections/" + quote(name, safe=""))

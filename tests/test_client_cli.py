@@ -197,3 +197,46 @@ def test_client_tries_again_after_503_only_when_repeating_is_safe(tmp_path: Path
             rds.resume()
         ids = rds.client().hkeys("nd:default:ids")
         assert sorted(ids) == [b"again"]
+
+
+def test_cli_collections_and_collection_flag(
+    service: Server,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """neardup collections create/list/show/delete through a service and on the store
+    itself, and --collection sends a tool's documents to that collection only."""
+    monkeypatch.setenv("NEARDUP_API_KEY", KEY)
+    url = ("--url", service.url)
+    name = f"clicol{os.getpid()}"
+    code, out, err = _cli(capsys, "collections", "create", name, "--threshold", "0.7", *url)
+    assert code == 0, err
+    made = json.loads(out)["parameters"]
+    assert made["threshold"] == 0.7 and made["bands"] * made["rows"] <= made["num_perm"]
+    code, _, err = _cli(capsys, "collections", "create", name, "--threshold", "0.8", *url)
+    assert code == 1 and "threshold: stored 0.7, asked 0.8" in err
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "x", "text": A}) + "\n" + json.dumps({"id": "y", "text": B}))
+    assert _cli(capsys, "ingest", "--quiet", str(docs), *url, "--collection", name)[0] == 0
+    code, out, _ = _cli(capsys, "query", "--id", "x", "--json", *url, "--collection", name)
+    assert [r["id"] for r in json.loads(out)["results"]] == ["y"]
+    assert _exact(A, B) >= 0.7
+    assert _cli(capsys, "get", "y", *url)[0] == 1  # not in the service's own collection
+    code, out, _ = _cli(capsys, "collections", "list", *url)
+    listed = {c["name"]: c["documents"] for c in json.loads(out)["collections"]}
+    assert listed[name] == 2
+    # On the store itself, without the service: the same collection, the same answers.
+    monkeypatch.setenv("NEARDUP_REDIS_URL", redis_url)
+    monkeypatch.setenv("NEARDUP_COLLECTION", f"cli{os.getpid()}")
+    monkeypatch.setenv("NEARDUP_DATA_DIR", str(tmp_path / "data"))
+    code, out, _ = _cli(capsys, "collections", "show", name)
+    assert code == 0 and json.loads(out)["parameters"] == made
+    assert json.loads(_cli(capsys, "get", "x", "--collection", name)[1])["id"] == "x"
+    code, _, err = _cli(capsys, "collections", "delete", name)
+    assert code == 0 and "deleted" in err
+    code, _, err = _cli(capsys, "collections", "show", name, *url)
+    assert code == 1 and "no collection" in err
+    code, _, err = _cli(capsys, "collections", "create", "a:b", *url)
+    assert code == 2 and "letters, digits" in err

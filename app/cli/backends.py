@@ -16,9 +16,11 @@ from app.api.answers import (
 from app.client import Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
+from app.index.collections import NoCollectionError
 from app.index.filters import Filter
 from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
+from app.service.collections import Collections
 from app.service.runtime import open_index
 
 
@@ -200,12 +202,28 @@ class RemoteBackend:
 
 
 @asynccontextmanager
-async def connect(url: str | None, settings: Settings | None) -> AsyncIterator[Backend]:
-    """A backend on the service at url, or on the store the settings name."""
+async def connect(
+    url: str | None, settings: Settings | None, collection: str | None = None
+) -> AsyncIterator[Backend]:
+    """A backend on the service at url, or on the store the settings name; in that
+    collection (None: the service's or the settings' NEARDUP_COLLECTION)."""
     if url is not None:
-        async with Client(url) as client:  # the key from NEARDUP_API_KEY
+        async with Client(url, collection=collection) as client:  # key: NEARDUP_API_KEY
             yield RemoteBackend(client)
         return
     assert settings is not None
-    async with open_index(settings) as index:
-        yield LocalBackend(index)
+    async with open_index(settings) as default:
+        yield LocalBackend(await collection_index(default, settings, collection))
+
+
+async def collection_index(default: Index, settings: Settings, collection: str | None) -> Index:
+    """The index of a collection on default's store, with the parameters it was made
+    with; one that does not exist is made from the settings, as NEARDUP_COLLECTION is."""
+    if collection is None:
+        return default
+    served = Collections(default, settings)
+    try:
+        return await served.get(collection)
+    except NoCollectionError:
+        index, _ = await served.create(collection, {})
+        return index

@@ -101,7 +101,7 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
     settings = None if args.url else _settings_or_exit()
 
     async def main() -> int:
-        async with connect(args.url, settings) as backend:
+        async with connect(args.url, settings, args.collection) as backend:
             return await work(backend)
 
     try:
@@ -268,6 +268,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from app.cli.backends import collection_index
     from app.cli.tools import print_check
     from app.core.errors import NeardupError
     from app.index.check import check
@@ -277,7 +278,8 @@ def _check(args: argparse.Namespace) -> int:
     settings = _settings_or_exit()
 
     async def main() -> int:
-        async with open_index(settings, share_running=True) as index:
+        async with open_index(settings, share_running=True) as default:
+            index = await collection_index(default, settings, args.collection)
             report = await check(index, repair=args.repair)
         print_check(report, args.json)
         # 3: something is wrong and was left as it is (fsck-like: scripts can tell).
@@ -290,12 +292,122 @@ def _check(args: argparse.Namespace) -> int:
     return 1
 
 
-def _add_target(p: argparse.ArgumentParser) -> None:
+def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
     p.add_argument(
         "--url",
         help="a running neardup service (API key from NEARDUP_API_KEY); "
         "without it, work straight on the store the NEARDUP_* settings name",
     )
+    if collection:
+        p.add_argument(
+            "--collection",
+            type=_collection_name,
+            help="the collection to work on (None: NEARDUP_COLLECTION, the service's own); "
+            "without --url one that does not exist is made from the NEARDUP_* settings",
+        )
+
+
+def _collection_name(value: str) -> str:
+    from app.core.settings import COLLECTION_RULE, valid_collection
+
+    if not valid_collection(value):
+        raise argparse.ArgumentTypeError(f"a collection name is {COLLECTION_RULE}")
+    return value
+
+
+def _collections(args: argparse.Namespace) -> int:
+    """collections create|list|show|delete, on a service (--url) or on the store itself."""
+    import orjson
+
+    from app.cli.backends import BackendError
+    from app.client import Client, ClientError
+    from app.core.errors import NeardupError
+    from app.service.collections import PARAMETERS
+    from app.service.embedded import EmbeddedRedisError
+
+    given = {p: getattr(args, p) for p in PARAMETERS if getattr(args, p, None) is not None}
+
+    async def remote(client: Client) -> Any:
+        if args.action == "create":
+            return await client.create_collection(args.name, **given)
+        if args.action == "list":
+            return await client.collections()
+        if args.action == "show":
+            return await client.collection(args.name)
+        await client.delete_collection(args.name)
+        return None
+
+    async def local(settings: Settings) -> Any:
+        from app.api.routes.collections import describe
+        from app.service.collections import Collections
+        from app.service.runtime import open_index
+
+        async with open_index(settings, share_running=True) as index:
+            found = Collections(index, settings)
+            if args.action == "create":
+                made, _ = await found.create(args.name, given)
+                return await describe(made, args.name)
+            if args.action == "list":
+                return {"default": settings.collection, "collections": await found.listing()}
+            if args.action == "show":
+                return await describe(await found.get(args.name), args.name)
+            await found.delete(args.name)
+            return None
+
+    async def main() -> Any:
+        if args.url:
+            async with Client(args.url) as client:
+                return await remote(client)
+        return await local(_settings_or_exit())
+
+    try:
+        answer = asyncio.run(main())
+    except ClientError as exc:
+        print(f"neardup: {exc}", file=sys.stderr)
+        return 1
+    except (BackendError, NeardupError, EmbeddedRedisError) as exc:
+        print(f"neardup: {exc}", file=sys.stderr)
+        return 1
+    except httpx.HTTPError as exc:
+        print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 1
+    if answer is None:
+        print(f"neardup: deleted collection {args.name}", file=sys.stderr)
+    else:
+        print(orjson.dumps(answer).decode())
+    return 0
+
+
+def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
+    from app.core.settings import Settings
+    from app.service.collections import PARAMETERS
+
+    cols = command("collections", help="make, list, show or delete collections")
+    actions = cols.add_subparsers(dest="action", required=True)
+    create = actions.add_parser(
+        "create", help="make a collection (parameters not given: the NEARDUP_* settings)"
+    )
+    create.add_argument("name", type=_collection_name)
+    for name in PARAMETERS:  # every parameter a collection is made with
+        kind = Settings.model_fields[name].annotation
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
+            create.add_argument(flag, dest=name, action="store_true", default=None)
+        else:
+            create.add_argument(
+                flag,
+                dest=name,
+                type=kind,  # type: ignore[arg-type]
+                help=f"NEARDUP_{name.upper()}",
+            )
+    actions.add_parser("list", help="every collection with its number of documents")
+    show = actions.add_parser("show", help="a collection's parameters and size")
+    show.add_argument("name", type=_collection_name)
+    delete = actions.add_parser("delete", help="remove a collection and all its documents")
+    delete.add_argument("name", type=_collection_name)
+    for p in actions.choices.values():
+        _add_target(p, collection=False)
+    cols.set_defaults(func=_collections)
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -439,7 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chk.add_argument("--repair", action="store_true", help="remove (or restore) what is found")
     chk.add_argument("--json", action="store_true", help="print the report as JSON")
+    chk.add_argument(
+        "--collection", type=_collection_name, help="the collection (None: NEARDUP_COLLECTION)"
+    )
     chk.set_defaults(func=_check)
+    _add_collections(command)
     return parser
 
 
