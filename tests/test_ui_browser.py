@@ -442,3 +442,26 @@ def test_no_request_leaves_the_origin(
     # A download is a blob: URL of the page itself.
     outside = [u for u in requests_seen if not u.removeprefix("blob:").startswith(server.url + "/")]
     assert outside == []
+
+
+def test_the_collection_chooser_routes_the_page_to_the_chosen_collection(
+    page: Page, server: Server, requests_seen: list[str], corpus: dict[str, str]
+) -> None:
+    """With two collections the chooser shows; choosing the other sends the page's query to
+    /collections/{name}/similar, which finds the document stored only there."""
+    name = f"{COLLECTION}-other"
+    made = httpx.post(server.url + "/collections", json={"name": name}, headers=WRITE)
+    assert made.status_code in (200, 201), made.text
+    text = _words(next(iter(corpus.values())), 0, 60)
+    put = httpx.put(
+        f"{server.url}/collections/{name}/documents/only-there", json={"text": text}, headers=WRITE
+    )
+    assert put.status_code in (200, 201), put.text
+    page.goto(server.url + "/ui/")
+    page.locator("#collection-row").wait_for()
+    page.select_option("#collection", name)
+    page.get_by_label("Text to check").fill(text)
+    page.get_by_role("button", name="Check").click()
+    page.locator("#summary").filter(has_text="of the text was found").wait_for()
+    assert "only-there" in page.locator("#sources").inner_text()
+    assert any(u == f"{server.url}/collections/{name}/similar" for u in requests_seen)

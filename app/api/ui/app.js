@@ -5,6 +5,9 @@
 
 const $ = (id) => document.getElementById(id);
 const KEY_STORE = "neardup.key";
+// The collection chosen in the chooser (kept for this tab, so links keep it); none: the
+// service's own, which the routes without /collections/{name} read.
+const CHOSEN_STORE = "neardup.collection";
 const COLOURS = 8; // .src-0 .. .src-7 in style.css; the visible number tells sources apart
 const state = { report: null, marks: [], current: -1, pending: null, collection: null };
 
@@ -29,7 +32,7 @@ async function api(path, body) {
   }
   let response;
   try {
-    response = await fetch(path, init);
+    response = await fetch(inCollection(path), init);
   } catch (err) {
     throw new ApiError(0, "the service did not answer (" + err.message + ")");
   }
@@ -40,6 +43,15 @@ async function api(path, body) {
     throw new ApiError(response.status, detail);
   }
   return data;
+}
+
+function inCollection(path) {
+  // The chosen collection's twin of a data route (same answers, one implementation).
+  const chosen = sessionStorage.getItem(CHOSEN_STORE);
+  if (!chosen) return path;
+  const prefix = "/collections/" + encodeURIComponent(chosen);
+  if (path === "/collection") return prefix;
+  return /^\/(documents|similar)(\/|\?|$)/.test(path) ? prefix + path : path;
 }
 
 function docPath(id) {
@@ -354,9 +366,9 @@ async function loadCollection() {
 }
 
 async function loadCollections() {
-  // Several collections per service may not exist yet: a 404 means this one only. The
-  // chooser appears only with two or more; until the API addresses a collection per
-  // request, the service's own collection is the one every request reads.
+  // The chooser appears only with two or more collections; a service without
+  // /collections (404) has its own only. The choice routes the page's requests to
+  // /collections/{name}/... (inCollection).
   let list = null;
   try {
     list = await api("/collections");
@@ -366,11 +378,19 @@ async function loadCollections() {
   const names = Array.isArray(list) ? list : list && Array.isArray(list.collections) ? list.collections : [];
   const select = $("collection");
   select.replaceChildren();
+  const own = list && typeof list.default === "string" ? list.default : null;
+  const chosen = sessionStorage.getItem(CHOSEN_STORE) || own;
   for (const c of names) {
     const name = typeof c === "string" ? c : c && c.name;
-    if (typeof name === "string") select.append(new Option(name, name));
+    if (typeof name === "string") select.append(new Option(name, name, false, name === chosen));
   }
   $("collection-row").hidden = select.options.length < 2;
+  select.onchange = () => {
+    if (select.value === own) sessionStorage.removeItem(CHOSEN_STORE);
+    else sessionStorage.setItem(CHOSEN_STORE, select.value);
+    state.collection = null; // its parameters (threshold, kept texts) are the chosen one's
+    guarded(route());
+  };
 }
 
 async function checkText() {
