@@ -180,6 +180,8 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             # A replace that stopped before removing its stale bands; one band lost.
             await store.add_bands([(live, ghost_rec.band_keys[5:7])])
             await store.remove_bands([(live, live_rec.band_keys[:1])])
+            # A delete of an expiring document that stopped before its queue entry.
+            await store.add_expiries([(20_000, 1)])
 
             found = await check(index)
             assert found.found == {
@@ -190,6 +192,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "missing_bands": 1,
                 "orphan_texts": 0,  # this collection keeps no texts
                 "stale_texts": 0,
+                "stale_expiries": 1,
             }
             assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
             repaired = await check(index, repair=True)
@@ -198,6 +201,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             assert (await index.similar_to_text(TEXTS[1])).results == []
             assert [m.id for m in (await index.similar_to_text(TEXTS[0])).results] == ["live"]
             assert await store.handles(["half"]) == [None]
+            assert await store.expiries() == []
         finally:
             await store.close()
 
