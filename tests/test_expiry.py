@@ -370,3 +370,32 @@ def test_every_collection_is_swept(store_url: str, collection: str, tmp_path: Pa
         assert c.get(f"/collections/{other}/documents/stays").status_code == 200
         assert run(c, index.store.records, [1]) == [None]
         assert run(c, check, index).clean
+
+
+def test_export_and_import_keep_the_expiry(store_url: str, collection: str, tmp_path: Path) -> None:
+    """An export line carries its document's expiry (expires_ms) and an import restores it,
+    so the copy stops answering at the same instant; a line that expired since its export
+    is not imported, and one without an expiry imports as never expiring."""
+    with make_client(store_url, collection, tmp_path) as c:
+        later = now_ms() + 3_600_000
+        assert (
+            c.put("/documents/a", json={"text": STAY, "expires_at": at(later)}).status_code == 201
+        )
+        assert c.put("/documents/b", json={"text": OTHER}).status_code == 201
+        lines = [orjson.loads(x) for x in c.get("/export").text.splitlines()]
+        head, docs = lines[0], [d for d in lines if "id" in d]
+        assert {d["id"]: d.get("expires_ms") for d in docs} == {"a": later, "b": None}
+        gone = dict(docs[0], id="gone", expires_ms=now_ms() - 1)
+        made = c.post("/collections", json={"name": f"{collection}-copy"})
+        assert made.status_code == 201, made.text
+        copy = f"/collections/{collection}-copy"
+        r = c.post(f"{copy}/import", json={"header": head, "documents": [*docs, gone]})
+        assert r.status_code == 200, r.text
+        assert r.json() == {"created": 2, "updated": 0}
+        got = c.get(f"{copy}/documents/a").json()["expires_at"]
+        assert datetime.fromisoformat(got) == datetime.fromisoformat(at(later))
+        assert "expires_at" not in c.get(f"{copy}/documents/b").json()
+        assert c.get(f"{copy}/documents/gone").status_code == 404
+        bad = dict(docs[0], expires_ms="soon")
+        r = c.post(f"{copy}/import", json={"header": head, "documents": [bad]})
+        assert r.status_code == 422 and "expires_ms" in r.json()["detail"]

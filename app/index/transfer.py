@@ -33,7 +33,7 @@ import orjson
 
 from app.core import errors
 from app.index import records
-from app.index.expiry import live_records
+from app.index.expiry import live_records, now_ms
 from app.index.filters import Filter
 from app.index.ids import check_id
 from app.index.index import Index, Params, _Sketched, anchor_keys
@@ -66,7 +66,7 @@ def _b64(data: bytes) -> str:
 def exported(raw: bytes) -> dict[str, Any]:
     """One document line of an export, from its packed record."""
     rec = records.unpack(raw)
-    return {
+    line = {
         "id": rec.id,
         "metadata": rec.metadata,
         "shingles": rec.shingles,
@@ -74,6 +74,9 @@ def exported(raw: bytes) -> dict[str, Any]:
         "bands": _b64(np.ascontiguousarray(rec.band_keys, "<u8").tobytes()),
         "passages": _b64(rec.passages),
     }
+    if rec.expires_ms:  # only an expiring document has it
+        line["expires_ms"] = rec.expires_ms
+    return line
 
 
 async def export(
@@ -135,10 +138,12 @@ class _Restored(_Sketched):
         return self.raw_passages[i]
 
 
-def _restore(index: Index, docs: Sequence[dict[str, Any]]) -> tuple[list[str], list, _Restored]:
+def _restore(
+    index: Index, docs: Sequence[dict[str, Any]]
+) -> tuple[list[str], list, _Restored, list[int]]:
     """Check every line against the collection's parameters and pack it for writing."""
     p = index.params
-    ids, metas, shingles, fps, bands, passages = [], [], [], [], [], []
+    ids, metas, shingles, fps, bands, passages, ends = [], [], [], [], [], [], []
     for n, doc in enumerate(docs):
         where = f"document {n}"
         if not isinstance(doc, dict):
@@ -181,6 +186,10 @@ def _restore(index: Index, docs: Sequence[dict[str, Any]]) -> tuple[list[str], l
                 same = False
             if not same:
                 raise ImportRefused(f"{where}: passages is not a passage layout")
+        end = doc.get("expires_ms", 0)
+        if type(end) is not int or not 0 <= end < 2**63:
+            raise ImportRefused(f"{where}: expires_ms must be ms since the epoch (or absent)")
+        ends.append(end)
         ids.append(doc_id)
         metas.append(meta)
         shingles.append(count)
@@ -192,7 +201,7 @@ def _restore(index: Index, docs: Sequence[dict[str, Any]]) -> tuple[list[str], l
     values = np.concatenate(fps).astype(np.uint32) if fps else np.zeros(0, np.uint32)
     keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
     restored = _Restored(np.asarray(shingles, np.int64), values, offsets, keys, None, passages)
-    return ids, metas, restored
+    return ids, metas, restored, ends
 
 
 async def import_documents(
@@ -206,11 +215,18 @@ async def import_documents(
     check_header(index, head)
     if len(docs) > MAX_IMPORT:
         raise ImportRefused(f"at most {MAX_IMPORT} documents per import call")
-    ids, metas, restored = _restore(index, docs)
+    ids, metas, restored, ends = _restore(index, docs)
     last = {doc_id: i for i, doc_id in enumerate(ids)}
-    keep = [i for i, doc_id in enumerate(ids) if last[doc_id] == i]
+    # A document that expired since its export answers nothing: it is not written.
+    now = now_ms()
+    keep = [i for i, doc_id in enumerate(ids) if last[doc_id] == i and not 0 < ends[i] <= now]
     if not keep:
         return 0, 0
     # The index's own writer: the same locks and write order as an ingest.
-    created = await index._write([ids[i] for i in keep], [(i, metas[i]) for i in keep], restored)
+    created = await index._write(
+        [ids[i] for i in keep],
+        [(i, metas[i]) for i in keep],
+        restored,
+        expires=[ends[i] for i in keep],
+    )
     return sum(created), len(created) - sum(created)
