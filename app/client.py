@@ -29,7 +29,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 from urllib.parse import quote
 
 import httpx
@@ -85,11 +85,18 @@ class StoredDocument(TypedDict):
     id: str
     shingles: int
     metadata: dict[str, Any] | None
+    expires_at: NotRequired[str]  # RFC 3339, only for a document that expires
 
 
 class Imported(TypedDict):
     created: int
     updated: int
+
+
+def _expiry(ttl: int | None, expires_at: str | None) -> dict[str, Any]:
+    """The expiry fields of an ingest body, only those given (the service checks them)."""
+    given = {"ttl": ttl, "expires_at": expires_at}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def path_of(doc_id: str) -> str:
@@ -224,10 +231,12 @@ class Client:
         similar: bool = False,
         threshold: float | None = None,
         limit: int | None = None,
+        ttl: int | None = None,
+        expires_at: str | None = None,
     ) -> Ingested:
         """POST /documents (ingest_document); with similar=True also the near-duplicates
-        found before it was stored."""
-        body = {"id": id, "text": text, "metadata": metadata}
+        found before it was stored; ttl (seconds) or expires_at (RFC 3339) make it expire."""
+        body = {"id": id, "text": text, "metadata": metadata, **_expiry(ttl, expires_at)}
         params = {"similar": similar or None, "threshold": threshold, "limit": limit}
         answer: Ingested = await self._call(
             "POST", "/documents", body, params, repeatable=id is not None
@@ -241,9 +250,18 @@ class Client:
         answer: Batch = await self._call("POST", "/documents/batch", body, repeatable=named)
         return answer
 
-    async def put(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> Ingested:
-        """PUT /documents/{id} (upsert_document): create or replace."""
-        body = {"text": text, "metadata": metadata}
+    async def put(
+        self,
+        doc_id: str,
+        text: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        expires_at: str | None = None,
+    ) -> Ingested:
+        """PUT /documents/{id} (upsert_document): create or replace; ttl (seconds) or
+        expires_at (RFC 3339) make it expire, and the new version's expiry replaces the old."""
+        body = {"text": text, "metadata": metadata, **_expiry(ttl, expires_at)}
         answer: Ingested = await self._call("PUT", "/documents/" + path_of(doc_id), body)
         return answer
 

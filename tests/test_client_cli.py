@@ -92,6 +92,24 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return code, out, err
 
 
+def test_client_sends_expiry(service: Server) -> None:
+    """ingest and put take ttl or expires_at: the service stores each (GET shows it), a
+    put without one clears it, and both at once is the service's 422 as a ClientError."""
+
+    async def run() -> None:
+        async with Client(service.url, api_key=KEY) as nd:
+            await nd.ingest(A, id="exp-a", expires_at="2100-01-31T12:00:00+01:00")
+            assert (await nd.get("exp-a"))["expires_at"] == "2100-01-31T11:00:00.000Z"
+            await nd.put("exp-b", B, ttl=600)
+            assert "expires_at" in (await nd.get("exp-b"))  # type: ignore[operator]
+            await nd.put("exp-b", B)
+            assert "expires_at" not in (await nd.get("exp-b"))  # type: ignore[operator]
+            with pytest.raises(ClientError, match="not both"):
+                await nd.put("exp-b", B, ttl=5, expires_at="2100-01-31T12:00:00Z")
+
+    asyncio.run(run())
+
+
 def test_cli_get_delete_export_import(
     service: Server,
     redis_url: str,
