@@ -190,3 +190,20 @@ def test_cli_html_ingest_and_query(tmp_path: Path) -> None:
     found = run("query", "--html", "--json", stdin=_page("mirror_bridge").encode())
     assert found.returncode == 0, found.stderr
     assert [r["id"] for r in json.loads(found.stdout)["results"]] == ["bridge"]
+
+
+def test_html_and_cursors_under_a_named_collection(client: TestClient, collection: str) -> None:
+    """content_type, return_text and duplicates cursors work the same under
+    /collections/{name}/ (one implementation for both route sets)."""
+    name = f"{collection}-html"
+    assert client.post("/collections", json={"name": name}).status_code == 201
+    base = f"/collections/{name}"
+    for doc_id, page in (("bridge", "site_bridge"), ("mirror", "mirror_bridge")):
+        body = {"text": _page(page), "content_type": "text/html"}
+        assert client.put(f"{base}/documents/{doc_id}", json=body).status_code == 201
+    q = {"text": _page("site_orchard"), "content_type": "text/html", "return_text": True}
+    body = client.post(f"{base}/similar", json=q).json()
+    assert body["results"] == [] and ORCHARD_START in body["text"]
+    lines = client.get(f"{base}/duplicates", params={"checkpoints": 1}).text.splitlines()
+    assert '"a":"bridge","b":"mirror"' in lines[0] and '"done":true' in lines[-1]
+    assert client.get("/duplicates").text == ""  # the default collection holds neither
