@@ -17,7 +17,6 @@ import re
 from typing import Literal
 
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
 
 from app.core.errors import Invalid
 
@@ -67,12 +66,13 @@ def extract(html: str) -> str:
     none or the input is not HTML text."""
     _check_text(html)
     page = _CONTROL.sub("", _repair(html))
+    # The page goes in as a str, never as a parsed HTMLTree: a tree may only be dropped
+    # on the thread that made it, and an error's traceback can carry one to another.
     try:
-        tree = HTMLTree.parse(page)
-        text = extract_plain_text(tree, main_content=True, alt_texts=False)
+        text = extract_plain_text(page, main_content=True, alt_texts=False)
         if not _WORD.search(text):
             # A page too plain for the heuristics (no article markup): all its visible text.
-            text = extract_plain_text(tree, alt_texts=False)
+            text = extract_plain_text(page, alt_texts=False)
     except Exception as exc:  # the parser's own errors; its classes are not API
         raise HTMLError(f"the HTML cannot be parsed: {exc}") from None
     text = text.strip()
