@@ -110,6 +110,37 @@ def test_client_sends_expiry(service: Server) -> None:
     asyncio.run(run())
 
 
+def test_cli_ingest_ttl(
+    service: Server,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """neardup ingest --ttl makes every document expire that many seconds after it is
+    stored, through a service and straight into the store alike; --ttl 0 is refused."""
+    import time
+    from datetime import datetime
+
+    monkeypatch.setenv("NEARDUP_API_KEY", KEY)
+    monkeypatch.setenv("NEARDUP_REDIS_URL", redis_url)
+    monkeypatch.setenv("NEARDUP_COLLECTION", f"cli{os.getpid()}")  # the service's
+    docs = tmp_path / "ttl.jsonl"
+    docs.write_text(json.dumps({"id": "ttl-s", "text": A}) + "\n")
+    url = ("--url", service.url)
+    started = time.time()
+    assert _cli(capsys, "ingest", "--quiet", "--ttl", "600", str(docs), *url)[0] == 0
+    docs.write_text(json.dumps({"id": "ttl-l", "text": B}) + "\n")
+    assert _cli(capsys, "ingest", "--quiet", "--ttl", "900", str(docs))[0] == 0
+    finished = time.time()
+    for doc_id, ttl in (("ttl-s", 600), ("ttl-l", 900)):
+        code, out, _ = _cli(capsys, "get", doc_id, *url)
+        ends = datetime.fromisoformat(json.loads(out)["expires_at"]).timestamp()
+        assert code == 0 and started + ttl - 0.001 <= ends <= finished + ttl + 0.001
+    code, _, err = _cli(capsys, "ingest", "--ttl", "0", str(docs), *url)
+    assert code == 2 and "above 0" in err
+
+
 def test_cli_get_delete_export_import(
     service: Server,
     redis_url: str,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from app.api.answers import (
@@ -17,6 +18,7 @@ from app.client import Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.index.collections import NoCollectionError
+from app.index.expiry import now_ms
 from app.index.filters import Filter
 from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
@@ -29,7 +31,9 @@ class BackendError(Exception):
 
 
 class Backend(Protocol):
-    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]: ...
+    async def ingest(
+        self, docs: Sequence[Document], ttl: int | None = None
+    ) -> list[dict[str, Any]]: ...
 
     async def similar(
         self,
@@ -62,7 +66,12 @@ class LocalBackend:
         # order and the oldest of a group is the one that came first in the file.
         self._order = asyncio.Lock()
 
-    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
+    async def ingest(
+        self, docs: Sequence[Document], ttl: int | None = None
+    ) -> list[dict[str, Any]]:
+        if ttl is not None:  # from now, as the service counts a ttl from its request
+            ends = now_ms() + 1000 * ttl
+            docs = [replace(d, expires_ms=ends) for d in docs]
         async with self._order:
             results = await self.index.ingest(docs)
         return [{"id": r.id, "status": ingest_status(r), "error": r.error} for r in results]
@@ -135,8 +144,11 @@ class RemoteBackend:
     def _failed(exc: ClientError) -> BackendError:
         return BackendError(str(exc))
 
-    async def ingest(self, docs: Sequence[Document]) -> list[dict[str, Any]]:
-        body = [{"id": d.id, "text": d.text, "metadata": d.metadata} for d in docs]
+    async def ingest(
+        self, docs: Sequence[Document], ttl: int | None = None
+    ) -> list[dict[str, Any]]:
+        given = {} if ttl is None else {"ttl": ttl}
+        body = [{"id": d.id, "text": d.text, "metadata": d.metadata, **given} for d in docs]
         try:
             return [dict(r) for r in (await self.client.ingest_batch(body))["results"]]
         except ClientError as exc:

@@ -115,6 +115,17 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
     return 1
 
 
+def _positive_int(value: str) -> int:
+    """An argument that must be an integer above 0."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer above 0")
+    return n
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -128,7 +139,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
     async def work(backend: Backend) -> int:
         summary = await tools.ingest(
-            backend, args.files, err, progress=not args.quiet, html=args.html
+            backend, args.files, err, progress=not args.quiet, html=args.html, ttl=args.ttl
         )
         print(summary.report())
         return 0
@@ -462,6 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         action="store_true",
         help="texts are HTML pages: their main text is indexed (content_type text/html)",
+    )
+    ingest.add_argument(
+        "--ttl",
+        type=_positive_int,
+        metavar="SECONDS",
+        help="each document expires this many seconds after it is stored (the API's ttl)",
     )
     _add_target(ingest)
     ingest.set_defaults(func=_ingest)

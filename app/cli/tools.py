@@ -71,10 +71,16 @@ def html_lines(lines: Iterator[Line]) -> Iterator[Line]:
 
 
 async def ingest(
-    backend: Backend, paths: list[str], err: Console, progress: bool = True, html: bool = False
+    backend: Backend,
+    paths: list[str],
+    err: Console,
+    progress: bool = True,
+    html: bool = False,
+    ttl: int | None = None,
 ) -> IngestSummary:
     """Send every good line of every file in batches, reporting bad lines as it goes; with
-    html, each text is a page and its main text is what is sent."""
+    html, each text is a page and its main text is what is sent; with ttl, each document
+    expires that many seconds after its batch is stored."""
     summary = IngestSummary()
     started = time.monotonic()
     total = total_bytes(paths)
@@ -93,7 +99,8 @@ async def ingest(
 
         async def send(chunk: list[Line]) -> None:
             good = [ln for ln in chunk if ln.document is not None]
-            results = await backend.ingest([ln.document for ln in good])  # type: ignore[misc]
+            docs = [ln.document for ln in good]
+            results = await backend.ingest(docs, ttl)  # type: ignore[arg-type]
             for ln, r in zip(good, results, strict=True):
                 if r["status"] == "error":
                     skip(ln, r.get("error") or "refused")
