@@ -11,12 +11,20 @@ its twin.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
 from app.api.deps import COLLECTION_PREFIX, collection_path
+from app.api.schemas import Problem
+
+# What a twin can answer besides its route's own answers (app.index.collections).
+COLLECTION_ANSWERS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "no such collection, or no such document"},
+    409: {"model": Problem, "description": "the collection is being deleted"},
+}
 
 
 def twins(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
@@ -36,7 +44,7 @@ def twins(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
             summary=route.summary,
             description=route.description,
             response_description=route.response_description,
-            responses=route.responses,
+            responses={**route.responses, **COLLECTION_ANSWERS},
             deprecated=route.deprecated,
             response_model_exclude_unset=route.response_model_exclude_unset,
             include_in_schema=route.include_in_schema,

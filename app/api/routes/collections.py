@@ -87,7 +87,10 @@ async def listing(request: Request) -> dict[str, Any]:
 @router.get(
     "/collections/{collection}",
     response_model=dict[str, Any],
-    responses={404: {"model": schemas.Problem, "description": "no such collection"}},
+    responses={
+        404: {"model": schemas.Problem, "description": "no such collection"},
+        409: {"model": schemas.Problem, "description": "the collection is being deleted"},
+    },
 )
 async def read(collection: Name, request: Request) -> dict[str, Any]:
     """A collection's parameters (bands and rows included), size and query bounds."""
