@@ -464,12 +464,10 @@ class Index:
     ) -> QueryResult | None:
         """Near-duplicates of a stored document, or None if the id is unknown."""
         t = self.check_threshold(threshold)
-        (handle,) = await self.store.handles([doc_id])
-        if handle is None:
+        stored = await self._stored(doc_id)
+        if stored is None:
             return None
-        (raw,) = await live_records(self.store, [handle])
-        if raw is None:
-            return None
+        handle, raw = stored
         rec = records.unpack(raw)
         return await self._query(rec.fingerprint, rec.band_keys, handle, t, limit, where)
 
@@ -630,12 +628,10 @@ class Index:
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        (handle,) = await self.store.handles([doc_id])
-        if handle is None:
+        stored = await self._stored(doc_id)
+        if stored is None:
             return None
-        (raw,) = await live_records(self.store, [handle])
-        if raw is None:
-            return None
+        handle, raw = stored
         rec = records.unpack(raw)
         if not rec.passages:  # stored before the collection kept passages
             return ContainmentResult([], 0, False, 0, 0.0)
@@ -703,26 +699,29 @@ class Index:
 
     # reads and deletes ---------------------------------------------------------
 
-    async def get(self, doc_id: str) -> records.Record | None:
+    async def _stored(self, doc_id: str) -> tuple[int, bytes] | None:
+        """The handle and packed record of a live (stored, unexpired) document."""
         (handle,) = await self.store.handles([doc_id])
         if handle is None:
             return None
         (raw,) = await live_records(self.store, [handle])
-        return None if raw is None else records.unpack(raw)
+        return None if raw is None else (handle, raw)
+
+    async def get(self, doc_id: str) -> records.Record | None:
+        stored = await self._stored(doc_id)
+        return None if stored is None else records.unpack(stored[1])
 
     async def read(self, doc_id: str) -> tuple[records.Record, str | None] | None:
         """A document's record and its kept text (None when the collection keeps none,
         or when a write that crashed left another version's text)."""
-        (handle,) = await self.store.handles([doc_id])
-        if handle is None:
+        stored = await self._stored(doc_id)
+        if stored is None:
             return None
-        (raw,) = await live_records(self.store, [handle])
-        if raw is None:
-            return None
+        handle, raw = stored
         text = None
         if self.params.keep_text:
-            (stored,) = await self.store.texts([handle])
-            text = texts.unpack(stored, raw)
+            (packed,) = await self.store.texts([handle])
+            text = texts.unpack(packed, raw)
         return records.unpack(raw), text
 
     async def delete(self, doc_id: str) -> bool:
