@@ -145,7 +145,7 @@ def test_candidate_cap_holds_and_is_reported(settings) -> None:  # type: ignore[
 
 
 ESSAY = " ".join(
-    f"{w}{i}" for i, w in enumerate(["essay", "words", "about", "nothing", "shared"] * 60)
+    f"{w}{i}" for i, w in enumerate(["essay", "words", "about", "nothing", "alike"] * 60)
 )
 
 
