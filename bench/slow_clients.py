@@ -31,6 +31,7 @@ def _serve(workdir: Path) -> Server:
     exe = Path(sys.executable).with_name("neardup")
     port = free_port()
     cmd = [str(exe) if exe.exists() else "neardup", "serve", "--host", HOST, "--port", str(port)]
+    cmd += ["--workers", "1"]  # NEARDUP_MAX_CONNECTIONS is per worker: one, as measured
     env = clean_env()
     env.update(NEARDUP_DATA_DIR=str(workdir / "data"), NEARDUP_LOG_LEVEL="warning")
     return Server("slow-clients", cmd, env, port, "/readyz")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import signal
 import socket
 import time
@@ -9,7 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.procs import Server
+from support.procs import Server, wait_until
+
+from app.service.workers import default_workers
 
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 
@@ -111,3 +115,34 @@ def test_changed_sketch_parameters_are_refused(tmp_path: Path) -> None:
     with Server(tmp_path, NEARDUP_THRESHOLD="0.8") as other:
         assert other.proc.wait(timeout=30) != 0
         assert "threshold" in other.output()
+
+
+def test_default_workers_are_one_per_usable_cpu_capped() -> None:
+    """Without --workers, serve starts one worker per CPU it may use, at least 1, at most 8."""
+    assert [default_workers(n) for n in (1, 2, 3, 8, 9, 64)] == [1, 2, 3, 8, 8, 8]
+    assert default_workers() == min(len(os.sched_getaffinity(0)), 8)
+
+
+@pytest.mark.parametrize(
+    ("pinned", "setting"), [(True, None), (False, None), (True, 2)], ids=["one-cpu", "all", "env"]
+)
+def test_serve_without_workers_starts_the_default(
+    tmp_path: Path, pinned: bool, setting: int | None
+) -> None:
+    """serve without --workers runs NEARDUP_WORKERS workers, else one per usable CPU (1 when
+    pinned to one), as the server processes uvicorn reports starting count them."""
+    cpus = {min(os.sched_getaffinity(0))} if pinned else None
+    expected = setting or (1 if pinned else min(len(os.sched_getaffinity(0)), 8))
+    env = {} if setting is None else {"NEARDUP_WORKERS": str(setting)}
+    server = Server(tmp_path, workers=None, cpus=cpus, **env)
+
+    def workers() -> set[str]:
+        return set(re.findall(r"Started server process \[(\d+)\]", server.output()))
+
+    try:
+        server.wait_ready()
+        assert wait_until(lambda: len(workers()) >= expected, 30)
+        assert len(workers()) == expected
+        assert f"neardup: {expected} worker" in server.output()
+    finally:
+        assert server.stop() == 0

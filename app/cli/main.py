@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from app.core.settings import Settings, SettingsError, load_settings
+from app.service.workers import MAX_DEFAULT_WORKERS, default_workers
 
 if TYPE_CHECKING:
     from app.cli.backends import Backend
@@ -52,7 +53,17 @@ def _serve(args: argparse.Namespace) -> int:
         supervisor = Supervisor(embedded).start()
         os.environ["NEARDUP_REDIS_URL"] = embedded.url
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
-    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    workers = args.workers or settings.workers or default_workers()
+    if args.workers is None:
+        plural = "s" if workers > 1 else ""
+        chosen = (
+            "NEARDUP_WORKERS"
+            if settings.workers
+            else f"one per usable CPU, at most {MAX_DEFAULT_WORKERS}; --workers or "
+            "NEARDUP_WORKERS sets it"
+        )
+        print(f"neardup: {workers} worker{plural} ({chosen})", file=sys.stderr)
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Workers share their metrics through files in one directory.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="neardup-metrics-")
     # uvicorn re-raises the signal that stopped it once it has shut down; with
@@ -70,7 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
             factory=True,
             host=args.host,
             port=args.port,
-            workers=args.workers,
+            workers=workers,
             log_level=settings.log_level,
             access_log=False,  # app.api.observe logs each request with its id
             http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
@@ -458,7 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=int, default=8000, help="TCP port to listen on")
     serve.add_argument(
-        "--workers", type=int, default=1, help="worker processes (they share one embedded Redis)"
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="worker processes, which share one embedded Redis (default: NEARDUP_WORKERS, "
+        f"else one per CPU this process may use, at most {MAX_DEFAULT_WORKERS})",
     )
     serve.set_defaults(func=_serve)
 

@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     header_timeout: float = Field(10.0, gt=0, le=3600)
     body_timeout: float = Field(60.0, gt=0, le=24 * 3600)
     max_connections: int = Field(1000, ge=1, le=1_000_000)
+    # Worker processes of `neardup serve` (its --workers wins); None: one per CPU the
+    # process may use, capped (app.service.workers).
+    workers: int | None = Field(None, ge=1, le=1024)
 
     @field_validator("redis_url")
     @classmethod

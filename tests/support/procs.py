@@ -165,7 +165,20 @@ class Server:
     full pipe that nobody reads.
     """
 
-    def __init__(self, workdir: Path, *args: str, port: int | None = None, **env: str) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *args: str,
+        port: int | None = None,
+        workers: int | None = 1,
+        cpus: set[int] | None = None,
+        **env: str,
+    ) -> None:
+        """workers: --workers, 1 unless args name it (so a test's rate limits, metrics and
+        kills concern one process whatever the machine's default); None: serve's default.
+        cpus: the CPUs the process may use (its affinity), else the test's own."""
+        if workers is not None and "--workers" not in args:
+            args = ("--workers", str(workers), *args)
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -180,6 +193,7 @@ class Server:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
         )
 
     def output(self) -> str:
