@@ -519,6 +519,20 @@ class Index:
             capped = True
         return handles, capped, cut
 
+    async def _gather(
+        self, band_keys: np.ndarray, exclude: int | None
+    ) -> tuple[np.ndarray, list[bytes | None], bool, int]:
+        """_candidates and their live records (None where there is none or it has
+        expired). Scripted (a single server), one exchange: the candidates script
+        applies _candidates' rules in Redis and returns the records with them. On a
+        cluster, _candidates' pipelines and one MGET (one exchange per master each)."""
+        if self.store.scripted:
+            cap = self.candidate_cap
+            found = await self.store.candidates(band_keys, exclude, cap, DISCOVERY_BUDGET * cap)
+            return found.handles, live(found.records), found.capped, found.cut
+        handles, capped, cut = await self._candidates(band_keys, exclude)
+        return handles, await live_records(self.store, handles.tolist()), capped, cut
+
     async def _verified(
         self,
         fingerprint: np.ndarray,
@@ -531,11 +545,10 @@ class Index:
         Returns the handles, records and similarities of those at or above
         the threshold, with the number of candidates and whether they were capped.
         """
-        handles, capped, _ = await self._candidates(band_keys, exclude)
+        handles, fetched, capped, _ = await self._gather(band_keys, exclude)
         metrics.CANDIDATES.observe(len(handles))
         if capped:
             metrics.CANDIDATES_CAPPED.inc()
-        fetched = await live_records(self.store, handles.tolist())
         present = [i for i, r in enumerate(fetched) if r is not None]
         raws = [fetched[i] for i in present]
         if not raws:
@@ -651,8 +664,9 @@ class Index:
         p = self.params
         k = parse_shingle(p.passage_shingle)[1]
         min_words = max(k + 1, p.passage_words // 3)
-        handles, capped, common = await self._candidates(anchor_keys(layout.anchor_hashes), exclude)
-        fetched = await live_records(self.store, handles.tolist())
+        handles, fetched, capped, common = await self._gather(
+            anchor_keys(layout.anchor_hashes), exclude
+        )
         shingles = max(1, layout.words - k + 1)
         indexed = Query(layout)
         scored, raws = [], []
@@ -701,10 +715,10 @@ class Index:
 
     async def _stored(self, doc_id: str) -> tuple[int, bytes] | None:
         """The handle and packed record of a live (stored, unexpired) document."""
-        (handle,) = await self.store.handles([doc_id])
+        handle, raw = await self.store.stored(doc_id)
         if handle is None:
             return None
-        (raw,) = await live_records(self.store, [handle])
+        (raw,) = live([raw])
         return None if raw is None else (handle, raw)
 
     async def get(self, doc_id: str) -> records.Record | None:

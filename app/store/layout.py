@@ -90,6 +90,12 @@ class Layout:
         self._nibble_shifts = np.arange(4 * (digits - 1), -1, -4, dtype=np.intp)
         self._templates.clear()
 
+    @property
+    def heads(self) -> tuple[bytes, bytes, bytes]:
+        """What a record key, a bucket HASH and a spill ZSET start with, for a script
+        that builds them itself (single server only: scripts.CANDIDATES, STORED)."""
+        return self._doc, self._hash_head, self._spill_head
+
     def doc(self, handle: int) -> bytes:
         return self._doc + b"%d" % handle
 

@@ -22,6 +22,8 @@ from redis._parsers import hiredis as _redis_hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from app.store.scripts import Script
+
 Command = tuple[bytes, ...]
 
 
@@ -114,6 +116,41 @@ class Rows(Batch):
     def commands(self) -> list[Command]:
         raw, args, width = self.packed()[0], self._template.args, len(self._template.row)
         return [args(raw[row : row + width]) for row in range(0, len(raw), width)]
+
+    def arguments(self) -> tuple[bytes, int]:
+        """Every row's arguments after the command's name, in RESP, end to end (the
+        tail of another command: Eval), and how many arguments that is."""
+        if not self.size:
+            return b"", 0
+        name_end = self._template.spans[0][1] + 2  # past the name and its CRLF
+        rows = np.frombuffer(self.packed()[0], dtype=np.uint8).reshape(self.size, -1)
+        return rows[:, name_end:].tobytes(), self.size * (len(self._template.spans) - 1)
+
+
+class Eval(Batch):
+    """One call of a script whose arguments end in a Rows batch's (its rows without
+    their command's name, as numpy made them), loaded in the same exchange so a
+    restarted Redis has it again. Single server only: its commands are not split."""
+
+    def __init__(self, script: Script, args: Sequence[bytes], tail: Rows, weight: int) -> None:
+        self._load = encode(b"SCRIPT", b"LOAD", script.source)
+        self._head = (b"EVALSHA", script.sha, script.numkeys, *args)
+        self._tail = tail
+        self.size = weight
+
+    def commands(self) -> list[Command]:
+        raise NotImplementedError("a script call is sent whole, to one server")
+
+    def packed(self) -> tuple[bytes, int]:
+        tail, count = self._tail.arguments()
+        head = self._head
+        call = b"*%d\r\n" % (len(head) + count) + b"".join(
+            [b"$%d\r\n%s\r\n" % (len(a), a) for a in head]
+        )
+        return self._load + call + tail, 2
+
+    def replies(self, replies: list[Any]) -> list[Any]:
+        return [replies[1]]
 
 
 def pairs(reply: Any) -> Iterable[tuple[bytes, bytes]]:

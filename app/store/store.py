@@ -19,7 +19,7 @@ from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
 from app.store.layout import MAX_HANDLE, SPILLED, Layout
-from app.store.resp import MGet, pairs
+from app.store.resp import Eval, MGet, pairs
 from app.store.single import SingleTransport
 from app.store.transport import Transport
 
@@ -44,6 +44,18 @@ REGISTRY = b"nd:@collections"
 
 # Buckets read in one exchange by a full scan (band_memberships).
 BUCKETS_PER_READ = 500
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A query's candidates (Store.candidates): handles ascending, the record of each
+    (None where there is none), whether any was left out, and how many hot band keys
+    were read only in part."""
+
+    handles: np.ndarray
+    records: list[bytes | None]
+    capped: bool
+    cut: int
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,10 @@ class Store:
         self.transport = transport
         self.collection = collection
         self._keys = Layout(collection)
+        # Whether reads go through the scripts that build their own keys (one exchange
+        # a step); a cluster refuses those, so it keeps the per-node pipelines. Tests
+        # turn it off to compare the two on one server.
+        self.scripted = not transport.cluster
 
     def sibling(self, collection: str) -> Store:
         """Another collection's store on this one's connection (closing one closes both)."""
@@ -237,6 +253,19 @@ class Store:
             return await self.assign_handles(ids)
         return [int(h) for h in known]  # type: ignore[arg-type]
 
+    async def stored(self, doc_id: str) -> tuple[int | None, bytes | None]:
+        """An id's handle and that handle's record (None where there is none): one
+        exchange when scripted, else the handle and then the record."""
+        if not self.scripted:
+            (handle,) = await self.handles([doc_id])
+            if handle is None:
+                return None, None
+            (raw,) = await self.records([handle])
+            return handle, raw
+        call = (self._keys.ids, doc_id.encode(), self._keys.heads[0])
+        ((handle, raw),) = await self.transport.eval(scripts.STORED, [call])
+        return (None if handle is None else int(handle)), raw
+
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
         """Drop id -> handle mappings that still point at these handles."""
         calls = [(self._keys.ids, i.encode(), b"%d" % h) for i, h in zip(ids, handles, strict=True)]
@@ -393,6 +422,22 @@ class Store:
             else:
                 inline.append(v)
         return np.frombuffer(b"".join(inline), dtype="<u4"), hot
+
+    async def candidates(
+        self, keys: np.ndarray, exclude: int | None, cap: int, budget: int
+    ) -> Candidates:
+        """The handles sharing the band keys (or passage anchors), ranked and capped as
+        Index._candidates does it, with their records, in one exchange (the candidates
+        script; only when scripted: a single server)."""
+        if not self.scripted:
+            raise StoreError("the candidates script reads keys of many slots: one server only")
+        args = (*self._keys.heads, b"%d" % (exclude or 0), b"%d" % cap, b"%d" % budget)
+        rows = self._keys.band_commands(b"HGET", keys)
+        # Its work: a lookup per key, at most the budget of hot members, a record each.
+        call = Eval(scripts.CANDIDATES, args, rows, len(keys) + budget + cap)
+        ((capped, cut, n, *rest),) = await self.transport.send(call)
+        handles = np.array(rest[:n], dtype=np.int64)
+        return Candidates(handles, rest[n:], bool(capped), int(cut))
 
     async def band_window(
         self, keys: np.ndarray, starts: Sequence[int], counts: Sequence[int]

@@ -20,8 +20,9 @@ class Script:
 
 def _load(name: str) -> Script:
     source = resources.files(__name__).joinpath(f"{name}.lua").read_bytes()
-    # Every key a script touches is a KEYS[n]; Redis Cluster routes the call by them.
-    numkeys = max(int(n) for n in re.findall(rb"KEYS\[(\d+)\]", source))
+    # Every key a cluster-safe script touches is a KEYS[n]; Redis Cluster routes the
+    # call by them. A single-server script may name none (candidates.lua).
+    numkeys = max((int(n) for n in re.findall(rb"KEYS\[(\d+)\]", source)), default=0)
     return Script(name, source, hashlib.sha1(source).hexdigest().encode(), b"%d" % numkeys)
 
 
@@ -29,3 +30,6 @@ UNLOCK = _load("unlock")
 FORGET_ID = _load("forget_id")
 BAND_ADD = _load("band_add")
 BAND_REMOVE = _load("band_remove")
+# Single server only: these read keys they build themselves (Store.candidates, stored).
+CANDIDATES = _load("candidates")
+STORED = _load("stored")

@@ -1,0 +1,94 @@
+-- A query's candidates and their records, in one exchange: what Index._candidates
+-- and the MGET after it do in three to four, by exactly the same rules.
+-- Single server only: it reads keys it builds itself (hot bands' sets, records),
+-- which Redis Cluster refuses; there the store keeps its per-node pipelines.
+-- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),
+-- ARGV[3] the spill ZSET head (nd:{c}:S{), ARGV[4] the handle to leave out (0:
+-- none), ARGV[5] the cap, ARGV[6] how many hot members are read in full, then each
+-- band key's bucket HASH and field. Returns capped (0/1), how many hot keys were read
+-- only in part, the number n of candidates, their n handles ascending, and their n
+-- records (nil where there is none).
+local doc_head, hash_head, spill_head = ARGV[1], ARGV[2], ARGV[3]
+local exclude, cap, budget = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local hits, seen = {}, {}
+local function count(h)
+  local n = hits[h]
+  if n then hits[h] = n + 1 else hits[h] = 1; seen[#seen + 1] = h end
+end
+-- Every key's inline handles (counted once per key that has them), and each hot
+-- key's set and size.
+local hot = {}
+for i = 7, #ARGV, 2 do
+  local bucket, field = ARGV[i], ARGV[i + 1]
+  local v = redis.call('HGET', bucket, field)
+  if v then
+    if string.sub(v, 1, 4) == '\255\255\255\255' then
+      local spill = spill_head .. string.sub(bucket, #hash_head + 1) .. field
+      hot[#hot + 1] = {spill, (struct.unpack('<I4', v, 5))}
+    else
+      for j = 1, #v, 4 do count((struct.unpack('<I4', v, j))) end
+    end
+  end
+end
+-- The hot keys' members: all of them within the budget, else each key's share
+-- (index._shares: smallest keys first, what they leave going to larger ones) from
+-- a staggered start, so keys with the same members still give different ones.
+local cut = 0
+if #hot > 0 then
+  local total, most = 0, 0
+  for _, b in ipairs(hot) do
+    total = total + b[2]
+    if b[2] > most then most = b[2] end
+  end
+  local counts, starts = {}, {}
+  if total <= budget then
+    for j, b in ipairs(hot) do counts[j], starts[j] = b[2], 0 end
+  else
+    local order = {}
+    for j = 1, #hot do order[j] = j end
+    table.sort(order, function(a, b)
+      if hot[a][2] ~= hot[b][2] then return hot[a][2] < hot[b][2] end
+      return a < b  -- Python's sort is stable
+    end)
+    local left = budget
+    for k, j in ipairs(order) do
+      local n = math.max(1, math.min(hot[j][2], most, math.floor(left / (#hot - k + 1))))
+      counts[j], left = n, left - n
+    end
+    for j, b in ipairs(hot) do
+      local s, n = b[2], counts[j]
+      starts[j] = ((j - 1) * n) % (s - n + 1)
+      if s > n then cut = cut + 1 end
+    end
+  end
+  for j, b in ipairs(hot) do
+    local members = redis.call('ZRANGE', b[1], starts[j], starts[j] + counts[j] - 1)
+    for _, m in ipairs(members) do count(tonumber(m)) end
+  end
+end
+-- Leave out the query's own handle; over the cap, keep those sharing the most
+-- keys, older (smaller handles) first among equals; answer in handle order.
+local list = {}
+for _, h in ipairs(seen) do
+  if h ~= exclude then list[#list + 1] = h end
+end
+local capped = cut > 0
+if #list > cap then
+  table.sort(list, function(a, b)
+    if hits[a] ~= hits[b] then return hits[a] > hits[b] end
+    return a < b
+  end)
+  for j = #list, cap + 1, -1 do list[j] = nil end
+  capped = true
+end
+table.sort(list)
+local reply = {capped and 1 or 0, cut, #list}
+for j = 1, #list do reply[3 + j] = list[j] end
+-- The records, MGET a slice at a time (unpack has a limit on its arguments).
+for j = 1, #list, 1000 do
+  local keys = {}
+  for k = j, math.min(j + 999, #list) do keys[#keys + 1] = doc_head .. list[k] end
+  local got = redis.call('MGET', unpack(keys))
+  for k = 1, #keys do reply[3 + #list + j + k - 1] = got[k] end
+end
+return reply
