@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/passages.py
 	$(BIN)/python bench/hotband.py
 	$(BIN)/python bench/html_in.py
+	$(BIN)/python bench/issue.py
 
 clean:
 	rm -rf $(VENV) .lock-venv build dist *.egg-info native/build

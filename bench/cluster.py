@@ -18,6 +18,10 @@ Memory per document is used_memory after the ingest minus before it, summed over
 masters (replicas hold as much again), divided by the documents. The single Redis also
 gets a breakdown by key kind from MEMORY USAGE on samples.
 
+On a cluster, each master's commands (INFO commandstats, bookkeeping and replication left
+out) and added used_memory during the ingest are printed with how far the farthest master
+is from the mean, against issue #15's targets (±25% and ±15%).
+
 On a machine with few cores the cluster's six servers, their replication and the client
 share the same cores, so the cluster figures here show the cost of the cluster protocol,
 not the gain of more machines; the README's deployment section does that arithmetic.
@@ -50,6 +54,10 @@ from app.index import Document, Index, Params
 from app.store import Store
 
 COLLECTION = "bench"
+# The issue's targets for a cluster: each master's share of the ingest's commands within
+# ±25% of the mean, and of the memory it adds within ±15%.
+COMMAND_SPREAD = 0.25
+MEMORY_SPREAD = 0.15
 
 
 # --- corpus ---------------------------------------------------------------------------------
@@ -88,6 +96,24 @@ def redis_cpu(masters: list[redis.Redis]) -> float:
         info = c.info("cpu")
         total += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
     return total
+
+
+# Commands of the bench's own bookkeeping and of replication, not of the workload.
+_NOT_WORKLOAD = frozenset({"info", "ping", "replconf", "cluster", "command", "config", "psync"})
+
+
+def workload_commands(client: redis.Redis) -> int:
+    """Commands this server has run for clients since it started, bookkeeping left out."""
+    stats = client.info("commandstats")
+    return sum(
+        int(v["calls"]) for k, v in stats.items() if k.removeprefix("cmdstat_") not in _NOT_WORKLOAD
+    )
+
+
+def spread(values: list[float]) -> float:
+    """How far the farthest value is from the mean, as a share of the mean (0.1: ±10%)."""
+    mean = statistics.fmean(values)
+    return max(abs(v - mean) for v in values) / mean if mean else 0.0
 
 
 def key_count(masters: list[redis.Redis]) -> int:
@@ -157,6 +183,10 @@ async def measure(
         params = Params.create("word:3", 128, 256, 1, 0.5, capacity=len(docs))
         index = await Index.open(store, params, 1000)
         memory0, keys0 = used_memory(masters), key_count(masters)
+        # Per master, what the ingest adds: commands run and used_memory (the issue's
+        # spread targets: every master within ±25% and ±15% of the mean).
+        per_memory0 = [used_memory([m]) for m in masters]
+        per_commands0 = [workload_commands(m) for m in masters]
 
         def ingest(batch: list[Document]) -> Callable[[], Awaitable[Any]]:
             return lambda: index.ingest(batch)
@@ -167,6 +197,8 @@ async def measure(
         )
         took = time.perf_counter() - started
         cpu, rcpu = time.process_time() - cpu, redis_cpu(masters) - rcpu
+        commands = [workload_commands(m) - c for m, c in zip(masters, per_commands0, strict=True)]
+        memory = [used_memory([m]) - b for m, b in zip(masters, per_memory0, strict=True)]
         out: dict[str, Any] = {
             "docs": len(docs),
             "ingest_docs_per_s": len(docs) / took,
@@ -177,6 +209,10 @@ async def measure(
             "bytes_per_doc": (used_memory(masters) - memory0) / len(docs),
             "keys_per_doc": (key_count(masters) - keys0) / len(docs),
             "masters": len(masters),
+            "ingest_commands_per_master": commands,
+            "ingest_memory_per_master": memory,
+            "command_spread": spread([float(c) for c in commands]),
+            "memory_spread": spread([float(b) for b in memory]),
         }
         if queries:
             rng = random.Random(5)
@@ -244,6 +280,21 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         "after minus before the ingest,",
         "summed over the masters (each replica holds as much again).",
     ]
+    for name, r in results.items():
+        if r["masters"] < 2:
+            continue
+        commands, memory = r["ingest_commands_per_master"], r["ingest_memory_per_master"]
+        lines.append(
+            f"{name}, during the ingest, per master: commands "
+            + " / ".join(f"{c:,}" for c in commands)
+            + f" (farthest ±{100 * r['command_spread']:.1f}% from the mean, target ±25%: "
+            + ("met" if r["command_spread"] <= COMMAND_SPREAD else "not met")
+            + "); added used_memory "
+            + " / ".join(f"{b / 1e6:,.1f} MB" for b in memory)
+            + f" (±{100 * r['memory_spread']:.1f}%, target ±15%: "
+            + ("met" if r["memory_spread"] <= MEMORY_SPREAD else "not met")
+            + ")"
+        )
     parts = meta.get("breakdown")
     if parts:
         lines += [
@@ -276,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     docs = make_docs(args.docs)
     results: dict[str, dict[str, Any]] = {}
     meta: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
         "docs": args.docs,

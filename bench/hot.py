@@ -24,7 +24,8 @@ def run_hot(
 ) -> dict[str, Any]:
     hot = make_hot_corpus()
     redis.client().flushall()
-    server = neardup_server(redis, workers, "hot", args.log_level, len(hot.docs)).start()
+    asked = None if args.serve_default else workers
+    server = neardup_server(redis, asked, "hot", args.log_level, len(hot.docs)).start()
     try:
         sl = ingest(server, hot, 0, len(hot.docs), args.ingest_clients, redis)
         log(f"hot: ingested {len(hot.docs)} docs at {sl['docs_per_s']:.0f} docs/s")

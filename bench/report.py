@@ -12,15 +12,21 @@ from typing import Any
 
 from recall import RECALL_MARGIN, THRESHOLD
 
+# Issue #15's targets (same-run ratios against datasketch on this machine), and the
+# hot-key bound that must still hold.
 TARGETS = {
     "ingest_x": 20.0,
     "get_qps_x": 10.0,
-    "post_qps_x": 10.0,
-    "memory_ratio": 1 / 3,
+    "get_p99_ms": 20.0,
+    "memory_ratio": 0.15,
     "ceiling_pct": 50.0,
     "hot_p99_ms": 50.0,
     "p99_1m_ms": 20.0,
+    "slice_drop_pct": 20.0,
 }
+LOWER_IS_BETTER = frozenset(
+    {"get_p99_ms", "memory_ratio", "hot_p99_ms", "p99_1m_ms", "slice_drop_pct"}
+)
 
 
 def _n(x: float | None, fmt: str = ",.0f") -> str:
@@ -193,52 +199,150 @@ def render(res: dict[str, Any]) -> str:
             if nd[w].get(f"pyspy_{name}"):
                 lines.append(f"py-spy {name} {w}w: see bench/out/pyspy-{name}-{w}w.txt")
 
-    rt = res.get("ratios")
-    if rt:
-        lines += ["", f"ratios, neardup {rt['workers']}w vs datasketch      measured   target  met"]
-        for key, label, target, fmt in (
-            ("ingest_x", "ingest docs/s", "≥ 20x", "{:.1f}x"),
-            ("get_qps_x", "GET queries/s (verified/unverified)", "≥ 10x", "{:.1f}x"),
-            ("post_qps_x", "POST queries/s", "≥ 10x", "{:.1f}x"),
-            ("get_p99_x", "GET p99, datasketch/neardup", "", "{:.1f}x"),
-            ("memory_ratio", "Redis memory/doc, neardup/datasketch", "≤ 0.33x", "{:.2f}x"),
-            ("ceiling_pct", "GET /similar % of HTTP ceiling", "≥ 50%", "{:.0f}%"),
-            ("hot_p99_ms", "hot-key GET p99 ms", "< 50", "{:.1f}"),
-            ("p99_1m_ms", "GET p99 at 1M docs, ms", "≤ 20", "{:.1f}"),
-        ):
-            if rt.get(key) is None:
-                continue
-            met = rt.get("met", {}).get(key)
-            mark = "" if met is None else ("yes" if met else "NO")
-            lines.append(f"{label:41}{fmt.format(rt[key]):>10}{target:>9}  {mark}")
+    lines += ["", *issue_table(res)]
     return "\n".join(lines)
 
 
+def _met(rt: dict[str, Any], key: str) -> str:
+    met = rt.get("met", {}).get(key)
+    return "" if met is None else ("met" if met else "NOT met")
+
+
+def issue_table(res: dict[str, Any]) -> list[str]:
+    """Every figure of issue #15's table and targets, each next to its target."""
+    rt = res.get("ratios") or ratios(res)
+    meta = res["meta"]
+    w = str(rt["workers"])
+    r = res["neardup"][w]
+    ds = res.get("datasketch")
+    how = "its defaults" if meta.get("serve_default") else "--workers"
+    lines = [
+        f"issue #15: `neardup serve` with {how} ({w} worker{'s' if w != '1' else ''}) against "
+        f"datasketch MinHashLSH on its own redis-server, in-process, no HTTP; "
+        f"{meta['docs']:,} docs; load: {meta['tool']}, {meta['connections']} connections",
+        f"{'figure':46}{'neardup':>10}{'datasketch':>16}{'ratio':>8}{'target':>10}  met",
+    ]
+
+    def row(label: str, mine: str, theirs: str, ratio: str, target: str, key: str) -> None:
+        met = _met(rt, key)
+        lines.append(f"{label:46}{mine:>10}{theirs:>16}{ratio:>8}{target:>10}  {met}".rstrip())
+
+    def x(key: str, fmt: str = "{:.1f}x") -> str:
+        return "-" if rt.get(key) is None else fmt.format(rt[key])
+
+    def dsv(figure: Callable[[dict], str]) -> str:
+        return figure(ds) if ds else "-"
+
+    row(
+        "ingest docs/s (batches of 500 over HTTP)",
+        _n(r["ingest"]["docs_per_s"]),
+        dsv(lambda d: _n(d["ingest"]["docs_per_s"])),
+        x("ingest_x"),
+        ">= 20x",
+        "ingest_x",
+    )
+    row(
+        "verified GET /similar/{id} q/s",
+        _n(r["get"]["qps"]),
+        dsv(lambda d: _n(d["get"]["qps"])),
+        x("get_qps_x"),
+        ">= 10x",
+        "get_qps_x",
+    )
+    row(
+        f"GET p99 at {meta['connections']} connections, ms",
+        _n(r["get"]["p99_ms"], ".1f"),
+        dsv(lambda d: _n(d["get"]["p99_ms"], ".1f")),
+        "",
+        "<= 20 ms",
+        "get_p99_ms",
+    )
+    row(
+        "Redis bytes per document",
+        _n(r["memory"]["per_doc"]),
+        dsv(lambda d: _n(d["memory"]["per_doc"])),
+        x("memory_ratio", "{:.2f}x"),
+        "<= 0.15x",
+        "memory_ratio",
+    )
+    ceil = res.get("ceiling", {}).get(w)
+    row(
+        "GET /similar q/s, % of a trivial FastAPI route",
+        _n(r["get"]["qps"]),
+        "-" if ceil is None else f"route: {_n(ceil['qps'])}",
+        x("ceiling_pct", "{:.0f}%"),
+        ">= 50%",
+        "ceiling_pct",
+    )
+    hot = res.get("hot")
+    row(
+        "hot-key GET p99, ms (boilerplate-heavy corpus)",
+        "-" if not hot else _n(hot["get"]["p99_ms"], ".1f"),
+        "",
+        "",
+        "< 50 ms",
+        "hot_p99_ms",
+    )
+    row(
+        "POST /similar q/s (a text not stored)",
+        _n(r["post"]["qps"]),
+        dsv(lambda d: _n(d["post"]["qps"])),
+        x("post_qps_x"),
+        "",
+        "post_qps_x",
+    )
+    if "p99_1m_ms" in rt:
+        p99 = _n(rt["p99_1m_ms"], ".1f")
+        row("GET p99 at 1M documents, ms", p99, "", "", "<= 20 ms", "p99_1m_ms")
+        row(
+            "ingest docs/s, last 100k slice vs first: fall",
+            f"{rt['slice_drop_pct']:.0f}%",
+            "",
+            "",
+            "<= 20%",
+            "slice_drop_pct",
+        )
+    else:
+        lines.append(
+            "(the 1M targets, GET p99 and the ingest rate per 100k slice, are measured by "
+            "--size 1m)"
+        )
+    lines.append(
+        "(the cluster targets, per-master command share and added memory, are bench/cluster.py's"
+        " and printed with these by bench/issue.py; 0 acknowledged documents lost in a failover"
+        " is tests/test_cluster.py::test_failover_loses_no_acknowledged_document, make test)"
+    )
+    return lines
+
+
 def ratios(res: dict[str, Any]) -> dict[str, Any]:
+    """The issue's figures of this run (the largest worker count), and which targets hold."""
     nd = res["neardup"]
     w = str(max(int(k) for k in nd))
     r = nd[w]
-    out: dict[str, Any] = {"workers": int(w)}
+    out: dict[str, Any] = {"workers": int(w), "get_p99_ms": r["get"]["p99_ms"]}
     ds = res.get("datasketch")
     if ds:
         out["ingest_x"] = r["ingest"]["docs_per_s"] / ds["ingest"]["docs_per_s"]
         out["get_qps_x"] = r["get"]["qps"] / ds["get"]["qps"]
         out["post_qps_x"] = r["post"]["qps"] / ds["post"]["qps"]
         out["get_p99_x"] = ds["get"]["p99_ms"] / r["get"]["p99_ms"]
-        mem_w = min(nd, key=int)
-        out["memory_ratio"] = nd[mem_w]["memory"]["per_doc"] / ds["memory"]["per_doc"]
+        out["memory_ratio"] = r["memory"]["per_doc"] / ds["memory"]["per_doc"]
     ceil = res.get("ceiling", {})
     if w in ceil:
         out["ceiling_pct"] = 100 * r["get"]["qps"] / ceil[w]["qps"]
     if res.get("hot"):
         out["hot_p99_ms"] = res["hot"]["get"]["p99_ms"]
-    cps = res.get("scale", {}).get("checkpoints", {})
+    scale = res.get("scale", {})
+    cps = scale.get("checkpoints", {})
     if "1000000" in cps:
         out["p99_1m_ms"] = cps["1000000"]["p99_ms"]
+        slices = scale["slices"]
+        out["slice_drop_pct"] = 100 * (1 - slices[-1]["docs_per_s"] / slices[0]["docs_per_s"])
     met = {}
     for key, target in TARGETS.items():
         if key in out:
-            lower_better = key in ("memory_ratio", "hot_p99_ms", "p99_1m_ms")
+            lower_better = key in LOWER_IS_BETTER
             met[key] = out[key] <= target if lower_better else out[key] >= target
     out["met"] = met
     return out

@@ -67,13 +67,16 @@ def clean_env() -> dict[str, str]:
 
 
 def neardup_server(
-    redis: ThrowawayRedis, workers: int, collection: str, log_level: str, capacity: int
+    redis: ThrowawayRedis, workers: int | None, collection: str, log_level: str, capacity: int
 ) -> Server:
-    """`neardup serve` on a free port, pointed at redis (not at an embedded Redis)."""
+    """`neardup serve` on a free port, pointed at redis (not at an embedded Redis);
+    workers None passes no --workers: serve's own default, as `make run` gets."""
     exe = Path(sys.executable).with_name("neardup")
     cmd = [str(exe) if exe.exists() else "neardup", "serve", "--host", HOST]
     port = free_port()
-    cmd += ["--port", str(port), "--workers", str(workers)]
+    cmd += ["--port", str(port)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     env = clean_env()
     env.update(
         NEARDUP_REDIS_URL=redis.url,
@@ -82,4 +85,5 @@ def neardup_server(
         NEARDUP_DATA_DIR=str(redis.data_dir / "unused"),
         NEARDUP_CAPACITY=str(capacity),
     )
-    return Server(f"neardup-{collection}-{workers}w", cmd, env, port, "/readyz")
+    name = "default" if workers is None else f"{workers}w"
+    return Server(f"neardup-{collection}-{name}", cmd, env, port, "/readyz")

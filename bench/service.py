@@ -1,30 +1,39 @@
 """Service benchmark (figures, not tests): neardup over HTTP against datasketch on Redis.
 
-Run: ``make bench`` or ``.venv/bin/python bench/service.py [--size 10k|100k|1m] [--quick]``.
+Run: ``make bench`` (``--size 20k``, the size of issue #15's table) or
+``.venv/bin/python bench/service.py [--size 1k|10k|20k|100k|1m] [--workers 1,2] [--quick]``.
 
 One run, on this machine, each part in its own module:
 
 * a generated corpus (Zipf words, ~300 words a document, 20% planted near-duplicates at
   graded edit rates; bench/common.py);
 * a throwaway redis-server (EmbeddedRedis with persistence off; bench/stores.py) and
-  ``neardup serve`` pointed at it, with 1 worker and then with 2: ingest through
-  POST /documents/batch from several clients (ingest.py, in slices: scale.py), Redis
-  used_memory per document and what it is made of (memory.py), recall of the planted
-  pairs (recall.py), then GET /similar/{id} and POST /similar from 32 keep-alive
-  connections for a fixed time each (queries.py): queries/s, latency percentiles,
-  candidates per query, Redis commands per query;
-* the HTTP ceiling: a trivial FastAPI route on the same uvicorn settings under the same
-  load, and neardup's own /healthz (ceiling.py, queries.py);
+  ``neardup serve`` pointed at it with its defaults, as ``make run`` starts it (no
+  --workers: one worker per usable CPU; ``--workers 1,2`` runs those counts instead):
+  ingest through POST /documents/batch in batches of 500 from several clients (ingest.py,
+  in slices: scale.py), Redis used_memory per document and what it is made of
+  (memory.py), recall of the planted pairs (recall.py), then GET /similar/{id} and POST
+  /similar from 32 keep-alive connections for a fixed time each (queries.py): queries/s,
+  latency percentiles, candidates per query, Redis commands per query;
+* the HTTP ceiling: a trivial FastAPI route on the same uvicorn settings and worker count
+  under the same load, and neardup's own /healthz (ceiling.py, queries.py);
 * a hot-key corpus, 10,000 documents sharing one boilerplate (hot.py);
 * datasketch's MinHashLSH(threshold=0.5, num_perm=128) on a fresh redis-server of the same
-  binary, the same figures (baseline.py), and the ratios neardup/datasketch (report.py);
+  binary, in-process, no HTTP, the same figures (baseline.py), and the ratios
+  neardup/datasketch (report.py);
 * with --size 100k or 1m: ingest docs/s per tenth of the corpus and GET p99 at 10k, 100k
   and 1M documents (scale.py).
 
-Load comes from ``wrk`` when it is installed, else from bench/loadgen.py (``--tool
-python``); bench/load.py measures the CPU of the client, the server, Redis and whatever
-else ran meanwhile, and this run checks how much two busy processes gain over one here
-(a VM's two vCPUs may not be two cores).
+The table ends with issue #15's figures, each next to its target, met or not
+(report.issue_table; bench/issue.py prints them again with bench/cluster.py's at the end
+of ``make bench``).
+
+Load comes from ``wrk``, a C load generator, when it is installed (``apt-get install -y
+wrk`` on Debian; the issue's figures were measured with it), else from bench/loadgen.py, a
+Python client in a process of its own (``--tool`` chooses); the table's first lines and
+the JSON's meta.tool say which one ran. bench/load.py measures the CPU of the client, the
+server, Redis and whatever else ran meanwhile, and this run checks how much two busy
+processes gain over one here (a VM's two vCPUs may not be two cores).
 
 Results: a table on stdout and JSON in bench/out/service.json.
 """
@@ -67,7 +76,7 @@ from scale import checkpoints_for, ingest_in_slices
 from servers import neardup_server
 from stores import ThrowawayRedis
 
-SIZES = {"1k": 1_000, "10k": 10_000, "100k": 100_000, "1m": 1_000_000}
+SIZES = {"1k": 1_000, "10k": 10_000, "20k": 20_000, "100k": 100_000, "1m": 1_000_000}
 COLLECTION = "bench"
 
 
@@ -85,8 +94,9 @@ def run_neardup(
     """One worker count on an empty Redis: ingest, memory, recall, query loads."""
     n = len(corpus.docs)
     redis.client().flushall()
-    server = neardup_server(redis, workers, COLLECTION, args.log_level, args.capacity).start()
-    res: dict[str, Any] = {"workers": workers}
+    asked = None if args.serve_default else workers  # None: serve chooses, as `make run`
+    server = neardup_server(redis, asked, COLLECTION, args.log_level, args.capacity).start()
+    res: dict[str, Any] = {"workers": workers, "serve_default": args.serve_default}
     try:
         mem0 = used_memory(redis)
         checkpoints = checkpoints_for(n) if workers == max(args.workers) else []
@@ -135,7 +145,7 @@ def _installed_neardup() -> dict[str, str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", choices=sorted(SIZES), default="10k")
+    p.add_argument("--size", choices=sorted(SIZES), default="20k")
     p.add_argument(
         "--quick",
         action="store_true",
@@ -144,7 +154,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=10.0, help="seconds per query load")
     p.add_argument("--checkpoint-duration", type=float, default=5.0)
     p.add_argument("--connections", type=int, default=32)
-    p.add_argument("--workers", default="1,2", help="uvicorn worker counts to run, e.g. 1,2")
+    p.add_argument(
+        "--workers",
+        default="default",
+        help="worker counts to run, e.g. 1,2; default: none given, so `neardup serve` "
+        "chooses (one per usable CPU), as `make run` does",
+    )
     p.add_argument("--ingest-clients", type=int, default=4)
     p.add_argument("--tool", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--log-level", default="info", help="NEARDUP_LOG_LEVEL and uvicorn's")
@@ -171,7 +186,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.duration, args.checkpoint_duration = "1k", 2.0, 1.0
-    args.workers = sorted({int(w) for w in args.workers.split(",")})
+    args.serve_default = args.workers == "default"
+    if args.serve_default:
+        from app.service.workers import default_workers
+
+        args.workers = [default_workers()]  # what serve will choose, for the ceiling's
+    else:
+        args.workers = sorted({int(w) for w in args.workers.split(",")})
     return args
 
 
@@ -210,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": platform.platform(),
             "python": platform.python_version(),
             "tool": tool,
+            "workers": args.workers,
+            "serve_default": args.serve_default,
             "connections": args.connections,
             "duration": args.duration,
             "log_level": args.log_level,
