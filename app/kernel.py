@@ -27,14 +27,21 @@ __all__ = [
     "MAX_FINGERPRINT_SIZE",
     "MAX_K",
     "MAX_NUM_PERM",
+    "Encoded",
     "InvalidParameterError",
     "InvalidTextError",
     "KernelError",
+    "MalformedFingerprintError",
     "Sketch",
     "Winnowed",
     "band_keys",
+    "decode_fingerprints",
+    "encode_fingerprint",
+    "encode_fingerprints",
+    "encoded_bound",
     "jaccard",
     "jaccard_many",
+    "jaccard_many_encoded",
     "jaccard_many_packed",
     "normalize",
     "parse_shingle",
@@ -46,7 +53,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -502,6 +509,164 @@ def jaccard_many(
     return jaccard_many_packed(
         query, values, offsets, threshold, fingerprint_size=fingerprint_size, simd=simd
     )
+
+
+# --- compressed fingerprints (Elias-Fano; the format is in native/neardup.h) -----------------
+
+
+class MalformedFingerprintError(ValueError):
+    """A compressed fingerprint does not decode (stored data, not the caller's input)."""
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """n compressed fingerprints in one buffer: fingerprint i is data[starts[i]:ends[i]]
+    and holds counts[i] values. data may be any bytes-like object (the records
+    themselves, joined), so verification reads the fingerprints where they lie."""
+
+    data: Any  # bytes-like
+    starts: U64
+    ends: U64
+    counts: U32
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
+def encoded_bound(count: int) -> int:
+    """Bytes that always hold the encoding of count values (ND_FP_ENCODED_MAX)."""
+    return 1 + 4 * count + (3 * count + 7) // 8 if count else 0
+
+
+def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8], U64]:
+    """Compress n packed fingerprints (values, offsets of n + 1), each sorted and distinct.
+
+    Returns (data, data_offsets): fingerprint i's encoding is data[data_offsets[i]:...[i + 1]].
+    """
+    vals = _fingerprint("values", values)
+    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    if offs.ndim != 1 or offs.shape[0] < 1:
+        raise InvalidParameterError("offsets must be a 1-D array of n + 1 uint64 values")
+    n = offs.shape[0] - 1
+    if n and (int(offs[n]) > vals.shape[0] or np.any(offs[1:] < offs[:-1])):
+        raise InvalidParameterError("offsets must be non-decreasing and within values")
+    counts = np.diff(offs).astype(np.int64)
+    cap = int(counts.sum()) * 4 + int(((3 * counts + 7) // 8).sum()) + n
+    out = np.empty(cap, dtype=np.uint8)
+    out_offsets = np.zeros(n + 1, dtype=np.uint64)
+    rc = lib.nd_fp_encode_batch(
+        ffi.from_buffer("uint32_t[]", vals),
+        ffi.from_buffer("uint64_t[]", offs),
+        n,
+        ffi.from_buffer("uint8_t[]", out, require_writable=True),
+        cap,
+        ffi.from_buffer("uint64_t[]", out_offsets, require_writable=True),
+    )
+    if rc == lib.ND_E_ARG:
+        raise InvalidParameterError("a fingerprint is not sorted and distinct")
+    if rc != lib.ND_OK:  # pragma: no cover - cap is the documented bound
+        raise KernelError(f"encoding fingerprints failed (code {rc})")
+    return out[: int(out_offsets[n])], out_offsets
+
+
+def encode_fingerprint(fingerprint: Any) -> bytes:
+    """One fingerprint compressed (see encode_fingerprints)."""
+    fp = _fingerprint("fingerprint", fingerprint)
+    data, _ = encode_fingerprints(fp, np.array([0, len(fp)], dtype=np.uint64))
+    return data.tobytes()
+
+
+def _encoded_args(enc: Encoded) -> tuple[Any, int, U64, U64, U32]:
+    n = len(enc.counts)
+    starts = np.ascontiguousarray(enc.starts, dtype=np.uint64)
+    ends = np.ascontiguousarray(enc.ends, dtype=np.uint64)
+    counts = np.ascontiguousarray(enc.counts, dtype=np.uint32)
+    if starts.shape != (n,) or ends.shape != (n,):
+        raise InvalidParameterError("starts, ends and counts must be 1-D arrays of n values")
+    data = ffi.from_buffer("uint8_t[]", enc.data)
+    return data, len(data), starts, ends, counts
+
+
+def _malformed(status: npt.NDArray[np.int32]) -> None:
+    bad = np.flatnonzero(status)
+    if bad.size:
+        raise MalformedFingerprintError(
+            f"compressed fingerprint {int(bad[0])} is malformed ({bad.size} of {len(status)})"
+        )
+
+
+def decode_fingerprints(enc: Encoded) -> tuple[U32, U64]:
+    """The values of n compressed fingerprints, packed as (values, offsets of n + 1).
+
+    Raises MalformedFingerprintError if any of them does not decode.
+    """
+    data, size, starts, ends, counts = _encoded_args(enc)
+    n = len(counts)
+    total = int(counts.sum(dtype=np.uint64))
+    out = np.empty(total, dtype=np.uint32)
+    offsets = np.zeros(n + 1, dtype=np.uint64)
+    status = np.zeros(n, dtype=np.int32)
+    rc = lib.nd_fp_decode_batch(
+        data,
+        size,
+        ffi.from_buffer("uint64_t[]", starts),
+        ffi.from_buffer("uint64_t[]", ends),
+        ffi.from_buffer("uint32_t[]", counts),
+        n,
+        ffi.from_buffer("uint32_t[]", out, require_writable=True),
+        total,
+        ffi.from_buffer("uint64_t[]", offsets, require_writable=True),
+        ffi.from_buffer("int32_t[]", status, require_writable=True),
+    )
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(f"the kernel refused the arguments (code {rc})")
+    _malformed(status)
+    return out, offsets
+
+
+def jaccard_many_encoded(
+    query: Any,
+    enc: Encoded,
+    threshold: float = 0.0,
+    *,
+    fingerprint_size: int = 256,
+    simd: bool = True,
+) -> npt.NDArray[np.float64]:
+    """jaccard_many_packed against compressed candidates, decoded inside the one C call.
+
+    Gives exactly what jaccard_many_packed gives for the decoded values; raises
+    MalformedFingerprintError if a candidate does not decode.
+    """
+    fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
+    t = _threshold(threshold)
+    q = _fingerprint("query", query)
+    data, size, starts, ends, counts = _encoded_args(enc)
+    n = len(counts)
+    out = np.zeros(n, dtype=np.float64)
+    status = np.zeros(n, dtype=np.int32)
+    rc = lib.nd_jaccard_many_encoded(
+        ffi.from_buffer("uint32_t[]", q),
+        len(q),
+        data,
+        size,
+        ffi.from_buffer("uint64_t[]", starts),
+        ffi.from_buffer("uint64_t[]", ends),
+        ffi.from_buffer("uint32_t[]", counts),
+        n,
+        fp_size,
+        t,
+        _flags(simd),
+        ffi.from_buffer("double[]", out, require_writable=True),
+        ffi.from_buffer("int32_t[]", status, require_writable=True),
+    )
+    if rc == lib.ND_E_NOMEM:
+        raise MemoryError("the kernel could not allocate its scratch memory")
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(
+            f"the kernel refused the arguments (code {rc}): every range must lie within data"
+        )
+    _malformed(status)
+    return out
 
 
 def band_keys(signatures: Any, bands: int, rows: int) -> U64:

@@ -2,15 +2,25 @@
 
 The breakdowns come from MEMORY USAGE of sampled keys, so they are estimates; the total
 per document is the measured figure.
+
+Run on its own (`.venv/bin/python bench/memory.py [--docs N]`) it ingests N generated
+documents (200-400 Zipf words, a fifth of them planted near-duplicates) in-process with
+the service's default parameters (passage index on) into a throwaway Redis and prints the
+bytes per document split by key kind: MEMORY USAGE of every key (records, band buckets,
+spilled sets, ids, texts, the rest), the main key table (8 bytes a slot), what is left of
+used_memory, and the records split by section (from their headers).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from stores import ThrowawayRedis
+
+from app.index import passages, records
 
 
 def used_memory(redis: ThrowawayRedis) -> int:
@@ -72,3 +82,126 @@ def datasketch_memory_breakdown(redis: ThrowawayRedis, docs: int) -> dict[str, A
         "mean_key_bytes": {t: statistics.fmean(u) for t, u in usage.items()},
         "sampled_types": dict(types),
     }
+
+
+# --- the split by key kind (run on its own) ---------------------------------------------------
+
+
+def _kind(key: bytes, prefix: bytes) -> str:
+    rest = key[len(prefix) :] if key.startswith(prefix) else b""
+    for head, kind in (
+        (b"d:", "records"),
+        (b"B{", "band_buckets"),
+        (b"S{", "spilled_sets"),
+        (b"t:", "texts"),
+        (b"ids", "ids"),
+    ):
+        if rest.startswith(head):
+            return kind
+    return "other keys"
+
+
+def key_split(redis: ThrowawayRedis, collection: str) -> tuple[Counter[str], Counter[str]]:
+    """MEMORY USAGE summed over every key, and the number of keys, by kind."""
+    r = redis.client()
+    prefix = f"nd:{collection}:".encode()
+    usage: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    batch: list[bytes] = []
+
+    def flush() -> None:
+        pipe = r.pipeline(transaction=False)
+        for k in batch:
+            pipe.memory_usage(k, samples=0)
+        for k, u in zip(batch, pipe.execute(), strict=True):
+            kind = _kind(k, prefix)
+            usage[kind] += int(u or 0)
+            count[kind] += 1
+        batch.clear()
+
+    for key in r.scan_iter(count=5000):
+        batch.append(key)
+        if len(batch) >= 2000:
+            flush()
+    flush()
+    return usage, count
+
+
+def record_split(redis: ThrowawayRedis, collection: str, sample: int = 2000) -> dict[str, float]:
+    """Mean bytes per record by section (passage layout split further), over sampled records."""
+    r = redis.client()
+    prefix = f"nd:{collection}:".encode()
+    handles = [int(v) for v in r.hrandfield(prefix + b"ids", sample, withvalues=True)[1::2]]
+    raws = [raw for raw in r.mget([prefix + b"d:%d" % h for h in handles]) if raw]
+    total: Counter[str] = Counter()
+    for raw in raws:
+        parts = records.sections_of(raw)
+        total.update(parts)
+        total.update({f"passages.{k}": v for k, v in passages.sections_of(_layout(raw)).items()})
+        total["all"] += len(raw)
+    return {k: v / max(1, len(raws)) for k, v in total.items()}
+
+
+def _layout(raw: bytes) -> bytes:
+    return records.unpack(raw).passages
+
+
+async def _run(n: int, capacity: int, workdir: Path) -> None:
+    from common import log, make_corpus
+
+    from app.index import Document, Index, Params
+    from app.store import Store
+
+    corpus = make_corpus(n, dup_fraction=0.2)
+    redis = ThrowawayRedis(workdir, "memory").start()
+    try:
+        store = Store.connect(redis.url, "mem", 30.0)
+        index = await Index.open(store, Params.create("word:3", 128, 256, 1, 0.5, capacity), 200)
+        before = used_memory(redis)
+        log(f"ingesting {n} documents")
+        for k in range(0, n, 500):
+            await index.ingest(
+                [Document(corpus.text(i), corpus.ids[i]) for i in range(k, min(n, k + 500))]
+            )
+        after = used_memory(redis)
+        await store.close()
+        usage, count = key_split(redis, "mem")
+        keys = sum(count.values())
+        table = 8 * (1 << max(2, (keys - 1).bit_length()))  # the main dict's slots
+        total = after - before
+        print(
+            f"{n} documents, capacity {capacity:,}, record version {records.VERSION}: "
+            f"used_memory +{total:,} B, {total / n:,.0f} B per document"
+        )
+        print(f"{'kind':<22}{'keys':>10}{'B/doc':>10}{'share':>8}")
+        for kind, u in usage.most_common():
+            print(f"{kind:<22}{count[kind]:>10,}{u / n:>10,.0f}{u / total:>8.1%}")
+        print(f"{'key table (est.)':<22}{'':>10}{table / n:>10,.0f}{table / total:>8.1%}")
+        rest = total - sum(usage.values()) - table
+        print(f"{'rest of used_memory':<22}{'':>10}{rest / n:>10,.0f}{rest / total:>8.1%}")
+        split = record_split(redis, "mem")
+        print(f"records by section (mean bytes of {split['all']:,.0f} per record):")
+        for name, b in split.items():
+            if name != "all":
+                print(f"  {name:<26}{b:>8,.0f}")
+    finally:
+        redis.stop()
+
+
+def main() -> None:
+    import argparse
+    import asyncio
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument(
+        "--capacity", type=int, help="NEARDUP_CAPACITY (default: --docs, as bench/service.py)"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(_run(args.docs, args.capacity or args.docs, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()

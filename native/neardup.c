@@ -1445,6 +1445,45 @@ static inline uint32_t intersect(const uint32_t *a, uint32_t na, const uint32_t 
     return merge_scalar(a, na, b, nb, 0, 0, 0, need);
 }
 
+/* One candidate's estimate (see nd_jaccard_many): the bounds, the smallest
+ * intersection that reaches the threshold, the merge. memo may be NULL. */
+static double jaccard_one(const uint32_t *query, uint32_t nq, const uint32_t *b, uint32_t nb,
+                          uint32_t fp_size, double threshold, nd_memo *memo, unsigned simd) {
+    uint32_t na = nq;
+    jaccard_bounds(query, &na, b, &nb, fp_size);
+    uint32_t need;
+    if (memo != NULL) {
+        uint64_t key = (uint64_t)na << 32 | nb;
+        nd_memo *e = &memo[(na * 37u + nb) & (MEMO_SLOTS - 1)];
+        if (e->key != key) {
+            e->key = key;
+            e->need = min_intersection(na, nb, threshold);
+        }
+        need = e->need;
+    } else {
+        need = min_intersection(na, nb, threshold);
+    }
+    double r = 0.0;
+    if (need != UINT32_MAX) {
+        uint32_t inter = intersect(query, na, b, nb, need, simd);
+        if (inter != UINT32_MAX) {
+            r = jaccard_ratio(inter, na, nb);
+            if (r < threshold) r = 0.0;
+        }
+    }
+    return r;
+}
+
+/* The smallest intersection that reaches the threshold depends only on
+ * (na, nb), which repeat a lot: remember it in a small direct-mapped table
+ * (NULL without a threshold, or if it cannot be allocated: then computed each
+ * time, with the same result). */
+static nd_memo *memo_new(double threshold) {
+    nd_memo *memo = threshold > 0.0 ? (nd_memo *)malloc(MEMO_SLOTS * sizeof *memo) : NULL;
+    if (memo != NULL) memset(memo, 0xFF, MEMO_SLOTS * sizeof *memo);
+    return memo;
+}
+
 ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                               const uint64_t *offsets, size_t n, uint32_t fp_size,
                               double threshold, unsigned flags, double *out) {
@@ -1455,36 +1494,213 @@ ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t
         if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] > UINT32_MAX) return ND_E_ARG;
     if (values == NULL && offsets[n] != offsets[0]) return ND_E_ARG;
     unsigned simd = nd_active(flags);
-    /* The smallest intersection that reaches the threshold depends only on
-     * (na, nb), which repeat a lot: remember it in a small direct-mapped table. */
-    nd_memo *memo = threshold > 0.0 ? (nd_memo *)malloc(MEMO_SLOTS * sizeof *memo) : NULL;
-    if (memo != NULL) memset(memo, 0xFF, MEMO_SLOTS * sizeof *memo);
+    nd_memo *memo = memo_new(threshold);
     for (size_t i = 0; i < n; i++) {
         const uint32_t *b = values ? values + offsets[i] : NULL;
-        uint32_t na = nq, nb = (uint32_t)(offsets[i + 1] - offsets[i]);
-        jaccard_bounds(query, &na, b, &nb, fp_size);
-        uint32_t need;
-        if (memo != NULL) {
-            uint64_t key = (uint64_t)na << 32 | nb;
-            nd_memo *e = &memo[(na * 37u + nb) & (MEMO_SLOTS - 1)];
-            if (e->key != key) {
-                e->key = key;
-                e->need = min_intersection(na, nb, threshold);
-            }
-            need = e->need;
-        } else {
-            need = min_intersection(na, nb, threshold);
-        }
-        double r = 0.0;
-        if (need != UINT32_MAX) {
-            uint32_t inter = intersect(query, na, b, nb, need, simd);
-            if (inter != UINT32_MAX) {
-                r = jaccard_ratio(inter, na, nb);
-                if (r < threshold) r = 0.0;
-            }
-        }
-        out[i] = r;
+        out[i] = jaccard_one(query, nq, b, (uint32_t)(offsets[i + 1] - offsets[i]), fp_size,
+                             threshold, memo, simd);
     }
     free(memo);
+    return ND_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Compressed fingerprints (Elias-Fano, see neardup.h)                  */
+/*
+ * Scalar only: decoding 256 values is a few hundred cycles next to the merge
+ * that follows, so a SIMD path would buy little and cost a second twin to test.
+ */
+
+/* The L of a non-empty array whose largest value is last. */
+static inline unsigned ef_low_bits(uint32_t count, uint32_t last) {
+    uint64_t universe = (uint64_t)last + 1;
+    unsigned l = 0;
+    while (l < 32 && ((uint64_t)count << (l + 1)) <= universe) l++;
+    return l;
+}
+
+static inline uint64_t ef_size(uint32_t count, unsigned l, uint32_t last) {
+    if (count == 0) return 0;
+    return 1 + ((uint64_t)count * l + 7) / 8 + ((((uint64_t)last >> l) + count) + 7) / 8;
+}
+
+static uint64_t ef_encode(const uint32_t *v, uint32_t count, uint8_t *out) {
+    if (count == 0) return 0;
+    uint32_t last = v[count - 1];
+    unsigned l = ef_low_bits(count, last);
+    uint64_t total = ef_size(count, l, last);
+    memset(out, 0, total);
+    out[0] = (uint8_t)l;
+    uint8_t *low = out + 1;
+    uint8_t *high = low + ((uint64_t)count * l + 7) / 8;
+    uint64_t mask = l == 32 ? 0xFFFFFFFFull : ((1ull << l) - 1);
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t bits = v[i] & mask, pos = (uint64_t)i * l;
+        for (unsigned done = 0; done < l;) { /* byte by byte: never past the section */
+            unsigned shift = (unsigned)(pos & 7), take = 8 - shift;
+            if (take > l - done) take = l - done;
+            low[pos >> 3] |= (uint8_t)(((bits >> done) & ((1u << take) - 1)) << shift);
+            pos += take;
+            done += take;
+        }
+        uint64_t hp = ((uint64_t)v[i] >> l) + i;
+        high[hp >> 3] |= (uint8_t)(1u << (hp & 7));
+    }
+    return total;
+}
+
+static inline uint64_t load_le64(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+/* Decodes one encoding of len bytes into count values; ND_OK or ND_E_DATA. */
+static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *out) {
+    if (count == 0) return len == 0 ? ND_OK : ND_E_DATA;
+    if (count > ND_MAX_FP_SIZE || len < 2) return ND_E_DATA;
+    unsigned l = p[0];
+    if (l > 32) return ND_E_DATA;
+    uint64_t low_len = ((uint64_t)count * l + 7) / 8;
+    if (len < 1 + low_len + 1) return ND_E_DATA;
+    const uint8_t *low = p + 1, *high = low + low_len;
+    unsigned used = (unsigned)(((uint64_t)count * l) & 7); /* bits of the last low byte */
+    if (used && (low[low_len - 1] >> used) != 0) return ND_E_DATA; /* padding must be 0 */
+    uint64_t high_len = len - 1 - low_len;
+    uint64_t mask = l == 32 ? 0xFFFFFFFFull : ((1ull << l) - 1);
+    unsigned l_done;
+    uint32_t i = 0;
+    uint64_t prev = 0;
+    /* the high bits a word at a time: the loop over a word's set bits is the
+     * only unpredictable branch, once per word rather than once per byte */
+    for (uint64_t at = 0; at < high_len; at += 8) {
+        uint64_t word = 0;
+        if (at + 8 <= high_len) {
+            word = load_le64(high + at);
+        } else {
+            for (uint64_t k = at; k < high_len; k++) word |= (uint64_t)high[k] << (8 * (k - at));
+        }
+        while (word) {
+            if (i == count) return ND_E_DATA; /* more values than count */
+            unsigned bit = (unsigned)__builtin_ctzll(word);
+            word &= word - 1;
+            uint64_t hi = at * 8 + bit - i;
+            uint64_t lo = 0, pos = (uint64_t)i * l;
+            if (1 + (pos >> 3) + 8 <= len) { /* one load (the high section may follow) */
+                lo = (load_le64(low + (pos >> 3)) >> (pos & 7)) & mask;
+                l_done = l;
+            } else {
+                l_done = 0;
+            }
+            for (unsigned done = l_done; done < l;) {
+                unsigned shift = (unsigned)(pos & 7), take = 8 - shift;
+                if (take > l - done) take = l - done;
+                lo |= (uint64_t)((low[pos >> 3] >> shift) & ((1u << take) - 1)) << done;
+                pos += take;
+                done += take;
+            }
+            uint64_t v = (hi << l) | lo;
+            if (hi > (0xFFFFFFFFull >> l) || (i > 0 && v <= prev)) return ND_E_DATA;
+            out[i++] = (uint32_t)v;
+            prev = v;
+        }
+    }
+    /* exactly what the encoder writes: count values, the last in the last byte
+     * and the L it would choose (so every array has one encoding) */
+    if (i != count || (high[high_len - 1] == 0) || ef_low_bits(count, out[count - 1]) != l ||
+        ef_size(count, l, out[count - 1]) != len)
+        return ND_E_DATA;
+    return ND_OK;
+}
+
+ND_EXPORT int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n,
+                                 uint8_t *out, uint64_t out_cap, uint64_t *out_offsets) {
+    if (n == 0) {
+        if (out_offsets != NULL) out_offsets[0] = 0;
+        return ND_OK;
+    }
+    if (offsets == NULL || out_offsets == NULL) return ND_E_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] > UINT32_MAX) return ND_E_ARG;
+        if (values == NULL && offsets[i + 1] != offsets[i]) return ND_E_ARG;
+        for (uint64_t j = offsets[i] + 1; j < offsets[i + 1]; j++)
+            if (values[j] <= values[j - 1]) return ND_E_ARG;
+    }
+    uint64_t at = 0;
+    out_offsets[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t count = (uint32_t)(offsets[i + 1] - offsets[i]);
+        const uint32_t *v = count ? values + offsets[i] : NULL;
+        uint64_t need = count ? ef_size(count, ef_low_bits(count, v[count - 1]), v[count - 1]) : 0;
+        if (need > out_cap - at || (need && out == NULL)) return ND_E_SPACE;
+        at += ef_encode(v, count, out + at);
+        out_offsets[i + 1] = at;
+    }
+    return ND_OK;
+}
+
+/* The argument checks nd_fp_decode_batch and nd_jaccard_many_encoded share. */
+static int encoded_args(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
+                        const uint64_t *ends, const uint32_t *counts, size_t n) {
+    if (starts == NULL || ends == NULL || counts == NULL) return ND_E_ARG;
+    if (data == NULL && data_len != 0) return ND_E_ARG;
+    for (size_t i = 0; i < n; i++)
+        if (starts[i] > ends[i] || ends[i] > data_len) return ND_E_ARG;
+    return ND_OK;
+}
+
+ND_EXPORT int nd_fp_decode_batch(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
+                                 const uint64_t *ends, const uint32_t *counts, size_t n,
+                                 uint32_t *out, uint64_t out_cap, uint64_t *out_offsets,
+                                 int32_t *status) {
+    if (n == 0) {
+        if (out_offsets != NULL) out_offsets[0] = 0;
+        return ND_OK;
+    }
+    if (out_offsets == NULL || status == NULL) return ND_E_ARG;
+    int rc = encoded_args(data, data_len, starts, ends, counts, n);
+    if (rc != ND_OK) return rc;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += counts[i];
+    if (total > out_cap || (total && out == NULL)) return ND_E_SPACE;
+    uint64_t at = 0;
+    out_offsets[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = data != NULL ? data + starts[i] : NULL;
+        uint32_t *dst = out != NULL ? out + at : NULL; /* NULL only when every count is 0 */
+        status[i] = ef_decode(p, ends[i] - starts[i], counts[i], dst);
+        if (status[i] != ND_OK && counts[i]) memset(dst, 0, (size_t)counts[i] * sizeof *out);
+        at += counts[i];
+        out_offsets[i + 1] = at;
+    }
+    return ND_OK;
+}
+
+ND_EXPORT int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const uint8_t *data,
+                                      uint64_t data_len, const uint64_t *starts,
+                                      const uint64_t *ends, const uint32_t *counts, size_t n,
+                                      uint32_t fp_size, double threshold, unsigned flags,
+                                      double *out, int32_t *status) {
+    if (fp_size == 0 || (nq > 0 && query == NULL) || threshold != threshold) return ND_E_ARG;
+    if (n == 0) return ND_OK;
+    if (out == NULL || status == NULL) return ND_E_ARG;
+    int rc = encoded_args(data, data_len, starts, ends, counts, n);
+    if (rc != ND_OK) return rc;
+    uint32_t *scratch = (uint32_t *)malloc(ND_MAX_FP_SIZE * sizeof *scratch);
+    if (scratch == NULL) return ND_E_NOMEM;
+    unsigned simd = nd_active(flags);
+    nd_memo *memo = memo_new(threshold);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = data != NULL ? data + starts[i] : NULL;
+        status[i] = ef_decode(p, ends[i] - starts[i], counts[i], scratch);
+        out[i] = status[i] != ND_OK ? 0.0
+                                    : jaccard_one(query, nq, scratch, counts[i], fp_size,
+                                                  threshold, memo, simd);
+    }
+    free(memo);
+    free(scratch);
     return ND_OK;
 }

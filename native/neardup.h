@@ -26,7 +26,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 2
+#define ND_ABI_VERSION 3
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -34,7 +34,8 @@ enum nd_status {
     ND_E_UTF8 = -1,  /* a text is not valid UTF-8 */
     ND_E_ARG = -2,   /* a parameter is out of range */
     ND_E_NOMEM = -3, /* scratch memory could not be allocated */
-    ND_E_SPACE = -4  /* an output buffer is too small */
+    ND_E_SPACE = -4, /* an output buffer is too small */
+    ND_E_DATA = -5   /* encoded input is malformed (a stored fingerprint) */
 };
 
 enum nd_shingle_kind {
@@ -158,6 +159,52 @@ int nd_band_keys(const uint32_t *signatures, size_t n, uint32_t num_perm,
 int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                     const uint64_t *offsets, size_t n, uint32_t fp_size,
                     double threshold, unsigned flags, double *out);
+
+/*
+ * Compressed fingerprints (Elias-Fano). A sorted, distinct uint32 array of
+ * count values v_0 < ... < v_{count-1} is encoded as (count is kept by the
+ * caller, not in the encoding):
+ *   nothing at all                      when count == 0, else
+ *   u8 L                                low bits per value: the largest L with
+ *                                       count << L <= v_{count-1} + 1 (L <= 32)
+ *   count * L bits                      v_i's low L bits, value after value,
+ *                                       least significant bit first, in
+ *                                       ceil(count * L / 8) bytes
+ *   ((v_{count-1} >> L) + count) bits   bit (v_i >> L) + i set for every i, the
+ *                                       rest clear, in whole bytes
+ * so a value costs L + about 2 bits: 800 bytes for 256 values where plain
+ * uint32 take 1,024. ND_FP_ENCODED_MAX(count) bytes always suffice.
+ *
+ * nd_fp_encode_batch: n arrays, array i is values[offsets[i] .. offsets[i+1]);
+ * its encoding goes to out[out_offsets[i] .. out_offsets[i+1]). ND_E_ARG if an
+ * array is not strictly increasing (nothing useful is written), ND_E_SPACE if
+ * out_cap is too small.
+ *
+ * nd_fp_decode_batch: n encodings, encoding i is data[starts[i] .. ends[i])
+ * of data_len bytes with counts[i] values (at most ND_MAX_FP_SIZE); its
+ * values go to out[out_offsets[i] .. out_offsets[i+1]) (out_offsets[i+1] -
+ * out_offsets[i] == counts[i] always, so out needs sum(counts) values).
+ * status[i] is ND_OK, or ND_E_DATA for an encoding that is not exactly what
+ * nd_fp_encode_batch writes for counts[i] values (wrong length, a value over
+ * 2^32 - 1 or not above the one before, L > 32); its values are then 0.
+ * Returns ND_E_ARG for bad arguments (a range outside data), ND_E_SPACE if
+ * out_cap < sum(counts), else ND_OK.
+ *
+ * nd_jaccard_many_encoded: nd_jaccard_many against n encoded candidates (as
+ * nd_fp_decode_batch takes them), each decoded inside the call; out[i] is
+ * exactly what nd_jaccard_many gives for the decoded values, status[i] as in
+ * nd_fp_decode_batch (out[i] = 0.0 where it is not ND_OK).
+ */
+#define ND_FP_ENCODED_MAX(count) (1u + 4u * (count) + (3u * (count) + 7u) / 8u)
+int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n, uint8_t *out,
+                       uint64_t out_cap, uint64_t *out_offsets);
+int nd_fp_decode_batch(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
+                       const uint64_t *ends, const uint32_t *counts, size_t n, uint32_t *out,
+                       uint64_t out_cap, uint64_t *out_offsets, int32_t *status);
+int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const uint8_t *data,
+                            uint64_t data_len, const uint64_t *starts, const uint64_t *ends,
+                            const uint32_t *counts, size_t n, uint32_t fp_size,
+                            double threshold, unsigned flags, double *out, int32_t *status);
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,79 @@ def test_id_of_reads_the_id_alone() -> None:
     for i in range(50):
         raw = records.pack(*_random_record(rng, i))
         assert records.id_of(raw) == records.unpack(raw).id
+
+
+def pack_version_1(
+    doc_id: str,
+    fp: np.ndarray,
+    keys: np.ndarray,
+    shingles: int,
+    meta: dict | None,
+    passages: bytes = b"",
+    expires_ms: int = 0,
+) -> bytes:
+    """A record as releases before version 2 wrote it (plain uint32 fingerprint), by hand."""
+    import orjson
+
+    def pad(b: bytes) -> bytes:
+        return b + b"\0" * (-len(b) % 4)
+
+    id_b = doc_id.encode()
+    meta_b = b"" if meta is None else orjson.dumps(meta)
+    head = struct.pack(
+        "<IIQIIII", 1, len(fp), shingles, len(keys), len(id_b), len(meta_b), len(passages)
+    )
+    tail = struct.pack("<Q", expires_ms) if expires_ms else b""
+    body = fp.astype("<u4").tobytes() + keys.astype("<u8").tobytes()
+    return head + body + pad(id_b) + pad(meta_b) + pad(passages) + tail
+
+
+def test_version_1_records_read_as_before() -> None:
+    """A record packed the old way parses to the same fields as the current packing of it."""
+    rng = np.random.default_rng(21)
+    for i in range(60):
+        fields = _random_record(rng, i)
+        extra = (b"layout" * (i % 3), 1_700_000_000_000 + i if i % 2 else 0)
+        old, new = pack_version_1(*fields, *extra), records.pack(*fields, *extra)
+        assert old[:4] == b"\1\0\0\0" and new[:4] == b"\2\0\0\0"
+        a, b = records.unpack(old), records.unpack(new)
+        assert (a.id, a.shingles, a.metadata, a.passages, a.expires_ms) == (
+            b.id, b.shingles, b.metadata, b.passages, b.expires_ms,
+        )  # fmt: skip
+        assert np.array_equal(a.fingerprint, fields[1]) and np.array_equal(b.fingerprint, fields[1])
+        assert np.array_equal(a.band_keys, b.band_keys)
+        assert records.id_of(old) == fields[0] and records.metadata_of(old) == fields[4]
+        assert records.expires_of(old) == extra[1]
+        for got in (records.sketch_of(old), records.sketch_of(new)):
+            assert np.array_equal(got[0], fields[1]) and np.array_equal(got[1], fields[2])
+
+
+def test_mixed_versions_verify_alike() -> None:
+    """A batch of old and new records gives each one's fingerprint, and the compressed
+    verification the same similarities as plain verification of the original values."""
+    from app import kernel
+
+    rng = np.random.default_rng(22)
+    fields = [_random_record(rng, i) for i in range(80)]
+    raws = [(pack_version_1 if i % 3 else records.pack)(*f) for i, f in enumerate(fields)]
+    values, offsets = records.fingerprints_of(raws)
+    for i, f in enumerate(fields):
+        assert np.array_equal(values[int(offsets[i]) : int(offsets[i + 1])], f[1])
+    enc = records.encoded_fingerprints(raws)
+    for q in (fields[0][1], fields[5][1], fields[7][1][:40]):
+        for threshold in (0.0, 0.2):
+            expected = kernel.jaccard_many(q, [f[1] for f in fields], threshold)
+            assert np.array_equal(kernel.jaccard_many_encoded(q, enc, threshold), expected)
+
+
+def test_a_fingerprint_that_does_not_decode_is_a_corrupt_record() -> None:
+    """Garbage in the compressed fingerprint, or a length past the record, is refused."""
+    raw = records.pack("x", np.array([1, 2, 3], np.uint32), np.array([9], np.uint64), 3, None)
+    garbled = raw[:36] + b"\xff" + raw[37:]
+    with pytest.raises(records.CorruptRecordError):
+        records.unpack(garbled)
+    with pytest.raises(records.CorruptRecordError):
+        records.fingerprints_of([raw, garbled])
+    too_long = raw[:32] + struct.pack("<I", 4000) + raw[36:]
+    with pytest.raises(records.CorruptRecordError):
+        records.encoded_fingerprints([too_long])

@@ -553,11 +553,9 @@ class Index:
         raws = [fetched[i] for i in present]
         if not raws:
             return np.zeros(0, np.int64), [], np.zeros(0), len(handles), capped
-        values, offsets = records.fingerprints_of(raws)  # type: ignore[arg-type]
-        sims = kernel.jaccard_many_packed(
+        sims = kernel.jaccard_many_encoded(
             fingerprint,
-            values,
-            offsets,
+            records.encoded_fingerprints(raws),  # type: ignore[arg-type]
             threshold,
             fingerprint_size=self.params.fingerprint_size,
         )
@@ -684,9 +682,11 @@ class Index:
                     raws.append(raw)
         sims = np.zeros(len(scored))
         if scored:
-            values, offsets = records.fingerprints_of(raws)
-            sims = kernel.jaccard_many_packed(
-                fingerprint, values, offsets, 0.0, fingerprint_size=p.fingerprint_size
+            sims = kernel.jaccard_many_encoded(
+                fingerprint,
+                records.encoded_fingerprints(raws),
+                0.0,
+                fingerprint_size=p.fingerprint_size,
             )
         ranked = sorted(
             range(len(scored)),

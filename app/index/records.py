@@ -1,16 +1,24 @@
 """The packed binary document record kept in Redis, one per document.
 
-Layout (little-endian, every section padded to 4 bytes so that a run of
-records joined end to end can be read as one uint32 array):
+Layout of version 2 (little-endian, every section padded to 4 bytes so that a
+run of records joined end to end can be read as one uint32 array):
 
     u32 version | u32 fp_len | u64 shingles | u32 bands | u32 id_len | u32 meta_len
-    | u32 passages_len
-    fp_len x u32 fingerprint | bands x u64 band keys | id (UTF-8) | metadata (JSON)
+    | u32 passages_len | u32 fp_bytes
+    fingerprint (fp_len values compressed by the kernel, Elias-Fano: fp_bytes bytes)
+    | bands x u64 band keys | id (UTF-8) | metadata (JSON)
     | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
     [| u64 expires_at (milliseconds since the epoch), only when the document expires]
 
-The last header word was always 0 before passages existed, so older records
-read as records without a passage section; and records without the trailing
+Version 1 (written by releases before 2) has no fp_bytes word and keeps the
+fingerprint as fp_len plain u32 values; it reads and verifies as before, so a
+collection written by an older release keeps working, and every record it
+rewrites is written as version 2. The compressed fingerprint (about 800 bytes
+for 256 values instead of 1,024) is decoded by the kernel inside the
+verification call, straight from the joined records (encoded_fingerprints).
+
+In version 1 the last header word was always 0 before passages existed, so older
+records read as records without a passage section; and records without the trailing
 word (every record written before expiry existed) never expire. The expiry is
 in the record so that every read that verifies a record can drop an expired one
 without another round trip (app.index.expiry).
@@ -24,10 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-VERSION = 1
-_HEADER = struct.Struct("<IIQIIII")
+from app import kernel
+
+VERSION = 2
+_HEADER_V1 = struct.Struct("<IIQIIII")
+_HEADER = struct.Struct("<IIQIIIII")
 _EXPIRES = struct.Struct("<Q")
-HEADER_WORDS = _HEADER.size // 4  # 8
+HEADER_WORDS = _HEADER.size // 4  # 9
+HEADER_WORDS_V1 = _HEADER_V1.size // 4  # 8
 
 
 def _pad(n: int) -> int:
@@ -56,18 +68,25 @@ def pack(
     passages: bytes = b"",
     expires_ms: int = 0,
 ) -> bytes:
-    """Serialise one document record."""
+    """Serialise one document record (the current version)."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
-    fp = np.ascontiguousarray(fingerprint, dtype="<u4").tobytes()
+    fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
     header = _HEADER.pack(
-        VERSION, len(fp) // 4, shingles, len(bk) // 8, len(id_bytes), len(meta), len(passages)
+        VERSION,
+        len(fingerprint),
+        shingles,
+        len(bk) // 8,
+        len(id_bytes),
+        len(meta),
+        len(passages),
+        len(fp),
     )
     return b"".join(
         (
             header,
-            fp,
+            fp.ljust(_pad(len(fp)), b"\0"),
             bk,
             id_bytes.ljust(_pad(len(id_bytes)), b"\0"),
             meta.ljust(_pad(len(meta)), b"\0"),
@@ -81,50 +100,148 @@ class CorruptRecordError(ValueError):
     """A stored record does not parse; it is never silently used."""
 
 
-def unpack(raw: bytes) -> Record:
-    """Parse one document record."""
-    if len(raw) < _HEADER.size:
+@dataclass(frozen=True)
+class _Head:
+    """Where a record's sections lie (either version)."""
+
+    version: int
+    fp_len: int
+    fp_bytes: int  # the fingerprint section as stored, before padding
+    shingles: int
+    bands: int
+    id_len: int
+    meta_len: int
+    pas_len: int
+    fp_at: int  # where the fingerprint starts
+
+    @property
+    def bands_at(self) -> int:
+        return self.fp_at + _pad(self.fp_bytes)
+
+    @property
+    def id_at(self) -> int:
+        return self.bands_at + 8 * self.bands
+
+    @property
+    def meta_at(self) -> int:
+        return self.id_at + _pad(self.id_len)
+
+    @property
+    def passages_at(self) -> int:
+        return self.meta_at + _pad(self.meta_len)
+
+    @property
+    def end(self) -> int:
+        """Where the record ends without its expiry word."""
+        return self.passages_at + _pad(self.pas_len)
+
+
+def _head(raw: bytes) -> _Head:
+    if len(raw) < _HEADER_V1.size:
         raise CorruptRecordError("record shorter than its header")
-    version, fp_len, shingles, bands, id_len, meta_len, pas_len = _HEADER.unpack_from(raw)
-    if version != VERSION:
-        raise CorruptRecordError(f"record version {version}, expected {VERSION}")
-    pos = _HEADER.size
-    end = pos + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
-    if len(raw) not in (end, end + _EXPIRES.size):
-        raise CorruptRecordError("record length does not match its header")
-    fingerprint = np.frombuffer(raw, dtype="<u4", count=fp_len, offset=pos)
-    pos += 4 * fp_len
-    band_keys = np.frombuffer(raw, dtype="<u8", count=bands, offset=pos)
-    pos += 8 * bands
-    doc_id = raw[pos : pos + id_len].decode("utf-8")
-    pos += _pad(id_len)
-    metadata = orjson.loads(raw[pos : pos + meta_len]) if meta_len else None
-    pos += _pad(meta_len)
-    expires = _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
-    return Record(
-        doc_id, fingerprint, band_keys, shingles, metadata, raw[pos : pos + pas_len], expires
+    version = int.from_bytes(raw[:4], "little")
+    if version == VERSION:
+        if len(raw) < _HEADER.size:
+            raise CorruptRecordError("record shorter than its header")
+        _, fp_len, shingles, bands, id_len, meta_len, pas_len, fp_bytes = _HEADER.unpack_from(raw)
+        return _Head(
+            version, fp_len, fp_bytes, shingles, bands, id_len, meta_len, pas_len, _HEADER.size
+        )
+    if version == 1:
+        _, fp_len, shingles, bands, id_len, meta_len, pas_len = _HEADER_V1.unpack_from(raw)
+        return _Head(
+            1, fp_len, 4 * fp_len, shingles, bands, id_len, meta_len, pas_len, _HEADER_V1.size
+        )
+    raise CorruptRecordError(f"record version {version}, expected 1 or {VERSION}")
+
+
+def _fingerprint(raw: bytes, h: _Head) -> np.ndarray:
+    if h.version == 1:
+        return np.frombuffer(raw, dtype="<u4", count=h.fp_len, offset=h.fp_at)
+    enc = kernel.Encoded(
+        raw,
+        np.array([h.fp_at], np.uint64),
+        np.array([h.fp_at + h.fp_bytes], np.uint64),
+        np.array([h.fp_len], np.uint32),
     )
+    try:
+        return kernel.decode_fingerprints(enc)[0]
+    except kernel.MalformedFingerprintError:
+        raise CorruptRecordError("the record's fingerprint does not decode") from None
+
+
+def unpack(raw: bytes) -> Record:
+    """Parse one document record (either version)."""
+    h = _head(raw)
+    if len(raw) not in (h.end, h.end + _EXPIRES.size):
+        raise CorruptRecordError("record length does not match its header")
+    fingerprint = _fingerprint(raw, h)
+    band_keys = np.frombuffer(raw, dtype="<u8", count=h.bands, offset=h.bands_at)
+    doc_id = raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
+    metadata = orjson.loads(raw[h.meta_at : h.meta_at + h.meta_len]) if h.meta_len else None
+    expires = _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
+    passages = raw[h.passages_at : h.passages_at + h.pas_len]
+    return Record(doc_id, fingerprint, band_keys, h.shingles, metadata, passages, expires)
 
 
 def expires_of(raw: bytes) -> int:
     """Just when a record expires (ms since the epoch; 0: never), from its header."""
-    _, fp_len, _, bands, id_len, meta_len, pas_len = _HEADER.unpack_from(raw)
-    end = _HEADER.size + 4 * fp_len + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
-    return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
+    h = _head(raw)
+    return _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
 
 
 def id_of(raw: bytes) -> str:
     """Just the id of a record, without parsing the rest (see unpack)."""
-    _, fp_len, _, bands, id_len, _, _ = _HEADER.unpack_from(raw)
-    pos = _HEADER.size + 4 * fp_len + 8 * bands
-    return raw[pos : pos + id_len].decode("utf-8")
+    h = _head(raw)
+    return raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
 
 
 def metadata_of(raw: bytes) -> dict | None:
     """Just the metadata of a record, without parsing the rest (see unpack)."""
-    _, fp_len, _, bands, id_len, meta_len, _ = _HEADER.unpack_from(raw)
-    pos = _HEADER.size + 4 * fp_len + 8 * bands + _pad(id_len)
-    return orjson.loads(raw[pos : pos + meta_len]) if meta_len else None
+    h = _head(raw)
+    return orjson.loads(raw[h.meta_at : h.meta_at + h.meta_len]) if h.meta_len else None
+
+
+def encoded_fingerprints(raws: list[bytes]) -> kernel.Encoded:
+    """The compressed fingerprints of many records, where they lie in the joined records,
+    for kernel.jaccard_many_encoded (which decodes them inside the call).
+
+    No Python loop over current records: their headers are read as one uint32 array.
+    A version 1 record's plain fingerprint is compressed here and appended to the data.
+    """
+    n = len(raws)
+    if n == 0:
+        empty = np.zeros(0, np.uint64)
+        return kernel.Encoded(b"", empty, empty, np.zeros(0, np.uint32))
+    joined = b"".join(raws)
+    words = np.frombuffer(joined, dtype="<u4")
+    sizes = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    record_starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(sizes[:-1] // 4, out=record_starts[1:])
+    versions = words[record_starts]
+    counts = words[record_starts + 1].astype(np.uint32)
+    starts = (record_starts + HEADER_WORDS) * 4
+    old = np.flatnonzero(versions != VERSION)
+    if old.size == 0:
+        ends = starts + words[record_starts + HEADER_WORDS - 1].astype(np.int64)
+        if np.any(ends > 4 * record_starts + sizes):
+            raise CorruptRecordError("a record's fingerprint runs past its end")
+        return kernel.Encoded(joined, starts.astype(np.uint64), ends.astype(np.uint64), counts)
+    # Records of an older release (rare): their plain fingerprints, compressed and
+    # appended after the records.
+    ends = np.zeros(n, dtype=np.int64)
+    new = np.flatnonzero(versions == VERSION)
+    ends[new] = starts[new] + words[record_starts[new] + HEADER_WORDS - 1].astype(np.int64)
+    plain = [_fingerprint(raws[i], _head(raws[i])) for i in old.tolist()]  # checks versions
+    offsets = np.zeros(len(plain) + 1, dtype=np.uint64)
+    np.cumsum([len(p) for p in plain], out=offsets[1:])
+    data, data_offsets = kernel.encode_fingerprints(np.concatenate(plain), offsets)
+    base = len(joined)
+    starts[old] = base + data_offsets[:-1].astype(np.int64)
+    ends[old] = base + data_offsets[1:].astype(np.int64)
+    return kernel.Encoded(
+        joined + data.tobytes(), starts.astype(np.uint64), ends.astype(np.uint64), counts
+    )
 
 
 def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,25 +250,30 @@ def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     Returns (values, offsets): record i's fingerprint is
     values[offsets[i]:offsets[i + 1]], the form the kernel's batch Jaccard takes.
     """
-    n = len(raws)
-    offsets = np.zeros(n + 1, dtype=np.uint64)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint32), offsets
-    sizes = np.fromiter(map(len, raws), dtype=np.int64, count=n)
-    words = np.frombuffer(b"".join(raws), dtype="<u4")
-    record_starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(sizes[:-1] // 4, out=record_starts[1:])
-    lengths = words[record_starts + 1].astype(np.int64)
-    ends = np.cumsum(lengths)
-    offsets[1:] = ends
-    shift = record_starts + HEADER_WORDS - (ends - lengths)
-    gather = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(shift, lengths)
-    return words[gather].astype(np.uint32), offsets
+    if not raws:
+        return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.uint64)
+    try:
+        return kernel.decode_fingerprints(encoded_fingerprints(raws))
+    except kernel.MalformedFingerprintError as e:
+        raise CorruptRecordError(str(e)) from None
 
 
 def sketch_of(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Just the fingerprint and band keys of a record (see unpack), for scans."""
-    _, fp_len, _, bands, _, _, _ = _HEADER.unpack_from(raw)
-    fingerprint = np.frombuffer(raw, dtype="<u4", count=fp_len, offset=_HEADER.size)
-    keys = np.frombuffer(raw, dtype="<u8", count=bands, offset=_HEADER.size + 4 * fp_len)
-    return fingerprint, keys
+    h = _head(raw)
+    keys = np.frombuffer(raw, dtype="<u8", count=h.bands, offset=h.bands_at)
+    return _fingerprint(raw, h), keys
+
+
+def sections_of(raw: bytes) -> dict[str, int]:
+    """Bytes of each section of a record, padding included (for the memory bench)."""
+    h = _head(raw)
+    return {
+        "header": h.fp_at,
+        "fingerprint": _pad(h.fp_bytes),
+        "band_keys": 8 * h.bands,
+        "id": _pad(h.id_len),
+        "metadata": _pad(h.meta_len),
+        "passages": _pad(h.pas_len),
+        "expiry": len(raw) - h.end,
+    }
