@@ -784,8 +784,7 @@ class Index:
             await self.store.delete_texts([handle])
         if raw is not None:
             rec = records.unpack(raw)
-            await self.store.remove_bands([(handle, rec.band_keys)])
-            await self.store.remove_bands([(handle, anchors_of(rec))])
+            await self.store.remove_bands([(handle, rec.band_keys), (handle, anchors_of(rec))])
         # A mapping without a record (a write that crashed before its record)
         # goes too: the id is free again either way.
         await self.store.forget_ids([doc_id], [handle])
@@ -897,8 +896,12 @@ class Index:
                 for doc_id, (i, meta), end in zip(ids, items, ends, strict=True)
             ]
             pairs = list(zip(handles, items, strict=True))
-            await self.store.add_bands([(h, sk.band_keys[i]) for h, (i, _) in pairs])
-            await self.store.add_bands([(h, sk.anchors(i)) for h, (i, _) in pairs])
+            # Band keys, then passage anchors: one exchange (one script reply per
+            # call on a single server).
+            await self.store.add_bands(
+                [(h, sk.band_keys[i]) for h, (i, _) in pairs]
+                + [(h, sk.anchors(i)) for h, (i, _) in pairs]
+            )
             if self.params.keep_text and bodies is not None:
                 # Before the record that points at it; it carries that record's digest.
                 kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
@@ -912,8 +915,9 @@ class Index:
                     rec = records.unpack(raw)
                     stale_bands.append((h, np.setdiff1d(rec.band_keys, sk.band_keys[i])))
                     stale_anchors.append((h, np.setdiff1d(anchors_of(rec), sk.anchors(i))))
-            await self.store.remove_bands([(h, k) for h, k in stale_bands if len(k)])
-            await self.store.remove_bands([(h, k) for h, k in stale_anchors if len(k)])
+            await self.store.remove_bands(
+                [(h, k) for h, k in stale_bands + stale_anchors if len(k)]
+            )
             # A replaced version's queue entry, now that its record no longer expires.
             await self.store.drop_expiries(
                 [

@@ -60,8 +60,10 @@ async def _delete_locked(
         if index.params.keep_text:  # after the records that point at them
             dropped = dangling if where is None else []
             await store.delete_texts([h for _, h, _ in gone] + [h for _, h in dropped])
-        await store.remove_bands([(h, rec.band_keys) for _, h, rec in gone])
-        await store.remove_bands([(h, anchors_of(rec)) for _, h, rec in gone])
+        await store.remove_bands(
+            [(h, rec.band_keys) for _, h, rec in gone]
+            + [(h, anchors_of(rec)) for _, h, rec in gone]
+        )
         # An id without a record (a write that crashed before its record) goes too,
         # when deleting by id: the id is free again either way.
         forget = [(i, h) for i, h, _ in gone] + (dangling if where is None else [])

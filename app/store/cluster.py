@@ -75,7 +75,7 @@ class ClusterTransport(Transport):
         return await self._exchange(batch.commands(), write)
 
     async def eval(
-        self, script: Script, calls: Sequence[Command], write: bool = False
+        self, script: Script, calls: Sequence[Command], write: bool = False, weight: int = 0
     ) -> list[Any]:
         # EVAL, not EVALSHA: a node may not have the script cached.
         return await self._exchange(

@@ -152,6 +152,20 @@ class Layout:
             columns.append((at_handle, packed))
         return Rows(template, columns, len(keys))
 
+    @property
+    def band_heads(self) -> tuple[bytes, bytes, bytes]:
+        """What a band_*_many script needs to name keys itself: the buckets' key head,
+        the spill sets' head and how many hex digits name a bucket (decimal)."""
+        return self._hash_head, self._spill_head, b"%d" % len(self._nibble_shifts)
+
+    def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> np.ndarray:
+        """One row per band key and handle for a band_*_many script: the bucket's hex
+        digits, the field (8 bytes) and the handle (uint32 LE); built by numpy at once."""
+        keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
+        packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
+        fields = keys.view(np.uint8).reshape(-1, 8)
+        return np.hstack([self._bucket_digits(keys).astype(np.uint8), fields, packed])
+
     def _bucket_digits(self, keys: np.ndarray) -> np.ndarray:
         """The hex digits (ASCII) of each band key's bucket, one row a key."""
         if self._bucket_shift < 64:

@@ -106,14 +106,14 @@ class SingleTransport(Transport):
         return batch.replies(await self._exchange([payload], count, size, write))
 
     async def eval(
-        self, script: Script, calls: Sequence[Command], write: bool = False
+        self, script: Script, calls: Sequence[Command], write: bool = False, weight: int = 0
     ) -> list[Any]:
         if not calls:
             return []
         # Loaded in the same exchange, so a restarted Redis has it again.
         parts = [encode(b"SCRIPT", b"LOAD", script.source)]
         parts += [encode(b"EVALSHA", script.sha, script.numkeys, *c) for c in calls]
-        return (await self._exchange(parts, len(parts), 0, write))[1:]
+        return (await self._exchange(parts, len(parts), weight, write))[1:]
 
     async def _exchange(
         self, parts: list[bytes], count: int, weight: int, write: bool

@@ -18,8 +18,9 @@ from app.core.redis_url import parse_cluster_url
 from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
-from app.store.layout import MAX_HANDLE, SPILLED, Layout
+from app.store.layout import MAX_HANDLE, MAX_INLINE, SPILLED, Layout
 from app.store.resp import Eval, MGet, pairs
+from app.store.scripts import Script
 from app.store.single import SingleTransport
 from app.store.transport import Transport
 
@@ -29,6 +30,16 @@ _NONE = np.zeros(0, dtype=np.int64)
 def _handles(members: list[bytes]) -> np.ndarray:
     """Handles a sorted set holds (decimal members) as int64."""
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
+
+
+def _entries(memberships: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The band keys of memberships, concatenated (uint64), and each one's handle."""
+    for h, _ in memberships:
+        if not 0 < h <= MAX_HANDLE:
+            raise StoreError(f"handle {h} is out of range: the collection is full")
+    keys = np.concatenate([np.asarray(k, dtype=np.uint64) for _, k in memberships])
+    handles = np.repeat([h for h, _ in memberships], [len(k) for _, k in memberships])
+    return keys.astype("<u8"), handles
 
 
 def _scored(reply: list) -> list[tuple[int, int]]:
@@ -44,6 +55,12 @@ REGISTRY = b"nd:@collections"
 
 # Buckets read in one exchange by a full scan (band_memberships).
 BUCKETS_PER_READ = 500
+
+# Band entries per band_*_many script call on a single server: about one document's
+# (42 bands and ~20 passage anchors). Redis runs nothing else while a script runs,
+# so a call stays well under a millisecond; in bench/band_calls.py larger calls cost
+# Redis more CPU per entry and saved the client nothing more.
+ENTRIES_PER_CALL = 64
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,10 @@ class Store:
         # a step); a cluster refuses those, so it keeps the per-node pipelines. Tests
         # turn it off to compare the two on one server.
         self.scripted = not transport.cluster
+        # Band writes as band_*_many script calls (one reply per call) instead of one
+        # command per entry: a single server only, as those scripts name their own keys
+        # across slots. Tests and benches turn it off to compare the two paths.
+        self.band_scripts = not transport.cluster
 
     def sibling(self, collection: str) -> Store:
         """Another collection's store on this one's connection (closing one closes both)."""
@@ -391,11 +412,10 @@ class Store:
         """
         if not memberships:
             return
-        for h, _ in memberships:
-            if not 0 < h <= MAX_HANDLE:
-                raise StoreError(f"handle {h} is out of range: the collection is full")
-        keys = np.concatenate([k for _, k in memberships]).astype("<u8")
-        handles = np.repeat([h for h, _ in memberships], [len(k) for _, k in memberships])
+        keys, handles = _entries(memberships)
+        if self.band_scripts:
+            await self._band_script(scripts.BAND_ADD_MANY, keys, handles)
+            return
         created = await self.transport.send(
             self._keys.band_commands(b"HSETNX", keys, handles), write=True
         )
@@ -405,8 +425,25 @@ class Store:
 
     async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """Remove each handle from each of its band keys."""
+        if self.band_scripts:
+            if memberships:
+                await self._band_script(scripts.BAND_REMOVE_MANY, *_entries(memberships))
+            return
         calls = [c for h, keys in memberships for c in self._keys.band_calls(h, keys.tolist())]
         await self.transport.eval(scripts.BAND_REMOVE, calls, write=True)
+
+    async def _band_script(self, script: Script, keys: np.ndarray, handles: np.ndarray) -> None:
+        """Run a band_*_many script over the entries in order, ENTRIES_PER_CALL a call,
+        every call in one exchange: one reply per call instead of one per entry."""
+        rows = self._keys.band_entries(keys, handles)
+        if not len(rows):
+            return
+        head = (*self._keys.band_heads, b"%d" % MAX_INLINE)
+        calls = [
+            (*head, rows[at : at + ENTRIES_PER_CALL].tobytes())
+            for at in range(0, len(rows), ENTRIES_PER_CALL)
+        ]
+        await self.transport.eval(script, calls, write=True, weight=len(rows))
 
     async def band_lookup(self, keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """The inline handles of all the band keys, concatenated (uint32; a handle once

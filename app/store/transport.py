@@ -83,9 +83,10 @@ class Transport(ABC):
 
     @abstractmethod
     async def eval(
-        self, script: Script, calls: Sequence[Command], write: bool = False
+        self, script: Script, calls: Sequence[Command], write: bool = False, weight: int = 0
     ) -> list[Any]:
-        """The script's reply to each call of (keys..., args...), in one exchange."""
+        """The script's reply to each call of (keys..., args...), in one exchange; weight
+        is the work the calls ask of Redis in commands, when more than one a call."""
 
     @abstractmethod
     async def ping(self) -> bool:

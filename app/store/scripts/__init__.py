@@ -30,6 +30,9 @@ UNLOCK = _load("unlock")
 FORGET_ID = _load("forget_id")
 BAND_ADD = _load("band_add")
 BAND_REMOVE = _load("band_remove")
-# Single server only: these read keys they build themselves (Store.candidates, stored).
+# Single server only: these read keys they build themselves (Store.candidates, stored,
+# add_bands, remove_bands).
 CANDIDATES = _load("candidates")
 STORED = _load("stored")
+BAND_ADD_MANY = _load("band_add_many")
+BAND_REMOVE_MANY = _load("band_remove_many")

@@ -1,0 +1,55 @@
+-- Add many (handle, band key) entries in one call: band_add.lua's semantics per
+-- entry, in order (HSETNX for a band nobody has yet, else append inline, else
+-- spill to the sorted set once there are more than ARGV[4] handles), so Redis
+-- answers once for a document's bands instead of once per band.
+-- SINGLE SERVER ONLY: the script builds its key names itself (bucket HASH and
+-- spill ZSET of each entry) instead of taking them in KEYS, and they span many
+-- slots. A Redis Cluster keeps the per-key commands (app.store.store).
+-- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
+-- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
+-- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
+-- field (8 bytes, the band key) and the handle (uint32 LE).
+-- Returns how many entries were added (not there already).
+local hash_head, spill_head = ARGV[1], ARGV[2]
+local digits = tonumber(ARGV[3])
+local most = 4 * tonumber(ARGV[4])
+local entries = ARGV[5]
+local marker = '\255\255\255\255'
+local added = 0
+for at = 1, #entries, digits + 12 do
+  local tag = string.sub(entries, at, at + digits - 1) .. '}'
+  local field = string.sub(entries, at + digits, at + digits + 7)
+  local handle = string.sub(entries, at + digits + 8, at + digits + 11)
+  local bucket = hash_head .. tag
+  if redis.call('HSETNX', bucket, field, handle) == 1 then
+    added = added + 1
+  else
+    local v = redis.call('HGET', bucket, field)
+    local spill = spill_head .. tag .. field
+    local known = false
+    local spilled = string.sub(v, 1, 4) == marker
+    if not spilled then
+      for i = 1, #v, 4 do
+        if string.sub(v, i, i + 3) == handle then known = true break end
+      end
+    end
+    if not known then
+      if not spilled and #v < most then
+        redis.call('HSET', bucket, field, v .. handle)
+        added = added + 1
+      else
+        if not spilled then
+          for i = 1, #v, 4 do
+            local h = struct.unpack('<I4', v, i)
+            redis.call('ZADD', spill, h, h)
+          end
+        end
+        local h = struct.unpack('<I4', handle)
+        added = added + redis.call('ZADD', spill, h, h)
+        local size = struct.pack('<I4', redis.call('ZCARD', spill))
+        redis.call('HSET', bucket, field, marker .. size)
+      end
+    end
+  end
+end
+return added

@@ -1,0 +1,170 @@
+"""Ingest's band writes: one command per band entry against band_*_many script calls.
+
+In-process (no HTTP), one redis-server, documents of 200-400 Zipf words with the
+passage index on (~62 band entries a document), batches of 500, each way into its
+own collection, in turn, in this one process:
+- "per entry": the per-entry path (HSETNX each, band_add for bands that had members),
+  which a Redis Cluster keeps;
+- "script, N a call": band_add_many calls of N entries (64 is about one document's;
+  the whole batch is ~31,000), the single-server path at app.store.store's
+  ENTRIES_PER_CALL and around it.
+Each prints docs/s, the commands the client sends per document (each gets a reply),
+the commands Redis runs per document (inside scripts too), this process's and Redis'
+CPU µs per document, and the longest script call (Redis runs nothing else meanwhile;
+SLOWLOG, calls over 0.2 ms).
+
+With --http, POST /documents/batch of 500 from 4 clients into `neardup serve` (one
+worker) of this build, and with --baseline <other venv>/bin/neardup of another build too,
+in turn, each on its own empty redis-server.
+
+Figures, never assertions. Run: .venv/bin/python bench/band_calls.py [--quick] [--http]
+[--baseline PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+from common import cpu_seconds, log, make_corpus
+from ingest import ingest
+from servers import neardup_server
+from stores import ThrowawayRedis
+
+import app.store.store as store_module
+from app.index import Document, Index, Params
+from app.store import Store
+from app.store.single import SingleTransport
+
+BATCH = 500
+# Entries per script call to try; None: the per-entry path.
+MODES: list[int | None] = [None, 16, 64, 256, 1024, 1 << 20]
+
+_sent = [0]
+
+
+def _count_sent() -> None:
+    """Count the commands every exchange sends (each gets one reply)."""
+    exchange = SingleTransport._exchange
+
+    async def counted(self, parts, count, weight, write):  # type: ignore[no-untyped-def]
+        _sent[0] += count
+        return await exchange(self, parts, count, weight, write)
+
+    SingleTransport._exchange = counted  # type: ignore[method-assign]
+
+
+def _redis_counts(redis: ThrowawayRedis) -> tuple[int, float]:
+    """Commands Redis has run (scripts' own included) and its CPU seconds."""
+    client = redis.client()
+    stats = client.info("commandstats")
+    cpu = client.info("cpu")
+    calls = sum(int(v["calls"]) for v in stats.values())
+    return calls, float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+async def _one(redis: ThrowawayRedis, mode: int | None, docs: list[Document]) -> dict[str, float]:
+    params = Params.create("word:3", 128, 256, 1, 0.5, len(docs))
+    store = Store.connect(redis.url, f"m{mode}", 60.0)
+    store.band_scripts = mode is not None
+    if mode is not None:
+        store_module.ENTRIES_PER_CALL = mode
+    index = await Index.open(store, params, 200)
+    client = redis.client()
+    client.slowlog_reset()
+    sent0, (calls0, cpu0) = _sent[0], _redis_counts(redis)
+    started, own = time.perf_counter(), time.process_time()
+    for k in range(0, len(docs), BATCH):
+        await index.ingest(docs[k : k + BATCH])
+    secs, own = time.perf_counter() - started, time.process_time() - own
+    sent1, (calls1, cpu1) = _sent[0], _redis_counts(redis)
+    scripts = [e for e in client.slowlog_get(10_000) if e["command"].startswith(b"EVALSHA")]
+    await store.close()
+    n = len(docs)
+    return {
+        "docs_s": n / secs,
+        "sent": (sent1 - sent0) / n,
+        "run": (calls1 - calls0) / n,
+        "own_us": 1e6 * own / n,
+        "cpu_us": 1e6 * (cpu1 - cpu0) / n,
+        "longest_ms": max((e["duration"] for e in scripts), default=0) / 1000,
+    }
+
+
+def _in_process(size: int, workdir: Path, rounds: int) -> None:
+    corpus = make_corpus(size, dup_fraction=0.0)
+    docs = [Document(corpus.text(i), corpus.ids[i]) for i in range(size)]
+    _count_sent()
+    print(f"band writes in-process: {size} documents, batches of {BATCH}, passage index on")
+    print(
+        f"{'path':<24} {'docs/s':>8} {'sent/doc':>9} {'Redis cmds/doc':>15} "
+        f"{'client CPU µs/doc':>18} {'Redis CPU µs/doc':>17} {'longest script ms':>18}"
+    )
+    redis = ThrowawayRedis(workdir, "calls").start()
+    try:
+        client = redis.client()
+        client.config_set("slowlog-log-slower-than", 200)
+        client.config_set("slowlog-max-len", 10_000)
+        for r in range(rounds):
+            for mode in MODES:
+                got = asyncio.run(_one(redis, mode, docs))
+                name = "per entry" if mode is None else f"script, {mode} a call"
+                if mode == 1 << 20:
+                    name = "script, whole batch"
+                print(
+                    f"{name:<24} {got['docs_s']:>8,.0f} {got['sent']:>9.2f} {got['run']:>15.1f} "
+                    f"{got['own_us']:>18.1f} {got['cpu_us']:>17.1f} {got['longest_ms']:>18.2f}",
+                    flush=True,
+                )
+                client.flushall()
+            if r + 1 < rounds:
+                print("(again, in the same order)")
+    finally:
+        redis.stop()
+
+
+def _http(size: int, workdir: Path, baseline: str | None) -> None:
+    corpus = make_corpus(size, dup_fraction=0.0)
+    builds = [("this build", None)] + ([("baseline", baseline)] if baseline else [])
+    print(f"ingest over HTTP: {size} documents, POST /documents/batch of 500, 4 clients, 1 worker")
+    for name, exe in builds:
+        redis = ThrowawayRedis(workdir, f"http-{name[0]}").start()
+        server = neardup_server(redis, 1, "bench", "warning", size)
+        if exe is not None:
+            server.cmd[0] = exe
+        try:
+            server.start()
+            r0 = cpu_seconds([redis.pid])
+            got = ingest(server, corpus, 0, size, 4, redis)
+            redis_cpu = cpu_seconds([redis.pid]) - r0
+            print(
+                f"  {name:<11} {got['docs_per_s']:>8,.0f} docs/s, "
+                f"Redis CPU {1e6 * redis_cpu / size:,.0f} µs/doc",
+                flush=True,
+            )
+        finally:
+            server.stop()
+            redis.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2k documents")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--http", action="store_true", help="ingest over HTTP too")
+    parser.add_argument("--baseline", help="another build's neardup executable (with --http)")
+    args = parser.parse_args()
+    size = 2_000 if args.quick else args.size
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
+        log(f"band_calls: {size} documents")
+        _in_process(size, Path(tmp), 1 if args.quick else args.rounds)
+        if args.http:
+            _http(size, Path(tmp), args.baseline)
+
+
+if __name__ == "__main__":
+    main()

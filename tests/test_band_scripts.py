@@ -1,0 +1,188 @@
+"""Band writes by script (one reply per call, single server) leave exactly the bytes the
+per-entry commands leave: bucket fields and values, spilled sets and their scores."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.index import Document, Index, Params
+from app.store import MAX_INLINE, Store
+from app.store.layout import SPILLED
+from app.store.store import ENTRIES_PER_CALL
+from tests.support import oracle
+from tests.support.corpus import read_corpus
+
+pytestmark = pytest.mark.both_stores
+
+Dump = dict[bytes, Any]
+
+
+async def _dump(store: Store) -> Dump:
+    """Every key of the collection but its lock keys (name without the collection's
+    prefix) with its whole content: a HASH's fields and values, a ZSET's members and
+    scores in order, a STRING's bytes."""
+    client = store.transport.client
+    prefix = f"nd:{store.collection}:".encode()
+    out: Dump = {}
+    async for key in store.scan_keys():
+        name = key[len(prefix) :]
+        if name.startswith(b"l:"):
+            continue
+        kind = await client.type(key)
+        if kind == b"hash":
+            out[name] = await client.hgetall(key)
+        elif kind == b"zset":
+            out[name] = await client.zrange(key, 0, -1, withscores=True)
+        else:
+            out[name] = await client.get(key)
+    return out
+
+
+class _Model:
+    """Band fields as the layout says they must be, in plain Python: inline handles in
+    the order they came (each once), and once a band has more than MAX_INLINE, the
+    spill marker with the set's size and the set scored by handle."""
+
+    def __init__(self) -> None:
+        self.inline: dict[int, list[int]] = {}
+        self.spilled: dict[int, set[int]] = {}
+
+    def add(self, h: int, key: int) -> None:
+        if key in self.spilled:
+            self.spilled[key].add(h)
+        elif h not in self.inline.setdefault(key, []):
+            self.inline[key].append(h)
+            if len(self.inline[key]) > MAX_INLINE:
+                self.spilled[key] = set(self.inline.pop(key))
+
+    def remove(self, h: int, key: int) -> None:
+        if key in self.spilled:
+            self.spilled[key].discard(h)
+            if not self.spilled[key]:
+                del self.spilled[key]
+        elif h in self.inline.get(key, []):
+            self.inline[key].remove(h)
+            if not self.inline[key]:
+                del self.inline[key]
+
+    def dump(self, store: Store) -> Dump:
+        place = store._keys.band_place
+        prefix = len(f"nd:{store.collection}:")
+        out: Dump = {}
+        for key, handles in self.inline.items():
+            bucket, field, _ = place(key)
+            value = b"".join(h.to_bytes(4, "little") for h in handles)
+            out.setdefault(bucket[prefix:], {})[field] = value
+        for key, members in self.spilled.items():
+            bucket, field, spill = place(key)
+            out.setdefault(bucket[prefix:], {})[field] = SPILLED + len(members).to_bytes(
+                4, "little"
+            )
+            out[spill[prefix:]] = [(b"%d" % h, float(h)) for h in sorted(members)]
+        return out
+
+
+def test_band_scripts_write_what_the_per_entry_commands_write(
+    store_url: str, collection: str
+) -> None:
+    """Adds and removes in calls larger than a script call, with bands that spill within
+    one call and entries named twice, leave the same buckets and spilled sets by either
+    path, and both equal a plain-Python model of the layout."""
+    rng = random.Random(11)
+    keys = [rng.getrandbits(64) for _ in range(300)]
+    hot = keys[:4]
+
+    async def run() -> None:
+        scripted = Store.connect(store_url, collection + "s", 5.0)
+        pipelined = Store.connect(store_url, collection + "p", 5.0)
+        pipelined.band_scripts = False
+        model = _Model()
+        try:
+            for store in (scripted, pipelined):
+                store.use_band_buckets(64)  # buckets shared by many band keys
+            for step in range(4):
+                adds = []
+                for _ in range(60):
+                    h = rng.randint(1, 2000)
+                    chosen = rng.sample(keys, 30) + [rng.choice(hot)] * 2  # one key twice
+                    adds.append((h, np.array(chosen, dtype=np.uint64)))
+                # Over one call's worth of entries, so the order holds across calls.
+                assert sum(len(k) for _, k in adds) > 2 * ENTRIES_PER_CALL
+                removes = []
+                for _ in range(40):
+                    key = rng.choice(hot if step % 2 else keys)
+                    have = model.inline.get(key, []) + sorted(model.spilled.get(key, ()))
+                    h = rng.choice([*have, 99_999])  # 99,999 is never added
+                    removes.append((h, np.array([key, rng.choice(keys)], dtype=np.uint64)))
+                for store in (scripted, pipelined):
+                    await store.add_bands(adds)
+                    await store.remove_bands(removes)
+                for h, ks in adds:
+                    for k in ks.tolist():
+                        model.add(h, k)
+                for h, ks in removes:
+                    for k in ks.tolist():
+                        model.remove(h, k)
+                ours, theirs = await _dump(scripted), await _dump(pipelined)
+                assert ours == theirs
+                assert ours == model.dump(scripted)
+            assert any(len(m) > 2 * MAX_INLINE for m in model.spilled.values())
+        finally:
+            await scripted.close()
+            await pipelined.close()
+
+    asyncio.run(run())
+
+
+def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str) -> None:
+    """Batches through Index.ingest (copies that spill their bands within the batch, an
+    id named twice, replacements, a delete) leave byte-identical keys by either path,
+    and every band entry is one a stored record names."""
+    texts = [t for _, t in read_corpus()[:40]]
+    docs = [Document(texts[i % 25], f"d{i}") for i in range(40)]  # 15 pairs of copies
+    docs += [Document(texts[0], f"copy{i}") for i in range(20)]  # spills every band
+    docs.append(Document(texts[30], "d3"))  # d3 named twice: the last one wins
+    replace = [Document(texts[i + 1], f"d{i}") for i in range(0, 12) if i != 3]
+
+    async def run() -> None:
+        indexes = []
+        params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
+        for name, scripts in (("s", True), ("p", False)):
+            store = Store.connect(store_url, collection + name, 5.0)
+            store.band_scripts = scripts and not store.cluster
+            indexes.append(await Index.open(store, params, 200))
+        try:
+            for index in indexes:
+                await index.ingest(docs)
+                await index.ingest(replace)
+                assert await index.delete("copy3")
+            ours, theirs = [await _dump(index.store) for index in indexes]
+            assert ours == theirs
+            assert any(k.startswith(b"S{") for k in ours)  # some band spilled
+            got = await indexes[0].get("d3")
+            assert got is not None and got.shingles == len(oracle.shingles(texts[30]))
+            assert len(oracle.shingles(texts[30])) != len(oracle.shingles(texts[3]))
+            # Every band entry belongs to a live record that names that key.
+            named: dict[int, set[int]] = {}
+            for doc_id, h in await _handles(indexes[0]):
+                rec = await indexes[0].get(doc_id)
+                assert rec is not None
+                for k in rec.band_keys.tolist():
+                    named.setdefault(k, set()).add(h)
+            stored = {k: set(hs) async for k, hs in indexes[0].store.band_memberships()}
+            for k, hs in named.items():
+                assert stored[k] == hs
+        finally:
+            for index in indexes:
+                await index.store.close()
+
+    asyncio.run(run())
+
+
+async def _handles(index: Index) -> list[tuple[str, int]]:
+    return [(i, h) async for i, h in index.store.id_map()]
