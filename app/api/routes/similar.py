@@ -167,7 +167,6 @@ async def similar_to_stored(
     """Stored near-duplicates of a stored document, most similar first, itself excluded;
     with measure=containment, the stored documents that hold passages of it."""
     index = await get_index(request)  # not a dependency: those cost per request too
-    missing = problem(404, "Not found", f"no document with id {doc_id!r}")
     where = None if filter is None else Filter.parse(filter)
     if measure == "containment" or evidence:
         try:
@@ -176,12 +175,20 @@ async def similar_to_stored(
             return problem(422, "Invalid request", f"evidence: {exc}")
         t = index.check_containment(threshold)
         found = await index.containment_of_id(doc_id, t, limit, where)
-        return missing if found is None else _answer(containment_answer(found, t, evidence, doc_id))
+        if found is None:
+            return _missing(doc_id)
+        return _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
     result = await index.similar_to_id(doc_id, used, limit, where)
     if result is None:
-        return missing
+        return _missing(doc_id)
     return _answer(query_answer(result, used, doc_id))
+
+
+def _missing(doc_id: str) -> Response:
+    # Built only when it is the answer: a problem response per query was a cost of every
+    # GET, found or not.
+    return problem(404, "Not found", f"no document with id {doc_id!r}")
 
 
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
