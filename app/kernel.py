@@ -32,13 +32,17 @@ __all__ = [
     "InvalidTextError",
     "KernelError",
     "MalformedFingerprintError",
+    "MalformedLayoutError",
     "Sketch",
     "Winnowed",
     "band_keys",
+    "compact_layout",
     "decode_fingerprints",
     "encode_fingerprint",
     "encode_fingerprints",
     "encoded_bound",
+    "expand_layout",
+    "is_compact_layout",
     "jaccard",
     "jaccard_many",
     "jaccard_many_encoded",
@@ -666,6 +670,59 @@ def jaccard_many_encoded(
             f"the kernel refused the arguments (code {rc}): every range must lie within data"
         )
     _malformed(status)
+    return out
+
+
+# --- passage layouts in records (formats 1 and 2 are in native/neardup.h) -------------------
+
+_LAYOUT_HEAD = 12
+
+
+def _layout_call(fn: Any, raw: bytes, cap: int) -> tuple[int, bytes]:
+    out = bytearray(cap)
+    out_len = ffi.new("uint64_t *")
+    rc = fn(ffi.from_buffer("uint8_t[]", raw), len(raw), ffi.from_buffer("uint8_t[]", out),
+            cap, out_len)  # fmt: skip
+    return rc, bytes(out[: out_len[0]]) if rc == lib.ND_OK else b""
+
+
+def compact_layout(raw: bytes) -> bytes:
+    """A passage layout (format 1, passages.Layout.pack) in format 2 where that is smaller,
+    else as it is. Raises InvalidParameterError if raw is not a format 1 layout."""
+    if not raw:
+        return raw
+    rc, out = _layout_call(lib.nd_layout_compact, raw, len(raw) - 1)
+    if rc == lib.ND_E_SPACE:
+        return raw
+    if rc != lib.ND_OK:
+        raise InvalidParameterError(f"not a passage layout (code {rc})")
+    return out
+
+
+def is_compact_layout(raw: bytes) -> bool:
+    """Whether a stored layout is in format 2 (compact_layout's)."""
+    return len(raw) >= _LAYOUT_HEAD and bool(raw[7] & 0x80)
+
+
+class MalformedLayoutError(ValueError):
+    """A stored format 2 layout does not expand (stored data, not the caller's input)."""
+
+
+def expand_layout(raw: bytes) -> bytes:
+    """The format 1 layout a stored one stands for (a format 1 layout comes back as it is).
+
+    Raises MalformedLayoutError for a format 2 layout that does not expand.
+    """
+    if not is_compact_layout(raw):
+        return raw
+    a, flagged, o = np.frombuffer(raw, "<u4", 3).tolist()
+    w = flagged & 0x3FFFFFFF
+    size = _LAYOUT_HEAD + a * (4 + (2 if w < 65536 else 4)) + (w + 1) // 2 + w + 4 * o
+    if size > 64 * len(raw) + 1024:  # more than any real layout expands to
+        raise MalformedLayoutError("the stored passage layout does not expand")
+    rc, out = _layout_call(lib.nd_layout_expand, raw, size)
+    if rc != lib.ND_OK:
+        raise MalformedLayoutError(f"the stored passage layout does not expand (code {rc})")
     return out
 
 

@@ -180,7 +180,10 @@ async def _run(n: int, capacity: int, workdir: Path) -> None:
         rest = total - sum(usage.values()) - table
         print(f"{'rest of used_memory':<22}{'':>10}{rest / n:>10,.0f}{rest / total:>8.1%}")
         split = record_split(redis, "mem")
-        print(f"records by section (mean bytes of {split['all']:,.0f} per record):")
+        print(
+            f"records by section (mean bytes of {split['all']:,.0f} per record; passages.*: "
+            "the layout's parts as app.index.passages packs it, before the kernel compacts it):"
+        )
         for name, b in split.items():
             if name != "all":
                 print(f"  {name:<26}{b:>8,.0f}")

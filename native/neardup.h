@@ -206,6 +206,37 @@ int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const uint8_t *d
                             const uint32_t *counts, size_t n, uint32_t fp_size,
                             double threshold, unsigned flags, double *out, int32_t *status);
 
+/*
+ * Passage layouts kept in records, compacted (app/index/passages.py writes
+ * format 1; records store format 2 where it is smaller). Format 1 is
+ *   u32 anchors A | u32 words W | u32 overflow O
+ *   A x u32 anchor hash | A x anchor word (u16, or u32 when W >= 65536)
+ *   (W + 1) / 2 bytes of 4-bit word hashes | W bytes: gap << 4 | length (4 bits
+ *   each, 15: see overflow) | O x u32 overflow values
+ * Format 2 has the same head but W | ND_LAYOUT_COMPACT (| ND_LAYOUT_WIDE) and
+ *   A x u32 anchor hash | A x u8: each anchor word minus the one before (the
+ *   first minus 0), or with ND_LAYOUT_WIDE the words as in format 1 |
+ *   the word hashes as in format 1 | (W + 1) / 2 bytes: 4-bit lengths, two to
+ *   a byte, the first in the high half | (W + 7) / 8 bytes: bit i (least
+ *   significant first) set where word i's gap is not 1 | (E + 1) / 2 bytes:
+ *   those E gaps, 4 bits each as the lengths | the overflow values, as is.
+ * A gap of 1 (one space between words) is most of them, so a word costs about
+ * 5/8 of a byte instead of 1.
+ *
+ * nd_layout_compact: format 1 in, format 2 out. ND_E_DATA if the input is not
+ * a well-formed format 1 layout, ND_E_SPACE if format 2 would not fit in
+ * out_cap (pass one less than in_len to get format 2 only where smaller).
+ * nd_layout_expand: format 2 in, the format 1 layout it came from out;
+ * ND_E_DATA for anything that is not a well-formed format 2 layout,
+ * ND_E_SPACE if out_cap is too small (the format 1 size follows from the head).
+ */
+#define ND_LAYOUT_COMPACT 0x80000000u
+#define ND_LAYOUT_WIDE 0x40000000u
+int nd_layout_compact(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t out_cap,
+                      uint64_t *out_len);
+int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t out_cap,
+                     uint64_t *out_len);
+
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.index import records
+from app.index.passages import Layout
 
 
 def _random_record(rng: np.random.Generator, i: int) -> tuple:
@@ -61,6 +62,17 @@ def test_id_of_reads_the_id_alone() -> None:
         assert records.id_of(raw) == records.unpack(raw).id
 
 
+def _text_layout(words: int) -> bytes:
+    """A passage layout as app.index.passages packs it (words of 3 letters, one space apart)."""
+    starts = np.arange(0, 4 * words, 4, dtype=np.int64)
+    hashes = np.arange(words, dtype=np.uint8) % 16
+    anchors = np.arange(0, words, 7, dtype=np.int64)
+    return Layout(anchors.astype(np.uint32) * 977, anchors, hashes, starts, starts + 3).pack()
+
+
+_LAYOUTS = [b"", _text_layout(20), _text_layout(300)]
+
+
 def pack_version_1(
     doc_id: str,
     fp: np.ndarray,
@@ -91,7 +103,7 @@ def test_version_1_records_read_as_before() -> None:
     rng = np.random.default_rng(21)
     for i in range(60):
         fields = _random_record(rng, i)
-        extra = (b"layout" * (i % 3), 1_700_000_000_000 + i if i % 2 else 0)
+        extra = (_LAYOUTS[i % 3], 1_700_000_000_000 + i if i % 2 else 0)
         old, new = pack_version_1(*fields, *extra), records.pack(*fields, *extra)
         assert old[:4] == b"\1\0\0\0" and new[:4] == b"\2\0\0\0"
         a, b = records.unpack(old), records.unpack(new)

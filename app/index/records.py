@@ -10,6 +10,11 @@ run of records joined end to end can be read as one uint32 array):
     | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
     [| u64 expires_at (milliseconds since the epoch), only when the document expires]
 
+The passage layout is stored in the kernel's format 2 where that is smaller
+(kernel.compact_layout: word spans in about 5/8 of a byte instead of one, anchor
+words as one-byte steps); Record.passages is always format 1, what
+app.index.passages reads. Records written before format 2 hold format 1.
+
 Version 1 (written by releases before 2) has no fp_bytes word and keeps the
 fingerprint as fp_len plain u32 values; it reads and verifies as before, so a
 collection written by an older release keeps working, and every record it
@@ -72,6 +77,7 @@ def pack(
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
+    passages = kernel.compact_layout(passages)
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
     header = _HEADER.pack(
         VERSION,
@@ -180,8 +186,15 @@ def unpack(raw: bytes) -> Record:
     doc_id = raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
     metadata = orjson.loads(raw[h.meta_at : h.meta_at + h.meta_len]) if h.meta_len else None
     expires = _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
-    passages = raw[h.passages_at : h.passages_at + h.pas_len]
+    passages = _layout(raw[h.passages_at : h.passages_at + h.pas_len])
     return Record(doc_id, fingerprint, band_keys, h.shingles, metadata, passages, expires)
+
+
+def _layout(stored: bytes) -> bytes:
+    try:
+        return kernel.expand_layout(stored)
+    except kernel.MalformedLayoutError:
+        raise CorruptRecordError("the record's passage layout does not expand") from None
 
 
 def expires_of(raw: bytes) -> int:
