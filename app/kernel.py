@@ -48,6 +48,7 @@ __all__ = [
     "jaccard_many_encoded",
     "jaccard_many_packed",
     "normalize",
+    "pack_layouts",
     "parse_shingle",
     "simd_level",
     "sketch",
@@ -57,7 +58,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -421,6 +422,51 @@ def winnow(
             for j, dtype in enumerate((np.uint64, np.int64, np.int64))
         )
     return Winnowed(h, s, e, sel_offsets, window)
+
+
+def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
+    """Each text's passage layout, byte for byte what app.index.passages.Layout.pack makes
+    of it, in one C call: from its anchors (:func:`winnow` of the passage shingle) and its
+    words (:func:`winnow` with ``word:1`` and one word a window) of the same n texts."""
+    n = len(anchors.offsets) - 1
+    if n < 0 or len(words.offsets) != n + 1:
+        raise InvalidParameterError("anchors and words must be of the same texts")
+    a_offs = np.ascontiguousarray(anchors.offsets, dtype=np.uint64)
+    w_offs = np.ascontiguousarray(words.offsets, dtype=np.uint64)
+    a_hashes = np.ascontiguousarray(anchors.hashes, dtype=np.uint64)
+    a_starts = np.ascontiguousarray(anchors.starts, dtype=np.int64)
+    w_hashes = np.ascontiguousarray(words.hashes, dtype=np.uint64)
+    w_starts = np.ascontiguousarray(words.starts, dtype=np.int64)
+    w_ends = np.ascontiguousarray(words.ends, dtype=np.int64)
+    a_count, w_count = len(a_hashes), len(w_hashes)
+    if len(a_starts) != a_count or len(w_starts) != w_count or len(w_ends) != w_count:
+        raise InvalidParameterError("hashes, starts and ends must be of the same length")
+    # ND_LAYOUT_MAX summed over the texts, rounded up: 12 + 8 an anchor + 9.5 a word.
+    cap = 13 * n + 8 * a_count + 10 * w_count
+    out = np.empty(cap, dtype=np.uint8)
+    out_offsets = np.zeros(n + 1, dtype=np.uint64)
+    rc = lib.nd_layout_pack_batch(
+        ffi.from_buffer("uint64_t[]", a_hashes),
+        ffi.from_buffer("int64_t[]", a_starts),
+        a_count,
+        ffi.from_buffer("uint64_t[]", a_offs),
+        ffi.from_buffer("uint64_t[]", w_hashes),
+        ffi.from_buffer("int64_t[]", w_starts),
+        ffi.from_buffer("int64_t[]", w_ends),
+        w_count,
+        ffi.from_buffer("uint64_t[]", w_offs),
+        n,
+        ffi.from_buffer("uint8_t[]", out, require_writable=True),
+        cap,
+        ffi.from_buffer("uint64_t[]", out_offsets, require_writable=True),
+    )
+    if rc == lib.ND_E_ARG:
+        raise InvalidParameterError("offsets must be non-decreasing and within the arrays")
+    if rc != lib.ND_OK:  # pragma: no cover - cap is the documented bound
+        raise KernelError(f"packing passage layouts failed (code {rc})")
+    raw = out[: int(out_offsets[n])].tobytes()
+    ends = out_offsets.tolist()
+    return [raw[a:b] for a, b in itertools.pairwise(ends)]
 
 
 def _fingerprint(name: str, x: Any) -> U32:

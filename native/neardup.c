@@ -1864,3 +1864,103 @@ ND_EXPORT int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out,
     *out_len = size;
     return ND_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* Passage layouts packed from winnow outputs (format 1, see neardup.h) */
+
+/* The first of n ascending starts that is >= value (numpy's searchsorted, side left). */
+static uint64_t first_at_or_after(const int64_t *starts, uint64_t n, int64_t value) {
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] < value) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* One text's layout into out (room for ND_LAYOUT_MAX bytes); the bytes written. */
+static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, uint64_t na,
+                            const uint64_t *w_hashes, const int64_t *w_starts,
+                            const int64_t *w_ends, uint64_t nw, uint8_t *out) {
+    uint8_t *p = out + 12;
+    for (uint64_t j = 0; j < na; j++, p += 4) store_le32(p, (uint32_t)a_hashes[j]);
+    int wide = nw >= 65536;
+    for (uint64_t j = 0; j < na; j++) {
+        uint64_t w = first_at_or_after(w_starts, nw, a_starts[j]);
+        if (wide) {
+            store_le32(p, (uint32_t)w);
+            p += 4;
+        } else {
+            p[0] = (uint8_t)w;
+            p[1] = (uint8_t)(w >> 8);
+            p += 2;
+        }
+    }
+    for (uint64_t j = 0; j < nw; j += 2) {
+        unsigned hi = (unsigned)(w_hashes[j] & 15);
+        unsigned lo = j + 1 < nw ? (unsigned)(w_hashes[j + 1] & 15) : 0;
+        *p++ = (uint8_t)(hi << 4 | lo);
+    }
+    /* a byte per word (gap before it, its length: 4 bits each, 15 = see the
+     * overflow list), then the overflow list (uint32 each, in word order, gap
+     * first); arithmetic in uint64 so that any input wraps as numpy's int64 does */
+    uint8_t *overflow = p + nw;
+    uint32_t overflows = 0;
+    uint64_t prev_end = 0;
+    for (uint64_t j = 0; j < nw; j++) {
+        uint64_t gap = (uint64_t)w_starts[j] - prev_end;
+        uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
+        int big_gap = (int64_t)gap >= 15, big_len = (int64_t)len >= 15;
+        if (big_gap) {
+            store_le32(overflow, (uint32_t)gap);
+            overflow += 4;
+            overflows++;
+        }
+        if (big_len) {
+            store_le32(overflow, (uint32_t)len);
+            overflow += 4;
+            overflows++;
+        }
+        *p++ = (uint8_t)(((big_gap ? 15 : gap) << 4) | (big_len ? 15 : len));
+        prev_end = (uint64_t)w_ends[j];
+    }
+    store_le32(out, (uint32_t)na);
+    store_le32(out + 4, (uint32_t)nw);
+    store_le32(out + 8, overflows);
+    return (uint64_t)(overflow - out);
+}
+
+ND_EXPORT int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
+                                   uint64_t anchor_count, const uint64_t *anchor_offsets,
+                                   const uint64_t *word_hashes, const int64_t *word_starts,
+                                   const int64_t *word_ends, uint64_t word_count,
+                                   const uint64_t *word_offsets, size_t n, uint8_t *out,
+                                   uint64_t out_cap, uint64_t *out_offsets) {
+    if (out_offsets == NULL) return ND_E_ARG;
+    out_offsets[0] = 0;
+    if (n == 0) return ND_OK;
+    if (anchor_offsets == NULL || word_offsets == NULL) return ND_E_ARG;
+    if ((anchor_count && (anchor_hashes == NULL || anchor_starts == NULL)) ||
+        (word_count && (word_hashes == NULL || word_starts == NULL || word_ends == NULL)))
+        return ND_E_ARG;
+    if (anchor_offsets[n] > anchor_count || word_offsets[n] > word_count) return ND_E_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (anchor_offsets[i + 1] < anchor_offsets[i] || word_offsets[i + 1] < word_offsets[i])
+            return ND_E_ARG;
+        if (anchor_offsets[i + 1] - anchor_offsets[i] > UINT32_MAX ||
+            word_offsets[i + 1] - word_offsets[i] > UINT32_MAX)
+            return ND_E_ARG;
+    }
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a0 = anchor_offsets[i], na = anchor_offsets[i + 1] - a0;
+        uint64_t w0 = word_offsets[i], nw = word_offsets[i + 1] - w0;
+        if (ND_LAYOUT_MAX(na, nw) > out_cap - at || out == NULL) return ND_E_SPACE;
+        at += layout_pack(na ? anchor_hashes + a0 : NULL, na ? anchor_starts + a0 : NULL, na,
+                          nw ? word_hashes + w0 : NULL, nw ? word_starts + w0 : NULL,
+                          nw ? word_ends + w0 : NULL, nw, out + at);
+        out_offsets[i + 1] = at;
+    }
+    return ND_OK;
+}

@@ -26,7 +26,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 3
+#define ND_ABI_VERSION 4
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -236,6 +236,37 @@ int nd_layout_compact(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t
                       uint64_t *out_len);
 int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t out_cap,
                      uint64_t *out_len);
+
+/*
+ * Passage layouts of n texts in format 1 (byte for byte what
+ * app.index.passages.Layout.pack makes), from their anchors and words as
+ * nd_winnow_batch gives them. Text i's anchors
+ * are entries anchor_offsets[i] .. anchor_offsets[i+1] of anchor_hashes and
+ * anchor_starts (anchor_count entries in all), its words entries
+ * word_offsets[i] .. word_offsets[i+1] of word_hashes, word_starts and
+ * word_ends (word_count in all; starts ascending). Its layout goes to
+ * out[out_offsets[i] .. out_offsets[i+1]), little-endian:
+ *   u32 anchors, u32 words, u32 overflows
+ *   anchors x u32      the low 32 bits of each anchor hash
+ *   anchors x u16      the first word whose start is >= the anchor's start
+ *                      (u32 each in a text of 65,536 words or more)
+ *   ceil(words / 2)    the low 4 bits of each word hash, two to a byte, high first
+ *   words bytes        the gap before each word (its start minus the previous
+ *                      word's end; its start for the first) in the high 4 bits
+ *                      and its length in the low 4; 15 means "in the overflow list"
+ *   overflows x u32    those gaps and lengths, in word order, gap first
+ * ND_LAYOUT_MAX(anchors, words) bytes always hold one text's layout.
+ * Returns ND_E_ARG for offsets that decrease or run past the counts,
+ * ND_E_SPACE if out_cap is too small (out_offsets up to the last text that
+ * fitted are written), else ND_OK.
+ */
+#define ND_LAYOUT_MAX(anchors, words) (12u + 8u * (anchors) + ((words) + 1u) / 2u + 9u * (words))
+int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
+                         uint64_t anchor_count, const uint64_t *anchor_offsets,
+                         const uint64_t *word_hashes, const int64_t *word_starts,
+                         const int64_t *word_ends, uint64_t word_count,
+                         const uint64_t *word_offsets, size_t n, uint8_t *out, uint64_t out_cap,
+                         uint64_t *out_offsets);
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);

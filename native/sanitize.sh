@@ -17,8 +17,11 @@ SAN_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# The whole package, sub-packages included: app.kernel imports from them.
-(cd "$ROOT" && find app -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$OUT/" \;)
+# The whole package, sub-packages included: app.kernel imports from them, and the
+# kernel tests import app.index (the numpy reference of passage layouts), whose store
+# reads its Lua scripts.
+(cd "$ROOT" && find app \( -name '*.py' -o -name '*.lua' \) -not -path '*/__pycache__/*' \
+    -exec cp --parents {} "$OUT/" \;)
 # Drop any compiled kernel copied from a source tree: only the sanitized one may load.
 rm -f "$OUT"/app/_native*.so
 

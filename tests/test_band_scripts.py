@@ -167,6 +167,8 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
             got = await indexes[0].get("d3")
             assert got is not None and got.shingles == len(oracle.shingles(texts[30]))
             assert len(oracle.shingles(texts[30])) != len(oracle.shingles(texts[3]))
+            # The passage section the kernel packed is the one numpy's Layout.pack makes.
+            assert got.passages == indexes[0].passage_layouts([texts[30]])[0].pack()
             # Every band entry belongs to a live record that names that key.
             named: dict[int, set[int]] = {}
             for doc_id, h in await _handles(indexes[0]):

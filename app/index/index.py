@@ -24,6 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 
 import numpy as np
 import orjson
@@ -294,17 +295,25 @@ class _Sketched:
     fp_offsets: np.ndarray
     band_keys: np.ndarray
     layouts: list[Layout] | None = None
+    # What an ingest writes of the passages, without a Layout per text: each text's
+    # passage section packed by the kernel, and its anchor hashes (low 32 bits).
+    packed: list[bytes] | None = None
+    anchor_hashes: list[np.ndarray] | None = None
 
     def fingerprint(self, i: int) -> np.ndarray:
         return self.fp_values[int(self.fp_offsets[i]) : int(self.fp_offsets[i + 1])]
 
     def anchors(self, i: int) -> np.ndarray:
         """The passage index entries of text i (see anchor_keys)."""
+        if self.anchor_hashes is not None:
+            return anchor_keys(self.anchor_hashes[i])
         if self.layouts is None:
             return np.zeros(0, np.uint64)
         return anchor_keys(self.layouts[i].anchor_hashes)
 
     def passages(self, i: int) -> bytes:
+        if self.packed is not None:
+            return self.packed[i]
         return b"" if self.layouts is None else self.layouts[i].pack()
 
 
@@ -380,13 +389,15 @@ class Index:
                     f"{where} is over {limit} bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)"
                 )
 
-    async def _sketch(self, texts: Sequence[str]) -> _Sketched:
+    async def _sketch(self, texts: Sequence[str], layouts: bool = False) -> _Sketched:
+        """Sketch texts; with layouts, each text's passage Layout (a containment query
+        aligns it), else its passage section packed as an ingest writes it."""
         self._check_size(texts)
         if sum(map(len, texts)) >= THREAD_TEXT_BYTES:
-            return await asyncio.to_thread(self._sketch_now, texts)
-        return self._sketch_now(texts)
+            return await asyncio.to_thread(self._sketch_now, texts, layouts)
+        return self._sketch_now(texts, layouts)
 
-    def _sketch_now(self, texts: Sequence[str]) -> _Sketched:
+    def _sketch_now(self, texts: Sequence[str], layouts: bool = False) -> _Sketched:
         p = self.params
         s = kernel.sketch(
             list(texts),
@@ -396,17 +407,35 @@ class Index:
             seed=p.seed,
         )
         keys = kernel.band_keys(s.signatures, p.bands, p.rows)
-        layouts = self.passage_layouts(texts) if p.passage_words else None
-        return _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys, layouts)
+        sketched = _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
+        if not p.passage_words:
+            return sketched
+        if layouts:
+            return replace(sketched, layouts=self.passage_layouts(texts))
+        # Packed in one kernel call: a Layout per text, packed by numpy, cost more
+        # than the rest of an ingest's Python.
+        anchors, words = self._winnowed(texts)
+        low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        cuts = anchors.offsets.tolist()
+        return replace(
+            sketched,
+            packed=kernel.pack_layouts(anchors, words),
+            anchor_hashes=[low[a:b] for a, b in pairwise(cuts)],
+        )
 
-    def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
-        """Each text's anchors and words (app.index.passages), in two kernel calls."""
+    def _winnowed(self, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
+        """The texts' anchors and their words, in two kernel calls."""
         p = self.params
         anchors = kernel.winnow(
             list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
         )
         # Every word is its own window of one: its hash and its span.
         words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+        return anchors, words
+
+    def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
+        """Each text's anchors and words (app.index.passages), in two kernel calls."""
+        anchors, words = self._winnowed(texts)
         layouts = []
         for i in range(len(texts)):
             a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
@@ -625,7 +654,7 @@ class Index:
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages."""
         t = self.check_containment(threshold)
-        sk = await self._sketch([text])
+        sk = await self._sketch([text], layouts=True)
         if int(sk.shingles[0]) == 0 or sk.layouts is None:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
         return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit, where)
