@@ -5,7 +5,9 @@ sequentially, so what is measured is the application's own CPU per request: the 
 middleware, routing, the route and the answer, and (for the /similar routes) the index's
 query on a local redis-server. The index's query is also timed alone on the same ids, so
 "edge" = the route's time minus the index's is what HTTP handling costs on top. A trivial
-FastAPI route (bench/ceiling.py's) is timed in the same process as the floor.
+FastAPI route (bench/ceiling.py's) is timed in the same process as the floor. Last, the
+router's walk alone to each hot route, with the routes' own matches and with
+app.api.dispatch's quick refusal.
 
     .venv/bin/python bench/edge.py [--docs 2000] [--requests 3000] [--profile]
 
@@ -140,6 +142,7 @@ async def measure(args: argparse.Namespace, redis_url: str, data_dir: Path) -> d
         for _ in range(args.rounds):
             for name, run in runs.items():
                 res[name] = min(res[name], await per_request(run, n, rounds=1))
+        res_routing = routing(app, args.rounds * 3)
         profile = None
         if args.profile:
             prof = cProfile.Profile()
@@ -152,7 +155,43 @@ async def measure(args: argparse.Namespace, redis_url: str, data_dir: Path) -> d
             stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
             stats.print_stats(40)
             profile = out.getvalue()
-    return {"us": res, "profile": profile, "requests": n}
+    return {"us": res, "routing": res_routing, "profile": profile, "requests": n}
+
+
+def routing(app: Any, rounds: int, n: int = 2000) -> dict[str, tuple[float, float]]:
+    """Microseconds the router's walk takes to find each hot route, without and with
+    app.api.dispatch's quick refusal (in turn, each its best of rounds)."""
+    import timeit
+
+    from starlette.routing import Match
+
+    from app.api import dispatch
+
+    routes = app.router.routes
+
+    def walk(path: str, method: str) -> None:
+        scope = {"type": "http", "path": path, "method": method, "root_path": ""}
+        for route in routes:
+            if route.matches(scope)[0] == Match.FULL:
+                return
+
+    cases = {
+        "GET /similar/{id}": ("/similar/doc1", "GET"),
+        "POST /similar": ("/similar", "POST"),
+        "GET /collections/{name}/similar/{id}": ("/collections/c1/similar/doc1", "GET"),
+    }
+    best = {name: [float("inf"), float("inf")] for name in cases}
+    for _ in range(rounds):
+        for r in routes:
+            vars(r).pop("matches", None)  # the routes' own matches
+        for name, (path, method) in cases.items():
+            took = timeit.timeit(lambda p=path, m=method: walk(p, m), number=n)
+            best[name][0] = min(best[name][0], took / n * 1e6)
+        dispatch.install(app)
+        for name, (path, method) in cases.items():
+            took = timeit.timeit(lambda p=path, m=method: walk(p, m), number=n)
+            best[name][1] = min(best[name][1], took / n * 1e6)
+    return {name: (b[0], b[1]) for name, b in best.items()}
 
 
 def render(res: dict[str, Any]) -> str:
@@ -166,6 +205,9 @@ def render(res: dict[str, Any]) -> str:
         f"HTTP on top of the index: GET {get_edge:.0f} us, POST {post_edge:.0f} us "
         f"(the trivial route: {us['trivial FastAPI route GET /ok']:.0f} us)"
     )
+    lines.append(f"{'routing alone: own matches / quick refusal':48}{'us':>12}")
+    for name, (own, quick) in res["routing"].items():
+        lines.append(f"  {name:46}{own:>6.1f} / {quick:.1f}")
     return "\n".join(lines)
 
 

@@ -193,3 +193,32 @@ def test_post_similar_errors_answer_whole(
     headers = {"x-request-id": RID, "content-type": "application/json"}
     got = served.post("/similar", content=body, headers=headers)
     _check(got, 422, PROBLEM, _problem(422, "Invalid request", detail, errors))
+
+
+def _paths(routes: list[Any]) -> list[str]:
+    """Every route's path with its parameters filled in two ways, and near misses."""
+    out = ["/", "", "/nope", "/similarity", "/SIMILAR/x", "/docs-assets/x", "/similar/"]
+    for route in routes:
+        path = getattr(route, "path", "")
+        for value in ("x", "a/b"):
+            filled = path.replace("{doc_id:docid}", value).replace("{collection}", "c1")
+            out += [filled, filled + "/", filled.rstrip("/") + "x", filled[:-1]]
+    return sorted(set(out))
+
+
+def test_quick_refusal_matches_as_the_routes_do(served: TestClient) -> None:
+    """Every route with the quick refusal (app.api.dispatch) answers exactly what its own
+    matches does, for every route's path, near misses, each method, with and without a
+    root_path; and the hot routes have it."""
+    from starlette.routing import Route
+
+    routes = served.app.router.routes  # type: ignore[attr-defined]
+    quick = [r for r in routes if isinstance(r, Route) and "matches" in vars(r)]
+    assert {"/similar/{doc_id:docid}", "/similar"} <= {r.path for r in quick}
+    for route in quick:
+        own = type(route).matches.__get__(route)
+        for path in _paths(routes):
+            for method in ("GET", "HEAD", "POST", "PUT", "DELETE"):
+                for root in ("", "/api"):
+                    scope = {"type": "http", "path": path, "method": method, "root_path": root}
+                    assert route.matches(dict(scope)) == own(dict(scope)), (route.path, scope)
