@@ -4,7 +4,9 @@ Run: ``make bench`` or ``.venv/bin/python bench/kernel.py [--quick]``.
 
 Prints, for the shared articles corpus and a generated Zipf corpus (~300 words per text):
 sketch MB/s and docs/s on one thread and on all cores (threads: the C call releases the GIL);
-jaccard_many pairs/s at N=128 and N=256, threshold 0.5; and same-run ratios against datasketch
+jaccard_many pairs/s at N=128 and N=256, threshold 0.5, from plain fingerprints and from the
+compressed ones records keep (jaccard_many_encoded, decoding inside the call; with the bytes
+a fingerprint takes either way); and same-run ratios against datasketch
 (MinHash(num_perm=128).update_batch over the same word 3-shingles, shingled in Python) and a
 numpy baseline (np.intersect1d per pair).
 """
@@ -162,7 +164,20 @@ def bench_jaccard(docs: list[str], n_fp: int, repeat: int) -> dict[str, float]:
             _ = inter / (len(q) + len(f) - inter)
 
     t_np = best_time(numpy_run, 1)
+    data, data_offsets = kernel.encode_fingerprints(values, offsets)
+    enc = kernel.Encoded(
+        data, data_offsets[:-1], data_offsets[1:], np.diff(offsets).astype(np.uint32)
+    )
+
+    def run_encoded() -> None:
+        for q in queries:
+            kernel.jaccard_many_encoded(q, enc, 0.5, fingerprint_size=n_fp)
+
+    t_enc = best_time(run_encoded, repeat)
     return {
+        "encoded_pairs_s": pairs / t_enc,
+        "plain_bytes": 4 * len(values) / n,
+        "encoded_bytes": len(data) / n,
         "pairs_s": pairs / t,
         "pairs_s_scalar": pairs / t_scalar,
         "numpy_pairs_s": len(fps) / t_np,
@@ -216,7 +231,8 @@ def main() -> None:
     print("\njaccard_many: one query against every text's fingerprint, threshold 0.5, 1 thread\n")
     header = (
         f"{'corpus':<18} {'N':>4} | {'pairs/s':>12} {'(scalar)':>12} | "
-        f"{'numpy pairs/s':>13} {'ratio':>6} | {'hits':>5}"
+        f"{'numpy pairs/s':>13} {'ratio':>6} | {'hits':>5} | {'encoded pairs/s':>15} "
+        f"{'vs plain':>8} | {'B/fp plain':>10} {'encoded':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -226,7 +242,10 @@ def main() -> None:
             print(
                 f"{name:<18} {n_fp:>4} | {r['pairs_s'] / 1e6:>10.2f} M "
                 f"{r['pairs_s_scalar'] / 1e6:>10.2f} M | {r['numpy_pairs_s'] / 1e3:>11.1f} k "
-                f"{r['pairs_s'] / r['numpy_pairs_s']:>5.0f}x | {r['hits']:>5}"
+                f"{r['pairs_s'] / r['numpy_pairs_s']:>5.0f}x | {r['hits']:>5} | "
+                f"{r['encoded_pairs_s'] / 1e6:>13.2f} M "
+                f"{r['encoded_pairs_s'] / r['pairs_s']:>7.2f}x | "
+                f"{r['plain_bytes']:>10.0f} {r['encoded_bytes']:>7.0f}"
             )
 
 

@@ -1571,11 +1571,10 @@ static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *o
     if (used && (low[low_len - 1] >> used) != 0) return ND_E_DATA; /* padding must be 0 */
     uint64_t high_len = len - 1 - low_len;
     uint64_t mask = l == 32 ? 0xFFFFFFFFull : ((1ull << l) - 1);
-    unsigned l_done;
     uint32_t i = 0;
-    uint64_t prev = 0;
     /* the high bits a word at a time: the loop over a word's set bits is the
      * only unpredictable branch, once per word rather than once per byte */
+    uint64_t top = 0xFFFFFFFFull >> l; /* the largest high part a uint32 allows */
     for (uint64_t at = 0; at < high_len; at += 8) {
         uint64_t word = 0;
         if (at + 8 <= high_len) {
@@ -1585,32 +1584,39 @@ static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *o
         }
         while (word) {
             if (i == count) return ND_E_DATA; /* more values than count */
-            unsigned bit = (unsigned)__builtin_ctzll(word);
+            uint64_t hi = at * 8 + (unsigned)__builtin_ctzll(word) - i;
             word &= word - 1;
-            uint64_t hi = at * 8 + bit - i;
-            uint64_t lo = 0, pos = (uint64_t)i * l;
-            if (1 + (pos >> 3) + 8 <= len) { /* one load (the high section may follow) */
-                lo = (load_le64(low + (pos >> 3)) >> (pos & 7)) & mask;
-                l_done = l;
-            } else {
-                l_done = 0;
-            }
-            for (unsigned done = l_done; done < l;) {
-                unsigned shift = (unsigned)(pos & 7), take = 8 - shift;
-                if (take > l - done) take = l - done;
-                lo |= (uint64_t)((low[pos >> 3] >> shift) & ((1u << take) - 1)) << done;
-                pos += take;
-                done += take;
-            }
-            uint64_t v = (hi << l) | lo;
-            if (hi > (0xFFFFFFFFull >> l) || (i > 0 && v <= prev)) return ND_E_DATA;
-            out[i++] = (uint32_t)v;
-            prev = v;
+            if (hi > top) return ND_E_DATA;
+            out[i++] = (uint32_t)(hi << l);
         }
     }
+    if (i != count) return ND_E_DATA;
+    /* then the low bits: one unaligned load each, but near the end of the data */
+    uint32_t fast = 0;
+    if (len >= 9) {
+        uint64_t most = ((len - 9) * 8) / (l ? l : 1) + 1; /* values whose load fits */
+        fast = l == 0 ? count : (uint32_t)(most < count ? most : count);
+    }
+    for (uint32_t j = 0; j < fast && l; j++) {
+        uint64_t pos = (uint64_t)j * l;
+        out[j] |= (uint32_t)((load_le64(low + (pos >> 3)) >> (pos & 7)) & mask);
+    }
+    for (uint32_t j = fast; j < count && l; j++) {
+        uint64_t lo = 0, pos = (uint64_t)j * l;
+        for (unsigned done = 0; done < l;) {
+            unsigned shift = (unsigned)(pos & 7), take = 8 - shift;
+            if (take > l - done) take = l - done;
+            lo |= (uint64_t)((low[pos >> 3] >> shift) & ((1u << take) - 1)) << done;
+            pos += take;
+            done += take;
+        }
+        out[j] |= (uint32_t)lo;
+    }
+    for (uint32_t j = 1; j < count; j++)
+        if (out[j] <= out[j - 1]) return ND_E_DATA;
     /* exactly what the encoder writes: count values, the last in the last byte
      * and the L it would choose (so every array has one encoding) */
-    if (i != count || (high[high_len - 1] == 0) || ef_low_bits(count, out[count - 1]) != l ||
+    if ((high[high_len - 1] == 0) || ef_low_bits(count, out[count - 1]) != l ||
         ef_size(count, l, out[count - 1]) != len)
         return ND_E_DATA;
     return ND_OK;

@@ -147,3 +147,26 @@ def test_a_fingerprint_that_does_not_decode_is_a_corrupt_record() -> None:
     too_long = raw[:32] + struct.pack("<I", 4000) + raw[36:]
     with pytest.raises(records.CorruptRecordError):
         records.encoded_fingerprints([too_long])
+
+
+def test_records_keep_the_layout_compact_and_give_it_back_as_packed() -> None:
+    """A record stores the smaller form of its passage layout; Record.passages is the layout
+    exactly as app.index.passages packed it, and it decodes to the same spans."""
+    layout = _text_layout(300)
+    fp, keys = np.arange(5, dtype=np.uint32), np.arange(3, dtype=np.uint64)
+    raw = records.pack("x", fp, keys, 5, None, layout)
+    assert records.sections_of(raw)["passages"] < len(layout) - 80
+    rec = records.unpack(raw)
+    assert rec.passages == layout
+    back, orig = Layout.unpack(rec.passages), Layout.unpack(layout)
+    assert np.array_equal(back.starts, orig.starts) and np.array_equal(back.ends, orig.ends)
+
+
+def test_a_layout_that_does_not_expand_is_a_corrupt_record() -> None:
+    """Garbage in a compacted passage layout is refused, never read as a layout."""
+    raw = records.pack("x", np.arange(3, dtype=np.uint32), np.arange(1, dtype=np.uint64), 3,
+                       None, _text_layout(300))  # fmt: skip
+    at = len(raw) - records.sections_of(raw)["passages"]
+    broken = raw[: at + 12] + b"\xff" * (len(raw) - at - 12)
+    with pytest.raises(records.CorruptRecordError):
+        records.unpack(broken)
