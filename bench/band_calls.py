@@ -1,13 +1,19 @@
-"""Ingest's band writes: one command per band entry against band_*_many script calls.
+"""Ingest's writes of band entries and passage layouts: this build's path against the old one.
 
 In-process (no HTTP), one redis-server, documents of 200-400 Zipf words with the
 passage index on (~62 band entries a document), batches of 500, each way into its
 own collection, in turn, in this one process:
-- "per entry": the per-entry path (HSETNX each, band_add for bands that had members),
-  which a Redis Cluster keeps;
-- "script, N a call": band_add_many calls of N entries (64 is about one document's;
-  the whole batch is ~31,000), the single-server path at app.store.store's
-  ENTRIES_PER_CALL and around it.
+- "before": one HSETNX per band entry, then one band_add call per entry whose band
+  had members (the path a Redis Cluster keeps), and each passage layout built and
+  packed by numpy (passages.Layout.pack);
+- "all in scripts, N a call": every entry through band_add_many, N a call (one reply
+  per call; 64 is about one document's, a whole batch ~31,000), layouts packed by the
+  kernel: the one-reply-per-document design, measured and not chosen;
+- "after": what an ingest on a single server runs now: one HSETNX per entry in one
+  packed exchange, the entries whose band had members in band_add_many calls of
+  app.store.store's ENTRIES_PER_CALL, layouts packed by the kernel
+  (kernel.pack_layouts);
+- "after, numpy layouts": the same with layouts packed by numpy, to split the gain.
 Each prints docs/s, the commands the client sends per document (each gets a reply),
 the commands Redis runs per document (inside scripts too), this process's and Redis'
 CPU µs per document, and the longest script call (Redis runs nothing else meanwhile;
@@ -36,12 +42,23 @@ from stores import ThrowawayRedis
 
 import app.store.store as store_module
 from app.index import Document, Index, Params
-from app.store import Store
+from app.store import Store, scripts
 from app.store.single import SingleTransport
 
 BATCH = 500
-# Entries per script call to try; None: the per-entry path.
-MODES: list[int | None] = [None, 16, 64, 256, 1024, 1 << 20]
+CHOSEN = store_module.ENTRIES_PER_CALL
+WHOLE = 1 << 20  # more entries than a batch has: one call a batch
+# (name, band path, entries per script call, kernel packs layouts); band path: "before"
+# (per entry), "scripts" (every entry in band_add_many), "after" (this build's)
+MODES: list[tuple[str, str, int, bool]] = [
+    ("before", "before", CHOSEN, False),
+    ("all in scripts, 16 a call", "scripts", 16, True),
+    (f"all in scripts, {CHOSEN} a call", "scripts", CHOSEN, True),
+    ("all in scripts, 256 a call", "scripts", 256, True),
+    ("all in scripts, whole batch", "scripts", WHOLE, True),
+    ("after, numpy layouts", "after", CHOSEN, False),
+    ("after", "after", CHOSEN, True),
+]
 
 _sent = [0]
 
@@ -66,13 +83,33 @@ def _redis_counts(redis: ThrowawayRedis) -> tuple[int, float]:
     return calls, float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-async def _one(redis: ThrowawayRedis, mode: int | None, docs: list[Document]) -> dict[str, float]:
+class _NumpyLayouts(Index):
+    """The index as it sketched before the kernel packed layouts: a Layout per text,
+    packed by numpy when its record is written."""
+
+    def _sketch_now(self, texts, layouts=False):  # type: ignore[no-untyped-def]
+        return super()._sketch_now(texts, True)
+
+
+class _AllInScripts(Store):
+    """Every band entry through band_add_many: one reply per call, none per entry."""
+
+    async def add_bands(self, memberships):  # type: ignore[no-untyped-def]
+        if memberships:
+            keys, handles = store_module._entries(memberships)
+            await self._band_script(scripts.BAND_ADD_MANY, keys, handles)
+
+
+async def _one(
+    redis: ThrowawayRedis, path: str, calls: int, kernel_packs: bool, docs: list[Document]
+) -> dict[str, float]:
     params = Params.create("word:3", 128, 256, 1, 0.5, len(docs))
-    store = Store.connect(redis.url, f"m{mode}", 60.0)
-    store.band_scripts = mode is not None
-    if mode is not None:
-        store_module.ENTRIES_PER_CALL = mode
-    index = await Index.open(store, params, 200)
+    store = Store.connect(redis.url, f"m{path}{calls}{kernel_packs}", 60.0)
+    if path == "scripts":
+        store = _AllInScripts(store.transport, store.collection)
+    store.band_scripts = path != "before"
+    store_module.ENTRIES_PER_CALL = calls
+    index = await (Index if kernel_packs else _NumpyLayouts).open(store, params, 200)
     client = redis.client()
     client.slowlog_reset()
     sent0, (calls0, cpu0) = _sent[0], _redis_counts(redis)
@@ -100,7 +137,7 @@ def _in_process(size: int, workdir: Path, rounds: int) -> None:
     _count_sent()
     print(f"band writes in-process: {size} documents, batches of {BATCH}, passage index on")
     print(
-        f"{'path':<24} {'docs/s':>8} {'sent/doc':>9} {'Redis cmds/doc':>15} "
+        f"{'path':<28} {'docs/s':>8} {'sent/doc':>9} {'Redis cmds/doc':>15} "
         f"{'client CPU µs/doc':>18} {'Redis CPU µs/doc':>17} {'longest script ms':>18}"
     )
     redis = ThrowawayRedis(workdir, "calls").start()
@@ -109,13 +146,10 @@ def _in_process(size: int, workdir: Path, rounds: int) -> None:
         client.config_set("slowlog-log-slower-than", 200)
         client.config_set("slowlog-max-len", 10_000)
         for r in range(rounds):
-            for mode in MODES:
-                got = asyncio.run(_one(redis, mode, docs))
-                name = "per entry" if mode is None else f"script, {mode} a call"
-                if mode == 1 << 20:
-                    name = "script, whole batch"
+            for name, path, calls, kernel_packs in MODES:
+                got = asyncio.run(_one(redis, path, calls, kernel_packs, docs))
                 print(
-                    f"{name:<24} {got['docs_s']:>8,.0f} {got['sent']:>9.2f} {got['run']:>15.1f} "
+                    f"{name:<28} {got['docs_s']:>8,.0f} {got['sent']:>9.2f} {got['run']:>15.1f} "
                     f"{got['own_us']:>18.1f} {got['cpu_us']:>17.1f} {got['longest_ms']:>18.2f}",
                     flush=True,
                 )

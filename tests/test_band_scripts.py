@@ -1,5 +1,6 @@
-"""Band writes by script (one reply per call, single server) leave exactly the bytes the
-per-entry commands leave: bucket fields and values, spilled sets and their scores."""
+"""Band writes through band_*_many scripts (many entries a call, single server) leave
+exactly the bytes the per-entry path leaves: bucket fields and values, spilled sets and
+their scores."""
 
 from __future__ import annotations
 

@@ -56,10 +56,10 @@ REGISTRY = b"nd:@collections"
 # Buckets read in one exchange by a full scan (band_memberships).
 BUCKETS_PER_READ = 500
 
-# Band entries per band_*_many script call on a single server: about one document's
-# (42 bands and ~20 passage anchors). Redis runs nothing else while a script runs,
-# so a call stays well under a millisecond; in bench/band_calls.py larger calls cost
-# Redis more CPU per entry and saved the client nothing more.
+# Band entries per band_*_many script call on a single server. Redis runs nothing
+# else while a script runs, so a call stays well under a millisecond; in
+# bench/band_calls.py larger calls cost Redis more CPU per entry and saved the client
+# nothing more.
 ENTRIES_PER_CALL = 64
 
 
@@ -108,9 +108,10 @@ class Store:
         # a step); a cluster refuses those, so it keeps the per-node pipelines. Tests
         # turn it off to compare the two on one server.
         self.scripted = not transport.cluster
-        # Band writes as band_*_many script calls (one reply per call) instead of one
-        # command per entry: a single server only, as those scripts name their own keys
-        # across slots. Tests and benches turn it off to compare the two paths.
+        # Band writes that need a script (a band that has members, any removal) as
+        # band_*_many calls of many entries instead of one call each: a single server
+        # only, as those scripts name their own keys across slots. Tests and benches
+        # turn it off to compare the two paths.
         self.band_scripts = not transport.cluster
 
     def sibling(self, collection: str) -> Store:
@@ -407,18 +408,21 @@ class Store:
     async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """Add each handle to each of its band keys.
 
-        HSETNX settles the usual case, a band nobody has yet, natively; only
-        bands that already have members go through the band_add script.
+        HSETNX settles the usual case, a band nobody has yet, natively, in one
+        packed exchange; only bands that already have members go through a script:
+        band_add_many, ENTRIES_PER_CALL of them a call, on a single server, or
+        band_add, one call each, on a cluster.
         """
         if not memberships:
             return
         keys, handles = _entries(memberships)
-        if self.band_scripts:
-            await self._band_script(scripts.BAND_ADD_MANY, keys, handles)
-            return
         created = await self.transport.send(
             self._keys.band_commands(b"HSETNX", keys, handles), write=True
         )
+        if self.band_scripts:
+            had = np.flatnonzero(np.asarray(created, dtype=np.int64) == 0)  # had members
+            await self._band_script(scripts.BAND_ADD_MANY, keys[had], handles[had])
+            return
         taken = zip(keys.tolist(), handles.tolist(), created, strict=True)
         calls = [c for k, h, new in taken if not new for c in self._keys.band_calls(h, [k])]
         await self.transport.eval(scripts.BAND_ADD, calls, write=True)

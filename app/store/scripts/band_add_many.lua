@@ -1,7 +1,9 @@
 -- Add many (handle, band key) entries in one call: band_add.lua's semantics per
 -- entry, in order (HSETNX for a band nobody has yet, else append inline, else
 -- spill to the sorted set once there are more than ARGV[4] handles), so Redis
--- answers once for a document's bands instead of once per band.
+-- answers once per call instead of once per entry. (The store sends it only the
+-- entries a native HSETNX did not settle: a HSETNX from Lua costs Redis about
+-- twice what a pipelined one does.)
 -- SINGLE SERVER ONLY: the script builds its key names itself (bucket HASH and
 -- spill ZSET of each entry) instead of taking them in KEYS, and they span many
 -- slots. A Redis Cluster keeps the per-key commands (app.store.store).
