@@ -200,7 +200,9 @@ def _restore(
     offsets[1:] = np.cumsum([len(f) for f in fps])
     values = np.concatenate(fps).astype(np.uint32) if fps else np.zeros(0, np.uint32)
     keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
-    restored = _Restored(np.asarray(shingles, np.int64), values, offsets, keys, None, passages)
+    restored = _Restored(
+        np.asarray(shingles, np.int64), values, offsets, keys, raw_passages=passages
+    )
     return ids, metas, restored, ends
 
 
