@@ -15,6 +15,7 @@ from support.textgen import mutate
 
 from app.index import Document, Index, Params, records
 from app.index.expiry import now_ms
+from app.index.index import DISCOVERY_BUDGET, SCRIPT_HOT_MEMBERS
 from app.store import Store
 
 # Short texts: fewer shingles than the fingerprint holds, so a similarity is the exact
@@ -205,3 +206,39 @@ def test_containment_is_the_same_through_both_paths(redis_url: str, loaded: str,
     assert not ids & {EXPIRED, RECORDLESS}
     if cap == 1000:
         assert {"a0", "b0"} <= ids
+
+
+def test_a_redis_without_the_script_loads_it_again(redis_url: str, loaded: str) -> None:
+    """After SCRIPT FLUSH (as a restarted Redis has no scripts) a query loads the candidates
+    script in its exchange and answers exactly as before."""
+
+    async def ask(index: Index) -> list[Any]:
+        before = await index.similar_to_text(BASE_A, limit=1000)
+        await index.store.transport.commands([(b"SCRIPT", b"FLUSH")])
+        return [before, await index.similar_to_text(BASE_A, limit=1000)]
+
+    (before, after), _ = _both(redis_url, loaded, 1000, ask)
+    assert before == after and len(after.results) >= 20
+
+
+def test_hot_windows_are_read_in_the_script_up_to_its_bound(redis_url: str, loaded: str) -> None:
+    """Under a small cap the script itself reads the hot keys' windows (some in part); when
+    they need more than SCRIPT_HOT_MEMBERS it reads nothing more and says so."""
+
+    async def run() -> list[Any]:
+        index = await _open(redis_url, loaded, 12)
+        try:
+            handle, raw = await index.store.stored("a0")
+            keys = records.unpack(raw).band_keys
+            ask = index.store.candidates
+            return [
+                await ask(keys, handle, 12, DISCOVERY_BUDGET * 12, SCRIPT_HOT_MEMBERS),
+                await ask(keys, handle, 1000, DISCOVERY_BUDGET * 1000, SCRIPT_HOT_MEMBERS),
+            ]
+        finally:
+            await index.store.close()
+
+    windows, over = asyncio.run(run())
+    assert windows is not None and windows.cut > 0 and len(windows.handles) == 12
+    assert DISCOVERY_BUDGET * 12 <= SCRIPT_HOT_MEMBERS
+    assert over is None

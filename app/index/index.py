@@ -50,6 +50,10 @@ DEFAULT_MAX_TEXT_BYTES = 8 * 1024 * 1024
 # candidate_cap handles together (4 bytes each in Redis: 10,000 at the default cap take
 # about 2 ms); beyond it, a window of each (Index._candidates).
 DISCOVERY_BUDGET = 50
+# The most hot members a query reads inside Redis (the candidates script): Lua counts
+# them several times slower than numpy, on Redis' one thread, so a query whose hot
+# keys need more (boilerplate) reads them through the pipelines (Index._gather).
+SCRIPT_HOT_MEMBERS = 1000
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
@@ -553,12 +557,16 @@ class Index:
     ) -> tuple[np.ndarray, list[bytes | None], bool, int]:
         """_candidates and their live records (None where there is none or it has
         expired). Scripted (a single server), one exchange: the candidates script
-        applies _candidates' rules in Redis and returns the records with them. On a
-        cluster, _candidates' pipelines and one MGET (one exchange per master each)."""
+        applies _candidates' rules in Redis and returns the records with them, unless
+        the hot keys need more than SCRIPT_HOT_MEMBERS read. Else (and on a cluster),
+        _candidates' pipelines and one MGET (one exchange per master each)."""
         if self.store.scripted:
             cap = self.candidate_cap
-            found = await self.store.candidates(band_keys, exclude, cap, DISCOVERY_BUDGET * cap)
-            return found.handles, live(found.records), found.capped, found.cut
+            found = await self.store.candidates(
+                band_keys, exclude, cap, DISCOVERY_BUDGET * cap, SCRIPT_HOT_MEMBERS
+            )
+            if found is not None:
+                return found.handles, live(found.records), found.capped, found.cut
         handles, capped, cut = await self._candidates(band_keys, exclude)
         return handles, await live_records(self.store, handles.tolist()), capped, cut
 

@@ -129,11 +129,14 @@ class Rows(Batch):
 
 class Eval(Batch):
     """One call of a script whose arguments end in a Rows batch's (its rows without
-    their command's name, as numpy made them), loaded in the same exchange so a
-    restarted Redis has it again. Single server only: its commands are not split."""
+    their command's name, as numpy made them); with load, the script is loaded in the
+    same exchange (after a NOSCRIPT: a restarted Redis). Single server only: its
+    commands are not split."""
 
-    def __init__(self, script: Script, args: Sequence[bytes], tail: Rows, weight: int) -> None:
-        self._load = encode(b"SCRIPT", b"LOAD", script.source)
+    def __init__(
+        self, script: Script, args: Sequence[bytes], tail: Rows, weight: int, load: bool
+    ) -> None:
+        self._load = encode(b"SCRIPT", b"LOAD", script.source) if load else b""
         self._head = (b"EVALSHA", script.sha, script.numkeys, *args)
         self._tail = tail
         self.size = weight
@@ -147,10 +150,10 @@ class Eval(Batch):
         call = b"*%d\r\n" % (len(head) + count) + b"".join(
             [b"$%d\r\n%s\r\n" % (len(a), a) for a in head]
         )
-        return self._load + call + tail, 2
+        return self._load + call + tail, 2 if self._load else 1
 
     def replies(self, replies: list[Any]) -> list[Any]:
-        return [replies[1]]
+        return replies[-1:]
 
 
 def pairs(reply: Any) -> Iterable[tuple[bytes, bytes]]:

@@ -465,18 +465,35 @@ class Store:
         return np.frombuffer(b"".join(inline), dtype="<u4"), hot
 
     async def candidates(
-        self, keys: np.ndarray, exclude: int | None, cap: int, budget: int
-    ) -> Candidates:
+        self, keys: np.ndarray, exclude: int | None, cap: int, budget: int, hot_most: int
+    ) -> Candidates | None:
         """The handles sharing the band keys (or passage anchors), ranked and capped as
         Index._candidates does it, with their records, in one exchange (the candidates
-        script; only when scripted: a single server)."""
+        script; only when scripted: a single server); None, having read only the keys'
+        fields, when their hot members to read are more than hot_most."""
         if not self.scripted:
             raise StoreError("the candidates script reads keys of many slots: one server only")
-        args = (*self._keys.heads, b"%d" % (exclude or 0), b"%d" % cap, b"%d" % budget)
+        limits = (exclude or 0, cap, budget, hot_most)
+        args = (*self._keys.heads, *(b"%d" % n for n in limits))
         rows = self._keys.band_commands(b"HGET", keys)
         # Its work: a lookup per key, at most the budget of hot members, a record each.
-        call = Eval(scripts.CANDIDATES, args, rows, len(keys) + budget + cap)
-        ((capped, cut, n, *rest),) = await self.transport.send(call)
+        weight = len(keys) + budget + cap
+        try:
+            # Not loaded every time: SCRIPT LOAD hashes the script's 4 kB again on
+            # Redis' one thread.
+            (reply,) = await self.transport.send(
+                Eval(scripts.CANDIDATES, args, rows, weight, load=False)
+            )
+        except StoreError as exc:
+            # NOSCRIPT, in redis-py's words: the server has not got it (restarted).
+            if "No matching script" not in str(exc):
+                raise
+            (reply,) = await self.transport.send(
+                Eval(scripts.CANDIDATES, args, rows, weight, load=True)
+            )
+        if reply == -1:
+            return None
+        capped, cut, n, *rest = reply
         handles = np.array(rest[:n], dtype=np.int64)
         return Candidates(handles, rest[n:], bool(capped), int(cut))
 
