@@ -14,7 +14,8 @@ alternating rounds so the machine's other load falls on both alike:
   what a Redis Cluster uses.
 
 For GET-like queries (by id) and POST-like ones (by text): queries/s one at a time and
-with 32 in flight, p50/p99 of one at a time, exchanges per query (the store's own
+with 32 in flight, p50/p99 of one at a time, CPU per query of this process and of
+redis-server (one at a time), exchanges per query (the store's own
 count), and Redis commands per query (INFO commandstats): the script calls and loads,
 and all Redis ran, the scripts' own calls included. A pipelined exchange sends every
 command Redis runs; a scripted one sends one or two. JSON in bench/out/exchange.json.
@@ -56,6 +57,12 @@ def _exchanges() -> float:
     return 0.0
 
 
+def _redis_cpu(client: Any) -> float:
+    """CPU seconds the redis-server has used so far (user and system)."""
+    cpu = client.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
 def _commandstats(client: Any) -> dict[str, int]:
     stats = client.info("commandstats")
     return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
@@ -67,6 +74,7 @@ async def _measure(
     """One pass of items one at a time (latencies), then with CONCURRENCY in flight."""
     client = redis.client()
     before, sent = _commandstats(client), _exchanges()
+    redis_cpu, own_cpu = _redis_cpu(client), time.process_time()
     times = np.empty(len(items))
     started = time.perf_counter()
     for i, item in enumerate(items):
@@ -74,6 +82,7 @@ async def _measure(
         await ask(index, item)
         times[i] = time.perf_counter() - t0
     serial = time.perf_counter() - started
+    own_cpu, redis_cpu = time.process_time() - own_cpu, _redis_cpu(client) - redis_cpu
     after, exchanges = _commandstats(client), _exchanges() - sent
     calls = {k: v - before.get(k, 0) for k, v in after.items() if k != "info"}
     scripts = sum(v for k, v in calls.items() if k in SCRIPT_SENT)
@@ -92,6 +101,8 @@ async def _measure(
         "qps_32": n / parallel,
         "p50_ms": float(np.percentile(times, 50) * 1000),
         "p99_ms": float(np.percentile(times, 99) * 1000),
+        "python_cpu_us": own_cpu / n * 1e6,
+        "redis_cpu_us": redis_cpu / n * 1e6,
         "exchanges_per_query": exchanges / n,
         "script_calls_per_query": scripts / n,
         "commands_run_per_query": sum(calls.values()) / n,
@@ -147,28 +158,27 @@ async def _run(args: argparse.Namespace, redis: ThrowawayRedis, name: str, corpu
     }
 
 
-ROW = "  {:<5} {:<10} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9}"
+ROW = "  {:<5} {:<10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>7} {:>6}"
+HEAD = ("query", "path", "q/s 1", "q/s 32", "p50 ms", "p99 ms", "py us", "redis us")
 
 
 def _render(name: str, result: dict) -> str:
-    lines = [name]
-    lines.append(
-        ROW.format(
-            "query", "path", "q/s 1", "q/s 32", "p50 ms", "p99 ms", "exchanges", "sent", "run"
-        )
-    )
-    keys = ("p50_ms", "p99_ms", "exchanges_per_query", "script_calls_per_query")
+    lines = [name, ROW.format(*HEAD, "exchanges", "scripts", "run")]
     for kind, paths in result.items():
         for path, f in paths.items():
             cells = [f"{f['qps_serial']:.0f}", f"{f['qps_32']:.0f}"]
-            cells += [f"{f[k]:.3f}" if k.endswith("ms") else f"{f[k]:.2f}" for k in keys]
+            cells += [f"{f['p50_ms']:.3f}", f"{f['p99_ms']:.3f}"]
+            cells += [f"{f['python_cpu_us']:.0f}", f"{f['redis_cpu_us']:.0f}"]
+            cells += [f"{f['exchanges_per_query']:.2f}", f"{f['script_calls_per_query']:.2f}"]
             cells.append(f"{f['commands_run_per_query']:.1f}")
             lines.append(ROW.format(kind, path, *cells))
         s, p = paths["scripted"], paths["pipelined"]
+        cpu = (s["python_cpu_us"] + s["redis_cpu_us"]) / (p["python_cpu_us"] + p["redis_cpu_us"])
         lines.append(
             f"  {kind}: scripted/pipelined q/s {s['qps_serial'] / p['qps_serial']:.2f}x "
             f"(32 in flight {s['qps_32'] / p['qps_32']:.2f}x), p99 "
-            f"{s['p99_ms'] / p['p99_ms']:.2f}x"
+            f"{s['p99_ms'] / p['p99_ms']:.2f}x, CPU per query (Python + Redis) "
+            f"{cpu:.2f}x"
         )
     return "\n".join(lines)
 

@@ -209,16 +209,21 @@ def test_containment_is_the_same_through_both_paths(redis_url: str, loaded: str,
 
 
 def test_a_redis_without_the_script_loads_it_again(redis_url: str, loaded: str) -> None:
-    """After SCRIPT FLUSH (as a restarted Redis has no scripts) a query loads the candidates
-    script in its exchange and answers exactly as before."""
+    """After SCRIPT FLUSH (as a restarted Redis has no scripts) a query loads its scripts
+    in its exchanges and answers exactly as before, by text and by id."""
 
     async def ask(index: Index) -> list[Any]:
-        before = await index.similar_to_text(BASE_A, limit=1000)
-        await index.store.transport.commands([(b"SCRIPT", b"FLUSH")])
-        return [before, await index.similar_to_text(BASE_A, limit=1000)]
+        flush = (b"SCRIPT", b"FLUSH")
+        before = [await index.similar_to_text(BASE_A, limit=1000)]
+        before.append(await index.similar_to_id("m2", limit=1000))
+        await index.store.transport.commands([flush])
+        after = [await index.similar_to_text(BASE_A, limit=1000)]
+        await index.store.transport.commands([flush])
+        after.append(await index.similar_to_id("m2", limit=1000))
+        return [before, after]
 
     (before, after), _ = _both(redis_url, loaded, 1000, ask)
-    assert before == after and len(after.results) >= 20
+    assert before == after and len(after[0].results) >= 20 and after[1].results
 
 
 def test_hot_windows_are_read_in_the_script_up_to_its_bound(redis_url: str, loaded: str) -> None:

@@ -128,13 +128,13 @@ class Rows(Batch):
 
 
 class Eval(Batch):
-    """One call of a script whose arguments end in a Rows batch's (its rows without
+    """One call of a script whose arguments may end in a Rows batch's (its rows without
     their command's name, as numpy made them); with load, the script is loaded in the
     same exchange (after a NOSCRIPT: a restarted Redis). Single server only: its
     commands are not split."""
 
     def __init__(
-        self, script: Script, args: Sequence[bytes], tail: Rows, weight: int, load: bool
+        self, script: Script, args: Sequence[bytes], tail: Rows | None, weight: int, load: bool
     ) -> None:
         self._load = encode(b"SCRIPT", b"LOAD", script.source) if load else b""
         self._head = (b"EVALSHA", script.sha, script.numkeys, *args)
@@ -145,7 +145,7 @@ class Eval(Batch):
         raise NotImplementedError("a script call is sent whole, to one server")
 
     def packed(self) -> tuple[bytes, int]:
-        tail, count = self._tail.arguments()
+        tail, count = self._tail.arguments() if self._tail is not None else (b"", 0)
         head = self._head
         call = b"*%d\r\n" % (len(head) + count) + b"".join(
             [b"$%d\r\n%s\r\n" % (len(a), a) for a in head]

@@ -19,7 +19,7 @@ from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
 from app.store.layout import MAX_HANDLE, MAX_INLINE, SPILLED, Layout
-from app.store.resp import Eval, MGet, pairs
+from app.store.resp import Eval, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
 from app.store.transport import Transport
@@ -285,7 +285,7 @@ class Store:
             (raw,) = await self.records([handle])
             return handle, raw
         call = (self._keys.ids, doc_id.encode(), self._keys.heads[0])
-        ((handle, raw),) = await self.transport.eval(scripts.STORED, [call])
+        handle, raw = await self._script(scripts.STORED, call, None, 2)
         return (None if handle is None else int(handle)), raw
 
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
@@ -477,25 +477,26 @@ class Store:
         args = (*self._keys.heads, *(b"%d" % n for n in limits))
         rows = self._keys.band_commands(b"HGET", keys)
         # Its work: a lookup per key, at most the budget of hot members, a record each.
-        weight = len(keys) + budget + cap
-        try:
-            # Not loaded every time: SCRIPT LOAD hashes the script's 4 kB again on
-            # Redis' one thread.
-            (reply,) = await self.transport.send(
-                Eval(scripts.CANDIDATES, args, rows, weight, load=False)
-            )
-        except StoreError as exc:
-            # NOSCRIPT, in redis-py's words: the server has not got it (restarted).
-            if "No matching script" not in str(exc):
-                raise
-            (reply,) = await self.transport.send(
-                Eval(scripts.CANDIDATES, args, rows, weight, load=True)
-            )
+        reply = await self._script(scripts.CANDIDATES, args, rows, len(keys) + budget + cap)
         if reply == -1:
             return None
         capped, cut, n, *rest = reply
         handles = np.array(rest[:n], dtype=np.int64)
         return Candidates(handles, rest[n:], bool(capped), int(cut))
+
+    async def _script(
+        self, script: scripts.Script, args: Sequence[bytes], tail: Rows | None, weight: int
+    ) -> Any:
+        """A read script's reply (single server), in one exchange: EVALSHA alone, since
+        SCRIPT LOAD hashes the whole script again on Redis' one thread; after a
+        NOSCRIPT (a restarted Redis), loaded and called in one exchange."""
+        try:
+            (reply,) = await self.transport.send(Eval(script, args, tail, weight, load=False))
+        except StoreError as exc:
+            if "No matching script" not in str(exc):  # NOSCRIPT, in redis-py's words
+                raise
+            (reply,) = await self.transport.send(Eval(script, args, tail, weight, load=True))
+        return reply
 
     async def band_window(
         self, keys: np.ndarray, starts: Sequence[int], counts: Sequence[int]
