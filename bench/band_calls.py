@@ -23,14 +23,17 @@ With --http, POST /documents/batch of 500 from 4 clients into `neardup serve` (o
 worker) of this build, and with --baseline <other venv>/bin/neardup of another build too,
 in turn, each on its own empty redis-server.
 
-Figures, never assertions. Run: .venv/bin/python bench/band_calls.py [--quick] [--http]
-[--baseline PATH]
+With --rounds N, every way runs N times, in turn, and the medians follow.
+
+Figures, never assertions. Run: .venv/bin/python bench/band_calls.py [--quick] [--size N]
+[--rounds N] [--short] [--http] [--baseline PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -131,7 +134,7 @@ async def _one(
     }
 
 
-def _in_process(size: int, workdir: Path, rounds: int) -> None:
+def _in_process(size: int, workdir: Path, rounds: int, short: bool) -> None:
     corpus = make_corpus(size, dup_fraction=0.0)
     docs = [Document(corpus.text(i), corpus.ids[i]) for i in range(size)]
     _count_sent()
@@ -140,6 +143,7 @@ def _in_process(size: int, workdir: Path, rounds: int) -> None:
         f"{'path':<28} {'docs/s':>8} {'sent/doc':>9} {'Redis cmds/doc':>15} "
         f"{'client CPU µs/doc':>18} {'Redis CPU µs/doc':>17} {'longest script ms':>18}"
     )
+    seen: dict[str, list[dict[str, float]]] = {}
     redis = ThrowawayRedis(workdir, "calls").start()
     try:
         client = redis.client()
@@ -147,7 +151,10 @@ def _in_process(size: int, workdir: Path, rounds: int) -> None:
         client.config_set("slowlog-max-len", 10_000)
         for r in range(rounds):
             for name, path, calls, kernel_packs in MODES:
+                if short and path == "scripts":
+                    continue
                 got = asyncio.run(_one(redis, path, calls, kernel_packs, docs))
+                seen.setdefault(name, []).append(got)
                 print(
                     f"{name:<28} {got['docs_s']:>8,.0f} {got['sent']:>9.2f} {got['run']:>15.1f} "
                     f"{got['own_us']:>18.1f} {got['cpu_us']:>17.1f} {got['longest_ms']:>18.2f}",
@@ -158,6 +165,14 @@ def _in_process(size: int, workdir: Path, rounds: int) -> None:
                 print("(again, in the same order)")
     finally:
         redis.stop()
+    if rounds > 1:
+        print(f"medians of {rounds} rounds:")
+        for name, runs in seen.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(
+                f"{name:<28} {med['docs_s']:>8,.0f} {med['sent']:>9.2f} {med['run']:>15.1f} "
+                f"{med['own_us']:>18.1f} {med['cpu_us']:>17.1f} {med['longest_ms']:>18.2f}"
+            )
 
 
 def _http(size: int, workdir: Path, baseline: str | None) -> None:
@@ -190,12 +205,15 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--http", action="store_true", help="ingest over HTTP too")
+    parser.add_argument(
+        "--short", action="store_true", help="only before and after (not all in scripts)"
+    )
     parser.add_argument("--baseline", help="another build's neardup executable (with --http)")
     args = parser.parse_args()
     size = 2_000 if args.quick else args.size
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
         log(f"band_calls: {size} documents")
-        _in_process(size, Path(tmp), 1 if args.quick else args.rounds)
+        _in_process(size, Path(tmp), 1 if args.quick else args.rounds, args.short)
         if args.http:
             _http(size, Path(tmp), args.baseline)
 
