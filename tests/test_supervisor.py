@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import redis
-from support.procs import serving, wait_until
+from support.procs import Server, serving, wait_until
 
 TEXT = "The harbour board met on Tuesday to weigh the cost of dredging the northern channel"
 RECOVERY_S = 10.0  # the issue's promise: writes are taken again within this
@@ -105,3 +105,31 @@ def test_corrupt_append_only_file_fails_healthz_with_the_reason(tmp_path: Path) 
         assert wait_until(lambda: not unhealthy(), 30), server.output()
         server.wait_ready()
         assert _all_there(server.url, acked) == []
+
+
+def test_sigterm_to_the_process_group_stops_redis_without_a_restart(tmp_path: Path) -> None:
+    """SIGTERM to serve's whole process group (Ctrl-C, `timeout`, systemd) stops the embedded
+    Redis with serve: no death is logged, nothing is launched again, serve exits 0."""
+    data = tmp_path / "data"
+    server = Server(tmp_path, own_group=True, NEARDUP_DATA_DIR=str(data))
+    try:
+        server.wait_ready()
+        _load(server.url, 5, "g")
+        redis_pid = _redis_pid(data)
+        os.killpg(server.proc.pid, signal.SIGTERM)
+        assert server.proc.wait(timeout=30) == 0, server.output()
+        assert wait_until(lambda: not _alive(redis_pid), 10)
+    finally:
+        server.stop()
+    out = server.output()
+    assert "starting it again" not in out, out
+    assert "embedded redis-server is back" not in out, out
+    assert "Traceback" not in out, out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

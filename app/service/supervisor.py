@@ -29,6 +29,8 @@ POLL_S = 0.2
 # Pauses before each launch after a death: never a busy crash loop, first try within 1 s.
 BACKOFF_S = (1.0, 1.0, 2.0, 5.0)
 DOWN_FILE = "redis.down"
+# How long a child's exit waits for serve's own shutdown before it counts as a death.
+STOP_GRACE_S = 0.5
 
 
 def down_file(data_dir: Path) -> Path:
@@ -76,6 +78,10 @@ class Supervisor:
         while not self._stopping.wait(self.poll):
             code = self.embedded.poll()
             if code is not None:
+                # A signal to the whole process group (Ctrl-C, `timeout`, systemd) stops
+                # the child and serve together: if serve is stopping too, this is no death.
+                if self._stopping.wait(STOP_GRACE_S):
+                    return
                 log.error(
                     "embedded redis-server (pid %s) %s; starting it again on %s",
                     self.embedded.pid,

@@ -172,11 +172,13 @@ class Server:
         port: int | None = None,
         workers: int | None = 1,
         cpus: set[int] | None = None,
+        own_group: bool = False,
         **env: str,
     ) -> None:
         """workers: --workers, 1 unless args name it (so a test's rate limits, metrics and
         kills concern one process whatever the machine's default); None: serve's default.
-        cpus: the CPUs the process may use (its affinity), else the test's own."""
+        cpus: the CPUs the process may use (its affinity), else the test's own.
+        own_group: in a process group of its own, as a shell job or a service unit is."""
         if workers is not None and "--workers" not in args:
             args = ("--workers", str(workers), *args)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -194,6 +196,7 @@ class Server:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+            process_group=0 if own_group else None,
         )
 
     def output(self) -> str:
