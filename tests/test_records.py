@@ -113,7 +113,7 @@ def test_version_1_records_read_as_before() -> None:
         assert np.array_equal(a.fingerprint, fields[1]) and np.array_equal(b.fingerprint, fields[1])
         assert np.array_equal(a.band_keys, b.band_keys)
         assert records.id_of(old) == fields[0] and records.metadata_of(old) == fields[4]
-        assert records.expires_of(old) == extra[1]
+        assert records.expires_of(old) == extra[1] and records.expires_of(new) == extra[1]
         for got in (records.sketch_of(old), records.sketch_of(new)):
             assert np.array_equal(got[0], fields[1]) and np.array_equal(got[1], fields[2])
 

@@ -43,6 +43,7 @@ VERSION = 2
 _HEADER_V1 = struct.Struct("<IIQIIII")
 _HEADER = struct.Struct("<IIQIIIII")
 _EXPIRES = struct.Struct("<Q")
+_CURRENT = VERSION.to_bytes(4, "little")
 HEADER_WORDS = _HEADER.size // 4  # 9
 HEADER_WORDS_V1 = _HEADER_V1.size // 4  # 8
 
@@ -199,8 +200,15 @@ def _layout(stored: bytes) -> bytes:
 
 def expires_of(raw: bytes) -> int:
     """Just when a record expires (ms since the epoch; 0: never), from its header."""
-    h = _head(raw)
-    return _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
+    # Every candidate of a query passes here: a current record's end is summed from
+    # its header directly, without building a _Head.
+    if len(raw) >= _HEADER.size and raw[:4] == _CURRENT:
+        _, _, _, bands, id_len, meta_len, pas_len, fp_bytes = _HEADER.unpack_from(raw)
+        sections = _pad(fp_bytes) + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
+        end = _HEADER.size + sections
+    else:
+        end = _head(raw).end
+    return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
 
 
 def id_of(raw: bytes) -> str:
