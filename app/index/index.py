@@ -393,15 +393,20 @@ class Index:
                     f"{where} is over {limit} bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)"
                 )
 
-    async def _sketch(self, texts: Sequence[str], layouts: bool = False) -> _Sketched:
+    async def _sketch(
+        self, texts: Sequence[str], layouts: bool = False, passages: bool = True
+    ) -> _Sketched:
         """Sketch texts; with layouts, each text's passage Layout (a containment query
-        aligns it), else its passage section packed as an ingest writes it."""
+        aligns it), else its passage section packed as an ingest writes it; without
+        passages (a similarity query), none of that."""
         self._check_size(texts)
         if sum(map(len, texts)) >= THREAD_TEXT_BYTES:
-            return await asyncio.to_thread(self._sketch_now, texts, layouts)
-        return self._sketch_now(texts, layouts)
+            return await asyncio.to_thread(self._sketch_now, texts, layouts, passages)
+        return self._sketch_now(texts, layouts, passages)
 
-    def _sketch_now(self, texts: Sequence[str], layouts: bool = False) -> _Sketched:
+    def _sketch_now(
+        self, texts: Sequence[str], layouts: bool = False, passages: bool = True
+    ) -> _Sketched:
         p = self.params
         s = kernel.sketch(
             list(texts),
@@ -412,7 +417,7 @@ class Index:
         )
         keys = kernel.band_keys(s.signatures, p.bands, p.rows)
         sketched = _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
-        if not p.passage_words:
+        if not (p.passage_words and passages):
             return sketched
         if layouts:
             return replace(sketched, layouts=self.passage_layouts(texts))
@@ -483,7 +488,8 @@ class Index:
     ) -> QueryResult:
         """Stored near-duplicates of a text that is not stored."""
         t = self.check_threshold(threshold)
-        sk = await self._sketch([text])
+        # The passage anchors and layout are a containment query's, not this one's.
+        sk = await self._sketch([text], passages=False)
         if int(sk.shingles[0]) == 0:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
         return await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit, where)
@@ -501,8 +507,9 @@ class Index:
         if stored is None:
             return None
         handle, raw = stored
-        rec = records.unpack(raw)
-        return await self._query(rec.fingerprint, rec.band_keys, handle, t, limit, where)
+        # Only the sketch: a whole unpack would also expand the passage layout.
+        fingerprint, band_keys = records.sketch_of(raw)
+        return await self._query(fingerprint, band_keys, handle, t, limit, where)
 
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
