@@ -54,6 +54,9 @@ DISCOVERY_BUDGET = 50
 # them several times slower than numpy, on Redis' one thread, so a query whose hot
 # keys need more (boilerplate) reads them through the pipelines (Index._gather).
 SCRIPT_HOT_MEMBERS = 1000
+# A query's candidates (handles ascending), their live records, capped, and the hot
+# keys read only in part (Index._gather).
+_Gathered = tuple[np.ndarray, list[bytes | None], bool, int]
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
@@ -503,6 +506,8 @@ class Index:
     ) -> QueryResult | None:
         """Near-duplicates of a stored document, or None if the id is unknown."""
         t = self.check_threshold(threshold)
+        if self.store.scripted:
+            return await self._similar_to_id_scripted(doc_id, t, limit, where)
         stored = await self._stored(doc_id)
         if stored is None:
             return None
@@ -510,6 +515,27 @@ class Index:
         # Only the sketch: a whole unpack would also expand the passage layout.
         fingerprint, band_keys = records.sketch_of(raw)
         return await self._query(fingerprint, band_keys, handle, t, limit, where)
+
+    async def _similar_to_id_scripted(
+        self, doc_id: str, threshold: float, limit: int, where: Filter | None
+    ) -> QueryResult | None:
+        """similar_to_id in one exchange (a single server): the id's record and its
+        band keys' candidates come together (Store.similar_by_id), by the same rules."""
+        cap = self.candidate_cap
+        handle, raw, found = await self.store.similar_by_id(
+            doc_id, cap, DISCOVERY_BUDGET * cap, SCRIPT_HOT_MEMBERS
+        )
+        if handle is None or raw is None:
+            return None
+        (raw,) = live([raw])
+        if raw is None:
+            return None
+        fingerprint, band_keys = records.sketch_of(raw)
+        if found is None:  # hot keys past what the script reads
+            gathered = await self._gather_pipelined(band_keys, handle)
+        else:
+            gathered = (found.handles, live(found.records), found.capped, found.cut)
+        return await self._query(fingerprint, band_keys, handle, threshold, limit, where, gathered)
 
     async def _candidates(
         self, band_keys: np.ndarray, exclude: int | None
@@ -574,6 +600,12 @@ class Index:
             )
             if found is not None:
                 return found.handles, live(found.records), found.capped, found.cut
+        return await self._gather_pipelined(band_keys, exclude)
+
+    async def _gather_pipelined(
+        self, band_keys: np.ndarray, exclude: int | None
+    ) -> tuple[np.ndarray, list[bytes | None], bool, int]:
+        """_gather by _candidates' pipelines and one MGET (one exchange per master each)."""
         handles, capped, cut = await self._candidates(band_keys, exclude)
         return handles, await live_records(self.store, handles.tolist()), capped, cut
 
@@ -583,13 +615,17 @@ class Index:
         band_keys: np.ndarray,
         exclude: int | None,
         threshold: float,
+        gathered: _Gathered | None = None,
     ) -> tuple[np.ndarray, list[bytes], np.ndarray, int, bool]:
-        """Candidates from the bands verified by one batched Jaccard call.
+        """Candidates from the bands (or as gathered already) verified by one batched
+        Jaccard call.
 
         Returns the handles, records and similarities of those at or above
         the threshold, with the number of candidates and whether they were capped.
         """
-        handles, fetched, capped, _ = await self._gather(band_keys, exclude)
+        if gathered is None:
+            gathered = await self._gather(band_keys, exclude)
+        handles, fetched, capped, _ = gathered
         metrics.CANDIDATES.observe(len(handles))
         if capped:
             metrics.CANDIDATES_CAPPED.inc()
@@ -622,9 +658,10 @@ class Index:
         threshold: float,
         limit: int,
         where: Filter | None = None,
+        gathered: _Gathered | None = None,
     ) -> QueryResult:
         handles, raws, sims, candidates, capped = await self._verified(
-            fingerprint, band_keys, exclude, threshold
+            fingerprint, band_keys, exclude, threshold, gathered
         )
         # Most similar first, ties oldest first; ids parsed for the answer only.
         matches: list[Match] = []

@@ -153,6 +153,11 @@ class Layout:
         return Rows(template, columns, len(keys))
 
     @property
+    def bucket_bits(self) -> int:
+        """How many top bits of a band key number its bucket (0 to 24)."""
+        return 64 - self._bucket_shift
+
+    @property
     def band_heads(self) -> tuple[bytes, bytes, bytes]:
         """What a band_*_many script needs to name keys itself: the buckets' key head,
         the spill sets' head and how many hex digits name a bucket (decimal)."""

@@ -484,6 +484,34 @@ class Store:
         handles = np.array(rest[:n], dtype=np.int64)
         return Candidates(handles, rest[n:], bool(capped), int(cut))
 
+    async def similar_by_id(
+        self, doc_id: str, cap: int, budget: int, hot_most: int
+    ) -> tuple[int | None, bytes | None, Candidates | None]:
+        """A stored document's handle, its record and the candidates of the record's band
+        keys (as candidates() gives them, its own handle left out), in one exchange
+        (only when scripted). (None, None, None) for an unknown id; (handle, None, None)
+        for a handle without a record; candidates None when the script leaves them to
+        the caller: hot keys over hot_most, or a record whose band keys it cannot read."""
+        if not self.scripted:
+            raise StoreError("the similar_by_id script reads keys of many slots: one server only")
+        bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
+        limits = (cap, budget, hot_most, bits)
+        head = (*self._keys.heads, self._keys.ids, doc_id.encode())
+        args = (*head, *(b"%d" % n for n in limits), digits)
+        # Its work: the id and record, then as candidates() for the record's band keys.
+        reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)
+        if not reply:
+            return None, None, None
+        handle = int(reply[0])
+        if len(reply) == 1:
+            return handle, None, None
+        raw, rest = reply[1], reply[2:]
+        if len(rest) == 1:  # -1 (hot) or -2 (unreadable band keys)
+            return handle, raw, None
+        capped, cut, n, *tail = rest
+        found = Candidates(np.array(tail[:n], dtype=np.int64), tail[n:], bool(capped), int(cut))
+        return handle, raw, found
+
     async def _script(
         self, script: scripts.Script, args: Sequence[bytes], tail: Rows | None, weight: int
     ) -> Any:

@@ -18,8 +18,10 @@ class Script:
     numkeys: bytes  # how many leading arguments of a call are keys (decimal)
 
 
-def _load(name: str) -> Script:
-    source = resources.files(__name__).joinpath(f"{name}.lua").read_bytes()
+def _load(name: str, *tail: str) -> Script:
+    """A script from its file, and the files of tail appended (a shared second half)."""
+    here = resources.files(__name__)
+    source = b"".join(here.joinpath(f"{part}.lua").read_bytes() for part in (name, *tail))
     # Every key a cluster-safe script touches is a KEYS[n]; Redis Cluster routes the
     # call by them. A single-server script may name none (candidates.lua).
     numkeys = max((int(n) for n in re.findall(rb"KEYS\[(\d+)\]", source)), default=0)
@@ -32,7 +34,8 @@ BAND_ADD = _load("band_add")
 BAND_REMOVE = _load("band_remove")
 # Single server only: these read keys they build themselves (Store.candidates, stored,
 # add_bands, remove_bands).
-CANDIDATES = _load("candidates")
+CANDIDATES = _load("candidates", "rank")
+SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")
 BAND_ADD_MANY = _load("band_add_many")
 BAND_REMOVE_MANY = _load("band_remove_many")

@@ -1,0 +1,48 @@
+-- GET /similar/{id} in one exchange: the id's handle, its record, and the candidates
+-- of the record's band keys with their records (rank.lua, by the rules of
+-- candidates.lua), where stored.lua and then candidates.lua took two.
+-- Single server only: it reads keys it builds itself.
+-- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),
+-- ARGV[3] the spill ZSET head (nd:{c}:S{), ARGV[4] the ids HASH, ARGV[5] the id,
+-- ARGV[6] the cap, ARGV[7] how many hot members are read in full, ARGV[8] the most hot
+-- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
+-- number (Layout.use_band_buckets).
+-- Returns {} for an unknown id; {handle} when it has no record; {handle, record, -2}
+-- when the record's band keys cannot be read here (the caller parses it and says
+-- why); {handle, record, -1} when the hot keys' members are more than ARGV[8]; else
+-- {handle, record, then candidates.lua's reply}. The caller checks the record's expiry.
+local doc_head, hash_head, spill_head = ARGV[1], ARGV[2], ARGV[3]
+local handle = redis.call('HGET', ARGV[4], ARGV[5])
+if not handle then return {} end
+local rec = redis.call('GET', doc_head .. handle)
+if not rec then return {handle} end
+-- The band keys' place in the record (app/index/records.py): after a header of 36
+-- bytes (version 2; 32 in version 1) and the fingerprint section, padded to 4 bytes.
+local version, fp_len, bands_n, fp_bytes, fp_at = 0, 0, 0, 0, 0
+if #rec >= 32 then version, fp_len = struct.unpack('<I4I4', rec) end
+if version == 2 and #rec >= 36 then
+  bands_n, fp_bytes, fp_at = struct.unpack('<I4', rec, 17), struct.unpack('<I4', rec, 33), 36
+elseif version == 1 then
+  bands_n, fp_bytes, fp_at = struct.unpack('<I4', rec, 17), 4 * fp_len, 32
+else
+  return {handle, rec, -2}
+end
+local bands_at = fp_at + fp_bytes + (4 - fp_bytes % 4) % 4
+if bands_n == 0 or bands_at + 8 * bands_n > #rec then return {handle, rec, -2} end
+-- A band key's bucket is its top `bits` bits (at most 24: the top three bytes of the
+-- little-endian field), in `digits` hex digits.
+local scale = 2 ^ (24 - tonumber(ARGV[9]))
+local digits = '%0' .. ARGV[10] .. 'x'
+local bands = {}
+for i = 0, bands_n - 1 do
+  local at = bands_at + 8 * i
+  local field = string.sub(rec, at + 1, at + 8)
+  local b6, b7, b8 = string.byte(field, 6, 8)
+  local bucket = math.floor((b8 * 65536 + b7 * 256 + b6) / scale)
+  bands[#bands + 1] = hash_head .. string.format(digits, bucket) .. '}'
+  bands[#bands + 1] = field
+end
+local exclude, cap, budget = tonumber(handle), tonumber(ARGV[6]), tonumber(ARGV[7])
+local hot_most = tonumber(ARGV[8])
+local reply_head = {handle, rec}
+local function hot_exit() return {handle, rec, -1} end
