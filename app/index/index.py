@@ -38,7 +38,7 @@ from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
 from app.index.scan import Cut, Mark, PairBlock, Scanner
-from app.store import Store, buckets_for
+from app.store import Candidates, Store, buckets_for
 
 LOCK_TTL_MS = 10_000
 LOCK_WAIT_S = 10.0
@@ -324,6 +324,11 @@ class _Sketched:
         return b"" if self.layouts is None else self.layouts[i].pack()
 
 
+def _live(found: Candidates) -> _Gathered:
+    """A script's candidates as _gather gives them: records expired since left out."""
+    return found.handles, live(found.records), found.capped, found.cut
+
+
 def anchor_keys(hashes: np.ndarray) -> np.ndarray:
     """The passage index's keys of anchor hashes (their low 32 bits, as records keep
     them): distinct, spread over 64 bits, and salted, because they share the band
@@ -534,7 +539,7 @@ class Index:
         if found is None:  # hot keys past what the script reads
             gathered = await self._gather_pipelined(band_keys, handle)
         else:
-            gathered = (found.handles, live(found.records), found.capped, found.cut)
+            gathered = _live(found)
         return await self._query(fingerprint, band_keys, handle, threshold, limit, where, gathered)
 
     async def _candidates(
@@ -599,7 +604,7 @@ class Index:
                 band_keys, exclude, cap, DISCOVERY_BUDGET * cap, SCRIPT_HOT_MEMBERS
             )
             if found is not None:
-                return found.handles, live(found.records), found.capped, found.cut
+                return _live(found)
         return await self._gather_pipelined(band_keys, exclude)
 
     async def _gather_pipelined(

@@ -140,7 +140,12 @@ class _Head:
     @property
     def end(self) -> int:
         """Where the record ends without its expiry word."""
-        return self.passages_at + _pad(self.pas_len)
+        return _end(self.fp_at, self.fp_bytes, self.bands, self.id_len, self.meta_len, self.pas_len)
+
+
+def _end(fp_at: int, fp_bytes: int, bands: int, id_len: int, meta_len: int, pas_len: int) -> int:
+    """Where a record whose fingerprint starts at fp_at ends without its expiry word."""
+    return fp_at + _pad(fp_bytes) + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
 
 
 def _head(raw: bytes) -> _Head:
@@ -204,8 +209,7 @@ def expires_of(raw: bytes) -> int:
     # its header directly, without building a _Head.
     if len(raw) >= _HEADER.size and raw[:4] == _CURRENT:
         _, _, _, bands, id_len, meta_len, pas_len, fp_bytes = _HEADER.unpack_from(raw)
-        sections = _pad(fp_bytes) + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
-        end = _HEADER.size + sections
+        end = _end(_HEADER.size, fp_bytes, bands, id_len, meta_len, pas_len)
     else:
         end = _head(raw).end
     return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0

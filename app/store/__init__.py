@@ -8,10 +8,11 @@ chosen at connect), errors.py what the store raises.
 
 from app.store.errors import ReplicationError, StoreError, StoreFullError, StoreUnavailableError
 from app.store.layout import MAX_INLINE, buckets_for
-from app.store.store import Memory, Store
+from app.store.store import Candidates, Memory, Store
 
 __all__ = [
     "MAX_INLINE",
+    "Candidates",
     "Memory",
     "ReplicationError",
     "Store",

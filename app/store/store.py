@@ -75,6 +75,12 @@ class Candidates:
     cut: int
 
 
+def _ranked(reply: list[Any]) -> Candidates:
+    """Candidates from what scripts/rank.lua answers: capped, cut, n, n handles, n records."""
+    capped, cut, n, *rest = reply
+    return Candidates(np.array(rest[:n], dtype=np.int64), rest[n:], bool(capped), int(cut))
+
+
 @dataclass(frozen=True)
 class Memory:
     """A Redis master's used_memory against its maxmemory (0: no limit), and what it
@@ -478,11 +484,7 @@ class Store:
         rows = self._keys.band_commands(b"HGET", keys)
         # Its work: a lookup per key, at most the budget of hot members, a record each.
         reply = await self._script(scripts.CANDIDATES, args, rows, len(keys) + budget + cap)
-        if reply == -1:
-            return None
-        capped, cut, n, *rest = reply
-        handles = np.array(rest[:n], dtype=np.int64)
-        return Candidates(handles, rest[n:], bool(capped), int(cut))
+        return None if reply == -1 else _ranked(reply)
 
     async def similar_by_id(
         self, doc_id: str, cap: int, budget: int, hot_most: int
@@ -508,9 +510,7 @@ class Store:
         raw, rest = reply[1], reply[2:]
         if len(rest) == 1:  # -1 (hot) or -2 (unreadable band keys)
             return handle, raw, None
-        capped, cut, n, *tail = rest
-        found = Candidates(np.array(tail[:n], dtype=np.int64), tail[n:], bool(capped), int(cut))
-        return handle, raw, found
+        return handle, raw, _ranked(rest)
 
     async def _script(
         self, script: scripts.Script, args: Sequence[bytes], tail: Rows | None, weight: int
