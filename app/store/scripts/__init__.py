@@ -18,10 +18,12 @@ class Script:
     numkeys: bytes  # how many leading arguments of a call are keys (decimal)
 
 
-def _load(name: str, *tail: str) -> Script:
-    """A script from its file, and the files of tail appended (a shared second half)."""
+def _load(name: str, *tail: str, head: tuple[str, ...] = ()) -> Script:
+    """A script from its file, with the files of head before it and of tail after it
+    (halves that two scripts share)."""
     here = resources.files(__name__)
-    source = b"".join(here.joinpath(f"{part}.lua").read_bytes() for part in (name, *tail))
+    parts = (*head, name, *tail)
+    source = b"".join(here.joinpath(f"{part}.lua").read_bytes() for part in parts)
     # Every key a cluster-safe script touches is a KEYS[n]; Redis Cluster routes the
     # call by them. A single-server script may name none (candidates.lua).
     numkeys = max((int(n) for n in re.findall(rb"KEYS\[(\d+)\]", source)), default=0)
@@ -37,5 +39,5 @@ BAND_REMOVE = _load("band_remove")
 CANDIDATES = _load("candidates", "rank")
 SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")
-BAND_ADD_MANY = _load("band_add_many")
-BAND_REMOVE_MANY = _load("band_remove_many")
+BAND_ADD_MANY = _load("band_add_many", head=("band_entries",))
+BAND_REMOVE_MANY = _load("band_remove_many", head=("band_entries",))

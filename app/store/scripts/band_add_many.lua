@@ -7,27 +7,15 @@
 -- SINGLE SERVER ONLY: the script builds its key names itself (bucket HASH and
 -- spill ZSET of each entry) instead of taking them in KEYS, and they span many
 -- slots. A Redis Cluster keeps the per-key commands (app.store.store).
--- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
--- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
--- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
--- field (8 bytes, the band key) and the handle (uint32 LE).
+-- ARGV as band_entries.lua reads it, which comes first.
 -- Returns how many entries were added (not there already).
-local hash_head, spill_head = ARGV[1], ARGV[2]
-local digits = tonumber(ARGV[3])
 local most = 4 * tonumber(ARGV[4])
-local entries = ARGV[5]
-local marker = '\255\255\255\255'
 local added = 0
-for at = 1, #entries, digits + 12 do
-  local tag = string.sub(entries, at, at + digits - 1) .. '}'
-  local field = string.sub(entries, at + digits, at + digits + 7)
-  local handle = string.sub(entries, at + digits + 8, at + digits + 11)
-  local bucket = hash_head .. tag
+for bucket, spill, field, handle in entries() do
   if redis.call('HSETNX', bucket, field, handle) == 1 then
     added = added + 1
   else
     local v = redis.call('HGET', bucket, field)
-    local spill = spill_head .. tag .. field
     local known = false
     local spilled = string.sub(v, 1, 4) == marker
     if not spilled then

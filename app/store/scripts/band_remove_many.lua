@@ -2,22 +2,13 @@
 -- semantics per entry, in order (a band left empty loses its field, a spilled
 -- band's field keeps its set's size), so Redis answers once per call.
 -- SINGLE SERVER ONLY, as band_add_many.lua: the script builds its key names
--- itself; ARGV as band_add_many.lua's (ARGV[4] unused).
+-- itself; ARGV as band_entries.lua reads it, which comes first (ARGV[4] unused).
 -- Returns how many entries were there.
-local hash_head, spill_head = ARGV[1], ARGV[2]
-local digits = tonumber(ARGV[3])
-local entries = ARGV[5]
-local marker = '\255\255\255\255'
 local removed = 0
-for at = 1, #entries, digits + 12 do
-  local tag = string.sub(entries, at, at + digits - 1) .. '}'
-  local field = string.sub(entries, at + digits, at + digits + 7)
-  local handle = string.sub(entries, at + digits + 8, at + digits + 11)
-  local bucket = hash_head .. tag
+for bucket, spill, field, handle in entries() do
   local v = redis.call('HGET', bucket, field)
   if v then
     if string.sub(v, 1, 4) == marker then
-      local spill = spill_head .. tag .. field
       local h = struct.unpack('<I4', handle)  -- one value: unpack also returns a position
       removed = removed + redis.call('ZREM', spill, h)
       local left = redis.call('ZCARD', spill)

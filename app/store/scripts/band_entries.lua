@@ -1,0 +1,22 @@
+-- The first half of band_add_many.lua and band_remove_many.lua (scripts/__init__.py
+-- puts it before them): their arguments, and entries(), which walks the packed
+-- entries in order, giving each one's bucket HASH, spill ZSET, field and handle.
+-- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
+-- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
+-- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
+-- field (8 bytes, the band key) and the handle (uint32 LE).
+local hash_head, spill_head = ARGV[1], ARGV[2]
+local digits = tonumber(ARGV[3])
+local packed = ARGV[5]
+local marker = '\255\255\255\255'
+local function entries()
+  local at, step = 1 - (digits + 12), digits + 12
+  return function()
+    at = at + step
+    if at > #packed then return nil end
+    local tag = string.sub(packed, at, at + digits - 1) .. '}'
+    local field = string.sub(packed, at + digits, at + digits + 7)
+    local handle = string.sub(packed, at + digits + 8, at + digits + 11)
+    return hash_head .. tag, spill_head .. tag .. field, field, handle
+  end
+end
