@@ -11,8 +11,8 @@ from datetime import datetime
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
-from support.cluster import sync_client
 from support import oracle
+from support.cluster import sync_client
 from support.corpus import read_corpus
 
 ADMIN, READER, SCOPED_A, SCOPED_B = "a" * 24, "r" * 24, "s" * 24, "b" * 24
@@ -109,9 +109,10 @@ def test_defaults_follow_the_body_like_post_similar(client: TestClient, corpus) 
     quiet = client.post("/checks", json={"text": text, "return_text": False}).json()
     assert "text" not in quiet["answer"] and quiet["answer"]["results"]
     assert client.get(f"/checks/{quiet['id']}").json()["answer"]["text"] == text
-    jaccard = client.post("/checks", json={"text": corpus[list(corpus)[0]], "measure": "jaccard"})
+    first = next(iter(corpus))
+    jaccard = client.post("/checks", json={"text": corpus[first], "measure": "jaccard"})
     assert jaccard.status_code == 201
-    assert jaccard.json()["answer"]["results"][0] == {"id": list(corpus)[0], "similarity": 1.0}
+    assert jaccard.json()["answer"]["results"][0] == {"id": first, "similarity": 1.0}
     assert "measure" not in jaccard.json()["answer"]  # POST /similar's Jaccard shape
     for body, field in [
         ({"text": text, "measure": "jaccard", "evidence": True}, "evidence"),
@@ -221,8 +222,12 @@ def test_keys_read_keys_make_checks_and_limited_keys_see_their_own(  # type: ign
     text = next(iter(read_corpus()))[1]
     with TestClient(create_app(keyed)) as c:
         for name in (coll_a, coll_b):
-            assert c.post("/collections", json={"name": name}, headers=auth[ADMIN]).status_code == 201
-            put = c.put(f"/collections/{name}/documents/d", json={"text": text}, headers=auth[ADMIN])
+            assert (
+                c.post("/collections", json={"name": name}, headers=auth[ADMIN]).status_code == 201
+            )
+            put = c.put(
+                f"/collections/{name}/documents/d", json={"text": text}, headers=auth[ADMIN]
+            )
             assert put.status_code == 201
         assert c.post("/checks", json={"text": text}).status_code == 401
         own = c.post("/checks", json={"text": text}, headers=auth[READER])
@@ -233,13 +238,24 @@ def test_keys_read_keys_make_checks_and_limited_keys_see_their_own(  # type: ign
         in_a = c.post(f"/collections/{coll_a}/checks", json={"text": text}, headers=auth[SCOPED_A])
         assert in_a.status_code == 201
         cid = in_a.json()["id"]
-        assert c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_A]).status_code == 200
+        assert (
+            c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_A]).status_code == 200
+        )
         for path in (f"/collections/{coll_b}/checks", "/checks"):
             refused = c.post(path, json={"text": text}, headers=auth[SCOPED_A])
             assert refused.status_code == 403 and "limited to" in refused.json()["detail"]
         assert c.get(f"/checks/{cid}", headers=auth[SCOPED_A]).status_code == 403
         # B's key: refused on A's path, and B's own collection has no such check.
-        assert c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_B]).status_code == 403
-        assert c.delete(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_B]).status_code == 403
-        assert c.get(f"/collections/{coll_b}/checks/{cid}", headers=auth[SCOPED_B]).status_code == 404
-        assert c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_A]).status_code == 200
+        assert (
+            c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_B]).status_code == 403
+        )
+        assert (
+            c.delete(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_B]).status_code
+            == 403
+        )
+        assert (
+            c.get(f"/collections/{coll_b}/checks/{cid}", headers=auth[SCOPED_B]).status_code == 404
+        )
+        assert (
+            c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_A]).status_code == 200
+        )

@@ -213,7 +213,7 @@ def test_a_check_in_another_collection_reopens_there(  # type: ignore[no-untyped
     assert httpx.post(
         server.url + "/collections", json={"name": name, "keep_text": True}, headers=WRITE
     ).status_code in (200, 201)
-    source = corpus[list(corpus)[0]]
+    source = corpus[next(iter(corpus))]
     put = httpx.put(
         f"{server.url}/collections/{name}/documents/only-there",
         json={"text": source},

@@ -21,7 +21,9 @@ from app.api.routes.similar import similar_to_text
 from app.index import reports
 
 router = APIRouter(tags=["checks"])
-_NOT_FOUND = {404: {"model": schemas.Problem, "description": "no such check, or it expired"}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": schemas.Problem, "description": "no such check, or it expired"}
+}
 
 
 def _paths(request: Request, check_id: str) -> tuple[str, str]:
@@ -48,7 +50,9 @@ def _out(
     }
 
 
-def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
+def _json(
+    body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
     return Response(orjson.dumps(body), status, headers, media_type="application/json")
 
 
