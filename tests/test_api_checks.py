@@ -259,3 +259,17 @@ def test_keys_read_keys_make_checks_and_limited_keys_see_their_own(  # type: ign
         assert (
             c.get(f"/collections/{coll_a}/checks/{cid}", headers=auth[SCOPED_A]).status_code == 200
         )
+
+
+def test_a_page_is_checked_and_kept_as_its_extracted_text(client: TestClient, corpus) -> None:  # type: ignore[no-untyped-def]
+    """With content_type text/html the check keeps the page's extracted text, which the
+    stored passages' offsets slice to the copied words (no markup in it)."""
+    text, _ = _essay(corpus)
+    paragraphs = "".join(f"<p>{p}</p>" for p in text.split("\n\n"))
+    page = f"<html><head><title>Essay</title></head><body><article>{paragraphs}</article></body>"
+    made = client.post("/checks", json={"text": page, "content_type": "text/html"})
+    assert made.status_code == 201, made.text
+    kept = client.get(f"/checks/{made.json()['id']}").json()["answer"]
+    assert "<p>" not in kept["text"] and kept["results"]
+    for source, qs, qe, ss, se in _passages(kept):
+        assert kept["text"][qs:qe] == corpus[source][ss:se]
