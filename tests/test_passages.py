@@ -20,8 +20,8 @@ from support.textgen import mutate
 
 from app.index import Document, Index, Params
 from app.index.check import check
-from app.index.index import anchor_keys
 from app.index.passages import Layout
+from app.index.sketch import anchor_keys
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores

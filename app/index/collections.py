@@ -16,7 +16,8 @@ import orjson
 
 from app.core import errors
 from app.core.settings import COLLECTION_RULE, valid_collection
-from app.index.index import DELETING, Index, Params
+from app.index.index import Index
+from app.index.params import DELETING, Params
 from app.store import Store
 
 # Keys unlinked per step of a delete: one SCAN's worth, a bounded pause for Redis.

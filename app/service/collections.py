@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from app.core import errors
 from app.core.settings import Settings
 from app.index import Index, collections
-from app.index.index import DeletingError, Params
+from app.index.errors import DeletingError
+from app.index.params import Params
 from app.service.runtime import UncheckedIndex, params_of
 from app.store import Store
 

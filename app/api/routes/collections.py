@@ -17,7 +17,7 @@ from app.api import schemas
 from app.core import metrics
 from app.core.settings import COLLECTION_RULE
 from app.index import Index
-from app.index.index import DISCOVERY_BUDGET
+from app.index.candidates import DISCOVERY_BUDGET
 from app.store.layout import MAX_INLINE
 
 router = APIRouter(tags=["collections"])
