@@ -330,7 +330,7 @@ def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
 
 
 def _collection_name(value: str) -> str:
-    from app.core.settings import COLLECTION_RULE, valid_collection
+    from app.core.names import COLLECTION_RULE, valid_collection
 
     if not valid_collection(value):
         raise argparse.ArgumentTypeError(f"a collection name is {COLLECTION_RULE}")
