@@ -14,7 +14,7 @@ from app.api.answers import (
     ingest_status,
     query_answer,
 )
-from app.client import Client, ClientError
+from app.client import MAX_BATCH, Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.index.collections import NoCollectionError
@@ -116,8 +116,8 @@ class LocalBackend:
 
     async def delete(self, ids: Sequence[str] | None, where: dict | None) -> int:
         if ids is not None:
-            return sum([await delete_ids(self.index, ids[i : i + 1000])
-                        for i in range(0, len(ids), 1000)])  # fmt: skip
+            return sum([await delete_ids(self.index, ids[i : i + MAX_BATCH])
+                        for i in range(0, len(ids), MAX_BATCH)])  # fmt: skip
         match, deleted, cursor = Filter.parse(where), 0, None
         while True:
             step = await delete_where(self.index, match, cursor, MAX_STEP)

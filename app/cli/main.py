@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from app.client import MAX_BATCH
 from app.core.settings import Settings, SettingsError, load_settings
 from app.service.workers import MAX_DEFAULT_WORKERS, default_workers
 
@@ -337,6 +338,16 @@ def _collection_name(value: str) -> str:
     return value
 
 
+def _batch_size(value: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"a batch is 1 to {MAX_BATCH} documents")
+    return size
+
+
 def _collections(args: argparse.Namespace) -> int:
     """collections create|list|show|delete, on a service (--url) or on the store itself."""
     import orjson
@@ -570,7 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="load an export into the collection (it must have the export's sketch settings)",
     )
     imp.add_argument("file", metavar="FILE", help="an export file ('-' is stdin)")
-    imp.add_argument("--batch", type=int, default=500, help="documents per request (1-1000)")
+    imp.add_argument(
+        "--batch", type=_batch_size, default=500, help=f"documents per request (1 to {MAX_BATCH})"
+    )
     _add_target(imp)
     imp.set_defaults(func=_import)
 

@@ -40,13 +40,14 @@ from app.index.index import Index
 from app.index.params import Params
 from app.index.passages import Layout
 from app.index.sketch import Sketched, anchor_keys
+from app.index.writes import MAX_BATCH
 
 FORMAT = "neardup-export"
 VERSION = 1
 # Parameters an import must share with its target; band_buckets only places keys.
 SHARED = ("shingle", "num_perm", "fingerprint_size", "seed", "threshold", "bands", "rows",
           "passage_words")  # fmt: skip
-MAX_IMPORT = 1000
+MAX_IMPORT = MAX_BATCH
 
 
 class ImportRefused(errors.Invalid):

@@ -26,6 +26,11 @@ from app.index.similarity import query
 from app.index.sketch import Sketched, anchors_of, sketch
 from app.store import Store
 
+# The most documents (or ids) one call of the service takes: an ingest batch, a delete
+# by ids, an import (app.api.schemas and app.index.transfer take it from here; the
+# client restates it as app.client.MAX_BATCH, held equal by tests/test_client_cli.py).
+MAX_BATCH = 1000
+
 
 async def ingest(
     pieces: Pieces,
