@@ -16,6 +16,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 from support import oracle
+from support.keys import scan_keys
 from support.procs import Server
 
 BASE = (
@@ -170,7 +171,7 @@ def test_the_sweeper_removes_every_key_and_counts(
 
 
 async def _keys(index) -> list[bytes]:  # type: ignore[no-untyped-def]
-    return [k async for k in index.store.scan_keys()]
+    return [k async for k in scan_keys(index.store)]
 
 
 def _expired_total(c: TestClient) -> float:

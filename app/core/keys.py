@@ -184,8 +184,3 @@ class KeyRing:
             if hmac.compare_digest(presented, digest):
                 found = grant
         return found
-
-    def scope_of(self, token: bytes) -> str | None:
-        """The scope of a presented key, None if it is not one of ours."""
-        grant = self.grant_of(token)
-        return None if grant is None else grant.scope

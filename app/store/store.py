@@ -313,11 +313,6 @@ class Store:
         async for doc_id, handle in self.transport.hscan(self._keys.ids, batch):
             yield doc_id.decode(), int(handle)
 
-    async def scan_keys(self) -> AsyncIterator[bytes]:
-        """Every key of this collection (SCAN on every master), for checks and tests."""
-        async for key in self.transport.scan(self._keys.prefix + b"*"):
-            yield key
-
     # locks ----------------------------------------------------------------
 
     async def try_lock(self, ids: Sequence[str], token: bytes, ttl_ms: int) -> list[bool]:
