@@ -469,7 +469,7 @@ class Store:
         self, keys: np.ndarray, exclude: int | None, cap: int, budget: int, hot_most: int
     ) -> Candidates | None:
         """The handles sharing the band keys (or passage anchors), ranked and capped as
-        Index._candidates does it, with their records, in one exchange (the candidates
+        app.index.candidates does it, with their records, in one exchange (the candidates
         script; only when scripted: a single server); None, having read only the keys'
         fields, when their hot members to read are more than hot_most."""
         if not self.scripted:
