@@ -147,21 +147,6 @@ class Layout:
         self._ends = self._starts + lens
 
 
-def sections_of(raw: bytes) -> dict[str, int]:
-    """Bytes of each part of a packed layout (for the memory bench)."""
-    if not raw:
-        return {}
-    n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
-    word_size = 2 if n_words < 1 << 16 else 4
-    return {
-        "head": _HEAD.size,
-        "anchor_hashes": 4 * n_anchors,
-        "anchor_words": word_size * n_anchors,
-        "word_hashes": (n_words + 1) // 2,
-        "word_spans": n_words + 4 * n_overflow,
-    }
-
-
 @dataclass(frozen=True)
 class Passage:
     """A passage shared by a query and a source: word ranges and code-point spans."""
