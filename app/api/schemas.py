@@ -7,10 +7,20 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    create_model,
+    model_validator,
+)
 
 from app.core.settings import COLLECTION_RULE, Settings
-from app.index.html import PLAIN, ContentType, text_of
+from app.index import formats
+from app.index.formats import workers
+from app.index.html import PLAIN, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
 
@@ -40,21 +50,62 @@ class _In(BaseModel):
 
 
 CONTENT_TYPE_DOC = (
-    "text/html: text is a page; its main text is extracted (menus, footers and banners "
-    "dropped) and that is what is indexed and what passage offsets refer to"
+    "text/plain (the default) or text/html: the document is in text; with text/html its "
+    "main text is extracted (menus, footers and banners dropped). application/pdf, "
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX) or "
+    "application/vnd.oasis.opendocument.text (ODT): the file is in data, base64-encoded, "
+    "and its text is extracted. The extracted text is what is indexed and what passage "
+    "offsets refer to"
 )
+BodyType = Literal[
+    "text/plain",
+    "text/html",
+    "application/pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.oasis.opendocument.text",
+]
 
 
 class _Text(_In):
-    """A body with a text that may be HTML: after validation, text is what to index."""
+    """A body with a text, a page or a file: after validation `text` is what to index,
+    except for a file, whose text `extracted()` gives (off the event loop)."""
 
-    text: str = Field(description="the document text (UTF-8), or a page with text/html")
-    content_type: ContentType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    text: str | None = Field(
+        None, description="the document text (UTF-8), or a page with text/html"
+    )
+    data: str | None = Field(
+        None, description="with a file content_type: the file's bytes, base64-encoded"
+    )
+    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    _file: bytes | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _extract(self) -> _Text:
+        if self.content_type in formats.FILE_TYPES:
+            if self.data is None or self.text is not None:
+                raise ValueError(
+                    f"content_type {self.content_type} takes the file in data (base64), "
+                    "not text"
+                )
+            self._file = formats.decode(self.data)  # FileError: a 422 naming the field
+            self.data = None  # the bytes are kept once
+            return self
+        if self.text is None or self.data is not None:
+            raise ValueError(
+                f"content_type {self.content_type} takes text, not data (data goes with "
+                f"{', '.join(formats.FILE_TYPES)})"
+            )
         self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
         return self
+
+    async def extracted(self) -> str:
+        """What to index: the text, or the file's text read by a worker process
+        (FileError, a 422, naming what is wrong with the file)."""
+        if self._file is not None:
+            self.text = await workers.shared().text(self.content_type, self._file)
+            self._file = None
+        assert self.text is not None
+        return self.text
 
 
 TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"

@@ -195,14 +195,15 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # body.text is what was indexed: with text/html, the page's extracted text.
-    shown = {"text": body.text} if body.return_text else {}
+    # The text as indexed: with text/html the page's main text, with a file its text.
+    text = await body.extracted()
+    shown = {"text": text} if body.return_text else {}
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit, where)
+        found = await index.containment_of_text(text, t, body.limit, where)
         return _answer(containment_answer(found, t, body.evidence) | shown)
-    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
+    return await _text_answer(request, text, body.threshold, body.limit, where, shown)
 
 
 async def _text_answer(

@@ -13,7 +13,8 @@ the independent expectation the extractor tests compare against.
 - essay: 8 articles as paragraphs, with a running header and a page-number
   footer on every page, hyphenation on (words split at line ends), as PDF,
   DOCX and ODT;
-- columns: 6 articles in a two-column section, with header and footer, as PDF.
+- columns: 6 articles in a two-column section, with header and footer, as PDF;
+- encrypted: one sentence as a PDF that opens only with the password "secret".
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def fodt(paragraphs: list[str], columns: bool) -> str:
     return DOC.format(styles=STYLES.format(header=HEADER), body=body)
 
 
+ENCRYPTED = (
+    'pdf:writer_pdf_Export:{"EncryptFile":{"type":"boolean","value":"true"},'
+    '"DocumentOpenPassword":{"type":"string","value":"secret"}}'
+)
+
+
 def convert(source: Path, kind: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
@@ -114,6 +121,10 @@ def main(out: Path = HERE, scale: int = 1) -> None:
     """The fixtures (scale 1), or a bench corpus scale times larger in out."""
     make("essay", articles(0, 8 * scale), ["pdf", "docx", "odt"], False, out)
     make("columns", articles(100, 6 * scale), ["pdf"], True, out)
+    if scale == 1:
+        make("encrypted", ["A short text that no one may read without its password."],
+             [ENCRYPTED], False, out)
+        (out / "encrypted.txt").unlink()
 
 
 if __name__ == "__main__":
