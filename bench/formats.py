@@ -162,7 +162,9 @@ def _files(folder: Path) -> list[tuple[str, str, Path, Path]]:
 
 def bench_libraries(folders: list[Path], least: float) -> None:
     candidates = {PDF: _pdf_candidates(), DOCX: _docx_candidates(), ODT: _odt_candidates()}
-    print(f"{'file':>24} {'library':>30} {'KB':>6} {'MB/s':>7} {'ms':>8} {'missed‰':>8} {'added‰':>7}")
+    print(
+        f"{'file':>24} {'library':>30} {'KB':>6} {'MB/s':>7} {'ms':>8} {'missed‰':>8} {'added‰':>7}"
+    )
     for folder in folders:
         for kind, name, path, source_path in _files(folder):
             raw = path.read_bytes()

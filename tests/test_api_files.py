@@ -68,7 +68,9 @@ def test_pdf_docx_and_odt_find_the_passages_their_text_finds(
 def test_a_pdf_document_is_found_by_its_text(client: TestClient) -> None:
     """A PDF ingested with POST /documents (and a DOCX with PUT) is stored as its text:
     a query with a paragraph of it finds it, and a batch item takes a file too."""
-    r = client.post("/documents", json={"id": "paper", "content_type": PDF, "data": _b64("essay.pdf")})
+    r = client.post(
+        "/documents", json={"id": "paper", "content_type": PDF, "data": _b64("essay.pdf")}
+    )
     assert r.status_code == 201, r.text
     shingles = r.json()["shingles"]
     as_text = client.post("/documents", json={"id": "plain", "text": "\n\n".join(ESSAY)})

@@ -25,7 +25,11 @@ def test_ingest_and_query_files(tmp_path: Path) -> None:
     broken = tmp_path / "broken.pdf"
     broken.write_bytes((DATA / "essay.pdf").read_bytes()[:3000])
     done = run(
-        "ingest", "--quiet", str(DATA / "essay.pdf"), str(DATA / "essay.odt"), str(broken),
+        "ingest",
+        "--quiet",
+        str(DATA / "essay.pdf"),
+        str(DATA / "essay.odt"),
+        str(broken),
         env=env,
     )
     assert done.returncode == 0, done.stderr

@@ -27,15 +27,20 @@ def _words_missed(expected: str, got: str) -> tuple[int, int]:
     import difflib
 
     a, b = oracle.words(expected), oracle.words(got)
-    same = sum(m.size for m in difflib.SequenceMatcher(None, a, b, autojunk=False)
-               .get_matching_blocks())
+    same = sum(
+        m.size for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    )
     return len(a) - same, len(b) - same
 
 
 @pytest.mark.parametrize(
     ("name", "kind", "slack"),
-    [("essay.docx", DOCX, 0), ("essay.odt", ODT, 0), ("essay.pdf", PDF, 2),
-     ("columns.pdf", PDF, 6)],
+    [
+        ("essay.docx", DOCX, 0),
+        ("essay.odt", ODT, 0),
+        ("essay.pdf", PDF, 2),
+        ("columns.pdf", PDF, 6),
+    ],
 )
 def test_files_read_as_their_source_text(name: str, kind: str, slack: int) -> None:
     """Each fixture's text has the words of the text it was made from, in order: no
@@ -56,6 +61,7 @@ def test_running_lines_are_found_by_place_not_order() -> None:
     """A line repeated at the same height at the top or bottom of most pages, and a bare
     page number there, are dropped wherever the reading order puts them; the same words
     in the body stay, and so does a top line seen on one page only."""
+
     def page(body: list[str], n: int, extra_top: str | None = None) -> pdf_text.Page:
         lines = ["Annals of Tests", *body[:1], f"Page {n}", *body[1:]]
         heights = [0.95, 0.5, 0.04, 0.45]
@@ -162,7 +168,7 @@ def test_base64_is_checked() -> None:
     assert decode(base64.b64encode(b"hello world").decode()) == b"hello world"
     assert decode("aGVsbG8g\nd29ybGQ") == b"hello world"
     for bad in ("not base64!", "", "a", "aGVsbG8=d29y"):
-        with pytest.raises(FileError, match="base64|empty"):
+        with pytest.raises(FileError, match=r"base64|empty"):
             decode(bad)
 
 

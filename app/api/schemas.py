@@ -19,8 +19,9 @@ from pydantic import (
 
 from app.core.settings import COLLECTION_RULE, Settings
 from app.index import formats
+from app.index.exclusions import Exclusions, detect
 from app.index.formats import workers
-from app.index.html import PLAIN, text_of
+from app.index.html import PLAIN, quoted_texts, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
 
@@ -78,14 +79,14 @@ class _Text(_In):
     )
     content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
     _file: bytes | None = PrivateAttr(None)
+    _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
 
     @model_validator(mode="after")
     def _extract(self) -> _Text:
         if self.content_type in formats.FILE_TYPES:
             if self.data is None or self.text is not None:
                 raise ValueError(
-                    f"content_type {self.content_type} takes the file in data (base64), "
-                    "not text"
+                    f"content_type {self.content_type} takes the file in data (base64), not text"
                 )
             self._file = formats.decode(self.data)  # FileError: a 422 naming the field
             self.data = None  # the bytes are kept once
@@ -95,6 +96,8 @@ class _Text(_In):
                 f"content_type {self.content_type} takes text, not data (data goes with "
                 f"{', '.join(formats.FILE_TYPES)})"
             )
+        if self.content_type == "text/html":
+            self._page = self.text
         self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
         return self
 
@@ -192,6 +195,21 @@ class FilterIn(_In):
     )
 
 
+EXCLUDE_DOC = (
+    "with measure=containment: what not to count. quotes: text inside quotation marks "
+    "(and a page's <blockquote> and <q>); bibliography: a trailing section headed "
+    "References, Bibliography, Works Cited, Literaturverzeichnis, Références or the like; "
+    "min_words: passages shorter than this many words. Set-aside spans are listed in "
+    "`excluded`, and count neither in containment nor in coverage"
+)
+
+
+class ExcludeIn(_In):
+    quotes: bool = Field(False, description="set aside text inside quotation marks")
+    bibliography: bool = Field(False, description="set aside a trailing reference list")
+    min_words: int = Field(0, ge=0, le=100_000, description="set aside shorter passages")
+
+
 class SimilarIn(_Text):
     threshold: Threshold | None = None
     limit: Limit = 10
@@ -206,10 +224,24 @@ class SimilarIn(_Text):
         "extracted text, which passage offsets refer to)",
     )
 
+    exclude: ExcludeIn | None = Field(None, description=EXCLUDE_DOC)
+
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
         check_measure(self.measure, self.evidence)
+        if self.exclude is not None and self.measure != "containment":
+            raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
         return self
+
+    def exclusions(self, text: str) -> Exclusions | None:
+        """What exclude sets aside in the extracted text, or None without exclude."""
+        if self.exclude is None:
+            return None
+        quoted = (
+            quoted_texts(self._page) if self._page is not None and self.exclude.quotes else None
+        )
+        spans = detect(text, self.exclude.quotes, self.exclude.bibliography, quoted)
+        return Exclusions(spans, self.exclude.min_words)
 
 
 def check_measure(measure: str, evidence: bool) -> None:
@@ -242,6 +274,12 @@ class PassageOut(BaseModel):
     source_end: int = Field(description="code-point offset into the source (exclusive)")
 
 
+class ExcludedOut(BaseModel):
+    query_start: int = Field(description="code-point offset into the query text (inclusive)")
+    query_end: int = Field(description="code-point offset into the query text (exclusive)")
+    reason: Literal["quote", "bibliography", "short"]
+
+
 class ContainmentMatch(BaseModel):
     id: str
     containment: float = Field(description="share of the query's shingles in passages of it")
@@ -261,6 +299,9 @@ class ContainmentOut(BaseModel):
         description="passage anchors of the query too common in the collection to read in full"
     )
     text: str | None = Field(None, description=TEXT_OUT_DOC)
+    excluded: list[ExcludedOut] | None = Field(
+        None, description="with exclude: the spans of the text set aside, and why"
+    )
 
 
 class DocumentOut(BaseModel):

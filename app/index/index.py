@@ -33,6 +33,7 @@ from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records, texts
+from app.index.exclusions import Exclusions
 from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
@@ -708,13 +709,17 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        exclude: Exclusions | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages (without
+        what exclude sets aside: app.index.exclusions)."""
         t = self.check_containment(threshold)
         sk = await self._sketch([text], layouts=True)
         if int(sk.shingles[0]) == 0 or sk.layouts is None:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
-        return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit, where)
+        return await self._containment(
+            sk.fingerprint(0), sk.layouts[0], None, t, limit, where, exclude
+        )
 
     async def containment_of_id(
         self,
@@ -744,6 +749,7 @@ class Index:
         threshold: float,
         limit: int,
         where: Filter | None = None,
+        set_aside: Exclusions | None = None,
     ) -> ContainmentResult:
         p = self.params
         k = parse_shingle(p.passage_shingle)[1]
@@ -760,7 +766,10 @@ class Index:
             rec = records.unpack(raw)
             if not rec.passages or (where is not None and not where.matches(rec.metadata)):
                 continue
-            passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
+            source = Layout.unpack(rec.passages)
+            passages = align(indexed, source, k, min_words)
+            if set_aside is not None:  # the one place exclusions apply
+                passages = set_aside.trim(passages, layout, source, min_words)
             if passages:
                 covered = covered_shingles(passages, layout.words, k)
                 if covered.sum() / shingles >= threshold:

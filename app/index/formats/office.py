@@ -63,7 +63,9 @@ def read_part(raw: bytes, name: str, kind: str) -> bytes:
                     ):
                         raise FileError(_bomb(kind, name, size, info.compress_size))
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
-            raise FileError(f"the {kind} is broken: {name} cannot be decompressed ({exc})") from None
+            raise FileError(
+                f"the {kind} is broken: {name} cannot be decompressed ({exc})"
+            ) from None
         return bytes(out)
 
 

@@ -37,8 +37,8 @@ _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
 # A page number alone: "7", "- 7 -", "Page 7", "7 of 20", "Seite 7 / 20", "vii".
 _PAGE_NUMBER = re.compile(
-    r"[-–—\s]*(?:(?:page|p\.|seite|página|pagina)\s*)?"
-    r"(?:#|[ivxlc]+)(?:\s*(?:of|/|von|de|sur)\s*#)?[-–—\s]*",
+    "[-\u2013\u2014\\s]*(?:(?:page|p\\.|seite|página|pagina)\\s*)?"
+    "(?:#|[ivxlc]+)(?:\\s*(?:of|/|von|de|sur)\\s*#)?[-\u2013\u2014\\s]*",
     re.IGNORECASE,
 )
 # PDFium's mark of a hyphen it found at a line end (U+FFFE; a soft hyphen, U+00AD,
@@ -153,8 +153,7 @@ def _open(raw: bytes) -> pdfium.PdfDocument:
         if code == pdfium_c.FPDF_ERR_SECURITY:
             raise FileError("the PDF uses an unsupported security handler") from None
         raise FileError(
-            "the PDF is broken or truncated: its structure cannot be read "
-            "(save or export it again)"
+            "the PDF is broken or truncated: its structure cannot be read (save or export it again)"
         ) from None
 
 

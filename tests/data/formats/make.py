@@ -102,9 +102,19 @@ ENCRYPTED = (
 def convert(source: Path, kind: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
-            ["soffice", f"-env:UserInstallation=file://{profile}", "--headless",
-             "--convert-to", kind, "--outdir", str(out), str(source)],
-            check=True, capture_output=True, timeout=300,
+            [
+                "soffice",
+                f"-env:UserInstallation=file://{profile}",
+                "--headless",
+                "--convert-to",
+                kind,
+                "--outdir",
+                str(out),
+                str(source),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
         )
 
 
@@ -122,10 +132,18 @@ def main(out: Path = HERE, scale: int = 1) -> None:
     make("essay", articles(0, 8 * scale), ["pdf", "docx", "odt"], False, out)
     make("columns", articles(100, 6 * scale), ["pdf"], True, out)
     if scale == 1:
-        make("encrypted", ["A short text that no one may read without its password."],
-             [ENCRYPTED], False, out)
+        make(
+            "encrypted",
+            ["A short text that no one may read without its password."],
+            [ENCRYPTED],
+            False,
+            out,
+        )
         (out / "encrypted.txt").unlink()
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE, int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    main(
+        Path(sys.argv[1]) if len(sys.argv) > 1 else HERE,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+    )
