@@ -24,7 +24,8 @@ def test_quotation_marks_of_many_languages() -> None:
     """Curly, low-high, guillemets both ways, single guillemets and ``...'' pairs are
     quotations, marks included."""
     text = (
-        "a \u201cfirst one\u201d b \u201edeutsch zitiert\u201c c \u00abfran\u00e7ais cit\u00e9\u00bb "
+        "a \u201cfirst one\u201d b \u201edeutsch zitiert\u201c "
+        "c \u00abfran\u00e7ais cit\u00e9\u00bb "
         "d \u00bbandersrum\u00ab e \u2039einfach\u203a f ``news style,'' g"
     )
     assert _quoted(text) == [

@@ -21,7 +21,7 @@ from app.core.settings import COLLECTION_RULE, Settings
 from app.index import formats
 from app.index.exclusions import Exclusions, detect
 from app.index.formats import workers
-from app.index.html import PLAIN, quoted_texts, text_of
+from app.index.html import HTML, PLAIN, quoted_texts, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
 
@@ -96,9 +96,9 @@ class _Text(_In):
                 f"content_type {self.content_type} takes text, not data (data goes with "
                 f"{', '.join(formats.FILE_TYPES)})"
             )
-        if self.content_type == "text/html":
+        if self.content_type == HTML:
             self._page = self.text
-        self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
+            self.text = text_of(self.text, HTML)  # HTMLError: a 422 naming the field
         return self
 
     async def extracted(self) -> str:

@@ -175,7 +175,7 @@ def html_quote_spans(quoted: list[str], text: str) -> list[Span]:
     """Where the texts of a page's <blockquote> and <q> elements (`quoted`) are in the
     page's extracted text: each found as its words in order, any spacing or
     punctuation between them."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     for q in quoted:
         words = re.findall(r"\w+", q)
         if not words:

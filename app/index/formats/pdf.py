@@ -75,7 +75,7 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     slot = SAME_PLACE / page_height
     seen: Counter[tuple[int, str]] = Counter()
     for page in pages:
-        keys = set()
+        keys: set[tuple[int, str]] = set()
         for line, h in zip(page.lines, page.heights, strict=True):
             if _edge(h):
                 # Two neighbouring slots, so a line just across a slot's border still meets.
