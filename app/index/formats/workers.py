@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -130,15 +129,25 @@ class Extractors:
 
 _shared: Extractors | None = None
 _shared_lock = threading.Lock()
+_sizes = (DEFAULT_WORKERS, DEFAULT_TIMEOUT)
+
+
+def configure(workers: int, timeout: float) -> None:
+    """Size the process's extractors (NEARDUP_EXTRACT_WORKERS, NEARDUP_EXTRACT_TIMEOUT);
+    extractors already made with other sizes are replaced on their next use."""
+    global _sizes, _shared
+    with _shared_lock:
+        if (workers, timeout) != _sizes:
+            _sizes = (workers, timeout)
+            old, _shared = _shared, None
+            if old is not None:
+                old.close()
 
 
 def shared() -> Extractors:
-    """The process's extractors, made on first use (NEARDUP_EXTRACT_WORKERS and
-    NEARDUP_EXTRACT_TIMEOUT, when set, size them)."""
+    """The process's extractors, made on first use at the configured sizes."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            workers = int(os.environ.get("NEARDUP_EXTRACT_WORKERS", DEFAULT_WORKERS))
-            timeout = float(os.environ.get("NEARDUP_EXTRACT_TIMEOUT", DEFAULT_TIMEOUT))
-            _shared = Extractors(max(1, workers), max(0.1, timeout))
+            _shared = Extractors(*_sizes)
         return _shared
