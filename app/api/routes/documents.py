@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
@@ -58,9 +59,11 @@ async def _item_text(i: int, item: schemas.DocumentIn) -> str:
 @router.post("/documents/batch", response_model=schemas.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
+    # Files are read at once, as many as there are extraction workers.
+    texts = await asyncio.gather(*(_item_text(i, d) for i, d in enumerate(body.documents)))
     docs = [
-        Document(await _item_text(i, d), d.id, d.metadata, d.expires_ms())
-        for i, d in enumerate(body.documents)
+        Document(text, d.id, d.metadata, d.expires_ms())
+        for text, d in zip(texts, body.documents, strict=True)
     ]
     results = await index.ingest(docs)
     items = [
