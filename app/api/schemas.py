@@ -13,9 +13,12 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    ValidationInfo,
     create_model,
+    field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.core.settings import COLLECTION_RULE, Settings
 from app.index import formats
@@ -71,32 +74,45 @@ class _Text(_In):
     """A body with a text, a page or a file: after validation `text` is what to index,
     except for a file, whose text `extracted()` gives (off the event loop)."""
 
+    # First, so that text and data are checked against it (a field sees those before it).
+    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
     text: str | None = Field(
-        None, description="the document text (UTF-8), or a page with text/html"
+        None,
+        validate_default=True,
+        description="the document text (UTF-8), or a page with text/html",
     )
     data: str | None = Field(
-        None, description="with a file content_type: the file's bytes, base64-encoded"
+        None,
+        validate_default=True,
+        description="with a file content_type: the file's bytes, base64-encoded",
     )
-    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
     _file: bytes | None = PrivateAttr(None)
     _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
 
+    @field_validator("text", "data")
+    @classmethod
+    def _one_of(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("content_type")
+        if kind is None:
+            return value  # content_type itself is wrong: that is the error to name
+        wanted = "data" if kind in formats.FILE_TYPES else "text"
+        if info.field_name == wanted and value is None:
+            raise PydanticCustomError("missing", "Field required")
+        if info.field_name != wanted and value is not None:
+            raise ValueError(
+                f"content_type {kind} takes the file in data (base64), not text"
+                if wanted == "data"
+                else f"content_type {kind} takes text; data goes with "
+                f"{', '.join(formats.FILE_TYPES)}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _extract(self) -> _Text:
-        if self.content_type in formats.FILE_TYPES:
-            if self.data is None or self.text is not None:
-                raise ValueError(
-                    f"content_type {self.content_type} takes the file in data (base64), not text"
-                )
+        if self.data is not None:
             self._file = formats.decode(self.data)  # FileError: a 422 naming the field
             self.data = None  # the bytes are kept once
-            return self
-        if self.text is None or self.data is not None:
-            raise ValueError(
-                f"content_type {self.content_type} takes text, not data (data goes with "
-                f"{', '.join(formats.FILE_TYPES)})"
-            )
-        if self.content_type == HTML:
+        elif self.content_type == HTML and self.text is not None:
             self._page = self.text
             self.text = text_of(self.text, HTML)  # HTMLError: a 422 naming the field
         return self
