@@ -195,3 +195,22 @@ def test_content_types_are_the_three() -> None:
     suffixes map to them."""
     assert set(formats.FILE_TYPES) == {PDF, DOCX, ODT}
     assert formats.SUFFIXES == {".pdf": PDF, ".docx": DOCX, ".odt": ODT}
+
+
+def test_a_dead_worker_is_replaced() -> None:
+    """A worker process that died between files (killed, or crashed on the last one) is
+    replaced, and the next file is read."""
+    import os
+    import signal
+
+    docx = (DATA / "essay.docx").read_bytes()
+    pool = Extractors(workers=1, timeout=30)
+    try:
+        first = pool.run(DOCX, docx)
+        (worker,) = pool._idle
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.join(5)
+        assert pool.run(DOCX, docx) == first
+        assert pool._idle[0] is not worker
+    finally:
+        pool.close()

@@ -171,9 +171,13 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
         stripped = piece.strip()
         if stripped and piece[0] not in "\r\n":
             first = unit + len(piece[: len(piece) - len(piece.lstrip())].encode("utf-16-le")) // 2
-            _, bottom, _, top = textpage.get_charbox(first)
+            try:
+                _, bottom, _, top = textpage.get_charbox(first)
+                middle = ((bottom + top) / 2) / height if height > 0 else 0.5
+            except pdfium.PdfiumError:
+                middle = 0.5  # no box for it: a line of the body, never dropped
             lines.append(stripped)
-            heights.append(((bottom + top) / 2) / height if height > 0 else 0.5)
+            heights.append(middle)
         unit += size
     return Page(lines, heights)
 
