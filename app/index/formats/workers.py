@@ -97,7 +97,10 @@ class Extractors:
     def _run(self, content_type: str, raw: bytes) -> str:
         with self._lock:
             worker = self._idle.pop() if self._idle else None
-        if worker is None or not worker.process.is_alive():
+        if worker is not None and not worker.process.is_alive():
+            worker.kill()  # reap it and close its pipe
+            worker = None
+        if worker is None:
             worker = _Worker(self.memory)
         kind = NAMES.get(content_type, "file")
         try:
