@@ -115,3 +115,22 @@ def test_bad_files_are_422_naming_the_problem(client: TestClient) -> None:
             assert r.status_code == 422, (path, reason, r.text)
             assert reason in r.text, (path, reason, r.text)
     assert client.get("/documents/bad").status_code == 404
+
+
+def test_a_file_over_the_time_limit_costs_one_request(settings) -> None:  # type: ignore[no-untyped-def]
+    """With NEARDUP_EXTRACT_TIMEOUT shorter than a file takes, the file is a 422 naming the
+    limit, and the service answers the next requests (a text, and the file again)."""
+    from app.api.app import create_app
+
+    slow = settings.model_copy(update={"extract_timeout": 0.0001, "extract_workers": 1})
+    with TestClient(create_app(slow)) as c:
+        body = {"content_type": PDF, "data": _b64("essay.pdf")}
+        r = c.post("/similar", json=body)
+        assert r.status_code == 422 and "took longer than" in r.json()["detail"], r.text
+        assert c.post("/similar", json={"text": ESSAY[0]}).status_code == 200
+        assert c.post("/similar", json=body).status_code == 422
+    with TestClient(create_app(settings)) as c:  # the default limit again
+        assert (
+            c.post("/similar", json={"content_type": PDF, "data": _b64("essay.pdf")}).status_code
+            == 200
+        )
