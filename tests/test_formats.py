@@ -214,3 +214,10 @@ def test_a_dead_worker_is_replaced() -> None:
         assert pool._idle[0] is not worker
     finally:
         pool.close()
+
+
+def test_roman_page_numbers_but_not_words_of_their_letters() -> None:
+    """A bare roman numeral at a page's foot is a page number; a word made of the same
+    letters ("Civil") at its top is text."""
+    page = pdf_text.Page(["Civil", "war and peace in the body", "xii"], [0.95, 0.5, 0.04])
+    assert pdf_text.clean([page]) == "Civil\nwar and peace in the body"

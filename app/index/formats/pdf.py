@@ -38,7 +38,9 @@ _SPACES = re.compile(r"\s+")
 # A page number alone: "7", "- 7 -", "Page 7", "7 of 20", "Seite 7 / 20", "vii".
 _PAGE_NUMBER = re.compile(
     "[-\u2013\u2014\\s]*(?:(?:page|p\\.|seite|página|pagina)\\s*)?"
-    "(?:#|[ivxlc]+)(?:\\s*(?:of|/|von|de|sur)\\s*#)?[-\u2013\u2014\\s]*",
+    # A number, or a well-formed roman one below 400 (never a word such as "civil").
+    "(?:#|(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
+    "(?:\\s*(?:of|/|von|de|sur)\\s*#)?[-\u2013\u2014\\s]*",
     re.IGNORECASE,
 )
 # PDFium's mark of a hyphen it found at a line end (U+FFFE; a soft hyphen, U+00AD,
