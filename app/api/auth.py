@@ -32,8 +32,7 @@ PUBLIC = frozenset({("GET", "/healthz"), ("HEAD", "/healthz")})
 PAGE = "/ui"
 # Methods that never change documents; POST /similar is a query too.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Queries, and a check (a query whose answer is kept to be read again): a read key's.
-READ_POSTS = frozenset({"/similar", "/checks"})
+READ_POSTS = frozenset({"/similar"})
 REALM = 'Bearer realm="neardup"'
 COLLECTIONS = "/collections/"
 

@@ -320,32 +320,6 @@ class ContainmentOut(BaseModel):
     )
 
 
-class CheckIn(SimilarIn):
-    """POST /checks: the body of POST /similar, containment with evidence and the text
-    by default, and how long to keep the check."""
-
-    measure: Measure = Field("containment", description=MEASURE_DOC)
-    evidence: bool = Field(True, strict=True, description=EVIDENCE_DOC)
-    return_text: bool = Field(True, strict=True, description="answer the text as checked")
-    ttl: int | None = Field(
-        None, gt=0, le=10 * 365 * 24 * 3600,
-        description="seconds to keep the check (default NEARDUP_CHECK_TTL, 30 days)",
-    )  # fmt: skip
-
-
-class CheckOut(ContainmentOut):
-    """A stored check: its id, its report page, when it expires, and the answer."""
-
-    id: str | None = Field(None, description="the check's id (128 random bits, hex)")
-    report: str = Field(description="the path of the check's report page")
-    created_at: str = Field(description="RFC 3339 (UTC)")
-    expires_at: str = Field(description="RFC 3339 (UTC): when the check is removed")
-    changed: list[str] = Field(
-        default_factory=list,
-        description="sources of the answer changed or deleted since the check was made",
-    )
-
-
 class DocumentOut(BaseModel):
     id: str
     shingles: int

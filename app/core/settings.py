@@ -62,8 +62,6 @@ class Settings(BaseSettings):
     # one file may take before its worker is killed and the request gets a 422.
     extract_workers: int = Field(2, ge=1, le=64)
     extract_timeout: float = Field(20.0, gt=0, le=3600)
-    # Seconds a stored check (POST /checks) is kept when it names no ttl: 30 days.
-    check_ttl: int = Field(30 * 24 * 3600, ge=1, le=10 * 365 * 24 * 3600)
     max_text_bytes: int = Field(8 * 1024 * 1024, ge=16)
     durability: Literal["everysec", "always"] = "everysec"
     log_format: Literal["text", "json"] = "text"

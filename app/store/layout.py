@@ -68,7 +68,6 @@ class Layout:
         self._text = self.prefix + b"t:"
         self.texts_pattern = self._text + b"*"
         self._lock = self.prefix + b"l:"
-        self._check = self.prefix + b"c:"  # stored checks (app.index.checks), with a TTL
         # A bucket's keys are these heads, then the bucket's hex digits in braces.
         self._hash_head = self.prefix + b"B{"
         self._spill_head = self.prefix + b"S{"
@@ -103,9 +102,6 @@ class Layout:
     def docs(self, handles: Iterable[int]) -> list[bytes]:
         head = self._doc
         return [head + b"%d" % h for h in handles]
-
-    def check(self, check_id: str) -> bytes:
-        return self._check + check_id.encode()
 
     def text(self, handle: int) -> bytes:
         return self._text + b"%d" % handle

@@ -383,20 +383,6 @@ class Store:
         )
         return _scored(flat)
 
-    # stored checks (one key each, removed by Redis when its TTL runs out) ----------
-
-    async def put_check(self, check_id: str, raw: bytes, ttl_ms: int) -> None:
-        command = (b"SET", self._keys.check(check_id), raw, b"PX", b"%d" % ttl_ms)
-        await self.transport.commands([command], write=True)
-
-    async def check(self, check_id: str) -> bytes | None:
-        (raw,) = await self.transport.commands([(b"GET", self._keys.check(check_id))])
-        return raw
-
-    async def delete_check(self, check_id: str) -> bool:
-        (n,) = await self.transport.commands([(b"DEL", self._keys.check(check_id))], write=True)
-        return bool(n)
-
     # kept texts (written before the record that points at them, deleted after it) --
 
     async def texts(self, handles: Sequence[int]) -> list[bytes | None]:

@@ -194,27 +194,20 @@ def _missing(doc_id: str) -> Response:
 async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
-    return _answer((await text_query(body, request))[1])
-
-
-async def text_query(body: schemas.SimilarIn, request: Request) -> tuple[str, dict[str, Any]]:
-    """POST /similar's work: the text as indexed and the answer (also a check's)."""
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    index = await get_index(request)  # an unknown collection: 404 before any extraction
     # The text as indexed: with text/html the page's main text, with a file its text.
     text = await body.extracted()
     shown = {"text": text} if body.return_text else {}
     if body.measure == "containment":
+        index = await get_index(request)
         t = index.check_containment(body.threshold)
         exclude = body.exclusions(text)
         found = await index.containment_of_text(text, t, body.limit, where, exclude)
         answer = containment_answer(found, t, body.evidence)
         if exclude is not None:
             answer["excluded"] = excluded_answer(exclude)
-        return text, answer | shown
-    used = index.check_threshold(body.threshold)
-    result = await index.similar_to_text(text, used, body.limit, where)
-    return text, query_answer(result, used) | shown
+        return _answer(answer | shown)
+    return await _text_answer(request, text, body.threshold, body.limit, where, shown)
 
 
 async def _text_answer(
