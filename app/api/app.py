@@ -15,6 +15,7 @@ from app.api.problems import extend_openapi
 from app.api.routes import bulk, checks, collections, documents, duplicates, health, similar, ui
 from app.api.twins import twins
 from app.core.settings import Settings, load_settings
+from app.index.formats import workers
 from app.service import logs
 from app.service.collections import Collections
 from app.service.runtime import UncheckedIndex, open_index
@@ -75,6 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     openapi.install_docs(app)
     app.state.settings = settings
+    # Files in: how many worker processes read PDF, DOCX and ODT files, and for how long.
+    workers.configure(settings.extract_workers, settings.extract_timeout)
     # /readyz waits for it: what a crash left is repaired before the service says ready.
     app.state.startup_check = StartupCheck(settings.startup_check)
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.

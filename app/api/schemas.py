@@ -7,10 +7,24 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from app.core.settings import COLLECTION_RULE, Settings
-from app.index.html import PLAIN, ContentType, text_of
+from app.index import formats
+from app.index.exclusions import Exclusions, detect
+from app.index.formats import workers
+from app.index.html import HTML, PLAIN, quoted_texts, text_of
 from app.index.ids import check_id
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
@@ -40,21 +54,77 @@ class _In(BaseModel):
 
 
 CONTENT_TYPE_DOC = (
-    "text/html: text is a page; its main text is extracted (menus, footers and banners "
-    "dropped) and that is what is indexed and what passage offsets refer to"
+    "text/plain (the default) or text/html: the document is in text; with text/html its "
+    "main text is extracted (menus, footers and banners dropped). application/pdf, "
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX) or "
+    "application/vnd.oasis.opendocument.text (ODT): the file is in data, base64-encoded, "
+    "and its text is extracted. The extracted text is what is indexed and what passage "
+    "offsets refer to"
 )
+BodyType = Literal[
+    "text/plain",
+    "text/html",
+    "application/pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.oasis.opendocument.text",
+]
 
 
 class _Text(_In):
-    """A body with a text that may be HTML: after validation, text is what to index."""
+    """A body with a text, a page or a file: after validation `text` is what to index,
+    except for a file, whose text `extracted()` gives (off the event loop)."""
 
-    text: str = Field(description="the document text (UTF-8), or a page with text/html")
-    content_type: ContentType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    # First, so that text and data are checked against it (a field sees those before it).
+    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    text: str | None = Field(
+        None,
+        validate_default=True,
+        description="the document text (UTF-8), or a page with text/html",
+    )
+    data: str | None = Field(
+        None,
+        validate_default=True,
+        description="with a file content_type: the file's bytes, base64-encoded",
+    )
+    _file: bytes | None = PrivateAttr(None)
+    _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
+
+    @field_validator("text", "data")
+    @classmethod
+    def _one_of(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("content_type")
+        if kind is None:
+            return value  # content_type itself is wrong: that is the error to name
+        wanted = "data" if kind in formats.FILE_TYPES else "text"
+        if info.field_name == wanted and value is None:
+            raise PydanticCustomError("missing", "Field required")
+        if info.field_name != wanted and value is not None:
+            raise ValueError(
+                f"content_type {kind} takes the file in data (base64), not text"
+                if wanted == "data"
+                else f"content_type {kind} takes text; data goes with "
+                f"{', '.join(formats.FILE_TYPES)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _extract(self) -> _Text:
-        self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
+        if self.data is not None:
+            self._file = formats.decode(self.data)  # FileError: a 422 naming the field
+            self.data = None  # the bytes are kept once
+        elif self.content_type == HTML and self.text is not None:
+            self._page = self.text
+            self.text = text_of(self.text, HTML)  # HTMLError: a 422 naming the field
         return self
+
+    async def extracted(self) -> str:
+        """What to index: the text, or the file's text read by a worker process
+        (FileError, a 422, naming what is wrong with the file)."""
+        if self._file is not None:
+            self.text = await workers.shared().text(self.content_type, self._file)
+            self._file = None
+        assert self.text is not None
+        return self.text
 
 
 TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
@@ -141,6 +211,21 @@ class FilterIn(_In):
     )
 
 
+EXCLUDE_DOC = (
+    "with measure=containment: what not to count. quotes: text inside quotation marks "
+    "(and a page's <blockquote> and <q>); bibliography: a trailing section headed "
+    "References, Bibliography, Works Cited, Literaturverzeichnis, Références or the like; "
+    "min_words: passages shorter than this many words. Set-aside spans are listed in "
+    "`excluded`, and count neither in containment nor in coverage"
+)
+
+
+class ExcludeIn(_In):
+    quotes: bool = Field(False, description="set aside text inside quotation marks")
+    bibliography: bool = Field(False, description="set aside a trailing reference list")
+    min_words: int = Field(0, ge=0, le=100_000, description="set aside shorter passages")
+
+
 class SimilarIn(_Text):
     threshold: Threshold | None = None
     limit: Limit = 10
@@ -155,10 +240,24 @@ class SimilarIn(_Text):
         "extracted text, which passage offsets refer to)",
     )
 
+    exclude: ExcludeIn | None = Field(None, description=EXCLUDE_DOC)
+
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
         check_measure(self.measure, self.evidence)
+        if self.exclude is not None and self.measure != "containment":
+            raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
         return self
+
+    def exclusions(self, text: str) -> Exclusions | None:
+        """What exclude sets aside in the extracted text, or None without exclude."""
+        if self.exclude is None:
+            return None
+        quoted = (
+            quoted_texts(self._page) if self._page is not None and self.exclude.quotes else None
+        )
+        spans = detect(text, self.exclude.quotes, self.exclude.bibliography, quoted)
+        return Exclusions(spans, self.exclude.min_words)
 
 
 def check_measure(measure: str, evidence: bool) -> None:
@@ -191,6 +290,12 @@ class PassageOut(BaseModel):
     source_end: int = Field(description="code-point offset into the source (exclusive)")
 
 
+class ExcludedOut(BaseModel):
+    query_start: int = Field(description="code-point offset into the query text (inclusive)")
+    query_end: int = Field(description="code-point offset into the query text (exclusive)")
+    reason: Literal["quote", "bibliography", "short"]
+
+
 class ContainmentMatch(BaseModel):
     id: str
     containment: float = Field(description="share of the query's shingles in passages of it")
@@ -210,6 +315,9 @@ class ContainmentOut(BaseModel):
         description="passage anchors of the query too common in the collection to read in full"
     )
     text: str | None = Field(None, description=TEXT_OUT_DOC)
+    excluded: list[ExcludedOut] | None = Field(
+        None, description="with exclude: the spans of the text set aside, and why"
+    )
 
 
 class DocumentOut(BaseModel):

@@ -16,6 +16,7 @@ from app import kernel
 from app.core.shingles import parse_shingle
 from app.index import candidates, documents, records
 from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
+from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import Layout, Query, align, covered_shingles
@@ -43,13 +44,21 @@ def check_containment(params: Params, threshold: float | None) -> float:
 
 
 async def containment_of_text(
-    pieces: Pieces, text: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    text: str,
+    threshold: float,
+    limit: int,
+    where: Filter | None,
+    exclude: Exclusions | None = None,
 ) -> ContainmentResult:
-    """Stored documents that hold passages of a text (threshold checked)."""
+    """Stored documents that hold passages of a text (threshold checked), without what
+    exclude sets aside."""
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    return await contained(pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where)
+    return await contained(
+        pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where, exclude
+    )
 
 
 async def containment_of_id(
@@ -76,6 +85,7 @@ async def contained(
     threshold: float,
     limit: int,
     where: Filter | None = None,
+    set_aside: Exclusions | None = None,
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout) that cover at least
     threshold of its shingles, best first, each id once."""
@@ -94,7 +104,10 @@ async def contained(
         rec = records.unpack(raw)
         if not rec.passages or (where is not None and not where.matches(rec.metadata)):
             continue
-        passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
+        source = Layout.unpack(rec.passages)
+        passages = align(indexed, source, k, min_words)
+        if set_aside is not None:  # the one place exclusions apply
+            passages = set_aside.trim(passages, layout, source, min_words)
         if passages:
             covered = covered_shingles(passages, layout.words, k)
             if covered.sum() / shingles >= threshold:

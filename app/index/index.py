@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from app.index import containment, documents, locks, records, similarity, writes
+from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import Layout
@@ -108,10 +109,12 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        exclude: Exclusions | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages (without
+        what exclude sets aside: app.index.exclusions)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(self.pieces, text, t, limit, where)
+        return await containment.containment_of_text(self.pieces, text, t, limit, where, exclude)
 
     async def containment_of_id(
         self,

@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 
 from app.api import schemas
-from app.api.answers import containment_answer, query_answer
+from app.api.answers import containment_answer, excluded_answer, query_answer
 from app.api.deps import get_index
 from app.api.problems import problem
 from app.index import Index, QueryResult
@@ -195,14 +195,19 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # body.text is what was indexed: with text/html, the page's extracted text.
-    shown = {"text": body.text} if body.return_text else {}
+    # The text as indexed: with text/html the page's main text, with a file its text.
+    text = await body.extracted()
+    shown = {"text": text} if body.return_text else {}
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit, where)
-        return _answer(containment_answer(found, t, body.evidence) | shown)
-    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
+        exclude = body.exclusions(text)
+        found = await index.containment_of_text(text, t, body.limit, where, exclude)
+        answer = containment_answer(found, t, body.evidence)
+        if exclude is not None:
+            answer["excluded"] = excluded_answer(exclude)
+        return _answer(answer | shown)
+    return await _text_answer(request, text, body.threshold, body.limit, where, shown)
 
 
 async def _text_answer(
