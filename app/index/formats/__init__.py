@@ -15,7 +15,9 @@ import binascii
 import re
 from typing import Literal
 
-from app.core.errors import Invalid
+from app.index.errors import FileError
+
+__all__ = ["NAMES", "FileError", "decode", "extract"]
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -32,10 +34,6 @@ NAMES = {PDF: "PDF", DOCX: "DOCX", ODT: "ODT"}
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _SPACE = re.compile(r"\s+")
-
-
-class FileError(Invalid):
-    """A file that cannot be read as the type it was sent as; the message says why."""
 
 
 def decode(data: str) -> bytes:

@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Callable
 from xml.etree import ElementTree as ET
 
-from app.index.formats import FileError
+from app.index.errors import FileError
 
 # Bounds on the one XML part read: its size once decompressed, and how many times
 # its compressed size that may be (checked past RATIO_FLOOR: tiny parts compress

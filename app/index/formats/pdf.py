@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from app.index.formats import FileError
+from app.index.errors import FileError
 
 # A line whose middle lies within this share of the page's height from its top or
 # bottom edge may be a header or footer.
