@@ -10,6 +10,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from app.core.settings import COLLECTION_RULE, Settings
+from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.html import PLAIN, ContentType, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
@@ -57,10 +58,14 @@ class _Text(_In):
         return self
 
 
-TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
+TTL_DOC = (
+    "seconds until the document stops answering and is removed (an integer > 0, at "
+    f"most {MAX_TTL_S}: 100 years, NEARDUP_DEFAULT_TTL's bound)"
+)
 EXPIRES_DOC = (
     "when the document stops answering and is removed: RFC 3339 with an offset, in the "
-    "future; give ttl or expires_at, not both (neither: the collection's default_ttl)"
+    "future and at most 100 years from now; give ttl or expires_at, not both (neither: "
+    "the collection's default_ttl)"
 )
 
 
@@ -80,11 +85,16 @@ def parse_expiry(value: str) -> datetime:
 
 def rfc3339(ms: int) -> str:
     """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    # Clamped: a record stored before expiries were bounded may say a year past 9999,
+    # which datetime cannot hold; it still reads (`neardup check` reports it).
+    ms = min(ms, LATEST_MS)
+    return datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000).isoformat(
+        timespec="milliseconds"
+    )[:-6] + "Z"
 
 
 class _Expiring(_In):
-    ttl: int | None = Field(None, gt=0, description=TTL_DOC)
+    ttl: int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
     expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
 
     @model_validator(mode="after")
@@ -93,6 +103,14 @@ class _Expiring(_In):
             raise ValueError("give ttl or expires_at, not both")
         if self.expires_at is not None and parse_expiry(self.expires_at).timestamp() <= time.time():
             raise ValueError(f"expires_at {self.expires_at} is in the past; give a later time")
+        if (
+            self.expires_at is not None
+            and parse_expiry(self.expires_at).timestamp() > time.time() + MAX_TTL_S
+        ):
+            raise ValueError(
+                f"expires_at {self.expires_at} is more than 100 years ({MAX_TTL_S} s) from "
+                "now; give an earlier time"
+            )
         return self
 
     def expires_ms(self) -> int | None:

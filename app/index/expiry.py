@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from app.core import metrics
+from app.core.settings import Settings
 from app.index import records
 from app.store import Store
 
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
 # yet written); it is dropped only once it is due by more than a write lock lives.
 GRACE_MS = 10_000
 DEFAULT_SWEEP_BATCH = 100
+# The longest a document may live, however its expiry is given: NEARDUP_DEFAULT_TTL's
+# own bound (100 years), read from the setting so the two cannot drift.
+MAX_TTL_S: int = next(
+    m.le for m in Settings.model_fields["default_ttl"].metadata if getattr(m, "le", None)
+)
+# The last instant RFC 3339 (and Python's datetime) can say, 9999-12-31T23:59:59.999Z: an
+# expiry stored past it by an older release is shown as this.
+LATEST_MS = 253_402_300_799_999
 SIDE_BY_SIDE = 8
 
 
