@@ -88,9 +88,12 @@ def rfc3339(ms: int) -> str:
     # Clamped: a record stored before expiries were bounded may say a year past 9999,
     # which datetime cannot hold; it still reads (`neardup check` reports it).
     ms = min(ms, LATEST_MS)
-    return datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000).isoformat(
-        timespec="milliseconds"
-    )[:-6] + "Z"
+    return (
+        datetime.fromtimestamp(ms // 1000, UTC)
+        .replace(microsecond=ms % 1000 * 1000)
+        .isoformat(timespec="milliseconds")[:-6]
+        + "Z"
+    )
 
 
 class _Expiring(_In):
