@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import __version__, kernel
-from app.api import auth, dispatch, openapi, problems, queries, ratelimit
+from app.api import auth, openapi, problems, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
 from app.api.routes import bulk, collections, documents, duplicates, health, similar, ui
-from app.api.twins import twins
+from app.api.routing import twins
 from app.core.settings import Settings, load_settings
 from app.service import logs
 from app.service.collections import Collections
@@ -33,8 +33,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        queries.forbid_unknown_query(app)  # here: every route is in by now
-        dispatch.install(app)
         # A Redis that is down at start-up means 503s until it is back, not a crash.
         async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index

@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Send
 
-from app.api import routing
 from app.api.schemas import Problem
 from app.core import errors
 
@@ -80,7 +79,7 @@ async def _validation(_: Request, exc: RequestValidationError) -> ProblemRespons
     return problem(422, "Invalid request", detail, errors=errors)
 
 
-async def _http(request: Request, exc: StarletteHTTPException) -> ProblemResponse:
+async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (say, not UTF-8): the
         # same 422 as any other malformed JSON body.
@@ -88,12 +87,7 @@ async def _http(request: Request, exc: StarletteHTTPException) -> ProblemRespons
     title = {404: "Not found", 405: "Method not allowed", 413: "Request too large"}.get(
         exc.status_code, "Error"
     )
-    headers = exc.headers
-    if exc.status_code == 405:
-        # The router raised it for the first route of the path; Allow lists them all.
-        allow = ", ".join(routing.allowed_methods(request.app.router.routes, request.scope))
-        headers = {**(headers or {}), "Allow": allow}
-    return problem(exc.status_code, title, str(exc.detail), headers=headers)
+    return problem(exc.status_code, title, str(exc.detail), headers=exc.headers)
 
 
 async def _invalid(_: Request, exc: Exception) -> ProblemResponse:

@@ -17,6 +17,7 @@ from app.service.collections import PARAMETERS
 
 MAX_BATCH = 1000
 MAX_LIMIT = 1000
+DEFAULT_LIMIT = 10
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -164,7 +165,7 @@ class FilterIn(_In):
 
 class SimilarIn(_Text):
     threshold: Threshold | None = None
-    limit: Limit = 10
+    limit: Limit = DEFAULT_LIMIT
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)

@@ -14,24 +14,31 @@ from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
 
 from app.api import schemas
+from app.api.routing import Route
 from app.core import metrics
 from app.core.settings import COLLECTION_RULE
 from app.index import Index
-from app.index.index import DISCOVERY_BUDGET
+from app.index.index import DEFAULT_CONTAINMENT, DISCOVERY_BUDGET
 from app.store.layout import MAX_INLINE
 
-router = APIRouter(tags=["collections"])
+router = APIRouter(tags=["collections"], route_class=Route)
 Name = Annotated[str, PathParam(description=f"the collection's name: {COLLECTION_RULE}")]
 
 
 async def describe(index: Index, name: str) -> dict[str, Any]:
     """A collection's fixed parameters, its size, and the bounds of a query's work
-    (GET /collections/{name} and the report page's GET /collection)."""
+    (GET /collections/{name}), and the defaults a query takes there, which the report
+    page reads instead of typing them again."""
     return {
         "name": name,
         "documents": await index.count(),
         "parameters": asdict(index.params),
         "candidate_cap": index.candidate_cap,
+        "defaults": {
+            "threshold": {"jaccard": index.params.threshold, "containment": DEFAULT_CONTAINMENT},
+            "limit": schemas.DEFAULT_LIMIT,
+            "max_limit": schemas.MAX_LIMIT,
+        },
         # A band with more documents than this is hot (kept in a sorted set of its own).
         "hot_band_size": MAX_INLINE,
         # A query reads every member of its bands while they hold at most this many

@@ -11,9 +11,10 @@ from app.api.answers import ingest_status
 from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
 from app.api.routes.similar import similar_out
+from app.api.routing import Route
 from app.index import Document, Index, IngestResult, NoShinglesError
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {

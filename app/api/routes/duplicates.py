@@ -10,10 +10,11 @@ from fastapi.responses import StreamingResponse
 from app.api import schemas
 from app.api.answers import duplicate_lines
 from app.api.deps import get_index
+from app.api.routing import Route
 from app.core.errors import Invalid
 from app.index import Index
 
-router = APIRouter(tags=["duplicates"])
+router = APIRouter(tags=["duplicates"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 NDJSON = "application/x-ndjson"
 

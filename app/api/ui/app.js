@@ -9,7 +9,9 @@ const KEY_STORE = "neardup.key";
 // service's own, which the routes without /collections/{name} read.
 const CHOSEN_STORE = "neardup.collection";
 const COLOURS = 8; // .src-0 .. .src-7 in style.css; the visible number tells sources apart
-const state = { report: null, marks: [], current: -1, pending: null, collection: null };
+const state = { report: null, marks: [], current: -1, pending: null, collection: null, thresholdEdited: false };
+// Results the page lists: its own choice, within the API's max_limit (GET /collections/{name}).
+const SHOWN = 50;
 
 // ---------------------------------------------------------------- API access
 
@@ -408,7 +410,7 @@ async function checkText() {
     return;
   }
   say("Checking…");
-  const query = { text, threshold, limit: 50, measure };
+  const query = { text, threshold, limit: shown(), measure };
   if (measure === "containment") query.evidence = true;
   const answer = await api("/similar", query);
   if (answer.measure === undefined) answer.measure = measure;
@@ -424,8 +426,8 @@ async function showDocument(id) {
   const doc = await api(docPath(id));
   await loadCollection();
   const [near, contained] = await Promise.all([
-    api("/similar/" + encodeURIComponent(id) + "?limit=50"),
-    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=50"),
+    api("/similar/" + encodeURIComponent(id) + "?limit=" + shown()),
+    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=" + shown()),
   ]);
   const info = await sourcesInfo((contained.results || []).map((r) => r.id));
   showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
@@ -550,8 +552,19 @@ async function showCheck() {
   if (!info.parameters.passage_words) {
     say("This collection keeps no passage index: only Jaccard checks are possible.");
     $("m-jaccard").checked = true;
-    $("threshold").value = String(info.parameters.threshold);
   }
+  if (!state.thresholdEdited) $("threshold").value = String(defaultThreshold(info));
+}
+
+function shown() {
+  return state.collection ? Math.min(SHOWN, state.collection.defaults.max_limit) : SHOWN;
+}
+
+// The threshold a query of the chosen measure takes when it names none: the
+// collection's own (GET /collections/{name} says it), never a copy typed here.
+function defaultThreshold(info) {
+  const measure = $("m-jaccard").checked ? "jaccard" : "containment";
+  return info.defaults.threshold[measure];
 }
 
 // ----------------------------------------------------------- wiring, start
@@ -612,14 +625,11 @@ function start() {
     e.preventDefault();
     guarded(checkText);
   });
-  let edited = false;
-  $("threshold").addEventListener("input", () => (edited = true));
+  $("threshold").addEventListener("input", () => (state.thresholdEdited = true));
   for (const radio of document.querySelectorAll("input[name=measure]")) {
     radio.addEventListener("change", () => {
-      if (edited) return;
-      const jaccard = $("m-jaccard").checked;
-      const t = state.collection ? state.collection.parameters.threshold : 0.5;
-      $("threshold").value = jaccard ? String(t) : "0.1";
+      if (state.thresholdEdited || !state.collection) return;
+      $("threshold").value = String(defaultThreshold(state.collection));
     });
   }
   $("file").addEventListener("change", (e) => readFile(e.target.files[0]));
