@@ -306,7 +306,7 @@ def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -
     1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
     query = {"text": " ".join(corpus[k] for k in list(corpus)[:3]), "limit": 5}
     assert httpx.post(server.url + "/similar", json=query, headers=READ).status_code == 200
-    info = httpx.get(server.url + "/collection", headers=READ).json()
+    info = httpx.get(server.url + "/collection", headers=READ, follow_redirects=True).json()
     b, r, t = (info["parameters"][k] for k in ("bands", "rows", "threshold"))
     page.goto(server.url + "/ui/collection")
     page.locator("#curve polyline").wait_for()
