@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import Request
 
-from fastapi import Path, Request
-
-from app.core.settings import COLLECTION_RULE
+from app.api.schemas import CollectionName
 from app.index import Index
 
 # The document, similar and duplicates routes exist twice: as they are (the
@@ -21,6 +19,6 @@ async def get_index(request: Request) -> Index:
 
 
 async def collection_path(
-    collection: Annotated[str, Path(description=f"the collection's name: {COLLECTION_RULE}")],
+    collection: CollectionName,
 ) -> None:
     """Declares the prefix's path parameter (get_index resolves it), so the schema has it."""

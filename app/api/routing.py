@@ -83,9 +83,13 @@ def declared(dependant: Dependant) -> frozenset[str]:
 
 
 def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
-    """Every method some route in routes takes for the path of scope, sorted (RFC 9110:
-    a 405's Allow lists what the resource supports, whichever route serves it)."""
-    methods: set[str] = set()
+    """Every method the resource at the path of scope supports, sorted (RFC 9110: a 405's
+    Allow lists them all, whichever route the router tried first).
+
+    The resource is named by the most specific of the paths that match: the one with the
+    fewest parameters, as OpenAPI matches a concrete path before a templated one. So
+    /documents/batch is the batch resource (POST), not a document named "batch"."""
+    by_params: dict[int, set[str]] = {}
     for route in routes:
         # matches: FULL or PARTIAL once the path matches, whatever the method.
         if (
@@ -93,7 +97,8 @@ def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
             and route.methods
             and route.matches(scope)[0] != Match.NONE
         ):
-            methods |= route.methods
+            by_params.setdefault(len(route.param_convertors), set()).update(route.methods)
+    methods = by_params[min(by_params)] if by_params else set()
     if "GET" in methods:
         methods.add("HEAD")  # app.api.edge answers HEAD for every GET route
     return sorted(methods)

@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
+from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
-from app.core.settings import COLLECTION_RULE, Settings
+from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
 from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.html import PLAIN, ContentType, text_of
-from app.index.ids import check_id
+from app.index.ids import MAX_ID_BYTES, check_id
 from app.service.collections import PARAMETERS
 
 MAX_BATCH = 1000
@@ -31,6 +32,24 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 DocId = Annotated[str, AfterValidator(check_id)]
+# An id's rule (app.index.ids) in the schema: the pattern is exact for the characters;
+# the bound is 512 bytes of UTF-8, which a schema can only say in characters.
+ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+ID_DOC = (
+    f"a document id: 1 to {MAX_ID_BYTES} bytes of UTF-8 (maxLength counts characters: an "
+    "id of multi-byte characters reaches the byte bound sooner), no control characters "
+    "(Unicode Cc) and no U+2028/U+2029; may contain '/'"
+)
+ID_SCHEMA = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
+# A collection's name in the schema: exactly the rule app.index.collections checks.
+COLLECTION_SCHEMA = {"pattern": COLLECTION_PATTERN, "minLength": 1, "maxLength": 64}
+CollectionName = Annotated[
+    str,
+    Path(
+        description=f"the collection's name: {COLLECTION_RULE}", json_schema_extra=COLLECTION_SCHEMA
+    ),
+]
+PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
@@ -127,7 +146,9 @@ class _Expiring(_In):
 
 
 class DocumentIn(_Text, _Expiring):
-    id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
+    id: DocId | None = Field(
+        None, description=f"{ID_DOC}; generated when absent", json_schema_extra=ID_SCHEMA
+    )
     metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
@@ -265,7 +286,7 @@ class BatchOut(BaseModel):
 
 
 class DeleteIn(_In):
-    ids: list[DocId] | None = Field(
+    ids: list[Annotated[DocId, Field(json_schema_extra=ID_SCHEMA)]] | None = Field(
         None, min_length=1, max_length=MAX_BATCH, description="delete these documents"
     )
     filter: FilterIn | None = Field(
@@ -293,9 +314,54 @@ class DeleteOut(BaseModel):
     )
 
 
+_BASE64 = {"type": "string", "pattern": "^[A-Za-z0-9+/]*={0,2}$", "contentEncoding": "base64"}
+# What app.index.transfer checks, said in the schema (it checks each line itself, so
+# a line's problem is named with the line's id).
+IMPORT_HEADER = {
+    "properties": {
+        "format": {"const": "neardup-export"},
+        "version": {"const": 1},
+        "params": {
+            "type": "object",
+            "description": "the sketch parameters of the exporting collection: each must "
+            "equal the target collection's (GET /collections/{name}), else 422",
+        },
+    },
+    "required": ["format", "version", "params"],
+}
+IMPORT_LINE = {
+    "properties": {
+        "id": {"type": "string", **ID_SCHEMA, "description": ID_DOC},
+        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        "shingles": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        "fingerprint": {
+            **_BASE64,
+            "description": "1 to fingerprint_size ascending little-endian u32 values",
+        },
+        "bands": {**_BASE64, "description": "exactly bands little-endian u64 values"},
+        "passages": {
+            **_BASE64,
+            "description": "the passage layout, exactly when the collection keeps a passage "
+            "index (passage_words > 0)",
+        },
+        "expires_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ms since the epoch, at most 100 years from now; absent: never",
+        },
+    },
+    "required": ["id", "shingles", "fingerprint", "bands"],
+}
+
+
 class ImportIn(_In):
-    header: dict[str, Any] = Field(description="the export's first line")
-    documents: list[dict[str, Any]] = Field(
+    """Lines of an export (GET /export): sketches that only the collection's own
+    parameters can have, so a made-up line is refused with a 422 saying why."""
+
+    header: dict[str, Any] = Field(
+        description="the export's first line", json_schema_extra=IMPORT_HEADER
+    )
+    documents: list[Annotated[dict[str, Any], Field(json_schema_extra=IMPORT_LINE)]] = Field(
         min_length=1, max_length=MAX_BATCH, description="export lines after the header"
     )
 
@@ -317,7 +383,13 @@ def _collection_in() -> type[BaseModel]:
     service's setting when absent). The fields are app.service.collections.PARAMETERS,
     typed as the settings are, so a new collection parameter needs no edit here."""
     fields: dict[str, Any] = {
-        "name": (str, Field(description=f"the collection's name: {COLLECTION_RULE}")),
+        "name": (
+            str,
+            Field(
+                description=f"the collection's name: {COLLECTION_RULE}",
+                json_schema_extra=COLLECTION_SCHEMA,
+            ),
+        ),
     }
     for name in PARAMETERS:
         setting = Settings.model_fields[name]

@@ -8,21 +8,19 @@ under /collections/{name}/... (app.api.app includes them twice).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi import Path as PathParam
 
 from app.api import schemas
 from app.api.routing import Route
 from app.core import metrics
-from app.core.settings import COLLECTION_RULE
 from app.index import Index
 from app.index.index import DEFAULT_CONTAINMENT, DISCOVERY_BUDGET
 from app.store.layout import MAX_INLINE
 
 router = APIRouter(tags=["collections"], route_class=Route)
-Name = Annotated[str, PathParam(description=f"the collection's name: {COLLECTION_RULE}")]
+Name = schemas.CollectionName
 
 
 async def describe(index: Index, name: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from app.api import schemas
 from app.api.answers import ingest_status
@@ -16,7 +16,7 @@ from app.index import Document, Index, IngestResult, NoShinglesError
 
 router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
-PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
+PathId = schemas.PathId
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "unknown id"}
 }

@@ -6,7 +6,7 @@ import re
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.api import schemas
 from app.api.answers import containment_answer, query_answer
@@ -127,7 +127,7 @@ async def _text_fast(request: Request) -> Response | None:
 
 
 async def similar_to_stored(
-    doc_id: Annotated[schemas.DocId, Path(description="document id; may contain '/'")],
+    doc_id: schemas.PathId,
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
