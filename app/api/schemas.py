@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic.json_schema import JsonDict
 
 from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
 from app.index.expiry import LATEST_MS, MAX_TTL_S
@@ -40,9 +41,9 @@ ID_DOC = (
     "id of multi-byte characters reaches the byte bound sooner), no control characters "
     "(Unicode Cc) and no U+2028/U+2029; may contain '/'"
 )
-ID_SCHEMA = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
+ID_SCHEMA: JsonDict = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
 # A collection's name in the schema: exactly the rule app.index.collections checks.
-COLLECTION_SCHEMA = {"pattern": COLLECTION_PATTERN, "minLength": 1, "maxLength": 64}
+COLLECTION_SCHEMA: JsonDict = {"pattern": COLLECTION_PATTERN, "minLength": 1, "maxLength": 64}
 CollectionName = Annotated[
     str,
     Path(
@@ -314,10 +315,14 @@ class DeleteOut(BaseModel):
     )
 
 
-_BASE64 = {"type": "string", "pattern": "^[A-Za-z0-9+/]*={0,2}$", "contentEncoding": "base64"}
+_BASE64: JsonDict = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9+/]*={0,2}$",
+    "contentEncoding": "base64",
+}
 # What app.index.transfer checks, said in the schema (it checks each line itself, so
 # a line's problem is named with the line's id).
-IMPORT_HEADER = {
+IMPORT_HEADER: JsonDict = {
     "properties": {
         "format": {"const": "neardup-export"},
         "version": {"const": 1},
@@ -329,7 +334,7 @@ IMPORT_HEADER = {
     },
     "required": ["format", "version", "params"],
 }
-IMPORT_LINE = {
+IMPORT_LINE: JsonDict = {
     "properties": {
         "id": {"type": "string", **ID_SCHEMA, "description": ID_DOC},
         "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
