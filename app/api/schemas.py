@@ -8,7 +8,15 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import Path
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    create_model,
+    model_validator,
+)
 from pydantic.json_schema import JsonDict
 
 from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
@@ -53,7 +61,19 @@ CollectionName = Annotated[
 PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+
+
+def _integral(value: Any) -> Any:
+    """5.0 as 5: JSON has one number type, and JSON Schema's integer holds 5.0 (the
+    schema says integer); 5.5, "5" and true stay refused (strict)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a body: strict, save a number with no fraction written as 5.0.
+Int = Annotated[int, BeforeValidator(_integral)]
+Limit = Annotated[Int, Field(ge=1, le=MAX_LIMIT)]
 
 
 class _In(BaseModel):
@@ -67,10 +87,20 @@ CONTENT_TYPE_DOC = (
 )
 
 
+# A text with a word holds a character outside ASCII's non-alphanumerics and U+0080 to
+# U+00A9 (controls, spaces, symbols): the closest pattern to "has a letter or digit"
+# that a text with a word always matches (the kernel's Unicode tables decide the rest).
+WORDY: JsonDict = {"minLength": 1, "pattern": "[^\\u0000-/:-@\\[-`{-\\u00a9]"}
+
+
 class _Text(_In):
     """A body with a text that may be HTML: after validation, text is what to index."""
 
-    text: str = Field(description="the document text (UTF-8), or a page with text/html")
+    text: str = Field(
+        description="the document text (UTF-8), or a page with text/html; it must hold a "
+        "word (a letter or digit)",
+        json_schema_extra=WORDY,
+    )
     content_type: ContentType = Field(PLAIN, description=CONTENT_TYPE_DOC)
 
     @model_validator(mode="after")
@@ -118,7 +148,16 @@ def rfc3339(ms: int) -> str:
 
 
 class _Expiring(_In):
-    ttl: int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
+    # "ttl or expires_at, not both", said in the schema too (null is as good as absent).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {
+                "required": ["ttl", "expires_at"],
+                "properties": {"ttl": {"type": "integer"}, "expires_at": {"type": "string"}},
+            }
+        }
+    )
+    ttl: Int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
     expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
 
     @model_validator(mode="after")
@@ -157,8 +196,17 @@ class DocumentPut(_Text, _Expiring):
     metadata: Metadata = None
 
 
+class BatchDocumentIn(DocumentIn):
+    # A batch answers a text with no words as that item's error, in a 200: so the batch
+    # schema does not refuse it (the schema says what is refused).
+    text: str = Field(
+        description="the document text (UTF-8), or a page with text/html; one with no "
+        "word (letter or digit) is answered as this item's error"
+    )
+
+
 class BatchIn(_In):
-    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+    documents: list[BatchDocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 Measure = Literal["jaccard", "containment"]
@@ -296,7 +344,27 @@ class DeleteIn(_In):
     cursor: str | None = Field(
         None, description="with filter: the cursor the previous step answered (omit to start)"
     )
-    step: int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+    step: Int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+
+    # "exactly one of ids and filter; cursor only with filter", said in the schema too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["ids"],
+                    "properties": {
+                        "ids": {"type": "array"},
+                        "filter": {"type": "null"},
+                        "cursor": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["filter"],
+                    "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}},
+                },
+            ]
+        }
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> DeleteIn:
@@ -398,8 +466,13 @@ def _collection_in() -> type[BaseModel]:
     }
     for name in PARAMETERS:
         setting = Settings.model_fields[name]
+        # With the setting's own bounds (ge, le, ...), so the schema states them too.
+        rules = [*setting.metadata]
+        if setting.annotation is int:
+            rules.append(BeforeValidator(_integral))
+        typed: Any = Annotated[(setting.annotation, *rules)] if rules else setting.annotation
         fields[name] = (
-            setting.annotation | None,  # type: ignore[operator]
+            typed | None,
             Field(None, description=f"default: the service's NEARDUP_{name.upper()}"),
         )
     return create_model("CollectionIn", __base__=_In, **fields)
