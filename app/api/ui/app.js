@@ -114,34 +114,62 @@ function el(tag, className, text) {
   return node;
 }
 
-// Writes text into box with the spans marked. spans: {start, end, attrs, number, colour,
-// label}, in order of priority; one overlapping a span already placed is left out (and
-// counted), since a mark must hold exactly its own slice of the text.
+// Cuts spans ({start, end, number, ...}, best first) into marks that never overlap:
+// each code point inside some span is marked once, for the best span holding it, so a
+// lower-ranked span keeps whatever of it no better span holds. Each mark knows its
+// span and the numbers of the other sources whose spans also hold some of it.
+function layOut(spans, length) {
+  const owner = new Int32Array(length).fill(-1);
+  spans.forEach((s, k) => {
+    for (let i = Math.max(0, s.start); i < Math.min(length, s.end); i++) {
+      if (owner[i] < 0) owner[i] = k;
+    }
+  });
+  const pieces = [];
+  for (let i = 0; i < length; ) {
+    if (owner[i] < 0) {
+      i += 1;
+      continue;
+    }
+    let j = i + 1;
+    while (j < length && owner[j] === owner[i]) j += 1;
+    const span = spans[owner[i]];
+    const also = new Set();
+    for (const o of spans) {
+      if (o.number !== span.number && o.start < j && i < o.end) also.add(o.number);
+    }
+    pieces.push({ start: i, end: j, span, also: [...also].sort((a, b) => a - b) });
+    i = j;
+  }
+  return pieces;
+}
+
+// Writes text into box with the spans marked (see layOut). A mark's data-start and
+// data-end are its own code-point range; attrs are its span's.
 function markText(box, text, spans) {
   box.replaceChildren();
   const cps = codePoints(text);
-  const placed = [];
-  let skipped = 0;
-  for (const s of spans) {
-    if (placed.some((p) => s.start < p.end && p.start < s.end)) skipped += 1;
-    else placed.push(s);
-  }
-  placed.sort((a, b) => a.start - b.start);
   const marks = [];
   let at = 0;
-  for (const s of placed) {
-    if (s.start > at) box.append(cps.slice(at, s.start).join(""));
-    box.append(el("span", "srcno src-" + s.colour, String(s.number)));
-    const mark = el("mark", "src-" + s.colour, cps.slice(s.start, s.end).join(""));
+  for (const piece of layOut(spans, cps.length)) {
+    const s = piece.span;
+    if (piece.start > at) box.append(cps.slice(at, piece.start).join(""));
+    const badge = el("span", "srcno src-" + s.colour, String(s.number));
+    box.append(badge);
+    if (piece.also.length) box.append(el("sup", "also", "+" + piece.also.join(",")));
+    const mark = el("mark", "src-" + s.colour, cps.slice(piece.start, piece.end).join(""));
     for (const [name, value] of Object.entries(s.attrs)) mark.setAttribute(name, String(value));
-    mark.title = s.label;
+    mark.dataset.start = String(piece.start);
+    mark.dataset.end = String(piece.end);
+    mark.dataset.also = piece.also.join(" ");
+    mark.title = s.label + (piece.also.length ? "; also in source " + piece.also.join(", ") : "");
     mark.tabIndex = 0;
     box.append(mark);
     marks.push(mark);
-    at = s.end;
+    at = piece.end;
   }
   if (at < cps.length) box.append(cps.slice(at).join(""));
-  return { marks, skipped };
+  return { marks };
 }
 
 // ---------------------------------------------------------------- the report
@@ -238,7 +266,7 @@ function showReport(text, answer, info, self) {
         number: n,
         colour,
         label: "source " + n + ": " + r.id,
-        attrs: { "data-source": r.id, "data-start": p.query_start, "data-end": p.query_end },
+        attrs: { "data-source": r.id },
         passage: p,
       });
     }
@@ -251,10 +279,12 @@ function showReport(text, answer, info, self) {
     state.marks = [];
     offsetsList($("checked"), spans.map((s) => s.label + ": " + s.start + "–" + s.end));
   } else {
-    const { marks, skipped } = markText($("checked"), text, spans);
+    const { marks } = markText($("checked"), text, spans);
     state.marks = marks;
-    note.textContent = skipped
-      ? skipped + " passage(s) overlap a passage of a higher-ranked source and are not marked."
+    const shared = marks.filter((m) => m.dataset.also).length;
+    note.textContent = shared
+      ? shared + " marked passage(s) are also found in other sources (the +numbers); each " +
+        "is marked for the best-ranked one."
       : "";
     marks.forEach((m, i) => {
       m.addEventListener("click", () => choose(i));
@@ -335,7 +365,8 @@ async function showSource(id, focusQuery) {
   const { marks } = markText(box, doc.text, spans);
   let target = marks[0];
   if (focusQuery) {
-    const k = spans.findIndex((s) => s.query[0] === focusQuery[0] && s.query[1] === focusQuery[1]);
+    // The passage of this source that holds the chosen mark (a mark may be part of it).
+    const k = spans.findIndex((s) => s.query[0] <= focusQuery[0] && focusQuery[1] <= s.query[1]);
     const want = k >= 0 ? spans[k] : null;
     target = marks.find((m) => want && +m.dataset.sourceStart === want.start) || target;
   }
