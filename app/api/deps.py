@@ -10,6 +10,14 @@ from app.index import Index
 # The document, similar and duplicates routes exist twice: as they are (the
 # service's NEARDUP_COLLECTION) and under this prefix (the collection it names).
 COLLECTION_PREFIX = "/collections/{collection}"
+# The request's deadline (the event loop's clock, time.monotonic()), set by app.api.edge.
+DEADLINE = "neardup.deadline"
+
+
+def deadline_of(request: Request) -> float | None:
+    """When the request's time is up (time.monotonic()), or None without a deadline."""
+    state = request.scope.get("state")
+    return None if state is None else state.get(DEADLINE)
 
 
 async def get_index(request: Request) -> Index:

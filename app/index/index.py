@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -36,7 +37,7 @@ from app.index import records, texts
 from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
-from app.index.passages import Layout, Passage, Query, align, covered_shingles
+from app.index.passages import Layout, Overdue, Passage, Query, align, covered_shingles
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.store import Candidates, Store, buckets_for
 
@@ -708,13 +709,16 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages; past deadline
+        (time.monotonic()), Overdue."""
         t = self.check_containment(threshold)
         sk = await self._sketch([text], layouts=True)
         if int(sk.shingles[0]) == 0 or sk.layouts is None:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
-        return await self._containment(sk.fingerprint(0), sk.layouts[0], None, t, limit, where)
+        fp = sk.fingerprint(0)
+        return await self._containment(fp, sk.layouts[0], None, t, limit, where, deadline)
 
     async def containment_of_id(
         self,
@@ -722,6 +726,7 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
@@ -733,7 +738,7 @@ class Index:
         if not rec.passages:  # stored before the collection kept passages
             return ContainmentResult([], 0, False, 0, 0.0)
         return await self._containment(
-            rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit, where
+            rec.fingerprint, Layout.unpack(rec.passages), handle, t, limit, where, deadline
         )
 
     async def _containment(
@@ -744,6 +749,7 @@ class Index:
         threshold: float,
         limit: int,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult:
         p = self.params
         k = parse_shingle(p.passage_shingle)[1]
@@ -754,18 +760,24 @@ class Index:
         shingles = max(1, layout.words - k + 1)
         indexed = Query(layout)
         scored, raws = [], []
-        for h, raw in zip(handles.tolist(), fetched, strict=True):
-            if raw is None:
-                continue
-            rec = records.unpack(raw)
-            if not rec.passages or (where is not None and not where.matches(rec.metadata)):
-                continue
-            passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
-            if passages:
-                covered = covered_shingles(passages, layout.words, k)
-                if covered.sum() / shingles >= threshold:
-                    scored.append((h, rec, passages, covered))
-                    raws.append(raw)
+
+        def aligned() -> None:  # CPU work: off the event loop, the deadline between sources
+            for h, raw in zip(handles.tolist(), fetched, strict=True):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise Overdue("the request's deadline passed while aligning passages")
+                if raw is None:
+                    continue
+                rec = records.unpack(raw)
+                if not rec.passages or (where is not None and not where.matches(rec.metadata)):
+                    continue
+                passages = align(indexed, Layout.unpack(rec.passages), k, min_words, deadline)
+                if passages:
+                    covered = covered_shingles(passages, layout.words, k)
+                    if covered.sum() / shingles >= threshold:
+                        scored.append((h, rec, passages, covered))
+                        raws.append(raw)
+
+        await asyncio.to_thread(aligned)
         sims = np.zeros(len(scored))
         if scored:
             sims = kernel.jaccard_many_encoded(

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.api import schemas
 from app.api.answers import containment_answer, query_answer
-from app.api.deps import get_index
+from app.api.deps import deadline_of, get_index
 from app.api.problems import problem
 from app.api.routing import Route, with_fast_path
 from app.index import Index, QueryResult
@@ -151,7 +151,7 @@ async def similar_to_stored(
         except ValueError as exc:
             return problem(422, "Invalid request", f"evidence: {exc}")
         t = index.check_containment(threshold)
-        found = await index.containment_of_id(doc_id, t, limit, where)
+        found = await index.containment_of_id(doc_id, t, limit, where, deadline_of(request))
         if found is None:
             return _missing(doc_id)
         return _answer(containment_answer(found, t, evidence, doc_id))
@@ -177,7 +177,9 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit, where)
+        found = await index.containment_of_text(
+            body.text, t, body.limit, where, deadline_of(request)
+        )
         return _answer(containment_answer(found, t, body.evidence) | shown)
     return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
 
