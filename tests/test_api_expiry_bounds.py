@@ -49,20 +49,24 @@ def test_expires_at_over_the_bound_is_a_422_naming_it(client: TestClient) -> Non
 
 
 def test_a_stored_out_of_range_expiry_still_reads_and_check_reports_it(
-    client: TestClient,
+    client: TestClient, store_url: str, collection: str
 ) -> None:
     """A record an older release stored with an expiry in the year 3170900 reads (its
     expiry shown as the last instant of 9999), and the consistency check reports it."""
+    import redis
+
     from app.index.check import check
-    from app.index.index import Document
 
     index = client.app.state.index  # type: ignore[attr-defined]
+    assert client.put("/documents/old", json={"text": TEXT, "ttl": 3600}).status_code == 201
+    # What an older release wrote for ttl 99999999999999: the record's last 8 bytes are
+    # its expiry (app.index.records, version 2), rewritten here in Redis itself.
     far = int(time.time() * 1000) + 1000 * 99999999999999
-
-    async def plant() -> None:
-        await index.ingest([Document(TEXT, "old", None, far)])
-
-    client.portal.call(plant)  # type: ignore[union-attr]
+    with redis.Redis.from_url(store_url) as r:
+        handle = int(r.hget(f"nd:{collection}:ids", "old"))
+        key = f"nd:{collection}:d:{handle}"
+        raw = r.get(key)
+        r.set(key, raw[:-8] + far.to_bytes(8, "little"))
     for _ in range(2):  # every call, not only the first
         r = client.get("/documents/old")
         assert r.status_code == 200, r.text

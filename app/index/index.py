@@ -34,7 +34,7 @@ from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records, texts
-from app.index.expiry import live, live_records, now_ms
+from app.index.expiry import MAX_TTL_S, live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Overdue, Passage, Query, align, covered_shingles
@@ -962,6 +962,9 @@ class Index:
             if ms and ms <= now:
                 where = f"document {i}" if len(docs) > 1 else "the document"
                 raise ExpiryError(f"{where} would expire in the past; give a later expiry")
+            if ms > now + 1000 * MAX_TTL_S:  # every way in (API, CLI, import): one bound
+                where = f"document {i}" if len(docs) > 1 else "the document"
+                raise ExpiryError(f"{where} would expire over 100 years ({MAX_TTL_S} s) from now")
         return out
 
     async def _write(
