@@ -60,7 +60,9 @@ def _schema(service: Server) -> Any:
     return schemathesis.openapi.from_dict(httpx.get(service.url + "/openapi.json").json())
 
 
-def test_the_stateful_phase_finds_no_error_and_no_nonconformance(service: Server) -> None:
+def test_the_stateful_phase_finds_no_error_and_no_nonconformance(
+    service: Server, tmp_path: Path
+) -> None:
     """schemathesis' own runner (`st run`, the stateful phase, every check but the one
     above) finds no 5xx and no status, header (Allow included), content type or body
     outside the schema, negative data is refused; and the log has no traceback."""
@@ -73,7 +75,10 @@ def test_the_stateful_phase_finds_no_error_and_no_nonconformance(service: Server
         *("-n", str(SCENARIOS), "--max-time", str(STATEFUL_S), "--workers", "1"),
         *("--seed", "1", "--request-timeout", "10", "--no-color"),
     ]
-    ran = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+    # In tmp_path: the runner keeps a cache (.schemathesis/) in its working directory.
+    ran = subprocess.run(
+        command, capture_output=True, text=True, timeout=240, check=False, cwd=tmp_path
+    )
     summary = ran.stdout[-6000:] + ran.stderr[-2000:]
     print(summary[-1500:])
     assert ran.returncode == 0, summary
