@@ -211,6 +211,10 @@ class Overdue(errors.Unavailable):
     """The request's deadline passed during an alignment (503 with Retry-After)."""
 
 
+def _overdue(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
 def align(
     query: Query, source: Layout, k: int, min_words: int, deadline: float | None = None
 ) -> list[Passage]:
@@ -227,9 +231,11 @@ def align(
     for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
         for qi in query.anchors.get(h, ()):
             seeds += 1
-            if deadline is not None and seeds % 1024 == 0 and time.monotonic() > deadline:
+            skip = any(a <= qi < b for a, b in done.get(qi - si, ()))
+            # Checked before each extension (up to the whole text), else every 1,024 seeds.
+            if (not skip or seeds % 1024 == 0) and _overdue(deadline):
                 raise Overdue("the request's deadline passed while aligning passages")
-            if any(a <= qi < b for a, b in done.get(qi - si, ())):
+            if skip:
                 continue
             width = min(k, nq - qi, ns - si)
             if width <= 0 or qh[qi : qi + width] != sh[si : si + width]:
@@ -239,7 +245,9 @@ def align(
             spans.add((qi - left, qi + width + right, si - left, si + width + right))
             done.setdefault(qi - si, []).append((qi - left, qi + width + right))
     merged: list[list[int]] = []
-    for qa, qb, sa, sb in sorted(spans):
+    for n, (qa, qb, sa, sb) in enumerate(sorted(spans)):
+        if n % 1024 == 1023 and _overdue(deadline):
+            raise Overdue("the request's deadline passed while merging passages")
         if merged:
             last = merged[-1]
             q_gap, s_gap = qa - last[1], sa - last[3]
