@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
+from fastapi import Path
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -18,18 +20,21 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import JsonDict
 from pydantic_core import PydanticCustomError
 
-from app.core.settings import COLLECTION_RULE, Settings
+from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
 from app.index import formats
 from app.index.exclusions import Exclusions, detect
+from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.formats import workers
 from app.index.html import HTML, PLAIN, quoted_texts, text_of
-from app.index.ids import check_id
+from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
 MAX_LIMIT = 1000
+DEFAULT_LIMIT = 10
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -43,9 +48,39 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 DocId = Annotated[str, AfterValidator(check_id)]
+# An id's rule (app.index.ids) in the schema: the pattern is exact for the characters;
+# the bound is 512 bytes of UTF-8, which a schema can only say in characters.
+ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+ID_DOC = (
+    f"a document id: 1 to {MAX_ID_BYTES} bytes of UTF-8 (maxLength counts characters: an "
+    "id of multi-byte characters reaches the byte bound sooner), no control characters "
+    "(Unicode Cc) and no U+2028/U+2029; may contain '/'"
+)
+ID_SCHEMA: JsonDict = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
+# A collection's name in the schema: exactly the rule app.index.collections checks.
+COLLECTION_SCHEMA: JsonDict = {"pattern": COLLECTION_PATTERN, "minLength": 1, "maxLength": 64}
+CollectionName = Annotated[
+    str,
+    Path(
+        description=f"the collection's name: {COLLECTION_RULE}", json_schema_extra=COLLECTION_SCHEMA
+    ),
+]
+PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+
+
+def _integral(value: Any) -> Any:
+    """5.0 as 5: JSON has one number type, and JSON Schema's integer holds 5.0 (the
+    schema says integer); 5.5, "5" and true stay refused (strict)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a body: strict, save a number with no fraction written as 5.0.
+Int = Annotated[int, BeforeValidator(_integral)]
+Limit = Annotated[Int, Field(ge=1, le=MAX_LIMIT)]
 
 
 class _In(BaseModel):
@@ -70,6 +105,12 @@ BodyType = Literal[
 ]
 
 
+# A text with a word holds a character outside ASCII's non-alphanumerics and U+0080 to
+# U+00A9 (controls, spaces, symbols): the closest pattern to "has a letter or digit"
+# that a text with a word always matches (the kernel's Unicode tables decide the rest).
+WORDY: JsonDict = {"minLength": 1, "pattern": "[^\\u0000-/:-@\\[-`{-\\u00a9]"}
+
+
 class _Text(_In):
     """A body with a text, a page or a file: after validation `text` is what to index,
     except for a file, whose text `extracted()` gives (off the event loop)."""
@@ -79,7 +120,9 @@ class _Text(_In):
     text: str | None = Field(
         None,
         validate_default=True,
-        description="the document text (UTF-8), or a page with text/html",
+        description="the document text (UTF-8), or a page with text/html; it must hold a "
+        "word (a letter or digit)",
+        json_schema_extra=WORDY,
     )
     data: str | None = Field(
         None,
@@ -127,10 +170,14 @@ class _Text(_In):
         return self.text
 
 
-TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
+TTL_DOC = (
+    "seconds until the document stops answering and is removed (an integer > 0, at "
+    f"most {MAX_TTL_S}: 100 years, NEARDUP_DEFAULT_TTL's bound)"
+)
 EXPIRES_DOC = (
     "when the document stops answering and is removed: RFC 3339 with an offset, in the "
-    "future; give ttl or expires_at, not both (neither: the collection's default_ttl)"
+    "future and at most 100 years from now; give ttl or expires_at, not both (neither: "
+    "the collection's default_ttl)"
 )
 
 
@@ -150,11 +197,28 @@ def parse_expiry(value: str) -> datetime:
 
 def rfc3339(ms: int) -> str:
     """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    # Clamped: a record stored before expiries were bounded may say a year past 9999,
+    # which datetime cannot hold; it still reads (`neardup check` reports it).
+    ms = min(ms, LATEST_MS)
+    return (
+        datetime.fromtimestamp(ms // 1000, UTC)
+        .replace(microsecond=ms % 1000 * 1000)
+        .isoformat(timespec="milliseconds")[:-6]
+        + "Z"
+    )
 
 
 class _Expiring(_In):
-    ttl: int | None = Field(None, gt=0, description=TTL_DOC)
+    # "ttl or expires_at, not both", said in the schema too (null is as good as absent).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {
+                "required": ["ttl", "expires_at"],
+                "properties": {"ttl": {"type": "integer"}, "expires_at": {"type": "string"}},
+            }
+        }
+    )
+    ttl: Int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
     expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
 
     @model_validator(mode="after")
@@ -163,6 +227,14 @@ class _Expiring(_In):
             raise ValueError("give ttl or expires_at, not both")
         if self.expires_at is not None and parse_expiry(self.expires_at).timestamp() <= time.time():
             raise ValueError(f"expires_at {self.expires_at} is in the past; give a later time")
+        if (
+            self.expires_at is not None
+            and parse_expiry(self.expires_at).timestamp() > time.time() + MAX_TTL_S
+        ):
+            raise ValueError(
+                f"expires_at {self.expires_at} is more than 100 years ({MAX_TTL_S} s) from "
+                "now; give an earlier time"
+            )
         return self
 
     def expires_ms(self) -> int | None:
@@ -175,7 +247,9 @@ class _Expiring(_In):
 
 
 class DocumentIn(_Text, _Expiring):
-    id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
+    id: DocId | None = Field(
+        None, description=f"{ID_DOC}; generated when absent", json_schema_extra=ID_SCHEMA
+    )
     metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
@@ -183,8 +257,19 @@ class DocumentPut(_Text, _Expiring):
     metadata: Metadata = None
 
 
+class BatchDocumentIn(DocumentIn):
+    # A batch answers a text with no words as that item's error, in a 200: so the batch
+    # schema does not refuse it (the schema says what is refused).
+    text: str | None = Field(
+        None,
+        validate_default=True,
+        description="the document text (UTF-8), or a page with text/html; one with no "
+        "word (letter or digit) is answered as this item's error",
+    )
+
+
 class BatchIn(_In):
-    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+    documents: list[BatchDocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 Measure = Literal["jaccard", "containment"]
@@ -228,7 +313,7 @@ class ExcludeIn(_In):
 
 class SimilarIn(_Text):
     threshold: Threshold | None = None
-    limit: Limit = 10
+    limit: Limit = DEFAULT_LIMIT
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
@@ -351,7 +436,7 @@ class BatchOut(BaseModel):
 
 
 class DeleteIn(_In):
-    ids: list[DocId] | None = Field(
+    ids: list[Annotated[DocId, Field(json_schema_extra=ID_SCHEMA)]] | None = Field(
         None, min_length=1, max_length=MAX_BATCH, description="delete these documents"
     )
     filter: FilterIn | None = Field(
@@ -360,7 +445,27 @@ class DeleteIn(_In):
     cursor: str | None = Field(
         None, description="with filter: the cursor the previous step answered (omit to start)"
     )
-    step: int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+    step: Int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+
+    # "exactly one of ids and filter; cursor only with filter", said in the schema too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["ids"],
+                    "properties": {
+                        "ids": {"type": "array"},
+                        "filter": {"type": "null"},
+                        "cursor": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["filter"],
+                    "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}},
+                },
+            ]
+        }
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> DeleteIn:
@@ -379,9 +484,58 @@ class DeleteOut(BaseModel):
     )
 
 
+_BASE64: JsonDict = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9+/]*={0,2}$",
+    "contentEncoding": "base64",
+}
+# What app.index.transfer checks, said in the schema (it checks each line itself, so
+# a line's problem is named with the line's id).
+IMPORT_HEADER: JsonDict = {
+    "properties": {
+        "format": {"const": "neardup-export"},
+        "version": {"const": 1},
+        "params": {
+            "type": "object",
+            "description": "the sketch parameters of the exporting collection: each must "
+            "equal the target collection's (GET /collections/{name}), else 422",
+        },
+    },
+    "required": ["format", "version", "params"],
+}
+IMPORT_LINE: JsonDict = {
+    "properties": {
+        "id": {"type": "string", **ID_SCHEMA, "description": ID_DOC},
+        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        "shingles": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        "fingerprint": {
+            **_BASE64,
+            "description": "1 to fingerprint_size ascending little-endian u32 values",
+        },
+        "bands": {**_BASE64, "description": "exactly bands little-endian u64 values"},
+        "passages": {
+            **_BASE64,
+            "description": "the passage layout, exactly when the collection keeps a passage "
+            "index (passage_words > 0)",
+        },
+        "expires_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ms since the epoch, at most 100 years from now; absent: never",
+        },
+    },
+    "required": ["id", "shingles", "fingerprint", "bands"],
+}
+
+
 class ImportIn(_In):
-    header: dict[str, Any] = Field(description="the export's first line")
-    documents: list[dict[str, Any]] = Field(
+    """Lines of an export (GET /export): sketches that only the collection's own
+    parameters can have, so a made-up line is refused with a 422 saying why."""
+
+    header: dict[str, Any] = Field(
+        description="the export's first line", json_schema_extra=IMPORT_HEADER
+    )
+    documents: list[Annotated[dict[str, Any], Field(json_schema_extra=IMPORT_LINE)]] = Field(
         min_length=1, max_length=MAX_BATCH, description="export lines after the header"
     )
 
@@ -403,12 +557,23 @@ def _collection_in() -> type[BaseModel]:
     service's setting when absent). The fields are app.service.collections.PARAMETERS,
     typed as the settings are, so a new collection parameter needs no edit here."""
     fields: dict[str, Any] = {
-        "name": (str, Field(description=f"the collection's name: {COLLECTION_RULE}")),
+        "name": (
+            str,
+            Field(
+                description=f"the collection's name: {COLLECTION_RULE}",
+                json_schema_extra=COLLECTION_SCHEMA,
+            ),
+        ),
     }
     for name in PARAMETERS:
         setting = Settings.model_fields[name]
+        # With the setting's own bounds (ge, le, ...), so the schema states them too.
+        rules = [*setting.metadata]
+        if setting.annotation is int:
+            rules.append(BeforeValidator(_integral))
+        typed: Any = Annotated[(setting.annotation, *rules)] if rules else setting.annotation
         fields[name] = (
-            setting.annotation | None,  # type: ignore[operator]
+            typed | None,
             Field(None, description=f"default: the service's NEARDUP_{name.upper()}"),
         )
     return create_model("CollectionIn", __base__=_In, **fields)

@@ -12,11 +12,12 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
-from app.core.names import COLLECTION_RULE, valid_collection
+from app.core.names import COLLECTION_PATTERN, COLLECTION_RULE, valid_collection
 from app.core.redis_url import check_redis_url
 from app.core.shingles import parse_shingle
 
 __all__ = [
+    "COLLECTION_PATTERN",
     "COLLECTION_RULE",
     "Settings",
     "SettingsError",

@@ -110,11 +110,15 @@ class Index:
         limit: int = 10,
         where: Filter | None = None,
         exclude: Exclusions | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages (without
-        what exclude sets aside: app.index.exclusions)."""
+        what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
+        Overdue."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(self.pieces, text, t, limit, where, exclude)
+        return await containment.containment_of_text(
+            self.pieces, text, t, limit, where, exclude, deadline
+        )
 
     async def containment_of_id(
         self,
@@ -122,10 +126,11 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
+        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where, deadline)
 
     # reads and removal (app.index.documents) ------------------------------------------
 

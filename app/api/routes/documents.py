@@ -5,19 +5,20 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from app.api import schemas
 from app.api.answers import ingest_status
 from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
 from app.api.routes.similar import similar_out
+from app.api.routing import Route
 from app.index import Document, Index, IngestResult, NoShinglesError
 from app.index.formats import FileError
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
-PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
+PathId = schemas.PathId
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "unknown id"}
 }
