@@ -10,7 +10,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from app.core.settings import COLLECTION_RULE, Settings
-from app.index.html import PLAIN, ContentType, text_of
+from app.index.html import HTML, PLAIN, ContentType, text_of
 from app.index.ids import check_id
 from app.service.collections import PARAMETERS
 
@@ -55,6 +55,10 @@ class _Text(_In):
     def _extract(self) -> _Text:
         self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
         return self
+
+    @property
+    def is_html(self) -> bool:
+        return self.content_type == HTML
 
 
 TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
@@ -141,7 +145,14 @@ class FilterIn(_In):
     )
 
 
+SITE_DOC = (
+    "with text/html: the page's site (as a stored page's metadata.site or its URL id's "
+    "host), whose learned template is then not counted (docs/templates.md)"
+)
+
+
 class SimilarIn(_Text):
+    site: str | None = Field(None, description=SITE_DOC, max_length=1000)
     threshold: Threshold | None = None
     limit: Limit = 10
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
@@ -167,9 +178,13 @@ def check_measure(measure: str, evidence: bool) -> None:
         raise ValueError("evidence=true needs measure=containment (Jaccard has no passages)")
 
 
+THIN_DOC = "true when the page has little text of its own beside its site's template"
+
+
 class Match(BaseModel):
     id: str
     similarity: float
+    thin: bool | None = Field(None, description=THIN_DOC)
 
 
 TEXT_OUT_DOC = "with return_text=true: the text as indexed (offsets refer to it)"
@@ -181,6 +196,7 @@ class SimilarOut(BaseModel):
     results: list[Match]
     candidates: int = Field(description="LSH candidates verified for this answer")
     capped: bool = Field(description="true when the candidate cap cut the candidates")
+    thin: bool | None = Field(None, description=THIN_DOC)
     text: str | None = Field(None, description=TEXT_OUT_DOC)
 
 

@@ -38,6 +38,8 @@ from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
 from app.index.passages import Layout, Passage, Query, align, covered_shingles
 from app.index.scan import Cut, Mark, PairBlock, Scanner
+from app.index.sites import Sites
+from app.index.templates import DEFAULT_TEMPLATE_PAGES
 from app.store import Candidates, Store, buckets_for
 
 LOCK_TTL_MS = 10_000
@@ -149,6 +151,9 @@ class Params:
     # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
     # made before expiry existed).
     default_ttl: int = 0
+    # Pages of a site its template is learned from (app.index.templates); 0: no site
+    # templates (collections made before them).
+    template_pages: int = 0
 
     @classmethod
     def create(
@@ -162,6 +167,7 @@ class Params:
         passage_words: int = DEFAULT_PASSAGE_WORDS,
         keep_text: bool = False,
         default_ttl: int = 0,
+        template_pages: int = DEFAULT_TEMPLATE_PAGES,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -178,6 +184,7 @@ class Params:
             passage_words,
             keep_text,
             default_ttl,
+            template_pages,
         )
 
     @property
@@ -214,6 +221,8 @@ class Params:
         fields.setdefault("keep_text", False)
         # ... and one made before expiry existed keeps documents for ever.
         fields.setdefault("default_ttl", 0)
+        # ... and one made before site templates has none.
+        fields.setdefault("template_pages", 0)
         return cls(**fields)
 
 
@@ -226,12 +235,15 @@ class Document:
     metadata: dict | None = None
     # When it stops answering (ms since the epoch); None: the collection's default_ttl.
     expires_ms: int | None = None
+    # Sent as text/html: its site's template is not its own text (app.index.sites).
+    html: bool = False
 
 
 @dataclass(frozen=True)
 class Match:
     id: str
     similarity: float
+    thin: bool = False  # little text of its own (app.index.templates.THIN_SHINGLES)
 
 
 @dataclass(frozen=True)
@@ -241,6 +253,7 @@ class QueryResult:
     results: list[Match]
     candidates: int
     capped: bool
+    thin: bool = False  # the query had little text of its own
 
 
 @dataclass(frozen=True)
@@ -360,6 +373,7 @@ class Index:
         store.use_band_buckets(params.band_buckets)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
+        self.sites = Sites(store, params.template_pages)
 
     @classmethod
     async def open(
@@ -376,6 +390,8 @@ class Index:
         params = replace(params, band_buckets=stored.band_buckets)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
+        if stored.template_pages == 0:
+            params = replace(params, template_pages=0)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(
@@ -493,14 +509,18 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        site: str | None = None,
     ) -> QueryResult:
-        """Stored near-duplicates of a text that is not stored."""
+        """Stored near-duplicates of a text that is not stored (a page of site: its own
+        text, app.index.sites)."""
         t = self.check_threshold(threshold)
+        text = await self.sites.query_text(text, site)
         # The passage anchors and layout are a containment query's, not this one's.
         sk = await self._sketch([text], passages=False)
         if int(sk.shingles[0]) == 0:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
-        return await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit, where)
+        found = await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit, where)
+        return replace(found, thin=self.sites.thin(int(sk.shingles[0])))
 
     async def similar_to_id(
         self,
@@ -681,7 +701,8 @@ class Index:
                 metrics.DUPLICATE_IDS_DROPPED.inc()
                 continue
             seen.add(doc_id)
-            matches.append(Match(doc_id, float(sims[i])))
+            thin = self.sites.thin(records.shingles_of(raws[i])) if self.sites.on else False
+            matches.append(Match(doc_id, float(sims[i]), thin))
             if len(matches) == limit:
                 break
         return QueryResult(matches, candidates, capped)
@@ -708,9 +729,11 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        site: str | None = None,
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages."""
         t = self.check_containment(threshold)
+        text = await self.sites.query_text(text, site)
         sk = await self._sketch([text], layouts=True)
         if int(sk.shingles[0]) == 0 or sk.layouts is None:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
@@ -871,6 +894,7 @@ class Index:
         if raw is not None:
             rec = records.unpack(raw)
             await self.store.remove_bands([(handle, rec.band_keys), (handle, anchors_of(rec))])
+            await self.sites.forget_page(doc_id, rec.metadata)
         # A mapping without a record (a write that crashed before its record)
         # goes too: the id is free again either way.
         await self.store.forget_ids([doc_id], [handle])
@@ -906,12 +930,14 @@ class Index:
         t = self.check_threshold(threshold) if similar else self.params.threshold
         expires = self.expiries(docs)
         ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
-        sk = await self._sketch([d.text for d in docs])
+        judged = await self.sites.judge(docs, ids)  # each page's own text
+        sk = await self._sketch(judged.texts)
         results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
-        good = [i for i, r in enumerate(results) if r.shingles > 0]
-        for r in results:
-            if r.shingles == 0:
-                r.error = "the text has no words (letters or digits) to compare"
+        for i, r in enumerate(results):
+            if r.shingles == 0 or judged.errors[i]:
+                r.error = judged.errors[i] or "the text has no words (letters or digits) to compare"
+                judged.errors[i] = r.error
+        good = [i for i, r in enumerate(results) if r.error is None]
         if similar:
             known = dict(zip(ids, await self.store.handles(ids), strict=True))
             for i in good:
@@ -933,11 +959,12 @@ class Index:
                 [ids[i] for i in batch],
                 [(i, docs[i].metadata) for i in batch],
                 sk,
-                [docs[i].text for i in batch],
+                [judged.texts[i] for i in batch],
                 [expires[i] for i in batch],
             )
             for i, c in zip(batch, created, strict=True):
                 results[i].created = c
+        await self.sites.settle(self, docs, judged)
         return results
 
     def expiries(self, docs: Sequence[Document]) -> list[int]:

@@ -39,7 +39,7 @@ async def ingest(
     limit: Annotated[schemas.Limit, Query()] = 10,
 ) -> schemas.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
-    doc = Document(body.text, body.id, body.metadata, body.expires_ms())
+    doc = Document(body.text, body.id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
     return _ingest_out(result, used)
@@ -48,7 +48,7 @@ async def ingest(
 @router.post("/documents/batch", response_model=schemas.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
-    docs = [Document(d.text, d.id, d.metadata, d.expires_ms()) for d in body.documents]
+    docs = [Document(d.text, d.id, d.metadata, d.expires_ms(), d.is_html) for d in body.documents]
     results = await index.ingest(docs)
     items = [
         schemas.BatchItemOut(
@@ -76,7 +76,7 @@ async def upsert(
     doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
 ) -> schemas.IngestOut:
     """Create or replace the document with this id: 201 when new, 200 when replaced."""
-    doc = Document(body.text, doc_id, body.metadata, body.expires_ms())
+    doc = Document(body.text, doc_id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc])
     response.status_code = 201 if result.created else 200
     return _ingest_out(result, None)

@@ -197,12 +197,13 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
     # body.text is what was indexed: with text/html, the page's extracted text.
     shown = {"text": body.text} if body.return_text else {}
+    site = body.site if body.is_html else None  # a site's template is read from pages
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit, where)
+        found = await index.containment_of_text(body.text, t, body.limit, where, site)
         return _answer(containment_answer(found, t, body.evidence) | shown)
-    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
+    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown, site)
 
 
 async def _text_answer(
@@ -212,10 +213,11 @@ async def _text_answer(
     limit: int,
     where: Filter | None = None,
     shown: dict[str, str] | None = None,
+    site: str | None = None,
 ) -> Response:
     index = await get_index(request)
     used = index.check_threshold(threshold)
-    result = await index.similar_to_text(text, used, limit, where)
+    result = await index.similar_to_text(text, used, limit, where, site)
     return _answer(query_answer(result, used) | (shown or {}))
 
 
