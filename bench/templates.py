@@ -1,0 +1,284 @@
+"""Site templates on real pages: do thin pages of one site still match on the template?
+
+The pages: tests/data/sites (two of Rust's mdBook books, Python's Sphinx documentation, Git's AsciiDoc manual
+pages, GNU diffutils' Texinfo manual; each under its licence), ids their URLs on their
+hosts. Every page is ingested as text/html through the real app (TestClient, in
+process, a throwaway redis-server), then a lightly edited copy of each page (its middle
+paragraph deleted, or a word added to a short page) is asked with POST /similar
+(threshold 0.5, limit 20, content_type text/html, site its host), and every stored page
+with GET /similar/{id} (all pairs).
+
+Truth is independent of app/: each page's own text taken by the standard library's
+html.parser from the element the site marks as its main content (``<main>`` on Rust's mdBook
+pages, ``role="main"`` on the Python pages, ``div#content`` on Git's, the body without its ``div.header`` navigation
+on diffutils'; the body of a page without its site's marker, a redirect stub), then exact Jaccard over the oracle's word-3 shingle sets
+(tests/support/oracle.py).
+
+Two builds in the same run, each on a fresh collection:
+- before: the extractor as it was (resiliparse's heuristics alone, swapped in for
+  app.index.html's) and no site templates (template_pages 0): the code before this work;
+- after: main-content markers honoured, hidden markup dropped, templates learned
+  (template_pages 20).
+
+Printed per build: mirrors found (edited copies whose true Jaccard with their page is
+>= 0.6, found at >= 0.5), score error p95 against the true Jaccard over every answer,
+answers whose own texts share < 0.3 (POST and GET, target 0; with the highest such
+score), thin answers, and POST /similar p50 / p99 in ms (in process: no network).
+
+Run: .venv/bin/python bench/templates.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import ROOT, log, oracle
+from fastapi.testclient import TestClient
+from resiliparse.extract.html2text import extract_plain_text
+from stores import ThrowawayRedis
+
+import app.index.html as html_module
+from app.api.app import create_app
+from app.core.settings import load_settings
+
+SITES = ROOT / "tests" / "data" / "sites"
+THRESHOLD = 0.5
+LIMIT = 20
+MIRROR_TRUTH = 0.6
+FALSE_TRUTH = 0.3
+BATCH = 100
+
+
+# --- truth: a plain parser, nothing of app/ -------------------------------------------
+
+
+class _Own(HTMLParser):
+    """The text inside the first element a predicate picks, without script, style,
+    template or markup-hidden subtrees, nor subtrees another predicate drops."""
+
+    SKIP = {"script", "style", "template", "noscript"}
+    VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed",
+            "source", "track", "wbr", "param"}  # fmt: skip
+
+    def __init__(self, pick: Callable[[str, dict], bool], drop: Callable[[str, dict], bool]):
+        super().__init__(convert_charrefs=True)
+        self.pick, self.drop = pick, drop
+        self.stack: list[tuple[str, bool, bool]] = []  # tag, inside pick, skipping
+        self.parts: list[str] = []
+        self.done = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID or self.done:
+            return
+        a = {k: v or "" for k, v in attrs}
+        inside = self.stack[-1][1] if self.stack else False
+        skipping = self.stack[-1][2] if self.stack else False
+        if not inside and self.pick(tag, a):
+            inside = True
+        hidden = "hidden" in a or a.get("aria-hidden", "").lower() == "true"
+        if tag in self.SKIP or hidden or (inside and self.drop(tag, a)):
+            skipping = True
+        self.stack.append((tag, inside, skipping))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID or self.done:
+            return
+        for k in range(len(self.stack) - 1, -1, -1):
+            if self.stack[k][0] == tag:
+                was_inside = self.stack[k][1] and (k == 0 or not self.stack[k - 1][1])
+                del self.stack[k:]
+                if was_inside:
+                    self.done = True  # the first picked element only
+                return
+
+    def handle_data(self, data: str) -> None:
+        if self.stack and self.stack[-1][1] and not self.stack[-1][2] and not self.done:
+            self.parts.append(data)
+        if self.stack and self.stack[-1][1]:
+            self.parts.append(" ")
+
+
+_RULES: dict[str, tuple[Callable[[str, dict], bool], Callable[[str, dict], bool]]] = {
+    "doc.rust-lang.org": (lambda t, a: t == "main", lambda t, a: False),
+    "docs.python.org": (lambda t, a: a.get("role") == "main", lambda t, a: False),
+    "git-scm.com": (lambda t, a: a.get("id") == "content", lambda t, a: False),
+    "www.gnu.org": (
+        lambda t, a: t == "body",
+        lambda t, a: "header" in a.get("class", "").split() or "nav-panel" in a.get("class", ""),
+    ),
+}
+
+
+def truth_text(host: str, page: str) -> str:
+    """The page's own text; a page without its site's marker (a redirect stub): its body."""
+    for pick, drop in (_RULES[host], (lambda t, a: t == "body", lambda t, a: False)):
+        parser = _Own(pick, drop)
+        parser.feed(page)
+        parser.close()
+        text = " ".join(parser.parts)
+        if re.search(r"[^\W_]", text):
+            return text
+    return ""
+
+
+# --- pages and their edited copies ------------------------------------------------------
+
+_P = re.compile(r"<p>.*?</p>", re.S)
+_SHORT = re.compile(r"</(h1|h2|p|li)>")
+
+
+def edited(page: str) -> str:
+    """A lightly edited copy: its middle paragraph deleted, or a word added to a short page."""
+    paragraphs = list(_P.finditer(page))
+    if len(paragraphs) >= 3:
+        m = paragraphs[len(paragraphs) // 2]
+        return page[: m.start()] + page[m.end() :]
+    m = _SHORT.search(page)
+    if m is None:
+        return page
+    return page[: m.start()] + " revised" + page[m.start() :]
+
+
+def load_pages() -> list[tuple[str, str, str]]:
+    """(host, url, html) of every page, sites interleaved in path order."""
+    per_site = []
+    for folder in sorted(p for p in SITES.iterdir() if p.is_dir()):
+        files = sorted(folder.rglob("*.html.gz"))
+        per_site.append(
+            [
+                (folder.name, f"https://{folder.name}/{f.relative_to(folder).as_posix()[:-3]}",
+                 gzip.decompress(f.read_bytes()).decode("utf-8"))
+                for f in files
+            ]
+        )  # fmt: skip
+    out = []
+    for k in range(max(map(len, per_site))):
+        out += [site[k] for site in per_site if k < len(site)]
+    return out
+
+
+# --- the two builds ---------------------------------------------------------------------
+
+
+def _before_text(page: str) -> str:
+    """app.index.html's extraction as it was before main-content markers."""
+    text = extract_plain_text(page, main_content=True, alt_texts=False)
+    if not re.search(r"\w", text):
+        text = extract_plain_text(page, alt_texts=False)
+    return text
+
+
+def run(name: str, url: str, template_pages: int, pages: list, truth: dict) -> dict[str, Any]:
+    o = oracle()
+    sets = {k: o.shingles(v, "word:3") for k, v in truth.items()}
+    settings = load_settings(
+        redis_url=url, collection=f"bench{name}", redis_timeout=10.0,
+        template_pages=template_pages, keep_text=False,
+    )  # fmt: skip
+    out: dict[str, Any] = {"build": name}
+    with TestClient(create_app(settings)) as client:
+        for k in range(0, len(pages), BATCH):
+            docs = [
+                {"id": u, "text": h, "content_type": "text/html"}
+                for _, u, h in pages[k : k + BATCH]
+            ]
+            r = client.post("/documents/batch", json={"documents": docs})
+            assert r.status_code == 200, r.text
+        errors, falses, thin, found, mirrors, lat = [], [], 0, 0, 0, []
+        slow: list = []
+        for host, u, h in pages:
+            copy = edited(h)
+            body = {"text": copy, "content_type": "text/html", "threshold": THRESHOLD,
+                    "limit": LIMIT, "site": host}  # fmt: skip
+            if template_pages == 0:
+                del body["site"]
+            t0 = time.perf_counter()
+            r = client.post("/similar", json=body)
+            lat.append(time.perf_counter() - t0)
+            slow.append(
+                (lat[-1], u, r.json().get("candidates") if r.status_code == 200 else r.text)
+            )
+            if r.status_code != 200:
+                continue
+            q = o.shingles(truth_text(host, copy), "word:3")
+            true_self = o.exact_jaccard(q, sets[u])
+            ids = set()
+            for m in r.json()["results"]:
+                tj = o.exact_jaccard(q, sets[m["id"]])
+                errors.append(abs(m["similarity"] - tj))
+                thin += bool(m.get("thin"))
+                if tj < FALSE_TRUTH:
+                    falses.append((m["similarity"], u, m["id"], "POST"))
+                ids.add(m["id"])
+            if true_self >= MIRROR_TRUTH:
+                mirrors += 1
+                found += u in ids
+        for _, u, _ in pages:
+            r = client.get(f"/similar/{u}", params={"threshold": THRESHOLD, "limit": LIMIT})
+            for m in r.json()["results"]:
+                tj = o.exact_jaccard(sets[u], sets[m["id"]])
+                errors.append(abs(m["similarity"] - tj))
+                if tj < FALSE_TRUTH:
+                    falses.append((m["similarity"], u, m["id"], "GET"))
+    for x in sorted(slow, key=lambda x: x[0])[-8:]:
+        log(f"{name} slow: {x[0] * 1000:.1f} ms {x[1]} {x[2]}")
+    ms = np.array(lat) * 1000
+    out.update(
+        mirrors=f"{found}/{mirrors}",
+        error_p95=float(np.percentile(errors, 95)) if errors else 0.0,
+        false=len(falses),
+        false_max=max((f[0] for f in falses), default=0.0),
+        thin=thin,
+        p50=float(np.percentile(ms, 50)),
+        p99=float(np.percentile(ms, 99)),
+        examples=sorted(falses, reverse=True)[:3],
+    )
+    return out
+
+
+def main() -> None:
+    logging.disable(logging.INFO)  # no access log lines
+    pages = load_pages()
+    mb = sum(len(h.encode()) for _, _, h in pages) / 1e6
+    hosts = sorted({p[0] for p in pages})
+    log(f"templates: {len(pages)} pages of {len(hosts)} sites, {mb:.1f} MB")
+    truth = {u: truth_text(host, h) for host, u, h in pages}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
+        redis = ThrowawayRedis(Path(tmp), "templates").start()
+        try:
+            after_text = html_module._text
+            html_module._text = _before_text  # type: ignore[assignment]
+            try:
+                rows.append(run("before", redis.url, 0, pages, truth))
+            finally:
+                html_module._text = after_text  # type: ignore[assignment]
+            log("before done")
+            rows.append(run("after", redis.url, 20, pages, truth))
+        finally:
+            redis.stop()
+    print(f"templates: {len(pages)} real pages of {', '.join(hosts)} ({mb:.1f} MB HTML); "
+          f"POST /similar threshold {THRESHOLD} limit {LIMIT} per edited copy, GET per page")  # fmt: skip
+    print(f"{'build':>7} {'mirrors found':>14} {'err p95':>8} {'own<0.3':>8} {'max such':>9} "
+          f"{'thin':>5} {'POST p50 ms':>12} {'p99 ms':>7}")  # fmt: skip
+    for r in rows:
+        print(
+            f"{r['build']:>7} {r['mirrors']:>14} {r['error_p95']:>8.3f} {r['false']:>8} "
+            f"{r['false_max']:>9.2f} {r['thin']:>5} {r['p50']:>12.1f} {r['p99']:>7.1f}"
+        )
+    for r in rows:
+        for sim, a, b, how in r["examples"]:
+            print(f"  {r['build']}: {how} {a} ~ {b} at {sim:.2f}")
+
+
+if __name__ == "__main__":
+    main()
