@@ -18,10 +18,10 @@ SITE = "https://example.org"
 # Hidden by the site's stylesheet only (a class), so no extractor can know: about 40
 # words in every page's body, as a keyboard-help dialog is.
 HELP = (
-    '<div class="shortcuts-help">Keyboard shortcuts. Press the left or right arrow key to go to the '
-    "previous or next chapter of this book. Press S or the slash key to search the whole "
-    "book. Press the question mark key to show this help. Press Escape to hide this help "
-    "and return to the page you were reading.</div>"
+    '<div class="shortcuts-help">Keyboard shortcuts. Press the left or right arrow key '
+    "to go to the previous or next chapter of this book. Press S or the slash key to "
+    "search the whole book. Press the question mark key to show this help. Press Escape "
+    "to hide this help and return to the page you were reading.</div>"
 )
 NAV = '<div class="bar"><a href="/">Home</a> <a href="/guide">The Guide</a></div>'
 
@@ -103,7 +103,7 @@ def test_mirrors_are_still_found_and_scored_on_their_own_text(client: TestClient
     _ingest(client, pages)
     url = f"{SITE}/p3.html"
     words = read_corpus()[3][1].split()
-    edited = " ".join(words[: len(words) // 2] + ["indeed"] + words[len(words) // 2 :])
+    edited = " ".join([*words[: len(words) // 2], "indeed", *words[len(words) // 2 :]])
     copy = _page("Chapter 3", edited)
     body = {"text": copy, "content_type": "text/html", "site": "example.org"}
     found = {m["id"]: m["similarity"] for m in client.post("/similar", json=body).json()["results"]}
@@ -141,7 +141,7 @@ def test_thin_matches_say_so(client: TestClient) -> None:
     body = {"text": pages[thin], "content_type": "text/html", "site": "example.org"}
     answer = client.post("/similar", json=body).json()
     assert answer["thin"] is True
-    assert [m for m in answer["results"] if m["id"] == thin][0]["thin"] is True
+    assert next(m for m in answer["results"] if m["id"] == thin)["thin"] is True
     body = {"text": pages[f"{SITE}/p1.html"], "content_type": "text/html", "site": "example.org"}
     answer = client.post("/similar", json=body).json()
     assert "thin" not in answer
