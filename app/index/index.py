@@ -520,7 +520,7 @@ class Index:
         if int(sk.shingles[0]) == 0:
             raise NoShinglesError("the text has no words (letters or digits) to compare")
         found = await self._query(sk.fingerprint(0), sk.band_keys[0], None, t, limit, where)
-        return replace(found, thin=self.sites.thin(int(sk.shingles[0])))
+        return replace(found, thin=self.sites.thin(int(sk.shingles[0]), site))
 
     async def similar_to_id(
         self,
@@ -701,8 +701,7 @@ class Index:
                 metrics.DUPLICATE_IDS_DROPPED.inc()
                 continue
             seen.add(doc_id)
-            thin = self.sites.thin(records.shingles_of(raws[i])) if self.sites.on else False
-            matches.append(Match(doc_id, float(sims[i]), thin))
+            matches.append(Match(doc_id, float(sims[i]), self.sites.thin_record(raws[i], doc_id)))
             if len(matches) == limit:
                 break
         return QueryResult(matches, candidates, capped)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.core import errors
+from app.index import records
 from app.index.templates import (
     THIN_SHINGLES,
     has_words,
@@ -67,9 +68,15 @@ class Sites:
     def on(self) -> bool:
         return self.pages > 0
 
-    def thin(self, shingles: int) -> bool:
-        """Whether a page of this many own shingles is answered as thin."""
-        return self.on and shingles < THIN_SHINGLES
+    def thin(self, shingles: int, site: str | None) -> bool:
+        """Whether a page (of a site) of this many own shingles is answered as thin."""
+        return self.on and site is not None and shingles < THIN_SHINGLES
+
+    def thin_record(self, raw: bytes, doc_id: str) -> bool:
+        """Whether a stored page is answered as thin: a page of a site, little of its own."""
+        if not self.on or records.shingles_of(raw) >= THIN_SHINGLES:
+            return False
+        return site_of(doc_id, records.metadata_of(raw)) is not None
 
     async def judge(self, docs: Sequence[Document], ids: Sequence[str]) -> Judged:
         """Each page's text to index; an error where a page is all template."""
