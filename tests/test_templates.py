@@ -223,3 +223,37 @@ def test_real_site_pages_keep_their_link_lists() -> None:
     text = extract(page)
     assert "hashlib" in text and "Cryptographic Services" in text
     assert "Quick search" not in text and "Previous topic" not in text
+
+
+def test_pages_that_leave_during_learning_no_longer_count(client: TestClient) -> None:
+    """While a site is learned its pages are held as pending; a deleted page leaves that
+    set, and once N pages are pending the template is fixed and the set is dropped."""
+    pages = list(_site().items())
+    _ingest(client, dict(pages[:10]))
+    for u, _ in pages[:3]:
+        assert client.delete(f"/documents/{u}").status_code in (200, 204)
+    index = client.app.state.index  # type: ignore[attr-defined]
+    store = index.store.templates
+    pending = client.portal.call(store.pending, "example.org")  # type: ignore[union-attr]
+    assert sorted(pending) == sorted(u for u, _ in pages[3:10])
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is None
+    _ingest(client, dict(pages[10:]))  # 7 + 14 = 21 pending: learned
+    assert client.portal.call(store.pending, "example.org") == {}  # type: ignore[union-attr]
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is not None and len(template) > 0
+
+
+def test_site_needs_html_and_old_collections_have_no_templates(client: TestClient) -> None:
+    """A query's site with text/plain is a 422 naming it; a stored config from before
+    site templates (no template_pages) reads as templates off."""
+    r = client.post("/similar", json={"text": "some words here", "site": "example.org"})
+    assert r.status_code == 422
+    assert "site" in r.json()["detail"]
+    import orjson
+
+    from app.index import Params
+
+    fields = orjson.loads(Params.create("word:3", 128, 256, 1, 0.5).to_json())
+    del fields["template_pages"]
+    assert Params.stored(orjson.dumps(fields)).template_pages == 0

@@ -169,6 +169,10 @@ class SimilarIn(_Text):
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
         check_measure(self.measure, self.evidence)
+        if self.site is not None and not self.is_html:
+            raise ValueError(
+                "site goes with content_type text/html (a template is read from pages)"
+            )
         return self
 
 
