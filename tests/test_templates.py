@@ -257,3 +257,20 @@ def test_site_needs_html_and_old_collections_have_no_templates(client: TestClien
     fields = orjson.loads(Params.create("word:3", 128, 256, 1, 0.5).to_json())
     del fields["template_pages"]
     assert Params.stored(orjson.dumps(fields)).template_pages == 0
+
+
+def test_a_huge_page_of_a_learned_site_is_judged_and_stored(client: TestClient) -> None:
+    """A 1.5 MB page of 30,000 own lines in the site's template is stored on its own text:
+    its shingle count is the oracle's count of its own text's shingles (the template
+    counted for nothing)."""
+    _ingest(client, _site())
+    own = "\n".join(f"<p>entry {i} holds value {i * 7} for key k{i}</p>" for i in range(30_000))
+    page = _page("Big table", "").replace("<p></p>", own)
+    assert len(page) > 1_500_000
+    r = client.put(f"/documents/{SITE}/big.html", json={"text": page, "content_type": "text/html"})
+    assert r.status_code == 201, r.text[:300]
+    expected = oracle.shingles(
+        "Big table "
+        + " ".join(f"entry {i} holds value {i * 7} for key k{i}" for i in range(30_000))
+    )
+    assert r.json()["shingles"] == len(expected)

@@ -92,20 +92,23 @@ def _check_text(html: str) -> None:
 def marked_main(page: str) -> str | None:
     """The outer HTML of the page's own main-content marker: its first ``<main>`` or
     ``role="main"`` element, else its ``<article>`` when it has exactly one; None when
-    it has neither (or the marked element has no words)."""
+    it has neither."""
     # The tree never leaves this frame (it may only be dropped on the thread that made
-    # it): what is returned is a str, and the parser's errors are raised by the caller.
-    tree = HTMLTree.parse(page)
-    body = tree.body
-    if body is None:
-        return None
-    node = body.query_selector(_MAIN)
-    if node is None:
-        articles = body.query_selector_all(_ARTICLE)
-        node = articles[0] if len(articles) == 1 else None
-    found = None if node is None else node.html
-    del node, body, tree
-    return found
+    # it): what is returned is a str, and every name of the tree or its nodes is cleared
+    # before the frame ends, so not even an error's traceback carries one away.
+    tree = body = node = articles = None
+    try:
+        tree = HTMLTree.parse(page)
+        body = tree.body
+        if body is None:
+            return None
+        node = body.query_selector(_MAIN)
+        if node is None:
+            articles = body.query_selector_all(_ARTICLE)
+            node = articles[0] if len(articles) == 1 else None
+        return None if node is None else node.html
+    finally:
+        tree = body = node = articles = None
 
 
 def _text(page: str) -> str:
