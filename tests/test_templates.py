@@ -274,3 +274,39 @@ def test_a_huge_page_of_a_learned_site_is_judged_and_stored(client: TestClient) 
         + " ".join(f"entry {i} holds value {i * 7} for key k{i}" for i in range(30_000))
     )
     assert r.json()["shingles"] == len(expected)
+
+
+def test_racing_writers_of_one_site_leave_every_page_judged(
+    store_url: str, collection: str
+) -> None:
+    """Two indexes (two service processes) ingest a site's pages in racing batches while
+    its template is learned: afterwards one template is fixed, nothing is left pending,
+    and every page's stored shingle count is the oracle's count of its own text."""
+    import asyncio
+
+    from app.index import Document, Index, Params
+    from app.store import Store
+
+    pages = _site(40)
+
+    async def run() -> None:
+        params = Params.create("word:3", 64, 128, 1, 0.5)
+        indexes = [
+            await Index.open(Store.connect(store_url, collection, 5.0), params, 200)
+            for _ in range(2)
+        ]
+        docs = [Document(extract(h), u, html=True) for u, h in pages.items()]
+        batches = [docs[k : k + 5] for k in range(0, len(docs), 5)]
+        await asyncio.gather(*(indexes[k % 2].ingest(b) for k, b in enumerate(batches)))
+        index = indexes[0]
+        assert await index.store.templates.pending("example.org") == {}
+        (template,) = await index.store.templates.templates(["example.org"])
+        assert template is not None
+        for u, h in pages.items():
+            rec = await index.get(u)
+            assert rec is not None
+            assert rec.shingles == len(_own(h)), u
+        await indexes[1].store.close()
+        await index.store.close()
+
+    asyncio.run(run())
