@@ -292,6 +292,29 @@ def with_help(page: str) -> str:
     return page if m is None else page[: m.end()] + HELP + page[m.end() :]
 
 
+def extraction_ms(pages: list) -> dict[str, tuple[float, float]]:
+    """Per site, app.index.html.extract's mean time per page with each build's _text:
+    each page's best of 5, the builds in turn (extraction is most of a page query)."""
+    after = html_module._text
+    per: dict[str, list[float]] = {}
+    try:
+        for host, _, h in pages:
+            best = [float("inf"), float("inf")]
+            for _ in range(5):
+                for k, text in enumerate((_before_text, after)):
+                    html_module._text = text
+                    t0 = time.perf_counter()
+                    html_module.extract(h)
+                    best[k] = min(best[k], time.perf_counter() - t0)
+            sums = per.setdefault(host, [0.0, 0.0, 0])
+            sums[0] += best[0]
+            sums[1] += best[1]
+            sums[2] += 1
+    finally:
+        html_module._text = after
+    return {h: (s[0] / s[2] * 1000, s[1] / s[2] * 1000) for h, s in per.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -333,6 +356,9 @@ def main() -> None:
             redis.stop()
     for variant, name, sim, a, b_, how in examples:
         print(f"  e.g. {variant}, {name}: {how} {a} ~ {b_} at {sim:.2f}")
+    print("extraction, ms per page (each page's best of 5), before -> after:")
+    for host, (was, now) in sorted(extraction_ms(shipped).items()):
+        print(f"  {host:>18} {was:.3f} -> {now:.3f} ({now / was:.2f}x)")
 
 
 if __name__ == "__main__":

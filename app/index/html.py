@@ -46,21 +46,37 @@ _WORD = re.compile(r"\w")
 _MOJIBAKE = re.compile(r"[\u00c2-\u00f4][\u0080-\u00bf]")
 
 
-# Elements hidden by markup alone (no stylesheet is read): skipped wherever they are.
-HIDDEN = (
-    "[hidden]",
-    '[aria-hidden="true" i]',
-    "dialog:not([open])",
-    "template",
-    "noscript",
-    '[style*="display:none" i]',
-    '[style*="display: none" i]',
-    '[style*="visibility:hidden" i]',
-    '[style*="visibility: hidden" i]',
+# Elements hidden by markup alone (no stylesheet is read): skipped wherever they are,
+# each selector with the text a page must hold for it to match anything (a selector
+# costs a walk of the whole tree, so only the ones a page may need are given).
+_HIDING = (
+    ("hidden", "[hidden]"),
+    ("hidden", '[aria-hidden="true" i]'),
+    ("<dialog", "dialog:not([open])"),
+    ("<template", "template"),
+    ("<noscript", "noscript"),
+    ("display", '[style*="display:none" i]'),
+    ("display", '[style*="display: none" i]'),
+    ("visibility", '[style*="visibility:hidden" i]'),
+    ("visibility", '[style*="visibility: hidden" i]'),
 )
+HIDDEN = tuple(selector for _, selector in _HIDING)
 # The page's own marker of its main content, in the order they are believed.
 _MAIN = "main, [role=main i]"
 _ARTICLE = "article"
+# A page whose markup cannot hold a marker is not parsed to look for one: a page
+# without markers is parsed once, by the heuristics, as before.
+_ROLE_MAIN = re.compile(r"role\s*=\s*[\"']?main\b")
+
+
+def _may_mark(low: str) -> bool:
+    """Whether a lower-cased page may have a main-content marker (cheap, may say yes)."""
+    return "<main" in low or "<article" in low or ("role" in low and bool(_ROLE_MAIN.search(low)))
+
+
+def _skips(low: str) -> list[str]:
+    """The hiding selectors this lower-cased page may need."""
+    return [selector for needle, selector in _HIDING if needle in low]
 
 
 class HTMLError(Invalid):
@@ -89,13 +105,15 @@ def _check_text(html: str) -> None:
         )
 
 
-def marked_main(page: str) -> str | None:
+def marked_main(page: str, low: str | None = None) -> str | None:
     """The outer HTML of the page's own main-content marker: its first ``<main>`` or
     ``role="main"`` element, else its ``<article>`` when it has exactly one; None when
     it has neither."""
     # The tree never leaves this frame (it may only be dropped on the thread that made
     # it): what is returned is a str, and every name of the tree or its nodes is cleared
     # before the frame ends, so not even an error's traceback carries one away.
+    if not _may_mark(page.lower() if low is None else low):
+        return None
     tree = body = node = articles = None
     try:
         tree = HTMLTree.parse(page)
@@ -112,22 +130,20 @@ def marked_main(page: str) -> str | None:
 
 
 def _text(page: str) -> str:
-    main = marked_main(page)
+    low = page.lower()
+    skips = _skips(low)
+    main = marked_main(page, low)
     if main is not None:
         # The marked element whole: its lists of links are the page's own.
-        text = extract_plain_text(
-            main, alt_texts=False, list_bullets=False, skip_elements=list(HIDDEN)
-        )
+        text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
         if _WORD.search(text):
             return text
     text = extract_plain_text(
-        page, main_content=True, alt_texts=False, list_bullets=False, skip_elements=list(HIDDEN)
+        page, main_content=True, alt_texts=False, list_bullets=False, skip_elements=skips
     )
     if not _WORD.search(text):
         # A page too plain for the heuristics (no article markup): all its visible text.
-        text = extract_plain_text(
-            page, alt_texts=False, list_bullets=False, skip_elements=list(HIDDEN)
-        )
+        text = extract_plain_text(page, alt_texts=False, list_bullets=False, skip_elements=skips)
     return text
 
 
