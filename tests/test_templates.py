@@ -310,3 +310,29 @@ def test_racing_writers_of_one_site_leave_every_page_judged(
         await index.store.close()
 
     asyncio.run(run())
+
+
+def test_return_text_is_the_own_text_passage_offsets_refer_to(client: TestClient) -> None:
+    """With a site, return_text answers the page's own text (no template lines), and a
+    containment answer's query offsets slice it; the site may be given as a URL."""
+    pages = _site()
+    _ingest(client, pages)
+    body = {
+        "text": pages[f"{SITE}/p4.html"],
+        "content_type": "text/html",
+        "site": f"{SITE}/any/page.html",
+        "measure": "containment",
+        "evidence": True,
+        "return_text": True,
+    }
+    answer = client.post("/similar", json=body).json()
+    text = answer["text"]
+    assert "Keyboard shortcuts" not in text and "The Guide" not in text
+    assert text.startswith("Chapter 4")
+    (match,) = [m for m in answer["results"] if m["id"] == f"{SITE}/p4.html"]
+    words = oracle.words(read_corpus()[4][1])
+    for p in match["passages"]:
+        assert set(oracle.words(text[p["query_start"] : p["query_end"]])) <= set(words) | {
+            "chapter",
+            "4",
+        }

@@ -102,9 +102,11 @@ class Sites:
         return judged
 
     async def query_text(self, text: str, site: str | None) -> str:
-        """A query page's own text: without its site's template once that is fixed."""
+        """A query page's own text: without its site's template once that is fixed (a
+        site given as an http(s) URL is its host)."""
         if not self.on or site is None:
             return text
+        site = site_of(site, None) or site
         (template,) = await self.store.templates.templates([site])
         if template is None:
             return text

@@ -83,14 +83,13 @@ def learn(texts: Sequence[str]) -> np.ndarray:
 
 
 def own_text(text: str, template: np.ndarray) -> str:
-    """The page without its template's blocks (lines)."""
+    """The page without its template's blocks (lines), stripped as extracted texts are."""
     if len(template) == 0:
         return text
     known = set(template.tolist())
     lines = text.split("\n")
-    return "\n".join(
-        line for line, h in zip(lines, blocks(text), strict=True) if h is None or h not in known
-    )
+    own = (line for line, h in zip(lines, blocks(text), strict=True) if h not in known)
+    return "\n".join(own).strip()
 
 
 def has_words(text: str) -> bool:

@@ -195,9 +195,12 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # body.text is what was indexed: with text/html, the page's extracted text.
-    shown = {"text": body.text} if body.return_text else {}
+    # body.text is what was indexed: with text/html, the page's extracted text; with a
+    # site, its own text (the site's template removed), which passage offsets refer to.
     site = body.site if body.is_html else None  # a site's template is read from pages
+    shown = {}
+    if body.return_text:
+        shown = {"text": await (await get_index(request)).sites.query_text(body.text, site)}
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
