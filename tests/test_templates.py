@@ -336,3 +336,21 @@ def test_return_text_is_the_own_text_passage_offsets_refer_to(client: TestClient
             "chapter",
             "4",
         }
+
+
+def test_a_collection_from_before_is_asked_again_without_conflict(client: TestClient) -> None:
+    """A collection whose stored config predates site templates (no template_pages) is
+    answered 200 to the same POST /collections, with templates off, not 409."""
+    import orjson
+
+    r = client.post("/collections", json={"name": "oldone"})
+    assert r.status_code == 201, r.text
+    index = client.app.state.index  # type: ignore[attr-defined]
+    store = index.store.sibling("oldone")
+    fields = orjson.loads(client.portal.call(store.read_config))  # type: ignore[union-attr]
+    del fields["template_pages"]
+    client.portal.call(store.replace_config, orjson.dumps(fields))  # type: ignore[union-attr]
+    r = client.post("/collections", json={"name": "oldone"})
+    assert r.status_code == 200, r.text
+    assert r.json()["parameters"]["template_pages"] == 0
+    client.delete("/collections/oldone")
