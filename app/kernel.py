@@ -1,4 +1,4 @@
-"""The Python face of the C kernel (native/neardup.c); the only importer of ``app._native``.
+"""The Python face of the C kernel (native/, API: neardup.h); the only importer of app._native.
 
 Every function makes one C call per batch: texts are packed into one buffer with offsets,
 fingerprints and winnowing selections travel packed as (values, offsets), and the C code runs
@@ -58,7 +58,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -583,9 +583,22 @@ class Encoded:
         return len(self.counts)
 
 
+def _encoded_bound(offsets: U64) -> int:
+    """Bytes that always hold the encodings of packed arrays (the kernel's ND_FP_ENCODED_MAX,
+    summed in C so the bound has one source)."""
+    n = offsets.shape[0] - 1
+    if n <= 0:
+        return 0
+    bound = int(lib.nd_fp_encoded_bound(ffi.from_buffer("uint64_t[]", offsets), n))
+    if bound == 2**64 - 1:
+        raise InvalidParameterError("offsets must be non-decreasing and within values")
+    return bound
+
+
 def encoded_bound(count: int) -> int:
     """Bytes that always hold the encoding of count values (ND_FP_ENCODED_MAX)."""
-    return 1 + 4 * count + (3 * count + 7) // 8 if count else 0
+    count = _check_int("count", count, 0, 2**32 - 1)
+    return _encoded_bound(np.array([0, count], dtype=np.uint64))
 
 
 def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8], U64]:
@@ -600,8 +613,7 @@ def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8
     n = offs.shape[0] - 1
     if n and (int(offs[n]) > vals.shape[0] or np.any(offs[1:] < offs[:-1])):
         raise InvalidParameterError("offsets must be non-decreasing and within values")
-    counts = np.diff(offs).astype(np.int64)
-    cap = int(counts.sum()) * 4 + int(((3 * counts + 7) // 8).sum()) + n
+    cap = _encoded_bound(offs)
     out = np.empty(cap, dtype=np.uint8)
     out_offsets = np.zeros(n + 1, dtype=np.uint64)
     rc = lib.nd_fp_encode_batch(
@@ -721,7 +733,8 @@ def jaccard_many_encoded(
 
 # --- passage layouts in records (formats 1 and 2 are in native/neardup.h) -------------------
 
-_LAYOUT_HEAD = 12
+_LAYOUT_HEAD: int = lib.ND_LAYOUT_HEAD
+_LAYOUT_COMPACT: int = lib.ND_LAYOUT_COMPACT
 
 
 def _layout_call(fn: Any, raw: bytes, cap: int) -> tuple[int, bytes]:
@@ -730,6 +743,13 @@ def _layout_call(fn: Any, raw: bytes, cap: int) -> tuple[int, bytes]:
     rc = fn(ffi.from_buffer("uint8_t[]", raw), len(raw), ffi.from_buffer("uint8_t[]", out),
             cap, out_len)  # fmt: skip
     return rc, bytes(out[: out_len[0]]) if rc == lib.ND_OK else b""
+
+
+def _layout_size(raw: bytes) -> tuple[int, int]:
+    """nd_layout_expand with no room: ND_E_SPACE and the size it needs, or its error."""
+    out_len = ffi.new("uint64_t *")
+    rc = lib.nd_layout_expand(ffi.from_buffer("uint8_t[]", raw), len(raw), ffi.NULL, 0, out_len)
+    return rc, int(out_len[0])
 
 
 def compact_layout(raw: bytes) -> bytes:
@@ -747,7 +767,7 @@ def compact_layout(raw: bytes) -> bytes:
 
 def is_compact_layout(raw: bytes) -> bool:
     """Whether a stored layout is in format 2 (compact_layout's)."""
-    return len(raw) >= _LAYOUT_HEAD and bool(raw[7] & 0x80)
+    return len(raw) >= _LAYOUT_HEAD and bool(int.from_bytes(raw[4:8], "little") & _LAYOUT_COMPACT)
 
 
 class MalformedLayoutError(ValueError):
@@ -761,11 +781,9 @@ def expand_layout(raw: bytes) -> bytes:
     """
     if not is_compact_layout(raw):
         return raw
-    a, flagged, o = np.frombuffer(raw, "<u4", 3).tolist()
-    w = flagged & 0x3FFFFFFF
-    size = _LAYOUT_HEAD + a * (4 + (2 if w < 65536 else 4)) + (w + 1) // 2 + w + 4 * o
-    if size > 64 * len(raw) + 1024:  # more than any real layout expands to
-        raise MalformedLayoutError("the stored passage layout does not expand")
+    rc, size = _layout_size(raw)  # the format 1 size, from the kernel's reading of the head
+    if rc != lib.ND_E_SPACE or size > 64 * len(raw) + 1024:  # more than any real layout
+        raise MalformedLayoutError(f"the stored passage layout does not expand (code {rc})")
     rc, out = _layout_call(lib.nd_layout_expand, raw, size)
     if rc != lib.ND_OK:
         raise MalformedLayoutError(f"the stored passage layout does not expand (code {rc})")

@@ -13,8 +13,12 @@
 #ifndef NEARDUP_H
 #define NEARDUP_H
 
+/* ND_CDEF: build_ffi.py runs the preprocessor on this header for cffi's
+ * declarations, which know the standard integer types already. */
+#ifndef ND_CDEF
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,7 +30,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 4
+#define ND_ABI_VERSION 5
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -196,6 +200,13 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * nd_fp_decode_batch (out[i] = 0.0 where it is not ND_OK).
  */
 #define ND_FP_ENCODED_MAX(count) (1u + 4u * (count) + (3u * (count) + 7u) / 8u)
+/*
+ * nd_fp_encoded_bound: bytes that always hold the encodings of n arrays
+ * (offsets as nd_fp_encode_batch takes them): the sum of ND_FP_ENCODED_MAX
+ * over the non-empty ones (an empty array encodes to nothing). UINT64_MAX if
+ * offsets decrease.
+ */
+uint64_t nd_fp_encoded_bound(const uint64_t *offsets, size_t n);
 int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n, uint8_t *out,
                        uint64_t out_cap, uint64_t *out_offsets);
 int nd_fp_decode_batch(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
@@ -228,8 +239,11 @@ int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const uint8_t *d
  * out_cap (pass one less than in_len to get format 2 only where smaller).
  * nd_layout_expand: format 2 in, the format 1 layout it came from out;
  * ND_E_DATA for anything that is not a well-formed format 2 layout,
- * ND_E_SPACE if out_cap is too small (the format 1 size follows from the head).
+ * ND_E_SPACE if out_cap is too small, with *out_len set to the size needed
+ * (the format 1 size follows from the head).
+ * Both formats begin with a head of ND_LAYOUT_HEAD bytes (A, W, O above).
  */
+#define ND_LAYOUT_HEAD 12u
 #define ND_LAYOUT_COMPACT 0x80000000u
 #define ND_LAYOUT_WIDE 0x40000000u
 int nd_layout_compact(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t out_cap,
@@ -260,7 +274,7 @@ int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t 
  * ND_E_SPACE if out_cap is too small (out_offsets up to the last text that
  * fitted are written), else ND_OK.
  */
-#define ND_LAYOUT_MAX(anchors, words) (12u + 8u * (anchors) + ((words) + 1u) / 2u + 9u * (words))
+#define ND_LAYOUT_MAX(anchors, words) (ND_LAYOUT_HEAD + 8u * (anchors) + ((words) + 1u) / 2u + 9u * (words))
 int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
                          uint64_t anchor_count, const uint64_t *anchor_offsets,
                          const uint64_t *word_hashes, const int64_t *word_starts,

@@ -1,0 +1,354 @@
+/*
+ * The scanner (tokenizer), an internal header: sketch.c and winnow.c include
+ * it, so that it is inlined into each with the mode a constant. Per text, in
+ * one pass over its bytes:
+ *
+ *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
+ *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
+ *   rolling polynomial over the last K word hashes (O(1) per shingle) ->
+ *   fmix64 -> shingle hash H -> scan_emit, which the including file defines
+ *   (the sketch: its distinct set and signature; winnowing: its window).
+ *
+ * SIMD: an AVX2 scanner for ASCII (classify + fold 64 bytes per step, words
+ * found with bit scans and hashed straight from the folded block), in a target
+ * region behind the run-time CPU check; it produces exactly what the scalar
+ * scanner produces, which defines the result (the tests compare them).
+ */
+#ifndef NEARDUP_SCAN_H
+#define NEARDUP_SCAN_H
+
+#include "fold.h"
+
+
+/* The hashing parameters of a call: the same for sketching and winnowing,
+ * which is what makes their shingle hashes the same. The including file's own
+ * state starts with one of these (scan_emit gets it back by a cast). */
+typedef struct {
+    uint32_t k;
+    uint64_t bk1; /* B^(K-1) */
+    uint64_t shingle_seed, word_seed, char_seed;
+} nd_scan;
+
+static inline void scan_hashing(nd_scan *c, int kind, uint32_t k, uint64_t seed) {
+    c->k = k;
+    c->bk1 = 1;
+    for (uint32_t i = 1; i < k; i++) c->bk1 *= ND_B;
+    c->shingle_seed = seed_part(seed, 1) ^ ((uint64_t)kind << 8 | k);
+    c->word_seed = seed_part(seed, 2);
+    c->char_seed = seed_part(seed, 3);
+}
+
+#define ND_HBUF 128 /* shingle hashes gathered before the sketch's set/signature pass */
+
+/* Rolling window and the pending shingle hashes (the sketch's: hbuf, nh); on
+ * the scanner's stack. */
+typedef struct {
+    uint64_t S; /* sum of the window's item hashes times powers of B */
+    uint64_t n; /* items (words or code points) rolled in */
+    uint32_t nh;
+    uint64_t ring[16]; /* item i at ring[i & 15]; never-written slots are 0 */
+    uint64_t hbuf[ND_HBUF];
+    /* winnowing only: item i covers code points [ps[i & 15], pe[i & 15]) */
+    int64_t ps[16], pe[16];
+} nd_roll;
+
+/* The word being hashed: its folded UTF-8 bytes, 8 at a time, little endian,
+ * the last chunk zero padded; word hash = fmix64(h + len). The positions are
+ * kept only when winnowing: cp counts the text's code points before the one
+ * being read, start/end delimit the current word (char mode: end is one past
+ * the last letter or digit so far). */
+typedef struct {
+    uint64_t h, acc, len;
+    uint32_t nacc;
+    int in_word;
+    int64_t cp, start, end;
+} nd_word;
+
+/* What a scanner makes: the shingle kind, and whether the shingles go to
+ * winnowing with the code points they cover. The sketch needs no positions;
+ * the mode is a constant at every call, so it pays nothing for them. */
+enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2 };
+#define MODE_KIND(m) ((m) & 1)
+#define MODE_HAS_SPANS(m) ((m) & MODE_SPANS)
+
+/* Where each shingle goes: defined by the file that includes this header.
+ * [s, e) are the code points it covers (MODE_SPANS only, else 0). */
+static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e);
+
+
+/* Roll one item hash (word or code point) into the K-window. [s, e) are the
+ * code points the item covers (winnowing only). */
+static inline void roll_push(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64_t s, int64_t e) {
+    uint64_t old = r->ring[(r->n - c->k) & 15]; /* 0 while fewer than K items */
+    uint64_t S = (r->S - old * c->bk1) * ND_B + x;
+    r->S = S;
+    r->ring[r->n & 15] = x;
+    if (MODE_HAS_SPANS(mode)) {
+        r->ps[r->n & 15] = s;
+        r->pe[r->n & 15] = e;
+    }
+    if (++r->n >= c->k) {
+        if (MODE_HAS_SPANS(mode)) {
+            int64_t a = r->ps[(r->n - c->k) & 15], b = r->pe[(r->n - 1) & 15];
+            /* reversed only for a char:1 shingle that is the space between two
+             * words: it covers what lies between them, in either order */
+            scan_emit(c, r, fmix64(S ^ c->shingle_seed), a < b ? a : b, a < b ? b : a);
+            return;
+        }
+        scan_emit(c, r, fmix64(S ^ c->shingle_seed), 0, 0);
+    }
+}
+
+static inline void word_byte(nd_word *w, uint8_t b) {
+    w->acc |= (uint64_t)b << (8 * w->nacc);
+    w->len++;
+    if (++w->nacc == 8) {
+        w->h = (w->h ^ w->acc) * ND_M1;
+        w->acc = 0;
+        w->nacc = 0;
+    }
+}
+
+static inline void word_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
+    uint64_t h = w->h;
+    if (w->nacc) h = (h ^ w->acc) * ND_M1;
+    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end);
+    w->h = c->word_seed;
+    w->acc = 0;
+    w->nacc = 0;
+    w->len = 0;
+    w->in_word = 0;
+}
+
+static inline uint64_t char_hash(const nd_scan *c, uint32_t cp) {
+    return fmix64(((uint64_t)cp + 1) * ND_M1 ^ c->char_seed);
+}
+
+/* a letter or digit of a word at code point w->cp: where the word is */
+static inline void word_span(nd_word *w, int mode) {
+    if (MODE_HAS_SPANS(mode)) {
+        if (!w->in_word) w->start = w->cp;
+        w->end = w->cp + 1;
+    }
+}
+
+/* one folded non-ASCII output code point, word mode */
+static inline void word_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
+    if (!alnum) {
+        if (w->in_word) word_end(c, r, w, mode);
+        return;
+    }
+    word_span(w, mode);
+    uint8_t buf[4];
+    size_t n = utf8_encode(cp, buf);
+    for (size_t i = 0; i < n; i++) word_byte(w, buf[i]);
+    w->in_word = 1;
+}
+
+/* One folded output code point, char mode (w tracks in_word, and where the
+ * last letter or digit ended). The space between two words is given the span
+ * from the next word's start back to the previous one's end, so that the span
+ * of a shingle, first item's start to last item's end, begins and ends at
+ * letters or digits. */
+static inline void char_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
+    if (!alnum) {
+        w->in_word = 0;
+        return;
+    }
+    if (!w->in_word && w->len > 0) /* len: words seen */
+        roll_push(c, r, mode, char_hash(c, 0x20), w->cp, w->end);
+    if (!w->in_word) w->len++;
+    roll_push(c, r, mode, char_hash(c, cp), w->cp, w->cp + 1);
+    if (MODE_HAS_SPANS(mode)) w->end = w->cp + 1;
+    w->in_word = 1;
+}
+
+/* decode + fold one non-ASCII sequence at p; returns bytes consumed, 0 = invalid */
+static inline size_t scan_nonascii(nd_scan *c, nd_roll *r, nd_word *w, int mode, const uint8_t *p,
+                                   const uint8_t *end) {
+    uint32_t cp;
+    size_t n = utf8_decode(p, end, &cp);
+    if (n == 0) return 0;
+    const nd_uc_rec *u = uc_lookup(cp);
+    if (ND_LIKELY(u->n == 1)) {
+        uint32_t f = (uint32_t)((int32_t)cp + u->delta);
+        if (MODE_KIND(mode) == MODE_WORD)
+            word_cp(c, r, w, mode, f, u->alnum & 1);
+        else
+            char_cp(c, r, w, mode, f, u->alnum & 1);
+    } else {
+        const uint32_t *x = nd_uc_exp[u->exp];
+        for (unsigned i = 0; i < u->n; i++) {
+            if (MODE_KIND(mode) == MODE_WORD)
+                word_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
+            else
+                char_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
+        }
+    }
+    return n;
+}
+
+/* Scalar scanner, the reference for every path: bytes from p until p >= stop
+ * (a multi-byte sequence may run on up to end). NULL on invalid UTF-8. */
+static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int mode,
+                                         const uint8_t *p, const uint8_t *stop,
+                                         const uint8_t *end) {
+    while (p < stop) {
+        uint8_t b = *p;
+        if (b < 0x80) {
+            uint8_t f = nd_ascii_fold[b];
+            if (MODE_KIND(mode) == MODE_WORD) {
+                if (f) {
+                    word_span(w, mode);
+                    word_byte(w, f);
+                    w->in_word = 1;
+                } else if (w->in_word) {
+                    word_end(c, r, w, mode);
+                }
+            } else {
+                char_cp(c, r, w, mode, f, f != 0);
+            }
+            p++;
+            if (MODE_HAS_SPANS(mode)) w->cp++;
+            continue;
+        }
+        size_t n = scan_nonascii(c, r, w, mode, p, end);
+        if (n == 0) return NULL;
+        p += n;
+        if (MODE_HAS_SPANS(mode)) w->cp++;
+    }
+    return p;
+}
+
+#if ND_X86
+__attribute__((target("avx2,bmi,bmi2"))) static inline void word_push_avx2(nd_word *w,
+                                                                          const uint8_t *src,
+                                                                          unsigned n) {
+    /* n bytes of a word that crosses a block boundary; src readable for n + 8 */
+    while (n > 0) {
+        unsigned room = 8 - w->nacc;
+        unsigned take = n < room ? n : room;
+        uint64_t chunk;
+        memcpy(&chunk, src, 8);
+        w->acc |= _bzhi_u64(chunk, 8 * take) << (8 * w->nacc);
+        w->nacc += take;
+        w->len += take;
+        if (w->nacc == 8) {
+            w->h = (w->h ^ w->acc) * ND_M1;
+            w->acc = 0;
+            w->nacc = 0;
+        }
+        src += take;
+        n -= take;
+    }
+}
+
+/* One 64-byte all-ASCII block; byte i is code point w->cp + i (the caller
+ * moves w->cp on). Inlined into each scanner so that mode is a constant. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words_block_avx2(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, int mode) {
+    uint8_t folded[64 + 24];
+    memset(folded + 64, 0, 24);
+    const __m256i a_1 = _mm256_set1_epi8('A' - 1), z_1 = _mm256_set1_epi8('Z' + 1);
+    const __m256i la_1 = _mm256_set1_epi8('a' - 1), lz_1 = _mm256_set1_epi8('z' + 1);
+    const __m256i d0_1 = _mm256_set1_epi8('0' - 1), d9_1 = _mm256_set1_epi8('9' + 1);
+    const __m256i bit5 = _mm256_set1_epi8(0x20);
+    uint64_t m = 0;
+    for (int half = 0; half < 2; half++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * half));
+        __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, a_1), _mm256_cmpgt_epi8(z_1, x));
+        __m256i lo = _mm256_or_si256(x, _mm256_and_si256(up, bit5));
+        __m256i isl = _mm256_and_si256(_mm256_cmpgt_epi8(lo, la_1), _mm256_cmpgt_epi8(lz_1, lo));
+        __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, d0_1), _mm256_cmpgt_epi8(d9_1, x));
+        uint32_t mm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
+        m |= (uint64_t)mm << (32 * half);
+        _mm256_storeu_si256((__m256i *)(void *)(folded + 32 * half), lo);
+    }
+    if (w->in_word) {
+        /* the word from the previous block goes on for `run` bytes */
+        unsigned run = (unsigned)_tzcnt_u64(~m);
+        word_push_avx2(w, folded, run);
+        if (MODE_HAS_SPANS(mode) && run > 0) w->end = w->cp + run;
+        if (run == 64) return;
+        word_end(c, r, w, mode);
+        m &= ~_bzhi_u64(~0ULL, run);
+    }
+    const uint64_t wseed = c->word_seed;
+    while (m) {
+        unsigned s = (unsigned)_tzcnt_u64(m);
+        unsigned len = (unsigned)_tzcnt_u64(~(m >> s)); /* <= 64 - s */
+        if (s + len == 64) {
+            /* runs into the next block: hash incrementally */
+            word_push_avx2(w, folded + s, len);
+            if (MODE_HAS_SPANS(mode)) {
+                w->start = w->cp + s;
+                w->end = w->cp + 64;
+            }
+            w->in_word = 1;
+            return;
+        }
+        const uint8_t *q = folded + s;
+        uint64_t h, c0, c1;
+        memcpy(&c0, q, 8);
+        memcpy(&c1, q + 8, 8);
+        if (ND_LIKELY(len <= 16)) {
+            /* one or two chunks, chosen without a branch */
+            unsigned l0 = len < 8 ? len : 8;
+            uint64_t h1 = (wseed ^ _bzhi_u64(c0, 8 * l0)) * ND_M1;
+            uint64_t h2 = (h1 ^ _bzhi_u64(c1, 8 * (len - l0))) * ND_M1;
+            h = len > 8 ? h2 : h1;
+        } else {
+            h = wseed;
+            unsigned left = len;
+            while (left > 8) {
+                memcpy(&c0, q, 8);
+                h = (h ^ c0) * ND_M1;
+                q += 8;
+                left -= 8;
+            }
+            memcpy(&c0, q, 8);
+            h = (h ^ _bzhi_u64(c0, 8 * left)) * ND_M1;
+        }
+        roll_push(c, r, mode, fmix64(h + len), w->cp + s, w->cp + s + len);
+        m &= m + (m & (0 - m)); /* clear this run of ones */
+    }
+}
+
+/* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
+ * the words with bit scans and hash each in 8-byte chunks straight from the
+ * folded block. Hashes exactly as word_byte/word_end would; blocks with a
+ * byte >= 0x80 go through scan_scalar. The last partial block is padded with
+ * NUL bytes (separators), which ends the last word just as the text end does. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline const uint8_t *
+scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end,
+                int mode) {
+    while ((size_t)(end - p) >= 64) {
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+        if (ND_UNLIKELY(_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)) {
+            p = scan_scalar(c, r, w, mode, p, p + 64, end);
+            if (p == NULL) return NULL;
+            continue;
+        }
+        words_block_avx2(c, r, w, p, mode);
+        if (MODE_HAS_SPANS(mode)) w->cp += 64;
+        p += 64;
+    }
+    size_t rest = (size_t)(end - p);
+    if (rest > 0) {
+        uint8_t tail[64];
+        memset(tail, 0, sizeof tail);
+        memcpy(tail, p, rest);
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
+        if (_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)
+            return scan_scalar(c, r, w, mode, p, end, end);
+        words_block_avx2(c, r, w, tail, mode);
+        if (MODE_HAS_SPANS(mode)) w->cp += (int64_t)rest;
+    }
+    return end;
+}
+
+#endif
+
+#endif
