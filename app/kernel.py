@@ -24,9 +24,15 @@ from app.core import errors, shingles
 
 __all__ = [
     "ABI_VERSION",
+    "FOLD_COMPAT",
+    "FOLD_CONFUSABLE",
+    "FOLD_HYPHEN",
+    "FOLD_INVISIBLE",
+    "LATEST_TOKENIZER",
     "MAX_FINGERPRINT_SIZE",
     "MAX_K",
     "MAX_NUM_PERM",
+    "TOKENIZERS",
     "Encoded",
     "InvalidParameterError",
     "InvalidTextError",
@@ -37,6 +43,7 @@ __all__ = [
     "Winnowed",
     "band_keys",
     "compact_layout",
+    "confusables_version",
     "decode_fingerprints",
     "encode_fingerprint",
     "encode_fingerprints",
@@ -58,7 +65,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -87,6 +94,19 @@ if shingles.MAX_K != MAX_K:  # pragma: no cover - a build from mismatched source
     raise ImportError(f"app.core.shingles.MAX_K is {shingles.MAX_K}, the kernel's {MAX_K}")
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
 MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
+
+TOKENIZERS: tuple[int, ...] = (lib.ND_TOKENIZER_1, lib.ND_TOKENIZER_2)
+"""What a text is read as (native/neardup.h, enum nd_tokenizer): 1 case-folds; 2 also folds
+compatibility forms, ignorable and format code points, confusable look-alikes and words
+hyphenated across a line end. A collection keeps the one its sketches were made with."""
+LATEST_TOKENIZER: int = max(TOKENIZERS)
+
+FOLD_COMPAT: int = lib.ND_FOLD_COMPAT
+FOLD_CONFUSABLE: int = lib.ND_FOLD_CONFUSABLE
+FOLD_INVISIBLE: int = lib.ND_FOLD_INVISIBLE
+FOLD_HYPHEN: int = lib.ND_FOLD_HYPHEN
+"""Bits of :attr:`Winnowed.folds`: what tokenizer 2 folded in a selection's words."""
+U8 = npt.NDArray[np.uint8]
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
@@ -142,6 +162,12 @@ def _check_int(name: str, value: Any, lo: int, hi: int) -> int:
     if not lo <= int(value) <= hi:
         raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}")
     return int(value)
+
+
+def _tokenizer(value: Any) -> int:
+    if type(value) is int and value in TOKENIZERS:
+        return value
+    raise InvalidParameterError(f"tokenizer must be one of {list(TOKENIZERS)}, got {value!r}")
 
 
 def _flags(simd: bool) -> int:
@@ -220,14 +246,17 @@ def sketch(
     num_perm: int = 128,
     fingerprint_size: int = 256,
     seed: int = 1,
+    tokenizer: int = 1,
     simd: bool = True,
 ) -> Sketch:
     """Signatures, fingerprints and shingle counts of many texts in one C call.
 
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
-    ``shingle``: ``"word:K"`` or ``"char:K"``. ``simd=False`` forces the scalar paths.
+    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`).
+    ``simd=False`` forces the scalar paths.
     """
     kind, k = _spec(shingle)
+    tok = _tokenizer(tokenizer)
     num_perm = _check_int("num_perm", num_perm, 1, MAX_NUM_PERM)
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
@@ -245,6 +274,7 @@ def sketch(
         ffi.from_buffer("uint64_t[]", offsets),
         n,
         _KINDS[kind],
+        tok,
         k,
         num_perm,
         fp_size,
@@ -304,6 +334,8 @@ class Winnowed:
     ``starts`` / ``ends``: int64, the code points of the text (indices into the Python str)
     that the selected shingle covers, ``text[start:end]``.
     ``offsets``: uint64 [n + 1]. ``window``: the window, in shingles, that selected them.
+    ``folds``: uint8, per selection the FOLD_* bits of what tokenizer 2 folded in its words
+    (all 0 with tokenizer 1); None where not asked for.
     """
 
     hashes: U64
@@ -311,6 +343,7 @@ class Winnowed:
     ends: I64
     offsets: U64
     window: int
+    folds: U8 | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -327,6 +360,8 @@ def winnow(
     shingle: str = "word:3",
     passage_words: int = 30,
     seed: int = 1,
+    tokenizer: int = 1,
+    folds: bool = False,
     simd: bool = True,
 ) -> Winnowed:
     """Winnowing fingerprints of many texts in one C call (Schleimer, Wilkerson, Aiken 2003).
@@ -357,9 +392,11 @@ def winnow(
     iota) lies in both. A run of equal hashes (a word repeated more than K times) selects
     every position in it, as the rightmost-minimum rule says.
 
-    ``texts``: a list of str or UTF-8 bytes. ``simd=False`` forces the scalar paths.
+    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`);
+    ``folds=True`` also gives :attr:`Winnowed.folds`. ``simd=False`` forces the scalar paths.
     """
     kind, k = _spec(shingle)
+    tok = _tokenizer(tokenizer)
     window = winnow_window(shingle, passage_words)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
     data, lengths = _pack_texts(texts)
@@ -380,6 +417,7 @@ def winnow(
         hashes = np.empty(cap, dtype=np.uint64)
         starts = np.empty(cap, dtype=np.int64)
         ends = np.empty(cap, dtype=np.int64)
+        fl = np.empty(cap if folds else 0, dtype=np.uint8)
         offs = np.empty(left + 1, dtype=np.uint64)
         status = np.empty(left, dtype=np.int32)
         rc = lib.nd_winnow_batch(
@@ -387,6 +425,7 @@ def winnow(
             ffi.from_buffer("uint64_t[]", offsets[done:]),
             left,
             _KINDS[kind],
+            tok,
             k,
             window,
             seed,
@@ -397,6 +436,7 @@ def winnow(
             cap,
             ffi.from_buffer("uint64_t[]", offs, require_writable=True),
             ffi.from_buffer("int32_t[]", status, require_writable=True),
+            ffi.from_buffer("uint8_t[]", fl, require_writable=True) if folds else ffi.NULL,
         )
         if rc == lib.ND_E_NOMEM:
             raise MemoryError("the kernel could not allocate its scratch memory")
@@ -408,20 +448,20 @@ def winnow(
             i = done + int(bad[0])
             raise _utf8_error(i, data[int(offsets[i]) : int(offsets[i + 1])])
         used = int(offs[fitted])
-        parts.append((hashes[:used], starts[:used], ends[:used]))
+        parts.append((hashes[:used], starts[:used], ends[:used], fl[: used if folds else 0]))
         sel_offsets[done + 1 : done + fitted + 1] = offs[1 : fitted + 1] + np.uint64(total)
         total += used
         done += fitted
         if done < n:
             cap *= 2
     if len(parts) == 1:  # the usual case: trim the room to what was used
-        h, s, e = (a.copy() if 2 * len(a) < cap else a for a in parts[0])
+        h, s, e, f = (a.copy() if 2 * len(a) < cap else a for a in parts[0])
     else:
-        h, s, e = (
+        h, s, e, f = (
             np.concatenate([part[j] for part in parts]) if parts else np.zeros(0, dtype)
-            for j, dtype in enumerate((np.uint64, np.int64, np.int64))
+            for j, dtype in enumerate((np.uint64, np.int64, np.int64, np.uint8))
         )
-    return Winnowed(h, s, e, sel_offsets, window)
+    return Winnowed(h, s, e, sel_offsets, window, f if folds else None)
 
 
 def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
@@ -819,8 +859,9 @@ def band_keys(signatures: Any, bands: int, rows: int) -> U64:
     return out
 
 
-def normalize(text: str | bytes) -> str:
+def normalize(text: str | bytes, *, tokenizer: int = 1) -> str:
     """The text as the tokenizer sees it: case-folded words joined by single spaces."""
+    tok = _tokenizer(tokenizer)
     if isinstance(text, str):
         try:
             raw = text.encode("utf-8")
@@ -828,10 +869,10 @@ def normalize(text: str | bytes) -> str:
             raise InvalidTextError(f"text 0 cannot be encoded as UTF-8: {e.reason}") from None
     else:
         raw = bytes(text)
-    cap = 3 * len(raw) + 1
+    cap = int(lib.nd_normalize_bound(len(raw), tok))
     out = ffi.new("uint8_t[]", cap)
     out_len = ffi.new("size_t *")
-    rc = lib.nd_normalize(ffi.from_buffer("uint8_t[]", raw), len(raw), out, cap, out_len)
+    rc = lib.nd_normalize(ffi.from_buffer("uint8_t[]", raw), len(raw), tok, out, cap, out_len)
     if rc == lib.ND_E_UTF8:
         raise _utf8_error(0, raw)
     if rc != lib.ND_OK:
@@ -868,3 +909,8 @@ def simd_level() -> dict[str, bool]:
 def unicode_version() -> str:
     """The Unicode version of the tokenizer tables (that of the Python that generated them)."""
     return ffi.string(lib.nd_unicode_version()).decode("ascii")
+
+
+def confusables_version() -> str:
+    """The UTS #39 confusables.txt tokenizer 2's tables come from: version, date, source."""
+    return ffi.string(lib.nd_confusables_version()).decode("ascii")

@@ -1,7 +1,8 @@
 /*
  * Characters, an internal header: strict UTF-8 decoding and encoding, and the
  * folding of one code point (case fold + alnum test, from the two-stage tables
- * gen_unicode.py makes). The scanner (scan.h) and nd_normalize use it.
+ * gen_unicode.py makes; tokenizer 2's tables nd_uc2_* fold more, see there).
+ * The scanner (scan.h) and nd_normalize use it.
  */
 #ifndef NEARDUP_FOLD_H
 #define NEARDUP_FOLD_H
@@ -60,6 +61,16 @@ static inline const nd_uc_rec *uc_lookup(uint32_t cp) {
     uint32_t block = nd_uc_stage1[cp >> ND_UC_SHIFT];
     return &nd_uc_records[nd_uc_stage2[(block << ND_UC_SHIFT) | (cp & ((1u << ND_UC_SHIFT) - 1))]];
 }
+
+static inline const nd_uc2_rec *uc2_lookup(uint32_t cp) {
+    uint32_t block = nd_uc2_stage1[cp >> ND_UC2_SHIFT];
+    return &nd_uc2_records[nd_uc2_stage2[(block << ND_UC2_SHIFT) |
+                                         (cp & ((1u << ND_UC2_SHIFT) - 1))]];
+}
+
+_Static_assert(ND_UC2_COMPAT == ND_FOLD_COMPAT && ND_UC2_CONFUSABLE == ND_FOLD_CONFUSABLE &&
+                   ND_UC2_INVISIBLE == ND_FOLD_INVISIBLE && ND_UC2_HYPHEN_JOIN == ND_FOLD_HYPHEN,
+               "gen_unicode.py and neardup.h disagree on the ND_FOLD_* flags");
 
 static inline size_t utf8_encode(uint32_t cp, uint8_t *out) {
     if (cp < 0x80) {

@@ -30,7 +30,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 5
+#define ND_ABI_VERSION 6
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -47,6 +47,31 @@ enum nd_shingle_kind {
     ND_SHINGLE_CHAR = 1  /* K consecutive code points of the normalized text */
 };
 
+/*
+ * Tokenizers: what the text is read as, chosen per call (a collection keeps
+ * the one it was written with; changing what one reads changes what stored
+ * hashes mean, so a new reading is a new number).
+ * 1: case-fold, then words are maximal runs of letters and digits (Python's
+ *    str.casefold and str.isalnum, per code point).
+ * 2: as 1, after folding per code point (native/gen_unicode.py has the rules):
+ *    default-ignorable and format code points (zero-width space and joiners,
+ *    soft hyphen, BOM, bidi controls) are dropped, so the word they sit in
+ *    goes on; NFKC (ligatures, full-width forms, no-break and other spaces);
+ *    confusable look-alikes (UTS #39 confusables.txt: Cyrillic and Greek
+ *    letters that look Latin...) become their prototype's letters. And a word
+ *    broken by a hyphen at a line end ("exam-\n  ple": a letter, a hyphen,
+ *    spaces or tabs, one LF, CR or CR LF, spaces or tabs, a letter or digit)
+ *    is joined; a hyphen within a line separates words as in 1.
+ * Positions (nd_winnow_batch) count code points of the text as given.
+ */
+enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2 };
+
+/* What tokenizer 2 folded in a word (nd_winnow_batch's folds). */
+#define ND_FOLD_COMPAT 1u     /* a compatibility form (ligature, full-width letter...) */
+#define ND_FOLD_CONFUSABLE 2u /* a look-alike of another script's letter */
+#define ND_FOLD_INVISIBLE 4u  /* a default-ignorable or format code point */
+#define ND_FOLD_HYPHEN 8u     /* joined across a hyphen at a line end */
+
 #define ND_MAX_K 16
 #define ND_MAX_NUM_PERM 1024
 #define ND_MAX_FP_SIZE 4096
@@ -61,13 +86,14 @@ enum nd_shingle_kind {
 unsigned nd_simd_level(void);
 
 /*
- * Normalize one text: case-fold, keep maximal runs of letters and digits
- * (Python str.isalnum per code point), and write them as UTF-8 joined by
- * single spaces. out must hold at least 3 * len + 1 bytes (case folding can
- * expand a code point to up to 3). *out_len gets the bytes written.
+ * Normalize one text: its words as the tokenizer reads them (case-folded runs
+ * of letters and digits), written as UTF-8 joined by single spaces.
+ * nd_normalize_bound(len, tokenizer) bytes always suffice (0 for an unknown
+ * tokenizer). *out_len gets the bytes written.
  */
-int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
+int nd_normalize(const uint8_t *text, size_t len, int tokenizer, uint8_t *out, size_t out_cap,
                  size_t *out_len);
+size_t nd_normalize_bound(size_t len, int tokenizer);
 
 /*
  * Shingle hashes, the same for nd_sketch_batch_packed and nd_winnow_batch (and
@@ -105,7 +131,7 @@ int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
  * parameters, ND_E_NOMEM, else ND_OK (per-text problems go to status).
  */
 int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
-                           int shingle_kind, uint32_t k, uint32_t num_perm,
+                           int shingle_kind, int tokenizer, uint32_t k, uint32_t num_perm,
                            uint32_t fp_size, uint64_t seed, unsigned flags,
                            uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                            uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
@@ -123,6 +149,13 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  *                         (indices into the decoded text, not bytes)
  *   sel_offsets           n + 1
  *   status                n: ND_OK, or ND_E_UTF8 (the text selects nothing)
+ *   folds                 cap entries, or NULL: per selection, the ND_FOLD_*
+ *                         flags of its items (tokenizer 2; 0 with 1). A word
+ *                         gets the folds of its letters and of the ignorables
+ *                         inside it or after its last letter (before the next
+ *                         separator), or, for ignorables between words, the
+ *                         next word; a char item those of its code point and
+ *                         of the ignorables since the letter before.
  * A word shingle covers its first word's first code point to its last word's
  * last one, where a word is the code points whose folded letters or digits it
  * is made of; a char shingle its first to its last letter or digit, or, for a
@@ -136,9 +169,9 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  * ND_E_NOMEM, else ND_OK.
  */
 int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
-                    uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
+                    int tokenizer, uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
                     uint64_t *hashes, int64_t *starts, int64_t *ends, uint64_t cap,
-                    uint64_t *sel_offsets, int32_t *status);
+                    uint64_t *sel_offsets, int32_t *status, uint8_t *folds);
 
 /*
  * LSH band keys: for each of n signatures of num_perm values, bands keys of
@@ -284,6 +317,8 @@ int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_st
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
+/* The confusables.txt tokenizer 2's tables were generated from: version, date, source. */
+const char *nd_confusables_version(void);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t hbuf[ND_HBUF];
     /* winnowing only: item i covers code points [ps[i & 15], pe[i & 15]) */
     int64_t ps[16], pe[16];
+    uint8_t pf[16]; /* winnowing with tokenizer 2: item i's ND_FOLD_* flags */
 } nd_roll;
 
 /* The word being hashed: its folded UTF-8 bytes, 8 at a time, little endian,
@@ -62,23 +63,38 @@ typedef struct {
     uint32_t nacc;
     int in_word;
     int64_t cp, start, end;
+    /* tokenizer 2 only: the ND_FOLD_* flags of the current word and those
+     * waiting for the next one; hstate 1: a hyphen ended the word's letters,
+     * 2: and then a line break (hsoft: the hyphen was a soft one, which joins
+     * within a line too; hcr: the break so far is a CR, which LF may follow) */
+    uint8_t wflags, pflags, hstate, hsoft, hcr;
 } nd_word;
 
 /* What a scanner makes: the shingle kind, and whether the shingles go to
  * winnowing with the code points they cover. The sketch needs no positions;
  * the mode is a constant at every call, so it pays nothing for them. */
-enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2 };
+enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8 };
 #define MODE_KIND(m) ((m) & 1)
 #define MODE_HAS_SPANS(m) ((m) & MODE_SPANS)
+#define MODE_IS_V2(m) ((m) & MODE_V2)
+/* char mode writing the normalized text (scan_put) instead of hashing it */
+#define MODE_IS_TEXT(m) ((m) & MODE_TEXT)
+/* flags are tracked only where someone reads them */
+#define MODE_FLAGS(m) (MODE_IS_V2(m) && MODE_HAS_SPANS(m))
 
 /* Where each shingle goes: defined by the file that includes this header.
- * [s, e) are the code points it covers (MODE_SPANS only, else 0). */
-static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e);
+ * [s, e) are the code points it covers (MODE_SPANS only, else 0); f the
+ * ND_FOLD_* flags of its items (MODE_FLAGS only, else 0). */
+static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e,
+                             unsigned f);
+/* MODE_TEXT: one code point of the normalized text, to the including file. */
+static inline void scan_put(nd_scan *c, uint32_t cp);
 
 
 /* Roll one item hash (word or code point) into the K-window. [s, e) are the
  * code points the item covers (winnowing only). */
-static inline void roll_push(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64_t s, int64_t e) {
+static inline void roll_push(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64_t s, int64_t e,
+                             unsigned f) {
     uint64_t old = r->ring[(r->n - c->k) & 15]; /* 0 while fewer than K items */
     uint64_t S = (r->S - old * c->bk1) * ND_B + x;
     r->S = S;
@@ -87,15 +103,19 @@ static inline void roll_push(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64
         r->ps[r->n & 15] = s;
         r->pe[r->n & 15] = e;
     }
+    if (MODE_FLAGS(mode)) r->pf[r->n & 15] = (uint8_t)f;
     if (++r->n >= c->k) {
         if (MODE_HAS_SPANS(mode)) {
             int64_t a = r->ps[(r->n - c->k) & 15], b = r->pe[(r->n - 1) & 15];
             /* reversed only for a char:1 shingle that is the space between two
              * words: it covers what lies between them, in either order */
-            scan_emit(c, r, fmix64(S ^ c->shingle_seed), a < b ? a : b, a < b ? b : a);
+            unsigned ff = 0;
+            if (MODE_FLAGS(mode))
+                for (uint32_t j = 1; j <= c->k; j++) ff |= r->pf[(r->n - j) & 15];
+            scan_emit(c, r, fmix64(S ^ c->shingle_seed), a < b ? a : b, a < b ? b : a, ff);
             return;
         }
-        scan_emit(c, r, fmix64(S ^ c->shingle_seed), 0, 0);
+        scan_emit(c, r, fmix64(S ^ c->shingle_seed), 0, 0, 0);
     }
 }
 
@@ -112,7 +132,8 @@ static inline void word_byte(nd_word *w, uint8_t b) {
 static inline void word_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
     uint64_t h = w->h;
     if (w->nacc) h = (h ^ w->acc) * ND_M1;
-    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end);
+    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end, w->wflags);
+    w->wflags = 0;
     w->h = c->word_seed;
     w->acc = 0;
     w->nacc = 0;
@@ -133,10 +154,18 @@ static inline void word_span(nd_word *w, int mode) {
 }
 
 /* one folded non-ASCII output code point, word mode */
-static inline void word_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
+static inline void word_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum,
+                           unsigned f) {
     if (!alnum) {
         if (w->in_word) word_end(c, r, w, mode);
         return;
+    }
+    if (MODE_FLAGS(mode)) {
+        if (!w->in_word) {
+            w->wflags = w->pflags;
+            w->pflags = 0;
+        }
+        w->wflags |= (uint8_t)f;
     }
     word_span(w, mode);
     uint8_t buf[4];
@@ -150,15 +179,26 @@ static inline void word_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_
  * from the next word's start back to the previous one's end, so that the span
  * of a shingle, first item's start to last item's end, begins and ends at
  * letters or digits. */
-static inline void char_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum) {
+static inline void char_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp, int alnum,
+                           unsigned f) {
     if (!alnum) {
         w->in_word = 0;
         return;
     }
+    if (MODE_IS_TEXT(mode)) {
+        if (!w->in_word && w->len > 0) scan_put(c, 0x20);
+        if (!w->in_word) w->len++;
+        scan_put(c, cp);
+        w->in_word = 1;
+        (void)r;
+        (void)f;
+        return;
+    }
     if (!w->in_word && w->len > 0) /* len: words seen */
-        roll_push(c, r, mode, char_hash(c, 0x20), w->cp, w->end);
+        roll_push(c, r, mode, char_hash(c, 0x20), w->cp, w->end, 0);
     if (!w->in_word) w->len++;
-    roll_push(c, r, mode, char_hash(c, cp), w->cp, w->cp + 1);
+    roll_push(c, r, mode, char_hash(c, cp), w->cp, w->cp + 1, f | w->pflags);
+    w->pflags = 0;
     if (MODE_HAS_SPANS(mode)) w->end = w->cp + 1;
     w->in_word = 1;
 }
@@ -173,19 +213,116 @@ static inline size_t scan_nonascii(nd_scan *c, nd_roll *r, nd_word *w, int mode,
     if (ND_LIKELY(u->n == 1)) {
         uint32_t f = (uint32_t)((int32_t)cp + u->delta);
         if (MODE_KIND(mode) == MODE_WORD)
-            word_cp(c, r, w, mode, f, u->alnum & 1);
+            word_cp(c, r, w, mode, f, u->alnum & 1, 0);
         else
-            char_cp(c, r, w, mode, f, u->alnum & 1);
+            char_cp(c, r, w, mode, f, u->alnum & 1, 0);
     } else {
         const uint32_t *x = nd_uc_exp[u->exp];
         for (unsigned i = 0; i < u->n; i++) {
             if (MODE_KIND(mode) == MODE_WORD)
-                word_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
+                word_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1, 0);
             else
-                char_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1);
+                char_cp(c, r, w, mode, x[i], (u->alnum >> i) & 1, 0);
         }
     }
     return n;
+}
+
+/* Tokenizer 2's letters of one code point: its outputs go to the word or the
+ * char items, with its fold flags. */
+static inline void scan_outs2(nd_scan *c, nd_roll *r, nd_word *w, int mode, const uint32_t *outs,
+                              unsigned n, uint32_t alnum, unsigned f) {
+    for (unsigned i = 0; i < n; i++) {
+        if (MODE_KIND(mode) == MODE_WORD)
+            word_cp(c, r, w, mode, outs[i], (alnum >> i) & 1, f);
+        else
+            char_cp(c, r, w, mode, outs[i], (alnum >> i) & 1, f);
+    }
+}
+
+/* The word (or, char mode, the run of letters) ends where a hyphen put it on hold. */
+static inline void hyphen_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
+    w->hstate = 0;
+    if (MODE_KIND(mode) == MODE_WORD)
+        word_end(c, r, w, mode);
+    else
+        w->in_word = 0;
+}
+
+/* Tokenizer 2, one code point of the text: ignorables dropped (the word goes
+ * on across them), the folds of gen_unicode.py, and a word broken by a hyphen
+ * at a line end joined: after a hyphen that follows a letter the word is on
+ * hold (hstate) through horizontal spaces and ignorables, and one line break
+ * (LF, CR or CR LF); a letter or digit after the break joins the word, and
+ * anything else (or a letter before the break, but for a soft hyphen)
+ * ends it where it was. */
+static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp) {
+    uint32_t one;
+    const uint32_t *outs = &one;
+    unsigned n = 1, fl;
+    uint32_t alnum;
+    if (cp < 0x80) {
+        uint8_t f = nd_ascii_fold[cp];
+        one = f;
+        alnum = f != 0;
+        fl = cp == '-' ? ND_UC2_HYPHEN : (cp == ' ' || cp == '\t') ? ND_UC2_SPACE : 0;
+    } else {
+        const nd_uc2_rec *u = uc2_lookup(cp);
+        n = u->n;
+        alnum = u->alnum;
+        fl = u->flags;
+        if (n == 1)
+            one = (uint32_t)((int32_t)cp + u->delta);
+        else
+            outs = nd_uc2_flat + u->off;
+    }
+    unsigned folds = fl & (ND_FOLD_COMPAT | ND_FOLD_CONFUSABLE | ND_FOLD_INVISIBLE);
+    if (ND_UNLIKELY(w->hstate)) {
+        if (fl & ND_UC2_SPACE) {
+            w->hsoft = 0; /* a soft hyphen joins only what follows it at once */
+            return;
+        }
+        if (n == 0) {
+            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_WORD) w->wflags |= (uint8_t)folds;
+            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)folds;
+            return;
+        }
+        if (cp == '\n' || cp == '\r') {
+            if (w->hstate == 1) {
+                w->hstate = 2;
+                w->hcr = cp == '\r';
+                return;
+            }
+            if (cp == '\n' && w->hcr) {
+                w->hcr = 0;
+                return;
+            }
+        } else if ((alnum & 1) && (w->hstate == 2 || w->hsoft)) {
+            unsigned joined = w->hstate == 2 ? ND_FOLD_HYPHEN : 0;
+            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_WORD) w->wflags |= (uint8_t)joined;
+            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)joined;
+            w->hstate = 0; /* joined: the letters go on in the same word */
+            scan_outs2(c, r, w, mode, outs, n, alnum, folds);
+            return;
+        }
+        hyphen_end(c, r, w, mode);
+    }
+    if ((fl & ND_UC2_HYPHEN) && w->in_word) {
+        w->hstate = 1;
+        w->hsoft = n == 0;
+        if (MODE_FLAGS(mode)) w->wflags |= (uint8_t)folds;
+        return;
+    }
+    if (n == 0) { /* ignorable: the word goes on across it */
+        if (MODE_FLAGS(mode)) {
+            if (w->in_word && MODE_KIND(mode) == MODE_WORD)
+                w->wflags |= (uint8_t)folds;
+            else
+                w->pflags |= (uint8_t)folds;
+        }
+        return;
+    }
+    scan_outs2(c, r, w, mode, outs, n, alnum, folds);
 }
 
 /* Scalar scanner, the reference for every path: bytes from p until p >= stop
@@ -195,6 +332,15 @@ static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int
                                          const uint8_t *end) {
     while (p < stop) {
         uint8_t b = *p;
+        if (MODE_IS_V2(mode)) {
+            uint32_t cp = b;
+            size_t n = 1;
+            if (b >= 0x80 && (n = utf8_decode(p, end, &cp)) == 0) return NULL;
+            scan_cp2(c, r, w, mode, cp);
+            p += n;
+            if (MODE_HAS_SPANS(mode)) w->cp++;
+            continue;
+        }
         if (b < 0x80) {
             uint8_t f = nd_ascii_fold[b];
             if (MODE_KIND(mode) == MODE_WORD) {
@@ -206,7 +352,7 @@ static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int
                     word_end(c, r, w, mode);
                 }
             } else {
-                char_cp(c, r, w, mode, f, f != 0);
+                char_cp(c, r, w, mode, f, f != 0, 0);
             }
             p++;
             if (MODE_HAS_SPANS(mode)) w->cp++;
@@ -309,15 +455,30 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
             memcpy(&c0, q, 8);
             h = (h ^ _bzhi_u64(c0, 8 * left)) * ND_M1;
         }
-        roll_push(c, r, mode, fmix64(h + len), w->cp + s, w->cp + s + len);
+        roll_push(c, r, mode, fmix64(h + len), w->cp + s, w->cp + s + len, 0);
         m &= m + (m & (0 - m)); /* clear this run of ones */
     }
 }
 
+/* Whether a 64-byte block must go through scan_scalar: a byte >= 0x80, or,
+ * for tokenizer 2, a hyphen (which may put a word on hold), a word on hold
+ * already, or flags waiting for the next word. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline int block_scalar(
+    __m256i x0, __m256i x1, const nd_word *w, int mode) {
+    int m = _mm256_movemask_epi8(_mm256_or_si256(x0, x1));
+    if (MODE_IS_V2(mode)) {
+        const __m256i dash = _mm256_set1_epi8('-');
+        m |= _mm256_movemask_epi8(
+            _mm256_or_si256(_mm256_cmpeq_epi8(x0, dash), _mm256_cmpeq_epi8(x1, dash)));
+        m |= w->hstate | w->pflags;
+    }
+    return m != 0;
+}
+
 /* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
  * the words with bit scans and hash each in 8-byte chunks straight from the
- * folded block. Hashes exactly as word_byte/word_end would; blocks with a
- * byte >= 0x80 go through scan_scalar. The last partial block is padded with
+ * folded block. Hashes exactly as word_byte/word_end would; other blocks
+ * (block_scalar) go through scan_scalar. The last partial block is padded with
  * NUL bytes (separators), which ends the last word just as the text end does. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline const uint8_t *
 scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end,
@@ -325,7 +486,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
     while ((size_t)(end - p) >= 64) {
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-        if (ND_UNLIKELY(_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)) {
+        if (ND_UNLIKELY(block_scalar(x0, x1, w, mode))) {
             p = scan_scalar(c, r, w, mode, p, p + 64, end);
             if (p == NULL) return NULL;
             continue;
@@ -341,8 +502,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
         memcpy(tail, p, rest);
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
-        if (_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0)
-            return scan_scalar(c, r, w, mode, p, end, end);
+        if (block_scalar(x0, x1, w, mode)) return scan_scalar(c, r, w, mode, p, end, end);
         words_block_avx2(c, r, w, tail, mode);
         if (MODE_HAS_SPANS(mode)) w->cp += (int64_t)rest;
     }

@@ -256,10 +256,17 @@ static uint32_t bottom_n(nd_ctx *c, uint32_t *out, unsigned simd) {
     return (uint32_t)k;
 }
 
+static inline void scan_put(nd_scan *c, uint32_t cp) { /* MODE_TEXT is nd_normalize's */
+    (void)c;
+    (void)cp;
+}
+
 /* The scanner's shingles are gathered ND_HBUF at a time, then go to the set. */
-static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e) {
+static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e,
+                             unsigned f) {
     (void)s;
     (void)e;
+    (void)f;
     r->hbuf[r->nh++] = h;
     if (ND_UNLIKELY(r->nh == ND_HBUF)) {
         flush_shingles((nd_ctx *)c, r->hbuf, ND_HBUF);
@@ -280,7 +287,34 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_s
     nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
     return scan_words_avx2(c, r, w, p, end, MODE_WORD);
 }
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_sketch2(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_V2);
+}
 #endif
+
+/* One text through the scanner; mode is a constant at each call in sketch_one. NULL on
+ * invalid UTF-8. */
+__attribute__((always_inline)) static inline const uint8_t *sketch_scan(nd_ctx *c, nd_roll *r,
+                                                                        nd_word *w,
+                                                                        const uint8_t *p,
+                                                                        size_t len, int mode,
+                                                                        unsigned simd) {
+    if (MODE_KIND(mode) == MODE_CHAR) return scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
+    const uint8_t *q;
+#if ND_X86
+    if (simd & ND_SIMD_AVX2)
+        q = MODE_IS_V2(mode) ? scan_words_avx2_sketch2(&c->scan, r, w, p, p + len)
+                             : scan_words_avx2_sketch(&c->scan, r, w, p, p + len);
+    else
+#else
+    (void)simd;
+#endif
+        q = scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
+    if (q != NULL && w->in_word) word_end(&c->scan, r, w, mode);
+    return q;
+}
 
 
 /* Optimal densification (Shrivastava 2017): empty bin i takes the value of
@@ -326,8 +360,8 @@ static void densify(nd_ctx *c, uint64_t seed) {
     }
 }
 
-static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_t seed,
-                      unsigned simd, uint32_t *fp_out, uint32_t *fp_len) {
+static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, int tokenizer,
+                      uint64_t seed, unsigned simd, uint32_t *fp_out, uint32_t *fp_len) {
     /* size the set for this text (about one shingle per 5 bytes of words);
      * it grows if the text has more */
     size_t est = kind == ND_SHINGLE_WORD ? len / 5 + 16 : len + 16;
@@ -349,17 +383,12 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
 
     const uint8_t *q = p;
     if (len > 0) {
-        if (kind == ND_SHINGLE_WORD) {
-#if ND_X86
-            if (simd & ND_SIMD_AVX2)
-                q = scan_words_avx2_sketch(&c->scan, &r, &w, p, p + len);
-            else
-#endif
-                q = scan_scalar(&c->scan, &r, &w, MODE_WORD, p, p + len, p + len);
-            if (q != NULL && w.in_word) word_end(&c->scan, &r, &w, MODE_WORD);
-        } else {
-            q = scan_scalar(&c->scan, &r, &w, MODE_CHAR, p, p + len, p + len);
-        }
+        if (kind == ND_SHINGLE_WORD)
+            q = tokenizer == ND_TOKENIZER_2 ? sketch_scan(c, &r, &w, p, len, MODE_WORD | MODE_V2, simd)
+                                            : sketch_scan(c, &r, &w, p, len, MODE_WORD, simd);
+        else
+            q = tokenizer == ND_TOKENIZER_2 ? sketch_scan(c, &r, &w, p, len, MODE_CHAR | MODE_V2, simd)
+                                            : sketch_scan(c, &r, &w, p, len, MODE_CHAR, simd);
     }
     int rc = q == NULL ? ND_E_UTF8 : ND_OK;
     if (rc == ND_OK) {
@@ -378,11 +407,13 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, uint64_
 }
 
 ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
-                                     int shingle_kind, uint32_t k, uint32_t num_perm,
+                                     int shingle_kind, int tokenizer, uint32_t k,
+                                     uint32_t num_perm,
                                      uint32_t fp_size, uint64_t seed, unsigned flags,
                                      uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                                      uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
-    if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) || k < 1 ||
+    if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
+        (tokenizer != ND_TOKENIZER_1 && tokenizer != ND_TOKENIZER_2) || k < 1 ||
         k > ND_MAX_K || num_perm < 1 || num_perm > ND_MAX_NUM_PERM || fp_size < 1 ||
         fp_size > ND_MAX_FP_SIZE || fp_offsets == NULL || (fp_values == NULL && fp_cap > 0))
         return ND_E_ARG;
@@ -414,7 +445,7 @@ ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offset
         const uint8_t *p = data ? data + offsets[i] : NULL;
         size_t len = (size_t)(offsets[i + 1] - offsets[i]);
         uint32_t flen = 0;
-        int rc = sketch_one(&c, p, len, shingle_kind, seed, simd, row, &flen);
+        int rc = sketch_one(&c, p, len, shingle_kind, tokenizer, seed, simd, row, &flen);
         status[i] = rc;
         shingles[i] = rc == ND_OK ? c.count : 0;
         if (flen > fp_cap - packed) {

@@ -17,6 +17,7 @@
 struct nd_win {
     uint64_t *h;        /* shingle hashes, entries [0, len) */
     int64_t *s, *e;     /* the code points each covers */
+    uint8_t *f;         /* and the ND_FOLD_* flags of its items */
     size_t len, cap;    /* cap = w + max(w, ND_WIN_CHUNK) */
     size_t done;        /* entries [0, done) have been through the window */
     size_t cur;         /* the current window's rightmost minimum (once a window is full) */
@@ -25,6 +26,7 @@ struct nd_win {
     unsigned simd;
     uint64_t *oh;       /* the caller's outputs */
     int64_t *os, *oe;
+    uint8_t *of;        /* may be NULL */
     uint64_t olen, ocap;
     int err;
 };
@@ -141,6 +143,7 @@ static inline void win_select(struct nd_win *v, size_t i) {
     v->oh[v->olen] = v->h[i];
     v->os[v->olen] = v->s[i];
     v->oe[v->olen] = v->e[i];
+    if (v->of != NULL) v->of[v->olen] = v->f[i];
     v->olen++;
 }
 
@@ -176,12 +179,13 @@ static void win_run(struct nd_win *v) {
     v->done = len;
 }
 
-static void win_push(struct nd_win *v, uint64_t h, int64_t start, int64_t end) {
+static void win_push(struct nd_win *v, uint64_t h, int64_t start, int64_t end, unsigned f) {
     if (ND_UNLIKELY(v->err)) return;
     size_t i = v->len++;
     v->h[i] = h;
     v->s[i] = start;
     v->e[i] = end;
+    v->f[i] = (uint8_t)f;
     if (ND_UNLIKELY(v->len == v->cap)) {
         win_run(v);
         if (v->err) return;
@@ -190,16 +194,23 @@ static void win_push(struct nd_win *v, uint64_t h, int64_t start, int64_t end) {
         memmove(v->h, v->h + drop, v->w * sizeof *v->h);
         memmove(v->s, v->s + drop, v->w * sizeof *v->s);
         memmove(v->e, v->e + drop, v->w * sizeof *v->e);
+        memmove(v->f, v->f + drop, v->w * sizeof *v->f);
         v->base += drop;
         v->cur -= drop;
         v->len = v->done = v->w;
     }
 }
 
+static inline void scan_put(nd_scan *c, uint32_t cp) { /* MODE_TEXT is nd_normalize's */
+    (void)c;
+    (void)cp;
+}
+
 /* The scanner's shingles go straight into the window. */
-static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e) {
+static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e,
+                             unsigned f) {
     (void)r;
-    win_push(((nd_wctx *)c)->win, h, s, e);
+    win_push(((nd_wctx *)c)->win, h, s, e, f);
 }
 
 #if ND_X86
@@ -207,7 +218,31 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_s
     nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
     return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_SPANS);
 }
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_spans2(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_SPANS | MODE_V2);
+}
 #endif
+
+/* One text through the scanner; mode is a constant at each call in winnow_one. NULL on
+ * invalid UTF-8. */
+__attribute__((always_inline)) static inline const uint8_t *winnow_scan(nd_wctx *c, nd_roll *r,
+                                                                        nd_word *w,
+                                                                        const uint8_t *p,
+                                                                        size_t len, int mode) {
+    if (MODE_KIND(mode) == MODE_CHAR) return scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
+    const uint8_t *q;
+#if ND_X86
+    if (c->win->simd & ND_SIMD_AVX2)
+        q = MODE_IS_V2(mode) ? scan_words_avx2_spans2(&c->scan, r, w, p, p + len)
+                             : scan_words_avx2_spans(&c->scan, r, w, p, p + len);
+    else
+#endif
+        q = scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
+    if (q != NULL && w->in_word) word_end(&c->scan, r, w, mode);
+    return q;
+}
 
 /* The text's last windows; a text with fewer shingles than w has one window
  * of all of them. */
@@ -217,7 +252,8 @@ static void win_finish(struct nd_win *v) {
     if (v->base + v->len < v->w && v->len > 0) win_select(v, argmin_right(v, 0, v->len));
 }
 
-static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len, int kind) {
+static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len, int kind,
+                      int tokenizer) {
     v->len = v->done = v->cur = 0;
     v->base = 0;
     v->err = ND_OK;
@@ -228,18 +264,14 @@ static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len
     memset(r.ring, 0, sizeof r.ring);
     nd_word w = {.h = c->scan.word_seed};
     const uint8_t *q = p;
+    const int spans = MODE_SPANS, v2 = MODE_SPANS | MODE_V2;
     if (len > 0) {
-        if (kind == ND_SHINGLE_WORD) {
-#if ND_X86
-            if (v->simd & ND_SIMD_AVX2)
-                q = scan_words_avx2_spans(&c->scan, &r, &w, p, p + len);
-            else
-#endif
-                q = scan_scalar(&c->scan, &r, &w, MODE_WORD | MODE_SPANS, p, p + len, p + len);
-            if (q != NULL && w.in_word) word_end(&c->scan, &r, &w, MODE_WORD | MODE_SPANS);
-        } else {
-            q = scan_scalar(&c->scan, &r, &w, MODE_CHAR | MODE_SPANS, p, p + len, p + len);
-        }
+        if (kind == ND_SHINGLE_WORD)
+            q = tokenizer == ND_TOKENIZER_2 ? winnow_scan(c, &r, &w, p, len, MODE_WORD | v2)
+                                            : winnow_scan(c, &r, &w, p, len, MODE_WORD | spans);
+        else
+            q = tokenizer == ND_TOKENIZER_2 ? winnow_scan(c, &r, &w, p, len, MODE_CHAR | v2)
+                                            : winnow_scan(c, &r, &w, p, len, MODE_CHAR | spans);
     }
     if (q == NULL) return ND_E_UTF8;
     win_finish(v);
@@ -247,10 +279,12 @@ static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len
 }
 
 ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n,
-                              int shingle_kind, uint32_t k, uint32_t window, uint64_t seed,
-                              unsigned flags, uint64_t *hashes, int64_t *starts, int64_t *ends,
-                              uint64_t cap, uint64_t *sel_offsets, int32_t *status) {
-    if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) || k < 1 ||
+                              int shingle_kind, int tokenizer, uint32_t k, uint32_t window,
+                              uint64_t seed, unsigned flags, uint64_t *hashes, int64_t *starts,
+                              int64_t *ends, uint64_t cap, uint64_t *sel_offsets, int32_t *status,
+                              uint8_t *folds) {
+    if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
+        (tokenizer != ND_TOKENIZER_1 && tokenizer != ND_TOKENIZER_2) || k < 1 ||
         k > ND_MAX_K || window < 1 || window > ND_MAX_WINDOW || sel_offsets == NULL ||
         (cap > 0 && (hashes == NULL || starts == NULL || ends == NULL)))
         return ND_E_ARG;
@@ -273,12 +307,14 @@ ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size
     v.oh = hashes;
     v.os = starts;
     v.oe = ends;
+    v.of = folds;
     v.ocap = cap;
     v.h = (uint64_t *)malloc(v.cap * sizeof *v.h);
     v.s = (int64_t *)malloc(v.cap * sizeof *v.s);
     v.e = (int64_t *)malloc(v.cap * sizeof *v.e);
+    v.f = (uint8_t *)malloc(v.cap * sizeof *v.f);
     int ret = ND_OK;
-    if (v.h == NULL || v.s == NULL || v.e == NULL) {
+    if (v.h == NULL || v.s == NULL || v.e == NULL || v.f == NULL) {
         ret = ND_E_NOMEM;
         for (size_t i = 0; i < n; i++) {
             status[i] = ND_E_NOMEM;
@@ -288,7 +324,8 @@ ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size
     }
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = data ? data + offsets[i] : NULL;
-        int rc = winnow_one(&c, &v, p, (size_t)(offsets[i + 1] - offsets[i]), shingle_kind);
+        int rc = winnow_one(&c, &v, p, (size_t)(offsets[i + 1] - offsets[i]), shingle_kind,
+                            tokenizer);
         status[i] = rc;
         if (rc == ND_E_SPACE) {
             ret = ND_E_SPACE;
@@ -305,5 +342,6 @@ done:
     free(v.h);
     free(v.s);
     free(v.e);
+    free(v.f);
     return ret;
 }
