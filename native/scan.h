@@ -280,9 +280,11 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
     if (ND_UNLIKELY(w->hstate)) {
         if (fl & ND_UC2_SPACE) {
             w->hsoft = 0; /* a soft hyphen joins only what follows it at once */
+            w->hcr = 0;   /* and CR LF is one line end only when adjacent */
             return;
         }
         if (n == 0) {
+            w->hcr = 0;
             if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_WORD) w->wflags |= (uint8_t)folds;
             if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)folds;
             return;
