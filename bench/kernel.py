@@ -12,7 +12,8 @@ numpy baseline (np.intersect1d per pair).
 
 ``--baseline REV`` (e.g. ``main``) also builds that git revision's native/ into a scratch
 directory (bench/kernel_baseline.py) and times it in the same process, through the same Python
-wrappers, against this build: sketch, winnow and jaccard_many, 1 thread, SIMD and scalar.
+wrappers, against this build: sketch, winnow and jaccard_many, 1 thread, SIMD and scalar;
+and this build's tokenizer 2 against its tokenizer 1 (sketch and winnow).
 """
 
 from __future__ import annotations
@@ -209,6 +210,12 @@ def bench_against(docs: list[str], base: object, repeat: int) -> dict[str, float
         ],
     }
     out: dict[str, float] = {}
+    # tokenizer 2, this build only (the baseline has tokenizer 1 alone): against its own 1
+    for name, job in {
+        "sketch t2": lambda: [kernel.sketch(b, tokenizer=2) for b in batches],
+        "winnow t2": lambda: [kernel.winnow(b, tokenizer=2) for b in batches],
+    }.items():
+        out[name] = nbytes / 1e6 / min(best_time(job, 1) for _ in range(repeat))
     for name, job in jobs.items():
         mine, theirs = float("inf"), float("inf")
         for _ in range(repeat):
@@ -241,6 +248,11 @@ def compare(rev: str, corpora: list[tuple[str, list[str]]], repeat: int) -> None
             f"{r[n]:>7.1f} {r[n + ' base']:>7.1f} {r[n] / r[n + ' base']:>7.3f}x" for n in names
         ]
         print(f"{name:<18} | " + " | ".join(cells))
+        print(
+            f"{'':<18}   tokenizer 2 (this build): sketch {r['sketch t2']:.1f} MB/s "
+            f"({r['sketch t2'] / r['sketch']:.2f}x tokenizer 1), winnow "
+            f"{r['winnow t2']:.1f} MB/s ({r['winnow t2'] / r['winnow']:.2f}x)"
+        )
 
 
 def main() -> None:
