@@ -10,7 +10,7 @@ that the same request, sent again, completes.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import orjson
 
@@ -63,6 +63,7 @@ async def create(
         await store.register()
         raw = await store.config(proposed)  # SET NX: of two concurrent creators, one wins
     stored = Params.stored(raw)
+    params = replace(params, tokenizer=stored.tokenizer)  # not asked for: the stored one
     if stored != params:
         theirs, ours = asdict(stored), asdict(params)
         diff = ", ".join(

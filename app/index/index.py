@@ -149,6 +149,8 @@ class Params:
     # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
     # made before expiry existed).
     default_ttl: int = 0
+    # How texts are read (app.kernel.TOKENIZERS); 1 for collections made before 2 existed.
+    tokenizer: int = 1
 
     @classmethod
     def create(
@@ -162,6 +164,7 @@ class Params:
         passage_words: int = DEFAULT_PASSAGE_WORDS,
         keep_text: bool = False,
         default_ttl: int = 0,
+        tokenizer: int = kernel.LATEST_TOKENIZER,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -178,6 +181,7 @@ class Params:
             passage_words,
             keep_text,
             default_ttl,
+            tokenizer,
         )
 
     @property
@@ -214,6 +218,8 @@ class Params:
         fields.setdefault("keep_text", False)
         # ... and one made before expiry existed keeps documents for ever.
         fields.setdefault("default_ttl", 0)
+        # ... and one made before tokenizer 2 existed reads texts as it always did.
+        fields.setdefault("tokenizer", 1)
         return cls(**fields)
 
 
@@ -373,7 +379,7 @@ class Index:
         stored = Params.stored(await store.config(params.to_json()))
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
-        params = replace(params, band_buckets=stored.band_buckets)
+        params = replace(params, band_buckets=stored.band_buckets, tokenizer=stored.tokenizer)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
         if stored != params:
@@ -422,6 +428,7 @@ class Index:
             num_perm=p.num_perm,
             fingerprint_size=p.fingerprint_size,
             seed=p.seed,
+            tokenizer=p.tokenizer,
         )
         keys = kernel.band_keys(s.signatures, p.bands, p.rows)
         sketched = _Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
@@ -444,10 +451,16 @@ class Index:
         """The texts' anchors and their words, in two kernel calls."""
         p = self.params
         anchors = kernel.winnow(
-            list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
+            list(texts),
+            shingle=p.passage_shingle,
+            passage_words=p.passage_words,
+            seed=p.seed,
+            tokenizer=p.tokenizer,
         )
         # Every word is its own window of one: its hash and its span.
-        words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+        words = kernel.winnow(
+            list(texts), shingle="word:1", passage_words=1, seed=p.seed, tokenizer=p.tokenizer
+        )
         return anchors, words
 
     def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
