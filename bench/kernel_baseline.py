@@ -6,7 +6,7 @@ native/build_ffi.py uses, as a cffi module of its own, and returns an object tha
 for ``app._native.lib`` inside :func:`swapped`: app.kernel's own wrappers then call the old C
 code, so both sides pay the same Python overhead and only the C code differs.
 
-The declarations are those of kernel ABI 4 (the revision before the split), written out here:
+The declarations are those of kernel ABI 4 (the revision before the split) and 5, written out here:
 an old header cannot be fed to the new cdef generator. Calls of a newer interface are adapted
 (the tokenizer argument dropped; only version 1 exists there), and constants come from the
 current build, whose values those ABIs share.
@@ -103,8 +103,8 @@ def build(rev: str) -> _Adapted:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     old = module.lib
-    if old.nd_abi_version() != 4:
-        raise SystemExit(f"{rev} is kernel ABI {old.nd_abi_version()}; this baseline reads ABI 4")
+    if old.nd_abi_version() not in (4, 5):  # 5 changed none of the calls declared here
+        raise SystemExit(f"{rev} is kernel ABI {old.nd_abi_version()}; this baseline reads 4-5")
     from app import kernel
 
     return _Adapted(old, kernel.lib, sketch_args=15, winnow_args=14)  # as in CDEF_ABI4

@@ -25,17 +25,19 @@ import cffi
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "neardup.h"
-# One file per job; the scanner (scan.h, on fold.h) is inlined into sketch.c and winnow.c.
+# One file per job; the scanner (scan.h, on fold.h) is inlined into sketch.c, sketch2.c
+# (tokenizer 2's scans, apart: sketch.h says why) and winnow.c.
 SOURCES = [
     "cpu.c",
     "sketch.c",
+    "sketch2.c",
     "winnow.c",
     "normalize.c",
     "bands.c",
     "fingerprints.c",
     "layouts.c",
 ]
-INTERNAL_HEADERS = ["internal.h", "fold.h", "scan.h", "unicode_tables.h"]
+INTERNAL_HEADERS = ["internal.h", "fold.h", "scan.h", "sketch.h", "unicode_tables.h"]
 CDEF_GUARD = "ND_CDEF"
 
 

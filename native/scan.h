@@ -76,7 +76,11 @@ typedef struct {
 enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8 };
 #define MODE_KIND(m) ((m) & 1)
 #define MODE_HAS_SPANS(m) ((m) & MODE_SPANS)
-#define MODE_IS_V2(m) ((m) & MODE_V2)
+/* ND_SCAN_V2 0: a file that scans with tokenizer 1 only (sketch.h says why) */
+#ifndef ND_SCAN_V2
+#define ND_SCAN_V2 1
+#endif
+#define MODE_IS_V2(m) (ND_SCAN_V2 && ((m) & MODE_V2))
 /* char mode writing the normalized text (scan_put) instead of hashing it */
 #define MODE_IS_TEXT(m) ((m) & MODE_TEXT)
 /* flags are tracked only where someone reads them */
@@ -329,7 +333,7 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
 
 /* Scalar scanner, the reference for every path: bytes from p until p >= stop
  * (a multi-byte sequence may run on up to end). NULL on invalid UTF-8. */
-static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int mode,
+__attribute__((always_inline)) static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int mode,
                                          const uint8_t *p, const uint8_t *stop,
                                          const uint8_t *end) {
     while (p < stop) {
@@ -369,6 +373,17 @@ static inline const uint8_t *scan_scalar(nd_scan *c, nd_roll *r, nd_word *w, int
 }
 
 #if ND_X86
+/* The blocks the AVX2 scanner hands back: kept out of line, so that the rare
+ * non-ASCII block does not crowd the ASCII loop (inlined there, it cost the
+ * sketch a quarter of its speed). */
+__attribute__((noinline)) static const uint8_t *scan_scalar_block(nd_scan *c, nd_roll *r,
+                                                                  nd_word *w, int mode,
+                                                                  const uint8_t *p,
+                                                                  const uint8_t *stop,
+                                                                  const uint8_t *end) {
+    return scan_scalar(c, r, w, mode, p, stop, end);
+}
+
 __attribute__((target("avx2,bmi,bmi2"))) static inline void word_push_avx2(nd_word *w,
                                                                           const uint8_t *src,
                                                                           unsigned n) {
@@ -489,7 +504,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
         if (ND_UNLIKELY(block_scalar(x0, x1, w, mode))) {
-            p = scan_scalar(c, r, w, mode, p, p + 64, end);
+            p = scan_scalar_block(c, r, w, mode, p, p + 64, end);
             if (p == NULL) return NULL;
             continue;
         }
@@ -504,7 +519,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
         memcpy(tail, p, rest);
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
-        if (block_scalar(x0, x1, w, mode)) return scan_scalar(c, r, w, mode, p, end, end);
+        if (block_scalar(x0, x1, w, mode)) return scan_scalar_block(c, r, w, mode, p, end, end);
         words_block_avx2(c, r, w, tail, mode);
         if (MODE_HAS_SPANS(mode)) w->cp += (int64_t)rest;
     }

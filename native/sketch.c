@@ -13,36 +13,12 @@
  * only has those displacements to fix. Nothing else is ever sorted, and there
  * is no per-shingle work for the fingerprint at all. (A separate 2N buffer
  * with a running cut-off, tried first, spent ~25% of the time sorting.)
- * The gathering has an AVX2 twin, behind the run-time CPU check.
+ * The gathering has an AVX2 twin, behind the run-time CPU check. Texts read
+ * with tokenizer 2 are scanned in sketch2.c (sketch.h says why).
  */
-#include "scan.h"
+#define ND_SCAN_V2 0 /* tokenizer 1 only in this file */
+#include "sketch.h"
 
-typedef struct {
-    nd_scan scan; /* first: scan_emit casts back */
-    /* Distinct shingle set: open addressing, 0 = empty slot. A hash's home slot
-     * is its top `bits` bits, so the table is ordered by value (the fingerprint
-     * value is the top 32 bits): probing runs forward into `spill` extra slots
-     * past the end and never wraps, and the bottom-N is read off the front of
-     * the table at the end. */
-    uint64_t *tab;
-    size_t tab_alloc; /* slots allocated */
-    size_t slots, spill;
-    unsigned shift; /* 64 - bits */
-    size_t used, limit;
-    int has_zero;
-    uint64_t count;
-    /* one-permutation MinHash; a bin still at 0xFFFFFFFF is empty unless its
-     * bit is set in vmax (a real value of 0xFFFFFFFF, about 2^-32 per shingle) */
-    uint32_t *sig; /* the caller's row */
-    uint32_t num_perm;
-    uint64_t vmax[ND_MAX_NUM_PERM / 64];
-    /* bottom-N gathering */
-    uint32_t *fp; /* FP_BUF(fp_size) */
-    uint32_t fp_size;
-    int err;
-} nd_ctx;
-
-#define FP_BUF(n) (2 * (size_t)(n) + 64)
 
 static inline void insertion_sort(uint32_t *a, size_t n) {
     for (size_t i = 1; i < n; i++) {
@@ -128,7 +104,7 @@ static int set_grow(nd_ctx *c) {
 }
 
 /* Shingle hashes -> distinct set; each new one updates its signature bin. */
-static void flush_shingles(nd_ctx *c, const uint64_t *hs, uint32_t nh) {
+void nd_flush_shingles(nd_ctx *c, const uint64_t *hs, uint32_t nh) {
     uint64_t *tab = c->tab;
     size_t end = c->slots + c->spill;
     unsigned shift = c->shift;
@@ -256,66 +232,19 @@ static uint32_t bottom_n(nd_ctx *c, uint32_t *out, unsigned simd) {
     return (uint32_t)k;
 }
 
-static inline void scan_put(nd_scan *c, uint32_t cp) { /* MODE_TEXT is nd_normalize's */
-    (void)c;
-    (void)cp;
-}
-
-/* The scanner's shingles are gathered ND_HBUF at a time, then go to the set. */
-static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int64_t e,
-                             unsigned f) {
-    (void)s;
-    (void)e;
-    (void)f;
-    r->hbuf[r->nh++] = h;
-    if (ND_UNLIKELY(r->nh == ND_HBUF)) {
-        flush_shingles((nd_ctx *)c, r->hbuf, ND_HBUF);
-        r->nh = 0;
-    }
-}
-
 static inline void roll_finish(nd_scan *c, nd_roll *r) {
     /* fewer than K items: one shingle of all of them */
     if (r->n > 0 && r->n < c->k) r->hbuf[r->nh++] = fmix64(r->S ^ c->shingle_seed);
-    flush_shingles((nd_ctx *)c, r->hbuf, r->nh);
+    nd_flush_shingles((nd_ctx *)c, r->hbuf, r->nh);
     r->nh = 0;
 }
 
-
 #if ND_X86
-__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_sketch(
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(
     nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
     return scan_words_avx2(c, r, w, p, end, MODE_WORD);
 }
-
-__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_sketch2(
-    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
-    return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_V2);
-}
 #endif
-
-/* One text through the scanner; mode is a constant at each call in sketch_one. NULL on
- * invalid UTF-8. */
-__attribute__((always_inline)) static inline const uint8_t *sketch_scan(nd_ctx *c, nd_roll *r,
-                                                                        nd_word *w,
-                                                                        const uint8_t *p,
-                                                                        size_t len, int mode,
-                                                                        unsigned simd) {
-    if (MODE_KIND(mode) == MODE_CHAR) return scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
-    const uint8_t *q;
-#if ND_X86
-    if (simd & ND_SIMD_AVX2)
-        q = MODE_IS_V2(mode) ? scan_words_avx2_sketch2(&c->scan, r, w, p, p + len)
-                             : scan_words_avx2_sketch(&c->scan, r, w, p, p + len);
-    else
-#else
-    (void)simd;
-#endif
-        q = scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
-    if (q != NULL && w->in_word) word_end(&c->scan, r, w, mode);
-    return q;
-}
-
 
 /* Optimal densification (Shrivastava 2017): empty bin i takes the value of
  * bin j = hash(seed, i, attempt) for the first attempt that hits a bin filled
@@ -383,12 +312,12 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, int tok
 
     const uint8_t *q = p;
     if (len > 0) {
-        if (kind == ND_SHINGLE_WORD)
-            q = tokenizer == ND_TOKENIZER_2 ? sketch_scan(c, &r, &w, p, len, MODE_WORD | MODE_V2, simd)
-                                            : sketch_scan(c, &r, &w, p, len, MODE_WORD, simd);
+        if (tokenizer == ND_TOKENIZER_2)
+            q = nd_sketch_scan2(c, &r, &w, p, len, kind, simd);
+        else if (kind == ND_SHINGLE_WORD)
+            q = sketch_scan(c, &r, &w, p, len, MODE_WORD, simd);
         else
-            q = tokenizer == ND_TOKENIZER_2 ? sketch_scan(c, &r, &w, p, len, MODE_CHAR | MODE_V2, simd)
-                                            : sketch_scan(c, &r, &w, p, len, MODE_CHAR, simd);
+            q = sketch_scan(c, &r, &w, p, len, MODE_CHAR, simd);
     }
     int rc = q == NULL ? ND_E_UTF8 : ND_OK;
     if (rc == ND_OK) {
