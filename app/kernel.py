@@ -24,6 +24,7 @@ from app.core import errors, shingles
 
 __all__ = [
     "ABI_VERSION",
+    "DISGUISED",
     "FOLD_COMPAT",
     "FOLD_CONFUSABLE",
     "FOLD_HYPHEN",
@@ -106,6 +107,10 @@ FOLD_CONFUSABLE: int = lib.ND_FOLD_CONFUSABLE
 FOLD_INVISIBLE: int = lib.ND_FOLD_INVISIBLE
 FOLD_HYPHEN: int = lib.ND_FOLD_HYPHEN
 """Bits of :attr:`Winnowed.folds`: what tokenizer 2 folded in a selection's words."""
+DISGUISED: int = FOLD_CONFUSABLE | FOLD_INVISIBLE
+"""The fold bits that mark a word as disguised (look-alike letters or invisible characters,
+which plain copying and PDF export do not make), as containment's ``disguised`` reports it;
+ligatures, full-width forms and line-end hyphens are ordinary typography."""
 U8 = npt.NDArray[np.uint8]
 
 U32 = npt.NDArray[np.uint32]

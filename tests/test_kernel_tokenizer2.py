@@ -269,6 +269,10 @@ def test_disguised_words_are_flagged() -> None:
     w = kernel.winnow([text], shingle="word:3", passage_words=3, tokenizer=2, folds=True)
     assert w.folds is not None
     assert sorted(set(w.folds.tolist())) <= [0, 2, 4, 6]
+    disguised = [bool(b & kernel.DISGUISED) for b in bits]
+    assert disguised == [False, False, True, True, False, False, False, False, False]
+    typography = _plain_fold_bits("\ufb01ne exam-\nple \uff41")
+    assert typography and not any(b & kernel.DISGUISED for b in typography)
 
 
 # --- bad input --------------------------------------------------------------------------------
