@@ -175,8 +175,23 @@ def _tokenizer(value: Any) -> int:
     raise InvalidParameterError(f"tokenizer must be one of {list(TOKENIZERS)}, got {value!r}")
 
 
-def _flags(simd: bool) -> int:
-    return 0 if simd else lib.ND_FLAG_SCALAR
+def _flags(simd: bool, unspaced_k: int = 0) -> int:
+    return (0 if simd else lib.ND_FLAG_SCALAR) | (unspaced_k << lib.ND_FLAG_UNSPACED_SHIFT)
+
+
+def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:
+    """Check an explicit K for unspaced scripts (0: tokenizer 2's own, 2K + 1)."""
+    unspaced_k = _check_int("unspaced_k", unspaced_k, 0, MAX_K)
+    if unspaced_k and (kind != "word" or tokenizer < 2):
+        raise InvalidParameterError("unspaced_k applies to word shingles of tokenizer 2 only")
+    return unspaced_k
+
+
+def unspaced_k(k: int) -> int:
+    """Tokenizer 2: the K of a word:K shingle that ends at a letter of a script written without
+    spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
+    measured by bench/languages.py, docs/languages.md)."""
+    return min(2 * k + 1, MAX_K)
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,15 +268,19 @@ def sketch(
     seed: int = 1,
     tokenizer: int = 1,
     simd: bool = True,
+    unspaced_k: int = 0,
 ) -> Sketch:
     """Signatures, fingerprints and shingle counts of many texts in one C call.
 
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
     ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`).
-    ``simd=False`` forces the scalar paths.
+    ``simd=False`` forces the scalar paths. Tokenizer 2 makes each letter of Han, kana, Thai,
+    Lao, Khmer and Myanmar a token, and a word shingle ending at one :func:`unspaced_k` tokens
+    long; ``unspaced_k`` sets another length (see ND_FLAG_UNSPACED in native/neardup.h).
     """
     kind, k = _spec(shingle)
     tok = _tokenizer(tokenizer)
+    unspaced = _unspaced(kind, tok, unspaced_k)
     num_perm = _check_int("num_perm", num_perm, 1, MAX_NUM_PERM)
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
@@ -284,7 +303,7 @@ def sketch(
         num_perm,
         fp_size,
         seed,
-        _flags(simd),
+        _flags(simd, unspaced),
         ffi.from_buffer("uint32_t[]", sigs, require_writable=True),
         ffi.from_buffer("uint32_t[]", fp_values, require_writable=True),
         fp_cap,
@@ -368,6 +387,7 @@ def winnow(
     tokenizer: int = 1,
     folds: bool = False,
     simd: bool = True,
+    unspaced_k: int = 0,
 ) -> Winnowed:
     """Winnowing fingerprints of many texts in one C call (Schleimer, Wilkerson, Aiken 2003).
 
@@ -399,9 +419,16 @@ def winnow(
 
     ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`);
     ``folds=True`` also gives :attr:`Winnowed.folds`. ``simd=False`` forces the scalar paths.
+
+    Tokenizer 2's word shingles: letters of scripts written without spaces are tokens, and
+    ``unspaced_k`` as for :func:`sketch` (a words layout, ``word:1``, wants 1). A shared run
+    of them needs ``passage_words - K + unspaced_k`` letters for the guarantee. Ties are
+    broken robustly (a window keeps the previous selection while it is inside), so a letter
+    repeated selects once per window, not at every position.
     """
     kind, k = _spec(shingle)
     tok = _tokenizer(tokenizer)
+    unspaced = _unspaced(kind, tok, unspaced_k)
     window = winnow_window(shingle, passage_words)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
     data, lengths = _pack_texts(texts)
@@ -434,7 +461,7 @@ def winnow(
             k,
             window,
             seed,
-            _flags(simd),
+            _flags(simd, unspaced),
             ffi.from_buffer("uint64_t[]", hashes, require_writable=True),
             ffi.from_buffer("int64_t[]", starts, require_writable=True),
             ffi.from_buffer("int64_t[]", ends, require_writable=True),

@@ -5,7 +5,16 @@ of code points for which ``str.isalnum()`` is true. Both are per code point (cas
 context rules), so per-code-point tables reproduce them exactly:
 
 * for every code point, its full case folding (1 to 3 code points), and
-* for every folded output code point, whether it is alnum.
+* for every folded output code point, whether it is alnum, and whether it is a letter or digit
+  of a script written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar),
+  which tokenizer 2 makes a token of its own (issue 31; the scanner reads that bit of a
+  tokenizer 2 output's own record).
+
+Python has no Script property, so that bit comes from Unicode's Scripts.txt and
+ScriptExtensions.txt as the fontTools package ships them (``fontTools.unicodedata``, a
+maintained copy): a code point of one of those scripts, or a Common or Inherited one used only
+with them (the prolonged sound mark U+30FC: Hiragana and Katakana). Its Unicode version may be
+newer than Python's; a code point Python does not know is not alnum, so that never matters.
 
 A code point maps to a record (fold delta or expansion, output count, alnum bit per output).
 Records are deduplicated, and the code space is cut into blocks of ``1 << SHIFT`` code
@@ -43,8 +52,30 @@ import unicodedata
 from importlib import metadata, resources
 from pathlib import Path
 
+try:
+    import fontTools
+    from fontTools import unicodedata as ucd_scripts
+except ImportError:  # pragma: no cover - a maintainer's tool
+    raise SystemExit(
+        "gen_unicode.py needs fontTools for the Script property: pip install fonttools"
+    ) from None
+
 MAX_CP = 0x110000
+# Scripts written without spaces between words (ISO 15924 codes).
+UNSPACED = {"Hani", "Hira", "Kana", "Thai", "Laoo", "Khmr", "Mymr"}
+SEG_SHIFT = 4  # bit SEG_SHIFT + i of a record's alnum byte: output i is unspaced
 OUT = Path(__file__).resolve().parent / "unicode_tables.h"
+
+
+def unspaced(ch: str) -> bool:
+    """A letter or digit of a script written without spaces, which tokenizer 2 makes a token."""
+    if not ch.isalnum():
+        return False
+    script = ucd_scripts.script(ch)
+    if script in UNSPACED:
+        return True
+    used_with = set(ucd_scripts.script_extension(ch))
+    return script in ("Zyyy", "Zinh") and bool(used_with) and used_with <= UNSPACED
 
 
 def record_of(cp: int, expansions: dict[tuple[int, ...], int]) -> tuple[int, int, int, int]:
@@ -54,6 +85,7 @@ def record_of(cp: int, expansions: dict[tuple[int, ...], int]) -> tuple[int, int
     folded = chr(cp).casefold()
     outs = tuple(ord(c) for c in folded)
     mask = sum(1 << i for i, c in enumerate(folded) if c.isalnum())
+    mask |= sum(1 << (SEG_SHIFT + i) for i, c in enumerate(folded) if unspaced(c))
     if len(outs) == 1:
         return (outs[0] - cp, 1, mask, 0)
     if outs not in expansions:
@@ -109,6 +141,7 @@ def self_check(stage1, blocks, records, exp_list, shift) -> None:
         assert outs == [ord(c) for c in folded], hex(cp)
         for i, c in enumerate(folded):
             assert bool(mask >> i & 1) == c.isalnum(), hex(cp)
+            assert bool(mask >> (SEG_SHIFT + i) & 1) == unspaced(c), hex(cp)
 
 
 # --- tokenizer 2 ------------------------------------------------------------------------------
@@ -244,6 +277,11 @@ def self_check2(stage1, blocks, records, flat, shift, conf) -> None:
         delta, mask, off, n, flags = records[blocks[stage1[cp >> shift]][cp & mask_lo]]
         outs = [cp + delta] if n == 1 else flat[off : off + n]
         assert (list(outs), mask, flags) == fold2(cp, conf), hex(cp)
+        # the scanner reads an output's unspaced bit from the output's own record
+        for i, o in enumerate(outs):
+            if mask >> i & 1:
+                assert chr(o).casefold() == chr(o), hex(cp)
+                assert bool(record_of(o, {})[2] >> SEG_SHIFT & 1) == unspaced(chr(o)), hex(cp)
 
 
 def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str]:
@@ -344,9 +382,12 @@ def main() -> int:
         "",
         f"#define ND_UC_SHIFT {shift}",
         f'#define ND_UC_UNICODE_VERSION "{unicodedata.unidata_version}"',
+        f"#define ND_UC_UNSPACED_SHIFT {SEG_SHIFT}",
         "",
         "/* A folding record: n output code points (1..3); n == 1: cp + delta, else",
-        " * nd_uc_exp[exp]; bit i of alnum: output i is alnum (str.isalnum). */",
+        " * nd_uc_exp[exp]; bit i of alnum: output i is alnum (str.isalnum); bit",
+        " * ND_UC_UNSPACED_SHIFT + i: output i is a letter or digit of a script written",
+        f" * without spaces (Han, kana, Thai, Lao, Khmer, Myanmar; fontTools {fontTools.version}). */",
         "typedef struct {",
         "    int32_t delta;",
         "    uint8_t n;",

@@ -79,6 +79,29 @@ enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2 };
 
 /* flags for calls with SIMD paths */
 #define ND_FLAG_SCALAR 1u /* force the scalar path */
+/*
+ * Tokenizer 2's scripts written without spaces (issue 31), with
+ * ND_SHINGLE_WORD: every letter or digit of Han, Hiragana, Katakana, Thai,
+ * Lao, Khmer and Myanmar (the Script property; a Common one used only with
+ * them, such as U+30FC, too) is a token of its own; its item hash is that of
+ * a one-letter word, and it ends the word before it. Other text keeps its
+ * words. The shingle that ends at such a letter is its last kc tokens, and
+ * one that ends at a word its last K (a shingle across a change of script
+ * takes the length of the script it ends in), with the hash formula below
+ * over those items; kc = ND_UNSPACED_K(K) = min(2K + 1, ND_MAX_K), or
+ * flags | ND_FLAG_UNSPACED(kc), 1 <= kc <= ND_MAX_K, for another (a words
+ * layout, word:1, wants 1). A text with tokens but no whole shingle gives the
+ * sketch one shingle of all of them, as a short text does. nd_winnow_batch
+ * then winnows robustly (Schleimer et al., section 4.2): a window whose
+ * minimum ties with the previous window's selection, still inside it, keeps
+ * that selection instead of taking the rightmost one, so a run of equal
+ * hashes (one letter repeated) selects once per window, not at every
+ * position. ND_E_ARG for ND_FLAG_UNSPACED with tokenizer 1 or char shingles.
+ */
+#define ND_UNSPACED_K(k) ((k) < 8 ? 2 * (k) + 1 : ND_MAX_K)
+#define ND_FLAG_UNSPACED_SHIFT 8
+#define ND_FLAG_UNSPACED(kc) ((unsigned)(kc) << ND_FLAG_UNSPACED_SHIFT)
+#define ND_FLAG_UNSPACED_K(flags) (((flags) >> ND_FLAG_UNSPACED_SHIFT) & 31u)
 
 /* Bit set of the SIMD paths this CPU offers (and NEARDUP_SIMD does not turn off). */
 #define ND_SIMD_SSE42 1u

@@ -6,6 +6,8 @@
  *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
  *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
  *   rolling polynomial over the last K word hashes (O(1) per shingle) ->
+ *   (tokenizer 2, words: a letter of a script written without spaces is a
+ *   token of its own, and a shingle ending at one is kc tokens long) ->
  *   fmix64 -> shingle hash H -> scan_emit, which the including file defines
  *   (the sketch: its distinct set and signature; winnowing: its window).
  *
@@ -27,6 +29,11 @@ typedef struct {
     uint32_t k;
     uint64_t bk1; /* B^(K-1) */
     uint64_t shingle_seed, word_seed, char_seed;
+    /* tokenizer 2's words (scan_unspaced): each letter of a script written
+     * without spaces is a token, and a shingle ending at one is kc tokens
+     * long; bk and bkc are B^K and B^kc. 0 with tokenizer 1 and char shingles. */
+    uint32_t kc;
+    uint64_t bk, bkc;
 } nd_scan;
 
 static inline void scan_hashing(nd_scan *c, int kind, uint32_t k, uint64_t seed) {
@@ -38,15 +45,38 @@ static inline void scan_hashing(nd_scan *c, int kind, uint32_t k, uint64_t seed)
     c->char_seed = seed_part(seed, 3);
 }
 
+/* The K of a shingle that ends at a letter of an unspaced script (tokenizer 2,
+ * word shingles; 1 <= kc <= ND_MAX_K). */
+static inline void scan_unspaced(nd_scan *c, uint32_t kc) {
+    c->kc = kc;
+    c->bk = c->bk1 * ND_B;
+    c->bkc = 1;
+    for (uint32_t i = 0; i < kc; i++) c->bkc *= ND_B;
+}
+
+/* Set up a call's unspaced scripts from its tokenizer, kind, K and flags;
+ * 0 for arguments that do not go together. */
+static inline int scan_unspaced_args(nd_scan *c, int tokenizer, int kind, uint32_t k,
+                                     unsigned flags) {
+    uint32_t kc = ND_FLAG_UNSPACED_K(flags);
+    if (tokenizer != ND_TOKENIZER_2 || kind != ND_SHINGLE_WORD) return kc == 0;
+    if (kc > ND_MAX_K) return 0;
+    scan_unspaced(c, kc ? kc : ND_UNSPACED_K(k));
+    return 1;
+}
+
 #define ND_HBUF 128 /* shingle hashes gathered before the sketch's set/signature pass */
 
 /* Rolling window and the pending shingle hashes (the sketch's: hbuf, nh); on
  * the scanner's stack. */
 typedef struct {
-    uint64_t S; /* sum of the window's item hashes times powers of B */
+    uint64_t S; /* sum of the window's item hashes times powers of B (MODE_UNSPACED:
+                   of all items so far, P_n) */
     uint64_t n; /* items (words or code points) rolled in */
     uint32_t nh;
-    uint64_t ring[16]; /* item i at ring[i & 15]; never-written slots are 0 */
+    int emitted; /* MODE_UNSPACED: a whole shingle was emitted */
+    uint64_t ring[16]; /* item i at ring[i & 15] (MODE_UNSPACED: P_i); never-written
+                          slots are 0 */
     uint64_t hbuf[ND_HBUF];
     /* winnowing only: item i covers code points [ps[i & 15], pe[i & 15]) */
     int64_t ps[16], pe[16];
@@ -85,6 +115,8 @@ enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8 
 #define MODE_IS_TEXT(m) ((m) & MODE_TEXT)
 /* flags are tracked only where someone reads them */
 #define MODE_FLAGS(m) (MODE_IS_V2(m) && MODE_HAS_SPANS(m))
+/* tokenizer 2's words: letters of scripts written without spaces are tokens */
+#define MODE_UNSPACED(m) (MODE_IS_V2(m) && MODE_KIND(m) == MODE_WORD && !MODE_IS_TEXT(m))
 
 /* Where each shingle goes: defined by the file that includes this header.
  * [s, e) are the code points it covers (MODE_SPANS only, else 0); f the
@@ -95,10 +127,45 @@ static inline void scan_emit(nd_scan *c, nd_roll *r, uint64_t h, int64_t s, int6
 static inline void scan_put(nd_scan *c, uint32_t cp);
 
 
+/* MODE_UNSPACED: the shingle that ends at this item is its last L items, L
+ * per item (K for a word, kc for an unspaced letter; bl = B^L). The sum of all
+ * items so far, P_n = P_(n-1) * B + x_n, is kept for the last 16 items; the
+ * window's sum is P_n - P_(n-L) * B^L, the same value as the K-window's sum. */
+static inline void roll_push_len(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64_t s,
+                                 int64_t e, unsigned f, uint32_t L, uint64_t bl) {
+    uint64_t n = r->n + 1;
+    uint64_t P = r->S * ND_B + x;
+    uint64_t before = r->ring[(n - L) & 15]; /* P_(n-L): read before slot n & 15 is reused */
+    r->S = P;
+    r->ring[n & 15] = P;
+    if (MODE_HAS_SPANS(mode)) {
+        r->ps[(n - 1) & 15] = s;
+        r->pe[(n - 1) & 15] = e;
+    }
+    if (MODE_FLAGS(mode)) r->pf[(n - 1) & 15] = (uint8_t)f;
+    r->n = n;
+    if (n >= L) {
+        r->emitted = 1;
+        uint64_t h = fmix64((P - before * bl) ^ c->shingle_seed);
+        if (MODE_HAS_SPANS(mode)) {
+            unsigned ff = 0;
+            if (MODE_FLAGS(mode))
+                for (uint32_t j = 1; j <= L; j++) ff |= r->pf[(n - j) & 15];
+            scan_emit(c, r, h, r->ps[(n - L) & 15], r->pe[(n - 1) & 15], ff);
+        } else {
+            scan_emit(c, r, h, 0, 0, 0);
+        }
+    }
+}
+
 /* Roll one item hash (word or code point) into the K-window. [s, e) are the
  * code points the item covers (winnowing only). */
 static inline void roll_push(nd_scan *c, nd_roll *r, int mode, uint64_t x, int64_t s, int64_t e,
                              unsigned f) {
+    if (MODE_UNSPACED(mode)) {
+        roll_push_len(c, r, mode, x, s, e, f, c->k, c->bk);
+        return;
+    }
     uint64_t old = r->ring[(r->n - c->k) & 15]; /* 0 while fewer than K items */
     uint64_t S = (r->S - old * c->bk1) * ND_B + x;
     r->S = S;
@@ -232,12 +299,34 @@ static inline size_t scan_nonascii(nd_scan *c, nd_roll *r, nd_word *w, int mode,
     return n;
 }
 
+/* MODE_UNSPACED: one folded letter of a script written without spaces, a
+ * token of its own (its item hash is that of a one-letter word), ending the
+ * word before it. */
+static inline void unspaced_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32_t cp,
+                               unsigned f) {
+    if (w->in_word) word_end(c, r, w, mode);
+    uint8_t buf[8] = {0};
+    size_t n = utf8_encode(cp, buf);
+    uint64_t h = (c->word_seed ^ load_le64(buf)) * ND_M1;
+    roll_push_len(c, r, mode, fmix64(h + n), w->cp, w->cp + 1, f | w->pflags, c->kc, c->bkc);
+    w->pflags = 0;
+}
+
+/* Whether a folded output is a letter or digit of a script written without
+ * spaces: the unspaced bit of its own (tokenizer 1) record, which folds it to
+ * itself (gen_unicode.py). */
+static inline int unspaced(uint32_t cp) {
+    return cp >= 0x80 && (uc_lookup(cp)->alnum >> ND_UC_UNSPACED_SHIFT) & 1;
+}
+
 /* Tokenizer 2's letters of one code point: its outputs go to the word or the
  * char items, with its fold flags. */
 static inline void scan_outs2(nd_scan *c, nd_roll *r, nd_word *w, int mode, const uint32_t *outs,
                               unsigned n, uint32_t alnum, unsigned f) {
     for (unsigned i = 0; i < n; i++) {
-        if (MODE_KIND(mode) == MODE_WORD)
+        if (MODE_UNSPACED(mode) && ((alnum >> i) & 1) && unspaced(outs[i]))
+            unspaced_cp(c, r, w, mode, outs[i], f);
+        else if (MODE_KIND(mode) == MODE_WORD)
             word_cp(c, r, w, mode, outs[i], (alnum >> i) & 1, f);
         else
             char_cp(c, r, w, mode, outs[i], (alnum >> i) & 1, f);

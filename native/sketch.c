@@ -233,8 +233,9 @@ static uint32_t bottom_n(nd_ctx *c, uint32_t *out, unsigned simd) {
 }
 
 static inline void roll_finish(nd_scan *c, nd_roll *r) {
-    /* fewer than K items: one shingle of all of them */
-    if (r->n > 0 && r->n < c->k) r->hbuf[r->nh++] = fmix64(r->S ^ c->shingle_seed);
+    /* fewer than K items (unspaced scripts: no whole shingle): one shingle of all */
+    if (r->n > 0 && (c->kc ? !r->emitted : r->n < c->k))
+        r->hbuf[r->nh++] = fmix64(r->S ^ c->shingle_seed);
     nd_flush_shingles((nd_ctx *)c, r->hbuf, r->nh);
     r->nh = 0;
 }
@@ -307,6 +308,7 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, int tok
     r.S = 0;
     r.n = 0;
     r.nh = 0;
+    r.emitted = 0;
     memset(r.ring, 0, sizeof r.ring);
     nd_word w = {.h = c->scan.word_seed};
 
@@ -359,6 +361,7 @@ ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offset
     c.num_perm = num_perm;
     c.fp_size = fp_size;
     scan_hashing(&c.scan, shingle_kind, k, seed);
+    if (!scan_unspaced_args(&c.scan, tokenizer, shingle_kind, k, flags)) return ND_E_ARG;
     c.fp = (uint32_t *)malloc(FP_BUF(fp_size) * sizeof(uint32_t));
     uint32_t *row = (uint32_t *)malloc((size_t)fp_size * sizeof(uint32_t));
     int ret = ND_OK;

@@ -23,6 +23,7 @@ struct nd_win {
     size_t cur;         /* the current window's rightmost minimum (once a window is full) */
     uint64_t base;      /* shingles of this text dropped off the front */
     uint32_t w;
+    int robust; /* tokenizer 2's words: a tie keeps the selection (see win_run) */
     unsigned simd;
     uint64_t *oh;       /* the caller's outputs */
     int64_t *os, *oe;
@@ -148,12 +149,15 @@ static inline void win_select(struct nd_win *v, size_t i) {
 }
 
 /* Windows ending at the entries [done, len). The current minimum is replaced
- * by the first later entry that is not larger (rightmost on ties), or, when
+ * by the first later entry that is not larger (rightmost on ties; robust: that
+ * is smaller), or, when
  * it leaves the window first, by the rightmost minimum of the window then.
  * Either way the selection moves, so each replacement is a new selection. */
 static void win_run(struct nd_win *v) {
     size_t i = v->done, len = v->len, w = v->w;
-    if (v->base + i < w - 1) { /* no full window yet */
+    /* no full window yet (robust, w == 1: the first window is not found by the
+     * minimum matching itself below) */
+    if (v->base + i < w - 1 || (v->robust && v->base + i == w - 1)) {
         i = (size_t)(w - 1 - v->base);
         if (i >= len) {
             v->done = len;
@@ -165,7 +169,11 @@ static void win_run(struct nd_win *v) {
     while (i < len && !v->err) {
         size_t leave = v->cur + w; /* the first window without cur */
         size_t stop = leave < len ? leave : len;
-        size_t j = find_le(v, i, stop, v->h[v->cur]);
+        /* robust winnowing (the paper's section 4.2, tokenizer 2's words): only
+         * a smaller hash replaces the minimum while it is in the window, so a run
+         * of equal hashes (a letter repeated) selects once per window */
+        uint64_t m = v->h[v->cur];
+        size_t j = !v->robust ? find_le(v, i, stop, m) : m == 0 ? stop : find_le(v, i, stop, m - 1);
         if (j < stop) {
             win_select(v, j);
             i = j + 1;
@@ -261,6 +269,7 @@ static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len
     r.S = 0;
     r.n = 0;
     r.nh = 0;
+    r.emitted = 0;
     memset(r.ring, 0, sizeof r.ring);
     nd_word w = {.h = c->scan.word_seed};
     const uint8_t *q = p;
@@ -298,10 +307,12 @@ ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size
     nd_wctx c;
     memset(&c, 0, sizeof c);
     scan_hashing(&c.scan, shingle_kind, k, seed);
+    if (!scan_unspaced_args(&c.scan, tokenizer, shingle_kind, k, flags)) return ND_E_ARG;
     struct nd_win v;
     memset(&v, 0, sizeof v);
     c.win = &v;
     v.w = window;
+    v.robust = c.scan.kc != 0;
     v.cap = (size_t)window + (window > ND_WIN_CHUNK ? window : ND_WIN_CHUNK);
     v.simd = nd_active(flags);
     v.oh = hashes;

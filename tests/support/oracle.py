@@ -307,11 +307,20 @@ def _line_end(text: str, i: int) -> tuple[int, int, bool]:
     return j, flags | (FOLD_HYPHEN if joins and crossed else 0), joins
 
 
-def word_letters2(text: str) -> list[tuple[list[tuple[str, int]], int]]:
+def _unspaced(ch: str) -> bool:
+    """A letter of a script written without spaces (tests/support/segmented.py's blocks)."""
+    from support import segmented  # it builds on this module
+
+    return segmented.segmented(ch)
+
+
+def word_letters2(text: str, unspaced: bool = True) -> list[tuple[list[tuple[str, int]], int]]:
     """Tokenizer 2's words: each as its letters (with the index of the code point of text each
     comes from) and the FOLD_* bits of its folds: those of its letters' code points, of the
     ignorables and hyphens inside it or after its last letter before it ends, and, for
-    ignorables between words, of the next word."""
+    ignorables between words, of the next word. A letter of a script written without spaces
+    is a word of its own (tests/support/segmented.py), with the ignorables waiting before it;
+    unspaced=False leaves them in words (the normalized text, which char shingles read)."""
     out: list[tuple[list[tuple[str, int]], int]] = []
     letters: list[tuple[str, int]] = []
     flags = waiting = 0
@@ -332,7 +341,14 @@ def word_letters2(text: str) -> list[tuple[list[tuple[str, int]], int]]:
             else:
                 waiting |= f
         for c in folded:
-            if c.isalnum():
+            if unspaced and c.isalnum() and _unspaced(c):
+                # a letter of a script written without spaces: a token of its own
+                if letters:
+                    out.append((letters, flags))
+                    letters, flags = [], 0
+                out.append(([(c, i)], f | waiting))
+                waiting = 0
+            elif c.isalnum():
                 if not letters:
                     flags, waiting = waiting, 0
                 letters.append((c, i))
@@ -352,15 +368,21 @@ def words2(text: str) -> list[str]:
 
 
 def normalized2(text: str) -> str:
-    """Tokenizer 2's words joined by single spaces."""
-    return " ".join(words2(text))
+    """Tokenizer 2's words joined by single spaces (letters of unspaced scripts left in words,
+    as char shingles read them)."""
+    return " ".join("".join(c for c, _ in w) for w, _ in word_letters2(text, unspaced=False))
 
 
-def sketch_hashes2(text: str, spec: str = "word:3", seed: int = 1) -> set[int]:
-    """sketch_hashes of tokenizer 2's words."""
+def sketch_hashes2(
+    text: str, spec: str = "word:3", seed: int = 1, kc: int | None = None
+) -> set[int]:
+    """sketch_hashes of tokenizer 2's words; a word shingle ending at a letter of a script
+    written without spaces is kc tokens long (default 2K + 1, tests/support/segmented.py)."""
     kind, k = parse(spec)
     if kind == "word":
-        items = [word_hash(w, seed) for w in words2(text)]
+        from support import segmented
+
+        return segmented.sketch_hashes(text, k, segmented.default_kc(k) if kc is None else kc, seed)
     else:
         items = [char_hash(c, seed) for c in normalized2(text)]
     if not items:
@@ -370,25 +392,30 @@ def sketch_hashes2(text: str, spec: str = "word:3", seed: int = 1) -> set[int]:
     return {shingle_hash(items[i : i + k], kind, k, seed) for i in range(len(items) - k + 1)}
 
 
-def winnow2(text: str, spec: str, passage_words: int, seed: int = 1) -> list[tuple[int, ...]]:
+def winnow2(
+    text: str, spec: str, passage_words: int, seed: int = 1, kc: int | None = None
+) -> list[tuple[int, ...]]:
     """(hash, start, end, folds) of tokenizer 2's selected word shingles; folds: the FOLD_*
-    bits of its words."""
+    bits of its words. Shingles and the robust tie rule: tests/support/segmented.py."""
     kind, k = parse(spec)
     assert kind == "word"
+    from support import segmented
+
+    kc = segmented.default_kc(k) if kc is None else kc
     ws = word_letters2(text)
     shingles = [
         (
             shingle_hash(
-                [word_hash("".join(c for c, _ in w), seed) for w, _ in ws[i : i + k]],
+                [word_hash("".join(c for c, _ in w), seed) for w, _ in ws[a : b + 1]],
                 kind,
                 k,
                 seed,
             ),
-            ws[i][0][0][1],
-            ws[i + k - 1][0][-1][1] + 1,
-            functools.reduce(operator.or_, (f for _, f in ws[i : i + k]), 0),
+            ws[a][0][0][1],
+            ws[b][0][-1][1] + 1,
+            functools.reduce(operator.or_, (f for _, f in ws[a : b + 1]), 0),
         )
-        for i in range(len(ws) - k + 1)
+        for a, b in segmented.windows([segmented.is_letter_token(w) for w, _ in ws], k, kc)
     ]
-    chosen = winnow_positions([s[0] for s in shingles], window(spec, passage_words))
+    chosen = segmented.robust_positions([s[0] for s in shingles], window(spec, passage_words))
     return [shingles[i] for i in chosen]
