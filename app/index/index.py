@@ -457,9 +457,15 @@ class Index:
             seed=p.seed,
             tokenizer=p.tokenizer,
         )
-        # Every word is its own window of one: its hash and its span.
+        # Every word is its own window of one: its hash and its span (tokenizer 2: a
+        # letter of a script written without spaces is a word, one item long too).
         words = kernel.winnow(
-            list(texts), shingle="word:1", passage_words=1, seed=p.seed, tokenizer=p.tokenizer
+            list(texts),
+            shingle="word:1",
+            passage_words=1,
+            seed=p.seed,
+            tokenizer=p.tokenizer,
+            unspaced_k=1 if p.tokenizer >= 2 else 0,
         )
         return anchors, words
 

@@ -3,10 +3,10 @@ for the kernel tests and bench/languages.py. Nothing shared with the kernel or i
 
 Scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) have no
 word boundaries to find, so each of their letters or digits is a token of its own, as search
-engines' standard analyzers do it; everything else keeps tokenizer 2's word rule (oracle.word_letters2:
-its folds, then maximal runs of letters and digits). Korean is written with spaces
-and keeps word tokens. Mixed text tokenizes each part by its own rule: ``"用Python编程"`` is
-``用 python 编 程``.
+engines' standard analyzers do it; everything else keeps tokenizer 2's word rule
+(oracle.word_letters2: its folds, then maximal runs of letters and digits). Korean is written
+with spaces and keeps word tokens. Mixed text tokenizes each part by its own rule:
+``"用Python编程"`` is ``用 python 编 程``.
 
 Which code points are "written without spaces" is said here by Unicode block ranges, typed in
 from the Unicode standard's Blocks.txt, with the few edge cases of the Script property noted;

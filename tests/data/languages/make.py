@@ -7,11 +7,11 @@ Run once by hand, never by the tests or the benchmarks:
     python3 tests/data/languages/make.py pkgs/usr/share/debian-reference
 
 A page is one section of the book, or a few consecutive ones of one chapter, of a few hundred
-words; 50 pages per language, spread over the whole book. Only prose paragraphs are kept: in the Chinese and Japanese
-books, paragraphs mostly of Han or kana (many paragraphs there are left in English); in the
-English one, paragraphs that read as sentences. Hard line wraps are undone (no space between
-two CJK characters, one space elsewhere). Out: ``{en,ja,zh}.txt.gz``, pages separated by a
-form feed line, each page's first line its section number.
+words; 50 pages per language, spread over the whole book. Only prose paragraphs are kept: in
+the Chinese and Japanese books, paragraphs mostly of Han or kana (many paragraphs there are
+left in English); in the English one, paragraphs that read as sentences. Hard line wraps are
+undone (no space between two CJK characters, one space elsewhere). Out: ``{en,ja,zh}.txt.gz``,
+pages separated by a form feed line, each page's first line its section number.
 """
 
 from __future__ import annotations
@@ -68,12 +68,15 @@ def prose(lang: str, para: str) -> bool:
 
 
 def sections(lang: str, root: Path) -> dict[str, str]:
-    raw = gzip.open(root / f"debian-reference.{BOOKS[lang]}.txt.gz", "rt", encoding="utf-8")
-    lines = raw.read().replace("\xa0", " ").splitlines()
-    start = min(i for i, line in enumerate(lines) if line.startswith("1.1. "))  # the body, not the TOC
-    heads = [(i, HEADING.match(lines[i]).group(1)) for i in range(start, len(lines)) if HEADING.match(lines[i])]
+    path = root / f"debian-reference.{BOOKS[lang]}.txt.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as raw:
+        lines = raw.read().replace("\xa0", " ").splitlines()
+    # the body starts at the first unindented "1.1." (the table of contents is indented)
+    start = min(i for i, line in enumerate(lines) if line.startswith("1.1. "))
+    found = ((i, HEADING.match(lines[i])) for i in range(start, len(lines)))
+    heads = [(i, m.group(1)) for i, m in found if m]
     out = {}
-    for (i, num), (j, _) in zip(heads, [*heads[1:], (len(lines), "")]):
+    for (i, num), (j, _) in zip(heads, [*heads[1:], (len(lines), "")], strict=True):
         paras = [unwrap(p) for p in paragraphs(lines[i + 1 : j])]
         out[num] = "\n\n".join(p for p in paras if prose(lang, p))
     return out
@@ -108,7 +111,8 @@ def main(root: Path) -> None:
         step = len(found) / PAGES  # spread over the whole book
         chosen = [found[int(i * step)] for i in range(PAGES)]
         text = "\n\f\n".join(f"{num}\n{body}" for num, body in chosen)
-        with gzip.open(HERE / f"{lang}.txt.gz", "wt", encoding="utf-8", compresslevel=9, newline="\n") as f:
+        out = HERE / f"{lang}.txt.gz"
+        with gzip.open(out, "wt", encoding="utf-8", compresslevel=9, newline="\n") as f:
             f.write(text + "\n")
         print(lang, len(found), "pages found,", len(chosen), "kept,", len(text), "chars")
 
