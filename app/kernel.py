@@ -175,8 +175,11 @@ def _tokenizer(value: Any) -> int:
     raise InvalidParameterError(f"tokenizer must be one of {list(TOKENIZERS)}, got {value!r}")
 
 
+_UNSPACED_SHIFT: int = lib.ND_FLAG_UNSPACED_SHIFT
+
+
 def _flags(simd: bool, unspaced_k: int = 0) -> int:
-    return (0 if simd else lib.ND_FLAG_SCALAR) | (unspaced_k << lib.ND_FLAG_UNSPACED_SHIFT)
+    return (0 if simd else lib.ND_FLAG_SCALAR) | (unspaced_k << _UNSPACED_SHIFT)
 
 
 def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:

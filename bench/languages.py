@@ -19,7 +19,12 @@ text: the noise a containment query sees) and the share of a 5%-changed passage'
 that survive, from the plain-Python rule of tests/support/segmented.py. English word:3 is the
 reference.
 
-Figures, never assertions. Run: .venv/bin/python bench/languages.py [--k] [--seed N]
+``--speed REV`` times instead, in one process, this build's tokenizer 2 against git revision
+REV's kernel (bench/kernel_baseline.py, the same wrappers), alternating rounds: sketch and
+winnow MB/s of the shared English articles corpus and of the Chinese and Japanese pages.
+
+Figures, never assertions. Run: .venv/bin/python bench/languages.py [--k] [--lengths]
+[--seed N] [--speed REV]
 """
 
 from __future__ import annotations
@@ -172,12 +177,99 @@ def measure_k(seed: int) -> None:
     print()
 
 
+def same_abi_build(rev: str) -> object:
+    """rev's native/ compiled into a scratch directory with its own header's declarations
+    (bench/kernel_baseline.py reads ABI 4 kernels only); the lib of this ABI's wrappers."""
+    import importlib.util
+    import io
+    import subprocess
+    import tarfile
+
+    import cffi
+    from kernel_baseline import FLAGS
+
+    sys.path.insert(0, str(ROOT / "native"))
+    from build_ffi import cdef_of
+
+    from app import kernel
+
+    tmp = Path(tempfile.mkdtemp(prefix="nd-languages-"))
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "native"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp, filter="data")
+    src = tmp / "native"
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_of(src / "neardup.h"))
+    ffi.set_source(
+        "_nd_languages_base",
+        '#include "neardup.h"',
+        sources=[str(p) for p in sorted(src.glob("*.c"))],
+        include_dirs=[str(src)],
+        extra_compile_args=FLAGS,
+    )
+    so = ffi.compile(tmpdir=str(tmp))
+    spec = importlib.util.spec_from_file_location("_nd_languages_base", so)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if module.lib.nd_abi_version() != kernel.ABI_VERSION:
+        raise SystemExit(f"{rev} is not kernel ABI {kernel.ABI_VERSION}")
+    return module.lib
+
+
+def speed(rev: str) -> None:
+    """MB/s of tokenizer 2's sketch and winnow, this build against rev's kernel."""
+    from common import read_articles
+    from kernel import best_time
+    from kernel_baseline import swapped
+
+    from app import kernel
+
+    base = same_abi_build(rev)
+    corpora = [
+        ("en articles", read_articles()),
+        ("zh pages", pages("zh")),
+        ("ja pages", pages("ja")),
+    ]
+    print(f"tokenizer 2, this build against {rev}, same process, 1 thread: MB/s")
+    print(
+        f"{'corpus':<12} {'sketch':>8} {'base':>8} {'ratio':>7} "
+        f"{'winnow':>8} {'base':>8} {'ratio':>7}"
+    )
+    for name, docs in corpora:
+        nbytes = sum(len(d.encode()) for d in docs) / 1e6
+        batches = [docs[i : i + 200] for i in range(0, len(docs), 200)]
+        jobs = {
+            "sketch": lambda bs=batches: [kernel.sketch(b, tokenizer=2) for b in bs],
+            "winnow": lambda bs=batches: [kernel.winnow(b, tokenizer=2) for b in bs],
+        }
+        row = []
+        for job in jobs.values():
+            mine = theirs = float("inf")
+            for _ in range(5):
+                mine = min(mine, best_time(job, 1))
+                with swapped(base):
+                    theirs = min(theirs, best_time(job, 1))
+            row += [nbytes / mine, nbytes / theirs, theirs / mine]
+        print(
+            f"{name:<12} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>6.3f}x "
+            f"{row[3]:>8.1f} {row[4]:>8.1f} {row[5]:>6.3f}x",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", action="store_true", help="first, the measurement of K")
     parser.add_argument("--lengths", action="store_true", help="last, found by passage length")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--speed", metavar="REV", help="only: tokenizer 2's speed against REV")
     args = parser.parse_args()
+    if args.speed:
+        speed(args.speed)
+        return
     if args.k:
         measure_k(args.seed)
     print("languages: 40 stored pages per language, a passage of each planted in an unstored one")
