@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 
 import orjson
 
+from app import kernel
 from app.core.shingles import parse_shingle
 from app.index.errors import ConfigMismatchError, DeletingError
 from app.index.lsh import BandPlan, plan_bands
@@ -46,6 +47,8 @@ class Params:
     # Pages of a site its template is learned from (app.index.templates); 0: no site
     # templates (collections made before them).
     template_pages: int = 0
+    # How texts are read (app.kernel.TOKENIZERS); 1 for collections made before 2 existed.
+    tokenizer: int = 1
 
     @classmethod
     def create(
@@ -60,6 +63,7 @@ class Params:
         keep_text: bool = False,
         default_ttl: int = 0,
         template_pages: int = DEFAULT_TEMPLATE_PAGES,
+        tokenizer: int = kernel.LATEST_TOKENIZER,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -77,6 +81,7 @@ class Params:
             keep_text,
             default_ttl,
             template_pages,
+            tokenizer,
         )
 
     @property
@@ -115,6 +120,8 @@ class Params:
         fields.setdefault("default_ttl", 0)
         # ... and one made before site templates has none.
         fields.setdefault("template_pages", 0)
+        # ... and one made before tokenizer 2 existed reads texts as it always did.
+        fields.setdefault("tokenizer", 1)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -122,7 +129,7 @@ class Params:
         ConfigMismatchError naming every field that differs."""
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
-        params = replace(self, band_buckets=stored.band_buckets)
+        params = replace(self, band_buckets=stored.band_buckets, tokenizer=stored.tokenizer)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
         if stored.template_pages == 0:  # made before site templates: none

@@ -36,6 +36,10 @@ MISMATCH = 3
 XDROP = 7
 # Passages at most this many words apart (in both texts) are one passage.
 MERGE_GAP = 8
+# Occurrences of one anchor hash aligned per text: a text that repeats one word or letter
+# has it at every window, and aligning each with each cost seconds per thousand words
+# (quadratic, each extension running the whole repeat); the first ones find the passage.
+REPEATS = 32
 
 _HEAD = struct.Struct("<III")  # anchors, words, overflowing gaps and lengths
 _ESCAPE = 15
@@ -189,7 +193,9 @@ class Query:
         self.words = layout.word_hashes.tobytes()
         self.anchors: dict[int, list[int]] = {}
         for h, w in zip(layout.anchor_hashes.tolist(), layout.anchor_words.tolist(), strict=True):
-            self.anchors.setdefault(h, []).append(w)
+            seen = self.anchors.setdefault(h, [])
+            if len(seen) < REPEATS:
+                seen.append(w)
 
 
 class Overdue(errors.Unavailable):
@@ -213,7 +219,11 @@ def align(
     # extend to the same piece. Repetitive text has thousands of seeds per diagonal.
     done: dict[int, list[tuple[int, int]]] = {}
     seeds = 0
+    repeats: dict[int, int] = {}
     for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
+        if h not in query.anchors or (n := repeats.get(h, 0)) >= REPEATS:
+            continue
+        repeats[h] = n + 1
         for qi in query.anchors.get(h, ()):
             seeds += 1
             skip = any(a <= qi < b for a, b in done.get(qi - si, ()))
