@@ -136,9 +136,7 @@ def test_rebuild_moves_a_collection_to_the_new_tokenizer(
 
 
 @pytest.mark.parametrize("where", ["remote", "local"])
-def test_a_collection_without_texts_is_refused(
-    service: Server, redis_url: str, where: str
-) -> None:
+def test_a_collection_without_texts_is_refused(service: Server, redis_url: str, where: str) -> None:
     """A collection that keeps no texts is refused with a message saying why, and no new
     collection is made; so is an unknown one and OLD = NEW."""
     old = _old_collection(service, redis_url, keep_text=False)
