@@ -286,7 +286,8 @@ def test_keyboard_moves_from_passage_to_passage(page: Page, server: Server, past
 
 def test_a_disguised_passage_is_flagged(page: Page, server: Server, corpus, tmp_path) -> None:
     """A passage copied with look-alike letters and invisible characters gets a flag whose
-    tooltip gives the API's count of its disguised words; a verbatim passage gets none."""
+    tooltip gives the API's count of its disguised words, a verbatim passage gets none, and
+    axe-core finds no serious violation with flags shown."""
     ids = list(corpus)
     a, b = ids[5], ids[14]
     text = (
@@ -330,6 +331,8 @@ def test_a_disguised_passage_is_flagged(page: Page, server: Server, corpus, tmp_
     assert page.locator(f"#sources tbody tr[data-source='{b}'] .flag").count() == 0
     assert page.locator("#flag-note").is_visible()
     page.screenshot(path=str(tmp_path / "ui-flag.png"), full_page=True)
+    found = Axe().run(page).response["violations"]  # the flags read and contrast as the rest
+    assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
 
 
 def test_hostile_data_is_shown_as_text(page: Page, server: Server) -> None:
