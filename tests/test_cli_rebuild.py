@@ -44,14 +44,21 @@ def articles() -> list[tuple[str, str]]:
     return [(i, t) for i, t in read_corpus() if len(t.split()) >= 150][:12]
 
 
-def _cli(*args: str, url: str | None, redis_url: str) -> subprocess.CompletedProcess:
+def _cli(
+    *args: str, url: str | None, redis_url: str, stdin: str | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     env["NEARDUP_API_KEY"] = KEY
     if url is None:  # straight on the store
         env |= {"NEARDUP_REDIS_URL": redis_url, "NEARDUP_COLLECTION": f"rbcli{os.getpid()}"}
     target = ["--url", url] if url else []
     return subprocess.run(
-        [*neardup_cmd(), *args, *target], env=env, capture_output=True, text=True, timeout=300
+        [*neardup_cmd(), *args, *target],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -126,6 +133,11 @@ def test_rebuild_moves_a_collection_to_the_new_tokenizer(
     assert sum("expires_at" in d for d in before.values()) == 4
     assert {d["id"]: d["text"] for d in before.values()} == {i: t for i, t in articles}
     assert _found(service, new, copy)[0] == source_id
+    shown_cli = _cli(
+        "query", "--evidence", "--collection", new, url=url, redis_url=redis_url, stdin=copy
+    )
+    assert shown_cli.returncode == 0, shown_cli.stderr
+    assert "disguised words" in shown_cli.stdout + shown_cli.stderr  # the flag, in the CLI
 
     again = _cli("rebuild", old, new, url=url, redis_url=redis_url)
     assert again.returncode == 0, again.stderr
