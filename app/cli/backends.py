@@ -27,8 +27,8 @@ from app.index.transfer import export, import_documents
 from app.service.collections import Collections, describe
 from app.service.runtime import open_index
 
-# GET /documents/{id} calls a remote backend's texts() has in flight at once.
-REMOTE_READS = 16
+# Document reads texts() has in flight at once (GET /documents/{id} calls, remotely).
+READS_IN_FLIGHT = 16
 
 
 class BackendError(Exception):
@@ -143,8 +143,14 @@ class LocalBackend:
             return await import_documents(self.index, header, docs)
 
     async def texts(self, ids: Sequence[str]) -> list[str | None]:
-        found = await asyncio.gather(*(self.index.read(i) for i in ids))
-        return [None if f is None else f[1] for f in found]
+        out: list[str | None] = []
+        # A bounded number in flight: a thousand at once outwait the store's timeout.
+        for at in range(0, len(ids), READS_IN_FLIGHT):
+            found = await asyncio.gather(
+                *(self.index.read(i) for i in ids[at : at + READS_IN_FLIGHT])
+            )
+            out.extend(None if f is None else f[1] for f in found)
+        return out
 
 
 class RemoteBackend:
@@ -229,7 +235,7 @@ class RemoteBackend:
         return done["created"], done["updated"]
 
     async def texts(self, ids: Sequence[str]) -> list[str | None]:
-        gate = asyncio.Semaphore(REMOTE_READS)
+        gate = asyncio.Semaphore(READS_IN_FLIGHT)
 
         async def text(doc_id: str) -> str | None:
             async with gate:
