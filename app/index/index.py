@@ -36,7 +36,8 @@ from app.index import records, texts
 from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
-from app.index.passages import Layout, Passage, Query, align, covered_shingles
+from app.index.align import Query, align
+from app.index.passages import Layout, Passage, covered_shingles
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.store import Candidates, Store, buckets_for
 
@@ -60,6 +61,8 @@ _Gathered = tuple[np.ndarray, list[bytes | None], bool, int]
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
+# Bits of a word's hash in new collections' passage layouts (app.index.align).
+DEFAULT_PASSAGE_BITS = 8
 # XORed into anchor hashes (app.index.passages) to make their keys in the band buckets.
 ANCHOR_SALT = np.uint64(0x9E3779B97F4A7C15)
 # An odd multiplier: moves a 32-bit anchor's bits into the top bits that pick its bucket.
@@ -149,6 +152,9 @@ class Params:
     # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
     # made before expiry existed).
     default_ttl: int = 0
+    # Bits of each word's hash in the passage layout (format 3, app.index.align); 0: the
+    # 4-bit format 1 and its alignment (collections made before format 3).
+    passage_bits: int = DEFAULT_PASSAGE_BITS
 
     @classmethod
     def create(
@@ -162,6 +168,7 @@ class Params:
         passage_words: int = DEFAULT_PASSAGE_WORDS,
         keep_text: bool = False,
         default_ttl: int = 0,
+        passage_bits: int = DEFAULT_PASSAGE_BITS,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -178,6 +185,7 @@ class Params:
             passage_words,
             keep_text,
             default_ttl,
+            passage_bits,
         )
 
     @property
@@ -214,6 +222,8 @@ class Params:
         fields.setdefault("keep_text", False)
         # ... and one made before expiry existed keeps documents for ever.
         fields.setdefault("default_ttl", 0)
+        # ... and one made before format 3 keeps 4-bit word hashes, aligned as then.
+        fields.setdefault("passage_bits", 0)
         return cls(**fields)
 
 
@@ -376,6 +386,8 @@ class Index:
         params = replace(params, band_buckets=stored.band_buckets)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
+        # The passage layout's format is the stored one (old collections answer as before).
+        params = replace(params, passage_bits=stored.passage_bits)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(
@@ -429,6 +441,13 @@ class Index:
             return sketched
         if layouts:
             return replace(sketched, layouts=self.passage_layouts(texts))
+        if p.passage_bits:  # format 3: packed by numpy (the kernel packs format 1 only)
+            made = self.passage_layouts(texts)
+            return replace(
+                sketched,
+                packed=[lay.pack() for lay in made],
+                anchor_hashes=[lay.anchor_hashes for lay in made],
+            )
         # Packed in one kernel call: a Layout per text, packed by numpy, cost more
         # than the rest of an ingest's Python.
         anchors, words = self._winnowed(texts)
@@ -453,6 +472,8 @@ class Index:
     def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
         """Each text's anchors and words (app.index.passages), in two kernel calls."""
         anchors, words = self._winnowed(texts)
+        bits = self.params.passage_bits or 4
+        mask, dtype = np.uint64((1 << bits) - 1), np.uint16 if bits > 8 else np.uint8
         layouts = []
         for i in range(len(texts)):
             a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
@@ -465,9 +486,10 @@ class Index:
                         np.uint32
                     ),
                     np.searchsorted(starts, anchor_starts).astype(np.int64),
-                    (np.asarray(words.hashes[w], np.uint64) & np.uint64(15)).astype(np.uint8),
+                    (np.asarray(words.hashes[w], np.uint64) & mask).astype(dtype),
                     starts,
                     np.asarray(words.ends[w], np.int64),
+                    bits=self.params.passage_bits,
                 )
             )
         return layouts
@@ -753,14 +775,15 @@ class Index:
         )
         shingles = max(1, layout.words - k + 1)
         indexed = Query(layout)
-        scored, raws = [], []
+        scored, raws, cut = [], [], False
         for h, raw in zip(handles.tolist(), fetched, strict=True):
             if raw is None:
                 continue
             rec = records.unpack(raw)
             if not rec.passages or (where is not None and not where.matches(rec.metadata)):
                 continue
-            passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
+            passages, capped_here = align(indexed, Layout.unpack(rec.passages), k, min_words)
+            cut = cut or capped_here
             if passages:
                 covered = covered_shingles(passages, layout.words, k)
                 if covered.sum() / shingles >= threshold:
@@ -794,7 +817,7 @@ class Index:
             if len(results) == limit:
                 break
         return ContainmentResult(
-            results, len(handles), capped, common, float(union.sum() / shingles)
+            results, len(handles), capped or cut, common, float(union.sum() / shingles)
         )
 
     # reads and deletes ---------------------------------------------------------

@@ -36,6 +36,13 @@ MERGE_GAP = 8
 
 _HEAD = struct.Struct("<III")  # anchors, words, overflowing gaps and lengths
 _ESCAPE = 15
+# Format 3 (a collection's passage_bits > 0) sets this bit in the head's word count; the
+# kernel's format 2 sets 0x80000000 and 0x40000000 there (kernel.compact_layout), so the
+# three are told apart by the head alone.
+_HASHED = 0x20000000
+_FLAGS = 0xE0000000
+_BITS = struct.Struct("<I")  # format 3: bits per word hash, after the head
+WORD_BITS = (4, 8, 16)
 
 
 def _pack_nibbles(values: np.ndarray) -> bytes:
@@ -59,7 +66,7 @@ class Layout:
     anchor_hashes (uint32: the low half of the winnowed shingle hash, in text order;
     a collision only costs a seed that the word hashes then refuse) and anchor_words
     (int64, the word each anchor starts at); word_hashes (4 bits of each word's hash,
-    one uint8 per word);
+    one uint8 per word, or bits of it in format 3, uint16);
     starts and ends (int64,
     each word's code-point span, end exclusive). A layout read from a record
     decodes its spans only when asked: most candidates of a query share no passage.
@@ -73,12 +80,16 @@ class Layout:
         starts: np.ndarray | None = None,
         ends: np.ndarray | None = None,
         spans: tuple[int, bytes, int] | None = None,
+        bits: int = 0,
     ) -> None:
         self.anchor_hashes = anchor_hashes
         self.anchor_words = anchor_words
         self.word_hashes = word_hashes
         self._starts, self._ends = starts, ends
         self._spans = spans  # (encoding, raw, offset) still to decode
+        # 0: format 1 (4-bit word hashes, kernel-packed, aligned by ``align`` here);
+        # 4, 8 or 16: format 3 with that many bits a word (app.index.align aligns it).
+        self.bits = bits
 
     @property
     def starts(self) -> np.ndarray:
@@ -101,7 +112,10 @@ class Layout:
         """The record's passage section: anchors (uint32 hash, then word index as
         uint16, or uint32 in texts of 65,536 words or more), word hashes, then one
         byte per word: the gap before it and its length, 4 bits each, 15 meaning
-        "see the overflow", a uint32 list at the end (in word order, gap first)."""
+        "see the overflow", a uint32 list at the end (in word order, gap first).
+        A layout with bits (format 3) packs as ``_pack_hashed`` says."""
+        if self.bits:
+            return self._pack_hashed()
         gaps = self.starts - np.concatenate(([0], self.ends[:-1]))
         lens = self.ends - self.starts
         pairs = np.stack([gaps, lens], 1).astype(np.int64)
@@ -123,6 +137,8 @@ class Layout:
     def unpack(cls, raw: bytes) -> Layout:
         """The inverse of pack."""
         n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
+        if n_words & _HASHED:
+            return cls._unpack_hashed(raw)
         pos = _HEAD.size
         hashes = np.frombuffer(raw, "<u4", n_anchors, pos)
         pos += 4 * n_anchors
@@ -133,9 +149,96 @@ class Layout:
         word_hashes = _unpack_nibbles(np.frombuffer(raw, np.uint8, packed, pos), n_words)
         return cls(hashes, words, word_hashes, spans=(n_overflow, raw, pos + packed))
 
+    def _pack_hashed(self) -> bytes:
+        """Format 3: the head (words | _HASHED), the bits a word hash, anchors as in
+        format 1, the word hashes (4 bits two to a byte, 8 one byte, 16 two bytes, LE),
+        then the spans in about 5/8 of a byte a word, as the kernel's format 2 keeps
+        them: 4-bit lengths two to a byte | (W + 7) / 8 bytes, bit i (least significant
+        first) set where word i's gap is not 1 | 4-bit gaps of those words | uint32
+        values for the gaps, then the lengths, of 15 or more (15 marks them)."""
+        bits = self.bits
+        if bits not in WORD_BITS:
+            raise ValueError(f"word hashes of {bits} bits; expected one of {WORD_BITS}")
+        starts, ends = self.starts, self.ends
+        gaps = starts - np.concatenate(([0], ends[:-1]))
+        lens = ends - starts
+        odd = gaps != 1
+        odd_gaps = gaps[odd]
+        big_gaps, big_lens = odd_gaps >= _ESCAPE, lens >= _ESCAPE
+        word_type = "<u2" if self.words < 1 << 16 else "<u4"
+        if bits == 4:
+            hashes = _pack_nibbles(self.word_hashes)
+        else:
+            hashes = np.asarray(self.word_hashes).astype("<u1" if bits == 8 else "<u2").tobytes()
+        overflow = np.concatenate((odd_gaps[big_gaps], lens[big_lens]))
+        return b"".join(
+            (
+                _HEAD.pack(len(self.anchor_hashes), self.words | _HASHED, len(overflow)),
+                _BITS.pack(bits),
+                self.anchor_hashes.astype("<u4").tobytes(),
+                self.anchor_words.astype(word_type).tobytes(),
+                hashes,
+                _pack_nibbles(np.minimum(lens, _ESCAPE)),
+                np.packbits(odd, bitorder="little").tobytes(),
+                _pack_nibbles(np.minimum(odd_gaps, _ESCAPE)),
+                overflow.astype("<u4").tobytes(),
+            )
+        )
+
+    @classmethod
+    def _unpack_hashed(cls, raw: bytes) -> Layout:
+        n_anchors, flagged, _ = _HEAD.unpack_from(raw)
+        (bits,) = _BITS.unpack_from(raw, _HEAD.size)
+        if flagged & _FLAGS != _HASHED or bits not in WORD_BITS:
+            raise ValueError("not a passage layout of format 3")
+        n_words = flagged & ~_FLAGS
+        pos = _HEAD.size + _BITS.size
+        hashes = np.frombuffer(raw, "<u4", n_anchors, pos)
+        pos += 4 * n_anchors
+        word_type = np.dtype("<u2" if n_words < 1 << 16 else "<u4")
+        words = np.frombuffer(raw, word_type, n_anchors, pos).astype(np.int64)
+        pos += word_type.itemsize * n_anchors
+        if bits == 4:
+            size = (n_words + 1) // 2
+            word_hashes = _unpack_nibbles(np.frombuffer(raw, np.uint8, size, pos), n_words)
+        else:
+            dtype = np.dtype("<u1" if bits == 8 else "<u2")
+            size = dtype.itemsize * n_words
+            word_hashes = np.frombuffer(raw, dtype, n_words, pos).astype(
+                np.uint8 if bits == 8 else np.uint16
+            )
+        return cls(hashes, words, word_hashes, spans=(-1, raw, pos + size), bits=bits)
+
+    def _decode_hashed(self, raw: bytes, pos: int) -> None:
+        n = len(self.word_hashes)
+        half = (n + 1) // 2
+        lens = _unpack_nibbles(np.frombuffer(raw, np.uint8, half, pos), n).astype(np.int64)
+        pos += half
+        flags = (n + 7) // 8
+        odd = np.unpackbits(np.frombuffer(raw, np.uint8, flags, pos), count=n, bitorder="little")
+        odd = odd.astype(bool)
+        pos += flags
+        n_odd = int(odd.sum())
+        odd_gaps = _unpack_nibbles(
+            np.frombuffer(raw, np.uint8, (n_odd + 1) // 2, pos), n_odd
+        ).astype(np.int64)
+        pos += (n_odd + 1) // 2
+        big_gaps, big_lens = odd_gaps == _ESCAPE, lens == _ESCAPE
+        n_big = int(big_gaps.sum()) + int(big_lens.sum())
+        overflow = np.frombuffer(raw, "<u4", n_big, pos).astype(np.int64)
+        odd_gaps[big_gaps] = overflow[: int(big_gaps.sum())]
+        lens[big_lens] = overflow[int(big_gaps.sum()) :]
+        gaps = np.ones(n, np.int64)
+        gaps[odd] = odd_gaps
+        self._starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
+        self._ends = self._starts + lens
+
     def _decode(self) -> None:
         assert self._spans is not None
         n_overflow, raw, pos = self._spans
+        if n_overflow < 0:
+            self._decode_hashed(raw, pos)
+            return
         n = len(self.word_hashes)
         packed = np.frombuffer(raw, np.uint8, n, pos).astype(np.int64)
         pairs = np.stack([packed >> 4, packed & 15], 1)
@@ -147,11 +250,29 @@ class Layout:
         self._ends = self._starts + lens
 
 
+def is_kernel_format(raw: bytes) -> bool:
+    """Whether a packed layout is format 1, which the kernel compacts (records.pack)."""
+    return len(raw) >= _HEAD.size and not _HEAD.unpack_from(raw)[1] & _HASHED
+
+
 def sections_of(raw: bytes) -> dict[str, int]:
     """Bytes of each part of a packed layout (for the memory bench)."""
     if not raw:
         return {}
     n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
+    if n_words & _HASHED:
+        n_words &= ~_FLAGS
+        (bits,) = _BITS.unpack_from(raw, _HEAD.size)
+        word_size = 2 if n_words < 1 << 16 else 4
+        rest = len(raw) - _HEAD.size - _BITS.size - (4 + word_size) * n_anchors
+        hashes = (n_words + 1) // 2 if bits == 4 else n_words * bits // 8
+        return {
+            "head": _HEAD.size + _BITS.size,
+            "anchor_hashes": 4 * n_anchors,
+            "anchor_words": word_size * n_anchors,
+            "word_hashes": hashes,
+            "word_spans": rest - hashes,
+        }
     word_size = 2 if n_words < 1 << 16 else 4
     return {
         "head": _HEAD.size,

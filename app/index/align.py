@@ -1,0 +1,283 @@
+"""Alignment that survives edits: copied passages found through changed and swapped words.
+
+Once a candidate source is known, its whole word layout is at hand, so the pair is
+seeded densely rather than only at the winnowed anchors that found it:
+
+1. **Anchors locate.** The shared anchors (verified word by word, as ``passages.align``
+   does) give the diagonals (source word minus query word) where copies lie. A pair with
+   none shares no passage.
+2. **Seeds survive edits.** Every run of ``n`` words is a seed keyed by its word hashes
+   *sorted* (CoReMo's "contextual n-grams", Torrejón and Ramos, PAN 2013: order-free, so
+   an adjacent swap keeps its seed), with ``n`` so that a key holds at least 16 bits (two
+   words of 8 bits). Only seeds within ``BAND`` diagonals of an anchor's are kept, so a
+   random hit far from any copy costs nothing.
+3. **Chaining with gap costs** (the DP of minimap2, Li 2018, on word seeds): a seed
+   continues the best chain among its recent predecessors that lie before it in both
+   texts, paying for the words between them and for a change of diagonal (insertions and
+   deletions). One edited copy is one chain; chains that still meet within
+   ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
+   merge nearby seeds.
+4. **Exact edges.** A chain starts at its first seed and ends at its last, which match
+   word for word; a short extension past them takes a last edited word only when a
+   matching word follows it (X-drop), so an edge stops at the first and last matching
+   word instead of running into the host text.
+
+Every step is bounded: anchor hits per pair (``MAX_HITS``), a seed key occurring more
+than ``MAX_OCC`` times in either text is not seeded (repeats), seeds per pair
+(``MAX_SEEDS``), predecessors per seed (``LOOKBACK``). When a bound cuts real work the
+result says so (``capped``), as a query's candidate cap does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.index import passages as legacy
+from app.index.passages import Layout, Passage
+
+# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words).
+SEED_BITS = 16
+# Seeds within this many diagonals of a shared anchor's diagonal are chained.
+BAND = 24
+# Chaining: a seed looks back at this many predecessors, and links only to one at most
+# MAX_GAP words before it in both texts.
+LOOKBACK = 24
+MAX_GAP = 20
+# A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
+GAP_COST = 0.3
+DIAG_COST = 0.5
+# Chains whose ends meet within this many words in both texts are one passage.
+MERGE_GAP = 10
+# Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
+# below the best score.
+EXT_MATCH = 2
+XDROP = 3
+# A passage must match at least this share of its query words through seeds.
+MIN_MATCHED = 0.5
+# Work bounds (see the module's docstring).
+MAX_HITS = 4_000
+MAX_OCC = 32
+MAX_SEEDS = 20_000
+# A pair is reported capped when repeats left more than this share of its source unseeded.
+REPEAT_SHARE = 0.1
+
+
+def seed_length(bits: int) -> int:
+    """Words a seed holds for word hashes of this many bits."""
+    return max(2, -(-SEED_BITS // bits))
+
+
+def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
+    """Order-free keys of every run of seed_length(bits) words (int64; empty if shorter)."""
+    n = seed_length(bits)
+    h = np.asarray(hashes, np.int64)
+    if len(h) < n:
+        return np.zeros(0, np.int64)
+    runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
+    keys = np.zeros(len(runs), np.int64)
+    for j in range(n):
+        keys = (keys << bits) | runs[:, j]
+    return keys
+
+
+class Query(legacy.Query):
+    """A query's layout indexed once for aligning it with many sources: its anchors (as
+    passages.Query) and, for format 3 sources, its seed keys sorted."""
+
+    def __init__(self, layout: Layout) -> None:
+        super().__init__(layout)
+        self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.hashes = np.asarray(layout.word_hashes, np.int64)
+
+    def seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted seed keys, the query word each starts at)."""
+        if bits not in self._seeds:
+            keys = seed_keys(self.hashes, bits)
+            order = np.argsort(keys, kind="stable")
+            self._seeds[bits] = (keys[order], order.astype(np.int64))
+        return self._seeds[bits]
+
+
+def align(query: Query, source: Layout, k: int, min_words: int) -> tuple[list[Passage], bool]:
+    """The passages a query shares with a source, in query order, each at least min_words
+    long in both texts, and whether a work bound cut the search (capped).
+
+    A format 1 source (a collection made before format 3) aligns exactly as it always
+    has (passages.align), never capped."""
+    if not source.bits:
+        return legacy.align(query, source, k, min_words), False
+    return _align_dense(query, source, k, min_words)
+
+
+def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray, bool]:
+    """Distinct diagonals (source word - query word) of shared anchors verified word by
+    word, and whether MAX_HITS cut them."""
+    qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
+    qb, sb = qh.tobytes(), sh.tobytes()
+    nq, ns = len(qh), len(sh)
+    diagonals: set[int] = set()
+    tried = 0
+    for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
+        for qi in query.anchors.get(h, ()):
+            tried += 1
+            if tried > MAX_HITS:
+                return np.array(sorted(diagonals), np.int64), True
+            width = min(k, nq - qi, ns - si)
+            if width > 0 and qb[8 * qi : 8 * (qi + width)] == sb[8 * si : 8 * (si + width)]:
+                diagonals.add(si - qi)
+    return np.array(sorted(diagonals), np.int64), False
+
+
+def _seeds(
+    query: Query, source: Layout, diagonals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Seed hits (query word, source word) near the anchors' diagonals, sorted by query
+    then source word, and whether a bound cut them."""
+    bits = source.bits
+    q_keys, q_words = query.seeds(bits)
+    s_keys = seed_keys(source.word_hashes, bits)
+    if not len(s_keys) or not len(q_keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), False
+    lo = np.searchsorted(q_keys, s_keys, "left")
+    hi = np.searchsorted(q_keys, s_keys, "right")
+    in_query = hi - lo
+    _, inverse, counts = np.unique(s_keys, return_inverse=True, return_counts=True)
+    in_source = counts[inverse]
+    repeats = (in_query > MAX_OCC) | (in_source > MAX_OCC)
+    capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
+    keep = (in_query > 0) & ~repeats
+    s_pos = np.flatnonzero(keep)
+    per = in_query[keep]
+    total = int(per.sum())
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+    # Every (source word, query occurrence) pair of the kept keys.
+    s_hit = np.repeat(s_pos, per)
+    first = np.repeat(lo[keep] - np.concatenate(([0], np.cumsum(per)[:-1])), per)
+    q_hit = q_words[first + np.arange(total)]
+    diag = s_hit - q_hit
+    at = np.searchsorted(diagonals, diag)
+    below = np.abs(diag - diagonals[np.maximum(at - 1, 0)])
+    above = np.abs(diagonals[np.minimum(at, len(diagonals) - 1)] - diag)
+    near = np.minimum(below, above) <= BAND
+    q_hit, s_hit = q_hit[near], s_hit[near]
+    order = np.lexsort((s_hit, q_hit))
+    q_hit, s_hit = q_hit[order], s_hit[order]
+    if len(q_hit) > MAX_SEEDS:
+        q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
+    return q_hit, s_hit, capped
+
+
+def _chains(q: list[int], s: list[int], n: int) -> list[tuple[int, int, int, int, int]]:
+    """Colinear chains of seeds (minimap2's DP, word seeds of n words): each as
+    (query first, query end, source first, source end, words matched), best first."""
+    count = len(q)
+    score = [0.0] * count
+    back = [-1] * count
+    for i in range(count):
+        qi, si = q[i], s[i]
+        best, arg = float(n), -1
+        for j in range(i - 1, max(-1, i - 1 - LOOKBACK), -1):
+            dq = qi - q[j]
+            if dq > MAX_GAP + n:
+                break
+            ds = si - s[j]
+            if dq <= 0 or ds <= 0 or ds > MAX_GAP + n:
+                continue
+            gain = min(dq, ds, n) - GAP_COST * max(0, max(dq, ds) - n)
+            gain -= DIAG_COST * abs(dq - ds)
+            if score[j] + gain > best:
+                best, arg = score[j] + gain, j
+        score[i], back[i] = best, arg
+    used = [False] * count
+    out = []
+    for end in sorted(range(count), key=lambda i: -score[i]):
+        if used[end]:
+            continue
+        members = []
+        i = end
+        while i >= 0 and not used[i]:
+            members.append(i)
+            used[i] = True
+            i = back[i]
+        first = members[-1]
+        matched = len({w for m in members for w in range(q[m], q[m] + n)})
+        out.append((q[first], q[end] + n, s[first], s[end] + n, matched))
+    return out
+
+
+def _extend(q: np.ndarray, qi: int, s: np.ndarray, si: int, step: int) -> int:
+    """Words to take from q[qi], s[si] on (stepping by step): the best-scoring prefix, a
+    match EXT_MATCH, a mismatch -1, stopping XDROP below the best."""
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += EXT_MATCH if q[qi] == s[si] else -1
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score >= XDROP:
+            break
+        qi += step
+        si += step
+    return taken
+
+
+def _merge(pieces: list[list[int]]) -> list[list[int]]:
+    """Pieces (qa, qb, sa, sb, matched) that continue one another, in both texts, as one."""
+    merged: list[list[int]] = []
+    for piece in sorted(pieces):
+        if merged:
+            last = merged[-1]
+            q_gap, s_gap = piece[0] - last[1], piece[2] - last[3]
+            if q_gap <= MERGE_GAP and -MERGE_GAP <= s_gap <= MERGE_GAP and piece[3] > last[3]:
+                last[1], last[3] = max(last[1], piece[1]), max(last[3], piece[3])
+                last[2] = min(last[2], piece[2])
+                last[4] += piece[4]
+                continue
+        merged.append(list(piece))
+    return merged
+
+
+def _align_dense(
+    query: Query, source: Layout, k: int, min_words: int
+) -> tuple[list[Passage], bool]:
+    diagonals, capped = _anchor_diagonals(query, source, k)
+    if not len(diagonals):
+        return [], capped
+    q_hit, s_hit, cut = _seeds(query, source, diagonals)
+    capped = capped or cut
+    n = seed_length(source.bits)
+    chains = _chains(q_hit.tolist(), s_hit.tolist(), n)
+    # Overlapping chains in the query (a repeated source sentence): the better stands.
+    taken = np.zeros(len(query.hashes) + 1, bool)
+    pieces = []
+    for qa, qb, sa, sb, matched in chains:
+        if matched < max(2 * n, min_words // 2):
+            continue
+        if taken[qa:qb].sum() > (qb - qa) // 2:
+            continue
+        taken[qa:qb] = True
+        pieces.append([qa, qb, sa, sb, matched])
+    qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
+    kept = []
+    for qa, qb, sa, sb, matched in _merge(pieces):
+        left = _extend(qh, qa - 1, sh, sa - 1, -1)
+        right = _extend(qh, qb, sh, sb, 1)
+        qa, sa, qb, sb = qa - left, sa - left, qb + right, sb + right
+        if qb - qa < min_words or sb - sa < min_words:
+            continue
+        if matched < MIN_MATCHED * (qb - qa):
+            continue
+        kept.append((qa, qb, sa, sb))
+    q_layout = query.layout
+    return [
+        Passage(
+            (qa, qb),
+            (sa, sb),
+            int(q_layout.starts[qa]),
+            int(q_layout.ends[qb - 1]),
+            int(source.starts[sa]),
+            int(source.ends[sb - 1]),
+        )
+        for qa, qb, sa, sb in kept
+    ], capped
