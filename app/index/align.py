@@ -174,20 +174,25 @@ def _chains(q: list[int], s: list[int], n: int) -> list[tuple[int, int, int, int
     count = len(q)
     score = [0.0] * count
     back = [-1] * count
+    reach = MAX_GAP + n
     for i in range(count):
         qi, si = q[i], s[i]
         best, arg = float(n), -1
-        for j in range(i - 1, max(-1, i - 1 - LOOKBACK), -1):
+        for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
             dq = qi - q[j]
-            if dq > MAX_GAP + n:
+            if dq > reach:
                 break
             ds = si - s[j]
-            if dq <= 0 or ds <= 0 or ds > MAX_GAP + n:
+            if dq <= 0 or ds <= 0 or ds > reach:
                 continue
-            gain = min(dq, ds, n) - GAP_COST * max(0, max(dq, ds) - n)
-            gain -= DIAG_COST * abs(dq - ds)
+            near, far = (dq, ds) if dq < ds else (ds, dq)
+            gain = (near if near < n else n) - DIAG_COST * (far - near)
+            if far > n:
+                gain -= GAP_COST * (far - n)
             if score[j] + gain > best:
                 best, arg = score[j] + gain, j
+                if dq == 1 and ds == 1:
+                    break  # the next word on the same diagonal: nothing older beats it
         score[i], back[i] = best, arg
     used = [False] * count
     out = []
