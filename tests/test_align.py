@@ -1,0 +1,226 @@
+"""Alignment that survives edits (app/index/align.py) and the layout format 3 it reads.
+
+The truth is the planting (tests/support/plant.py): where each changed passage sits in
+the query and in its source, in code points, scored by PAN's measures
+(tests/support/pan.py). The layouts are checked against the plain-Python word spans of
+the text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import numpy as np
+import pytest
+from support.pan import Span, score
+from support.plant import plantings
+
+from app import kernel
+from app.index import Document, Index, Params, records
+from app.index import passages as legacy
+from app.index.align import Query, align
+from app.index.passages import Layout, is_kernel_format
+from app.store import Store
+
+
+def _params(bits: int = 8) -> Params:
+    return Params.create("word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=bits)
+
+
+def _word_spans(text: str) -> list[tuple[int, int]]:
+    """Code-point spans of runs of alphanumeric code points (the tokenizer's words)."""
+    spans, start = [], None
+    for i, ch in enumerate(text + " "):
+        if ch.isalnum():
+            start = i if start is None else start
+        elif start is not None:
+            spans.append((start, i))
+            start = None
+    return spans
+
+
+async def _answers(
+    url: str, collection: str, bits: int, sources: dict[str, str], queries: list[str]
+) -> list:
+    store = Store.connect(url, collection, 30.0)
+    try:
+        if bits == 0:  # a config as written before format 3: no passage_bits
+            raw = _params().to_json().replace(b',"passage_bits":8', b"")
+            await store.config(raw)
+        index = await Index.open(store, _params(bits or 8), 200)
+        assert index.params.passage_bits == bits
+        await index.ingest([Document(t, i) for i, t in sources.items()])
+        return [await index.containment_of_text(q, 0.01, 10) for q in queries]
+    finally:
+        await store.close()
+
+
+def _scored(plants: list, answers: list, kind: str) -> tuple:
+    truth, found = [], []
+    for n, (p, a) in enumerate(zip(plants, answers, strict=True)):
+        if p.kind != kind:
+            continue
+        truth += p.truth
+        found += [
+            Span(f"q{n}", x.query_start, x.query_end, r.id, x.source_start, x.source_end)
+            for r in a.results
+            for x in r.passages
+        ]
+    return score(truth, found), found
+
+
+@pytest.fixture(scope="module")
+def planted() -> tuple[dict[str, str], list]:
+    sources, plants = plantings(
+        12, seed=11, kinds=("edit5", "edit15", "swaps"), host_words=400, sources_wanted=120
+    )
+    return sources, plants
+
+
+def test_edited_copies_are_found_whole_with_exact_edges(
+    redis_url: str, collection: str, planted: tuple
+) -> None:
+    """Passages of 40-150 words with 5% or 15% of their words edited, or 12% of adjacent
+    pairs swapped, planted in unstored texts, are found as one passage each with the
+    planting's edges: plagdet >= 0.9 per kind, precision >= 0.98, granularity <= 1.1
+    (format 1, the layout before format 3, scores about 0.75, 0.45 and 0.5)."""
+    sources, plants = planted
+    answers = asyncio.run(_answers(redis_url, collection, 8, sources, [p.query for p in plants]))
+    for kind in ("edit5", "edit15", "swaps"):
+        got, _ = _scored(plants, answers, kind)
+        assert got.plagdet >= 0.9, (kind, got)
+        assert got.precision >= 0.98, (kind, got)
+        assert got.granularity <= 1.1, (kind, got)
+    assert not any(a.capped for a in answers)
+
+
+def test_unrelated_texts_share_no_passage(
+    redis_url: str, collection: str, planted: tuple
+) -> None:
+    """The negative control: hosts that share no 4-word run with any source get no
+    passage at all."""
+    sources, plants = planted
+    controls = [p.query for p in plants if p.kind == "control"]
+    answers = asyncio.run(_answers(redis_url, collection, 8, sources, controls))
+    assert controls and all(not a.results for a in answers), [
+        (r.id, r.passages) for a in answers for r in a.results
+    ]
+
+
+def test_a_collection_made_before_format_3_answers_as_before(
+    redis_url: str, collection: str
+) -> None:
+    """A stored config without passage_bits keeps format 1: records hold the kernel's
+    packing, and answers are passages.align's, found by the old code path."""
+    sources, plants = plantings(
+        3, seed=2, kinds=("edit5",), host_words=300, sources_wanted=40
+    )
+    queries = [p.query for p in plants]
+
+    async def run() -> tuple[list, list[bytes]]:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            await store.config(_params().to_json().replace(b',"passage_bits":8', b""))
+            index = await Index.open(store, _params(), 200)
+            assert index.params.passage_bits == 0
+            texts = list(sources.values())
+            await index.ingest([Document(t, i) for i, t in sources.items()])
+            anchors, words = index._winnowed(texts)
+            answers = [await index.containment_of_text(q, 0.01, 10) for q in queries]
+            return answers, kernel.pack_layouts(anchors, words)
+        finally:
+            await store.close()
+
+    answers, packed = asyncio.run(run())
+    assert all(is_kernel_format(raw) for raw in packed)
+    index = Index.__new__(Index)
+    index.params = Params.stored(_params().to_json().replace(b',"passage_bits":8', b""))
+    by_id = dict(zip(sources, packed, strict=True))
+    for q, answer in zip(queries, answers, strict=True):
+        query = legacy.Query(index.passage_layouts([q])[0])
+        for r in answer.results:
+            assert r.passages == legacy.align(query, Layout.unpack(by_id[r.id]), 3, 10)
+
+
+def test_format_3_keeps_every_span_and_hash() -> None:
+    """Format 3 packs and unpacks word hashes of 4, 8 and 16 bits and code-point spans
+    with gaps and lengths past the 4-bit escape, equal to the text's own word spans."""
+    text = (
+        "Short words and " + "x" * 40 + " then\u00a0\u00a0  far" + " " * 30 + "apart, "
+        "ÉCOLE élève 123 " + "w " * 70 + "end"
+    )
+    spans = _word_spans(text)
+    rng = np.random.default_rng(1)
+    for bits in (4, 8, 16):
+        hashes = rng.integers(0, 1 << bits, len(spans)).astype(np.uint16 if bits > 8 else np.uint8)
+        lay = Layout(
+            np.array([7, 9], np.uint32),
+            np.array([0, 3], np.int64),
+            hashes,
+            np.array([a for a, _ in spans], np.int64),
+            np.array([b for _, b in spans], np.int64),
+            bits=bits,
+        )
+        raw = lay.pack()
+        assert not is_kernel_format(raw)
+        back = Layout.unpack(raw)
+        assert back.bits == bits
+        assert back.word_hashes.tolist() == hashes.tolist()
+        assert list(zip(back.starts.tolist(), back.ends.tolist(), strict=True)) == spans
+        assert back.anchor_hashes.tolist() == [7, 9] and back.anchor_words.tolist() == [0, 3]
+        assert back.pack() == raw
+    empty = Layout(
+        np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint8),
+        np.zeros(0, np.int64), np.zeros(0, np.int64), bits=8,
+    )  # fmt: skip
+    assert Layout.unpack(empty.pack()).words == 0
+
+
+def test_an_ingest_stores_format_3_with_the_texts_spans(redis_url: str, collection: str) -> None:
+    """A new collection's records hold format 3 with 8-bit hashes; the stored spans are
+    the text's words."""
+    text = "The council met on Tuesday, and voted; nobody \u2014 not even the mayor \u2014 objected."
+
+    async def run() -> bytes:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(text, "a")])
+            stored = await index._stored("a")
+            assert stored is not None
+            return records.unpack(stored[1]).passages
+        finally:
+            await store.close()
+
+    raw = asyncio.run(run())
+    back = Layout.unpack(raw)
+    assert back.bits == 8 and not is_kernel_format(raw)
+    assert list(zip(back.starts.tolist(), back.ends.tolist(), strict=True)) == _word_spans(text)
+
+
+def test_repeated_text_is_bounded_and_says_capped() -> None:
+    """10,000 repetitions of one sentence against a source of the same: the work stops at
+    the bounds and the answer says capped."""
+    sentence = "The quick brown fox jumps over the lazy dog near the river bank today. "
+    index = Index.__new__(Index)
+    index.params = _params()
+    query, source = index.passage_layouts([sentence * 10_000, sentence * 2_000])
+    passages, capped = align(Query(query), source, 3, 10)
+    assert capped
+    assert len(passages) <= 10_000
+
+
+def test_a_shared_common_phrase_is_no_passage() -> None:
+    """Two unrelated texts that share one common phrase of a few words (an anchor) share no
+    passage: the phrase is under the least passage length."""
+    phrase = "said on Tuesday that the"
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(10**6)}" for _ in range(400)]
+    a = " ".join(words[:100]) + f" {phrase} " + " ".join(words[100:200])
+    b = " ".join(words[200:300]) + f" {phrase} " + " ".join(words[300:])
+    index = Index.__new__(Index)
+    index.params = _params()
+    qa, sb = index.passage_layouts([a, b])
+    passages, capped = align(Query(qa), Layout.unpack(sb.pack()), 3, 10)
+    assert passages == [] and not capped
