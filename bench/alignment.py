@@ -9,8 +9,9 @@ in one of these ways:
 - edit5 / edit15: 5% / 15% of the words replaced, inserted or deleted (a third each);
 - swaps: 12% of adjacent word pairs swapped, plus 3% edits;
 - disguise: lower case, curly quotes, the ligatures fi/fl, no-break spaces, a zero-width
-  space or soft hyphen inside some words, Cyrillic look-alikes (а е о) in some words, and
-  words hyphenated at line ends (folded by the normalisation issue, #26, not by this one);
+  space or soft hyphen inside some words, Cyrillic look-alikes (U+0430, U+0435, U+043E)
+  in some words, and words hyphenated at line ends (folded by the normalisation issue,
+  #26, not by this one);
 - block: the passage with one 8-word run in its middle replaced (a rewritten clause).
 
 Each query is a containment query (`containment_of_text`, the call behind POST /similar
@@ -49,8 +50,8 @@ from app.store import Store
 
 # The plantings and PAN's measures are the tests' own (tests/support), one copy of each.
 sys.path.insert(0, str(ROOT / "tests"))
-from support import pan  # noqa: E402
-from support.plant import HOST_WORDS, KINDS, Planting, plantings  # noqa: E402
+from support import pan
+from support.plant import HOST_WORDS, KINDS, Planting, plantings
 
 THRESHOLD = 0.01
 
@@ -67,9 +68,11 @@ async def _build(
         raw = params.to_json().replace(b',"passage_bits":8', b"")
         assert b"passage_bits" not in raw
         await store.config(raw)
-    index = await Index.open(store, Params.create(
-        "word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=bits or 8
-    ), 200)
+    index = await Index.open(
+        store,
+        Params.create("word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=bits or 8),
+        200,
+    )
     assert index.params.passage_bits == bits, index.params
     docs = [Document(t, i) for i, t in sources.items()]
     before = used_memory(redis)
@@ -145,8 +148,10 @@ def main() -> None:
         finally:
             redis.stop()
     name = {0: "before (4-bit, format 1)"}
-    print(f"alignment: {per_kind} plantings a kind, {HOST_WORDS}-word queries, "
-          f"{len(sources)} stored articles; PAN measures (plagdet prec rec gran)")
+    print(
+        f"alignment: {per_kind} plantings a kind, {HOST_WORDS}-word queries, "
+        f"{len(sources)} stored articles; PAN measures (plagdet prec rec gran)"
+    )
     print(f"{'kind':>9} " + " ".join(f"{name.get(b, f'{b}-bit, format 3'):>26}" for b in builds))
     for kind in (*KINDS, "all"):
         cells = []

@@ -95,9 +95,7 @@ def test_edited_copies_are_found_whole_with_exact_edges(
     assert not any(a.capped for a in answers)
 
 
-def test_unrelated_texts_share_no_passage(
-    redis_url: str, collection: str, planted: tuple
-) -> None:
+def test_unrelated_texts_share_no_passage(redis_url: str, collection: str, planted: tuple) -> None:
     """The negative control: hosts that share no 4-word run with any source get no
     passage at all."""
     sources, plants = planted
@@ -113,9 +111,7 @@ def test_a_collection_made_before_format_3_answers_as_before(
 ) -> None:
     """A stored config without passage_bits keeps format 1: records hold the kernel's
     packing, and answers are passages.align's, found by the old code path."""
-    sources, plants = plantings(
-        3, seed=2, kinds=("edit5",), host_words=300, sources_wanted=40
-    )
+    sources, plants = plantings(3, seed=2, kinds=("edit5",), host_words=300, sources_wanted=40)
     queries = [p.query for p in plants]
 
     async def run() -> tuple[list, list[bytes]]:
@@ -180,7 +176,9 @@ def test_format_3_keeps_every_span_and_hash() -> None:
 def test_an_ingest_stores_format_3_with_the_texts_spans(redis_url: str, collection: str) -> None:
     """A new collection's records hold format 3 with 8-bit hashes; the stored spans are
     the text's words."""
-    text = "The council met on Tuesday, and voted; nobody \u2014 not even the mayor \u2014 objected."
+    text = (
+        "The council met on Tuesday, and voted; nobody \u2014 not even the mayor \u2014 objected."
+    )
 
     async def run() -> bytes:
         store = Store.connect(redis_url, collection, 30.0)

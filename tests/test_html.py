@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-
 from pathlib import Path
 
 import pytest

@@ -33,10 +33,10 @@ from app import kernel
 from app.core import errors, metrics
 from app.core.shingles import parse_shingle
 from app.index import records, texts
+from app.index.align import Query, align
 from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
-from app.index.align import Query, align
 from app.index.passages import Layout, Passage, covered_shingles
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.store import Candidates, Store, buckets_for

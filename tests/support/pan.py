@@ -6,10 +6,11 @@ suspicious text and one of a source text. Each stands for the set of characters 
 in both texts together, so a detection that runs past the copy in the source costs as
 much precision as one that runs past it in the query.
 
-- ``s ⊓ r`` is ``s ∩ r`` when r detects s (they overlap in the suspicious text AND in the
-  source, which must be the same texts), else empty.
-- recall = mean over cases s of ``|s ⊓ ∪R| / |s|``; precision = the same with the roles
-  of cases and detections swapped (mean over detections r of ``|r ⊓ ∪S| / |r|``).
+- ``s meet r`` is the characters s and r share when r detects s (they overlap in the
+  suspicious text AND in the source, which must be the same texts), else nothing.
+- recall = mean over cases s of ``|s meet (union of R)| / |s|``; precision = the same
+  with the roles of cases and detections swapped (mean over detections r of
+  ``|r meet (union of S)| / |r|``).
 - granularity = mean, over cases detected at all, of how many detections detect each.
 - plagdet = F1 / log2(1 + granularity).
 
@@ -80,9 +81,7 @@ def _macro_recall(cases: Sequence[Span], detections: Sequence[Span]) -> float:
         if not hits or len(s) == 0:
             continue
         q = _covered(s.query_start, s.query_end, [(r.query_start, r.query_end) for r in hits])
-        src = _covered(
-            s.source_start, s.source_end, [(r.source_start, r.source_end) for r in hits]
-        )
+        src = _covered(s.source_start, s.source_end, [(r.source_start, r.source_end) for r in hits])
         total += (q + src) / len(s)
     return total / len(cases)
 
@@ -124,5 +123,9 @@ class Score:
 
 def score(cases: Sequence[Span], detections: Sequence[Span]) -> Score:
     """All four measures of one run."""
-    r, p, g = recall(cases, detections), precision(cases, detections), granularity(cases, detections)
+    r, p, g = (
+        recall(cases, detections),
+        precision(cases, detections),
+        granularity(cases, detections),
+    )
     return Score(p, r, g, plagdet(r, p, g), len(cases), len(detections))

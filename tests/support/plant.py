@@ -103,7 +103,10 @@ def _grams(text: str, n: int) -> set[tuple[str, ...]]:
 
 
 def plantings(
-    per_kind: int, seed: int = 5, kinds: tuple[str, ...] = KINDS, host_words: int = HOST_WORDS,
+    per_kind: int,
+    seed: int = 5,
+    kinds: tuple[str, ...] = KINDS,
+    host_words: int = HOST_WORDS,
     sources_wanted: int = SOURCES,
 ) -> tuple[dict[str, str], list[Planting]]:
     """The stored sources (id -> text) and the queries with their truth.
@@ -168,5 +171,3 @@ def plantings(
             q_span = (len(before), len(before) + len(piece))
             out.append(Planting(kind, query, [Span(qid, *q_span, sid, *s_span)]))
     return sources, out
-
-
