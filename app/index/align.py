@@ -11,9 +11,10 @@ seeded densely rather than only at the winnowed anchors that found it:
    an adjacent swap keeps its seed), with ``n`` so that a key holds at least 16 bits (two
    words of 8 bits). Only seeds within ``BAND`` diagonals of an anchor's are kept, so a
    random hit far from any copy costs nothing.
-3. **Chaining with gap costs** (the DP of minimap2, Li 2018, on word seeds): a seed
-   continues the best chain among its recent predecessors that lie before it in both
-   texts, paying for the words between them and for a change of diagonal (insertions and
+3. **Chaining with gap costs** (the DP of minimap2, Li 2018): seeds that follow one
+   another on one diagonal are first one run (a verbatim stretch of any length is one),
+   and a run continues the best chain among its recent predecessors that lie before it
+   in both texts, paying for the words between them and for a change of diagonal (insertions and
    deletions). One edited copy is one chain; chains that still meet within
    ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
    merge nearby seeds.
@@ -24,7 +25,9 @@ seeded densely rather than only at the winnowed anchors that found it:
 
 Every step is bounded: anchor hits per pair (``MAX_HITS``), a seed key occurring more
 than ``MAX_OCC`` times in either text is not seeded (repeats), seeds per pair
-(``MAX_SEEDS``), predecessors per seed (``LOOKBACK``). When a bound cuts real work the
+(``MAX_SEEDS``, numpy work), runs chained per pair (``MAX_RUNS``, Python work: a run is
+the seeds that follow one another on one diagonal, so a verbatim copy of any length is
+one), predecessors per run (``LOOKBACK``). When a bound cuts real work the
 result says so (``capped``), as a query's candidate cap does.
 """
 
@@ -54,10 +57,14 @@ EXT_MATCH = 2
 XDROP = 3
 # A passage must match at least this share of its query words through seeds.
 MIN_MATCHED = 0.5
+# A pair is seeded densely only if an anchor's ungapped extension spans this many words
+# (or two anchors lie on nearby diagonals).
+GATE_WORDS = 8
 # Work bounds (see the module's docstring).
 MAX_HITS = 4_000
 MAX_OCC = 32
-MAX_SEEDS = 20_000
+MAX_SEEDS = 1_000_000
+MAX_RUNS = 20_000
 # A pair is reported capped when repeats left more than this share of its source unseeded.
 REPEAT_SHARE = 0.1
 
@@ -88,6 +95,7 @@ class Query(legacy.Query):
         super().__init__(layout)
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
+        self.hash_list: list[int] = self.hashes.tolist()
 
     def seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
         """(sorted seed keys, the query word each starts at)."""
@@ -109,23 +117,55 @@ def align(query: Query, source: Layout, k: int, min_words: int) -> tuple[list[Pa
     return _align_dense(query, source, k, min_words)
 
 
+def _ungapped(q: list[int], qi: int, s: list[int], si: int, step: int) -> int:
+    """Words an ungapped extension takes from q[qi], s[si] on (passages.align's X-drop)."""
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += 1 if q[qi] == s[si] else -legacy.MISMATCH
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score > legacy.XDROP:
+            break
+        qi += step
+        si += step
+    return taken
+
+
 def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray, bool]:
     """Distinct diagonals (source word - query word) of shared anchors verified word by
-    word, and whether MAX_HITS cut them."""
-    qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
-    qb, sb = qh.tobytes(), sh.tobytes()
-    nq, ns = len(qh), len(sh)
+    word, and whether MAX_HITS cut them; none unless the anchors make a copy likely: one
+    whose ungapped extension spans GATE_WORDS, or two on nearby diagonals. A common phrase
+    shared by an unrelated text (most candidates of a query) then costs a few dictionary
+    look-ups, not a dense seeding."""
+    q_list = query.hash_list
+    s_list = source.word_hashes.tolist()
+    nq, ns = len(q_list), len(s_list)
     diagonals: set[int] = set()
+    strong = False
     tried = 0
+    capped = False
     for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
         for qi in query.anchors.get(h, ()):
             tried += 1
             if tried > MAX_HITS:
-                return np.array(sorted(diagonals), np.int64), True
+                capped = True
+                break
             width = min(k, nq - qi, ns - si)
-            if width > 0 and qb[8 * qi : 8 * (qi + width)] == sb[8 * si : 8 * (si + width)]:
-                diagonals.add(si - qi)
-    return np.array(sorted(diagonals), np.int64), False
+            if width <= 0 or q_list[qi : qi + width] != s_list[si : si + width]:
+                continue
+            d = si - qi
+            if not strong:
+                near = any(abs(d - other) <= BAND for other in diagonals)
+                span = width + _ungapped(q_list, qi + width, s_list, si + width, 1)
+                span += _ungapped(q_list, qi - 1, s_list, si - 1, -1)
+                strong = near or span >= GATE_WORDS
+            diagonals.add(d)
+        if capped:
+            break
+    if not strong:
+        return np.zeros(0, np.int64), capped
+    return np.array(sorted(diagonals), np.int64), capped
 
 
 def _seeds(
@@ -168,31 +208,51 @@ def _seeds(
     return q_hit, s_hit, capped
 
 
-def _chains(q: list[int], s: list[int], n: int) -> list[tuple[int, int, int, int, int]]:
-    """Colinear chains of seeds (minimap2's DP, word seeds of n words): each as
-    (query first, query end, source first, source end, words matched), best first."""
-    count = len(q)
+def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
+    """Seeds that follow one another on one diagonal as one run: rows (query first, query
+    end, source first, source end) of the words they cover, sorted by query then source.
+    A verbatim stretch of any length is then one run for the chaining."""
+    if not len(q_hit):
+        return np.zeros((0, 4), np.int64)
+    diag = s_hit - q_hit
+    order = np.lexsort((q_hit, diag))
+    d, q = diag[order], q_hit[order]
+    start = np.ones(len(q), bool)
+    start[1:] = (d[1:] != d[:-1]) | (q[1:] != q[:-1] + 1)
+    firsts = np.flatnonzero(start)
+    lasts = np.concatenate((firsts[1:], [len(q)])) - 1
+    q0, q1 = q[firsts], q[lasts] + n
+    runs = np.stack((q0, q1, q0 + d[firsts], q1 + d[firsts]), 1)
+    return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
+
+
+def _chains(runs: list[list[int]]) -> list[tuple[int, int, int, int, int]]:
+    """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
+    chain among its LOOKBACK predecessors that start before it and end before it ends in
+    both texts, at most MAX_GAP words away, gaining the query words it adds, less
+    GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
+    (query first, query end, source first, source end, query words matched), best first."""
+    count = len(runs)
     score = [0.0] * count
     back = [-1] * count
-    reach = MAX_GAP + n
     for i in range(count):
-        qi, si = q[i], s[i]
-        best, arg = float(n), -1
+        qi0, qi1, si0, si1 = runs[i]
+        best, arg = float(qi1 - qi0), -1
         for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
-            dq = qi - q[j]
-            if dq > reach:
-                break
-            ds = si - s[j]
-            if dq <= 0 or ds <= 0 or ds > reach:
+            qj0, qj1, sj0, sj1 = runs[j]
+            if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
                 continue
-            near, far = (dq, ds) if dq < ds else (ds, dq)
-            gain = (near if near < n else n) - DIAG_COST * (far - near)
-            if far > n:
-                gain -= GAP_COST * (far - n)
+            dq, ds = qi0 - qj1, si0 - sj1
+            if dq > MAX_GAP or ds > MAX_GAP:
+                continue
+            gain = qi1 - (qi0 if qi0 > qj1 else qj1)
+            gap = dq if dq > ds else ds
+            if gap > 0:
+                gain -= GAP_COST * gap
+            shift = (si0 - qi0) - (sj0 - qj0)
+            gain -= DIAG_COST * (shift if shift > 0 else -shift)
             if score[j] + gain > best:
                 best, arg = score[j] + gain, j
-                if dq == 1 and ds == 1:
-                    break  # the next word on the same diagonal: nothing older beats it
         score[i], back[i] = best, arg
     used = [False] * count
     out = []
@@ -205,9 +265,14 @@ def _chains(q: list[int], s: list[int], n: int) -> list[tuple[int, int, int, int
             members.append(i)
             used[i] = True
             i = back[i]
-        first = members[-1]
-        matched = len({w for m in members for w in range(q[m], q[m] + n)})
-        out.append((q[first], q[end] + n, s[first], s[end] + n, matched))
+        members.reverse()
+        matched, reach = 0, -1
+        for m in members:
+            q0, q1 = runs[m][0], runs[m][1]
+            matched += max(0, q1 - max(q0, reach))
+            reach = max(reach, q1)
+        first = runs[members[0]]
+        out.append((first[0], runs[end][1], first[2], runs[end][3], matched))
     return out
 
 
@@ -252,7 +317,10 @@ def _align_dense(
     q_hit, s_hit, cut = _seeds(query, source, diagonals)
     capped = capped or cut
     n = seed_length(source.bits)
-    chains = _chains(q_hit.tolist(), s_hit.tolist(), n)
+    runs = _runs(q_hit, s_hit, n)
+    if len(runs) > MAX_RUNS:
+        runs, capped = runs[:MAX_RUNS], True
+    chains = _chains(runs.tolist())
     # Overlapping chains in the query (a repeated source sentence): the better stands.
     taken = np.zeros(len(query.hashes) + 1, bool)
     pieces = []
