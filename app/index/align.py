@@ -245,7 +245,7 @@ def _chains(runs: list[list[int]]) -> list[tuple[int, int, int, int, int]]:
             dq, ds = qi0 - qj1, si0 - sj1
             if dq > MAX_GAP or ds > MAX_GAP:
                 continue
-            gain = qi1 - (qi0 if qi0 > qj1 else qj1)
+            gain = float(qi1 - (qi0 if qi0 > qj1 else qj1))
             gap = dq if dq > ds else ds
             if gap > 0:
                 gain -= GAP_COST * gap
