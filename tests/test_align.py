@@ -140,19 +140,21 @@ def test_a_collection_made_before_format_3_answers_as_before(
 
 
 def test_format_3_keeps_every_span_and_hash() -> None:
-    """Format 3 packs and unpacks word hashes of 4, 8 and 16 bits and code-point spans
-    with gaps and lengths past the 4-bit escape, equal to the text's own word spans."""
+    """Format 3 packs and unpacks word hashes of 4 to 16 bits, anchor words as one-byte
+    steps or whole, and code-point spans with gaps and lengths past the 4-bit escape,
+    equal to the text's own word spans."""
     text = (
         "Short words and " + "x" * 40 + " then\u00a0\u00a0  far" + " " * 30 + "apart, "
         "ÉCOLE élève 123 " + "w " * 70 + "end"
     )
     spans = _word_spans(text)
     rng = np.random.default_rng(1)
-    for bits in (4, 8, 16):
+    for bits, anchor_words in ((4, [0, 3]), (6, [2, 90]), (8, [0, 300]), (13, [5]), (16, [])):
         hashes = rng.integers(0, 1 << bits, len(spans)).astype(np.uint16 if bits > 8 else np.uint8)
+        anchor_hashes = [7, 9, 11][: len(anchor_words)]
         lay = Layout(
-            np.array([7, 9], np.uint32),
-            np.array([0, 3], np.int64),
+            np.array(anchor_hashes, np.uint32),
+            np.array(anchor_words, np.int64),
             hashes,
             np.array([a for a, _ in spans], np.int64),
             np.array([b for _, b in spans], np.int64),
@@ -164,7 +166,8 @@ def test_format_3_keeps_every_span_and_hash() -> None:
         assert back.bits == bits
         assert back.word_hashes.tolist() == hashes.tolist()
         assert list(zip(back.starts.tolist(), back.ends.tolist(), strict=True)) == spans
-        assert back.anchor_hashes.tolist() == [7, 9] and back.anchor_words.tolist() == [0, 3]
+        assert back.anchor_hashes.tolist() == anchor_hashes
+        assert back.anchor_words.tolist() == anchor_words
         assert back.pack() == raw
     empty = Layout(
         np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint8),

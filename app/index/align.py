@@ -8,8 +8,8 @@ seeded densely rather than only at the winnowed anchors that found it:
    none shares no passage.
 2. **Seeds survive edits.** Every run of ``n`` words is a seed keyed by its word hashes
    *sorted* (CoReMo's "contextual n-grams", Torrejón and Ramos, PAN 2013: order-free, so
-   an adjacent swap keeps its seed), with ``n`` so that a key holds at least 16 bits (two
-   words of 8 bits). Only seeds within ``BAND`` diagonals of an anchor's are kept, so a
+   an adjacent swap keeps its seed), with ``n`` so that a key holds at least 12 bits (two
+   words of 6 bits or more). Only seeds within ``BAND`` diagonals of an anchor's are kept, so a
    random hit far from any copy costs nothing.
 3. **Chaining with gap costs** (the DP of minimap2, Li 2018): seeds that follow one
    another on one diagonal are first one run (a verbatim stretch of any length is one),
@@ -38,8 +38,9 @@ import numpy as np
 from app.index import passages as legacy
 from app.index.passages import Layout, Passage
 
-# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words).
-SEED_BITS = 16
+# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words,
+# two at least): two words from 6 bits a word up, three of 4 or 5 bits.
+SEED_BITS = 12
 # Seeds within this many diagonals of a shared anchor's diagonal are chained.
 BAND = 24
 # Chaining: a seed looks back at this many predecessors, and links only to one at most
@@ -60,6 +61,9 @@ MIN_MATCHED = 0.5
 # A pair is seeded densely only if an anchor's ungapped extension spans this many words
 # (or two anchors lie on nearby diagonals).
 GATE_WORDS = 8
+# ... or if most of the GATE_WINDOW words either side of it occur near it in the source.
+GATE_WINDOW = 12
+GATE_SHARE = 0.6
 # Work bounds (see the module's docstring).
 MAX_HITS = 4_000
 MAX_OCC = 32
@@ -132,10 +136,19 @@ def _ungapped(q: list[int], qi: int, s: list[int], si: int, step: int) -> int:
     return taken
 
 
+def _shared_around(q: list[int], qi: int, s: list[int], si: int) -> bool:
+    """Whether most words around q[qi] occur around s[si], in any order (a copy whose
+    edits or swaps stop an ungapped extension early)."""
+    window = q[max(0, qi - GATE_WINDOW) : qi + GATE_WINDOW + 1]
+    near = set(s[max(0, si - GATE_WINDOW) : si + GATE_WINDOW + 1])
+    return sum(h in near for h in window) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
+
+
 def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray, bool]:
     """Distinct diagonals (source word - query word) of shared anchors verified word by
     word, and whether MAX_HITS cut them; none unless the anchors make a copy likely: one
-    whose ungapped extension spans GATE_WORDS, or two on nearby diagonals. A common phrase
+    whose ungapped extension spans GATE_WORDS or whose neighbourhood the source shares
+    (_shared_around), or two on nearby diagonals. A common phrase
     shared by an unrelated text (most candidates of a query) then costs a few dictionary
     look-ups, not a dense seeding."""
     q_list = query.hash_list
@@ -159,7 +172,7 @@ def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray,
                 near = any(abs(d - other) <= BAND for other in diagonals)
                 span = width + _ungapped(q_list, qi + width, s_list, si + width, 1)
                 span += _ungapped(q_list, qi - 1, s_list, si - 1, -1)
-                strong = near or span >= GATE_WORDS
+                strong = near or span >= GATE_WORDS or _shared_around(q_list, qi, s_list, si)
             diagonals.add(d)
         if capped:
             break

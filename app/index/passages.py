@@ -41,8 +41,9 @@ _ESCAPE = 15
 # three are told apart by the head alone.
 _HASHED = 0x20000000
 _FLAGS = 0xE0000000
-_BITS = struct.Struct("<I")  # format 3: bits per word hash, after the head
-WORD_BITS = (4, 8, 16)
+_KIND = struct.Struct("<I")  # format 3, after the head: bits a word hash | _STEPS
+_STEPS = 0x100
+WORD_BITS = tuple(range(4, 17))
 
 
 def _pack_nibbles(values: np.ndarray) -> bytes:
@@ -51,6 +52,25 @@ def _pack_nibbles(values: np.ndarray) -> bytes:
     if len(v) % 2:
         v = np.append(v, np.uint8(0))
     return ((v[0::2] << 4) | v[1::2]).astype(np.uint8).tobytes()
+
+
+def _pack_bits(values: np.ndarray, bits: int) -> bytes:
+    """The low ``bits`` bits of each value, least significant first, packed little-endian."""
+    v = np.ascontiguousarray(values, "<u2")
+    spread = np.unpackbits(v.view(np.uint8).reshape(-1, 2), axis=1, bitorder="little")
+    return np.packbits(spread[:, :bits], bitorder="little").tobytes()
+
+
+def _unpack_bits(raw: bytes, pos: int, n: int, bits: int) -> np.ndarray:
+    """The inverse of _pack_bits: n values (uint8 up to 8 bits, else uint16)."""
+    size = (n * bits + 7) // 8
+    flat = np.unpackbits(
+        np.frombuffer(raw, np.uint8, size, pos), count=n * bits, bitorder="little"
+    )
+    spread = np.zeros((n, 16), np.uint8)
+    spread[:, :bits] = flat.reshape(n, bits)
+    values = np.packbits(spread, axis=1, bitorder="little").view("<u2").ravel()
+    return values.astype(np.uint8 if bits <= 8 else np.uint16)
 
 
 def _unpack_nibbles(packed: np.ndarray, n: int) -> np.ndarray:
@@ -150,34 +170,40 @@ class Layout:
         return cls(hashes, words, word_hashes, spans=(n_overflow, raw, pos + packed))
 
     def _pack_hashed(self) -> bytes:
-        """Format 3: the head (words | _HASHED), the bits a word hash, anchors as in
-        format 1, the word hashes (4 bits two to a byte, 8 one byte, 16 two bytes, LE),
-        then the spans in about 5/8 of a byte a word, as the kernel's format 2 keeps
-        them: 4-bit lengths two to a byte | (W + 7) / 8 bytes, bit i (least significant
-        first) set where word i's gap is not 1 | 4-bit gaps of those words | uint32
-        values for the gaps, then the lengths, of 15 or more (15 marks them)."""
+        """Format 3: the head (words | _HASHED), a uint32 of the bits a word hash (low
+        byte) and _STEPS, the anchor hashes as in format 1, the anchor words as one-byte
+        steps (each minus the one before, the first minus 0) when _STEPS is set (every
+        step under 256, as winnowing makes them) else as in format 1, the word hashes
+        (``bits`` bits each, least significant first, packed little-endian), then the
+        spans in about 5/8 of a byte a word, as the kernel's format 2 keeps them: 4-bit
+        lengths two to a byte | (W + 7) / 8 bytes, bit i (least significant first) set
+        where word i's gap is not 1 | 4-bit gaps of those words | uint32 values for the
+        gaps, then the lengths, of 15 or more (15 marks them)."""
         bits = self.bits
         if bits not in WORD_BITS:
-            raise ValueError(f"word hashes of {bits} bits; expected one of {WORD_BITS}")
+            raise ValueError(f"word hashes of {bits} bits; expected 4 to 16")
         starts, ends = self.starts, self.ends
         gaps = starts - np.concatenate(([0], ends[:-1]))
         lens = ends - starts
         odd = gaps != 1
         odd_gaps = gaps[odd]
         big_gaps, big_lens = odd_gaps >= _ESCAPE, lens >= _ESCAPE
-        word_type = "<u2" if self.words < 1 << 16 else "<u4"
-        if bits == 4:
-            hashes = _pack_nibbles(self.word_hashes)
-        else:
-            hashes = np.asarray(self.word_hashes).astype("<u1" if bits == 8 else "<u2").tobytes()
         overflow = np.concatenate((odd_gaps[big_gaps], lens[big_lens]))
+        steps = np.diff(self.anchor_words, prepend=0)
+        kind = bits
+        if bool(np.all((steps >= 0) & (steps < 256))):
+            kind |= _STEPS
+            anchor_words = steps.astype(np.uint8).tobytes()
+        else:
+            word_type = "<u2" if self.words < 1 << 16 else "<u4"
+            anchor_words = self.anchor_words.astype(word_type).tobytes()
         return b"".join(
             (
                 _HEAD.pack(len(self.anchor_hashes), self.words | _HASHED, len(overflow)),
-                _BITS.pack(bits),
+                _KIND.pack(kind),
                 self.anchor_hashes.astype("<u4").tobytes(),
-                self.anchor_words.astype(word_type).tobytes(),
-                hashes,
+                anchor_words,
+                _pack_bits(self.word_hashes, bits),
                 _pack_nibbles(np.minimum(lens, _ESCAPE)),
                 np.packbits(odd, bitorder="little").tobytes(),
                 _pack_nibbles(np.minimum(odd_gaps, _ESCAPE)),
@@ -188,26 +214,24 @@ class Layout:
     @classmethod
     def _unpack_hashed(cls, raw: bytes) -> Layout:
         n_anchors, flagged, _ = _HEAD.unpack_from(raw)
-        (bits,) = _BITS.unpack_from(raw, _HEAD.size)
-        if flagged & _FLAGS != _HASHED or bits not in WORD_BITS:
+        (kind,) = _KIND.unpack_from(raw, _HEAD.size)
+        bits = kind & 0xFF
+        if flagged & _FLAGS != _HASHED or bits not in WORD_BITS or kind & ~(0xFF | _STEPS):
             raise ValueError("not a passage layout of format 3")
         n_words = flagged & ~_FLAGS
-        pos = _HEAD.size + _BITS.size
+        pos = _HEAD.size + _KIND.size
         hashes = np.frombuffer(raw, "<u4", n_anchors, pos)
         pos += 4 * n_anchors
-        word_type = np.dtype("<u2" if n_words < 1 << 16 else "<u4")
-        words = np.frombuffer(raw, word_type, n_anchors, pos).astype(np.int64)
-        pos += word_type.itemsize * n_anchors
-        if bits == 4:
-            size = (n_words + 1) // 2
-            word_hashes = _unpack_nibbles(np.frombuffer(raw, np.uint8, size, pos), n_words)
+        if kind & _STEPS:
+            words = np.cumsum(np.frombuffer(raw, np.uint8, n_anchors, pos), dtype=np.int64)
+            pos += n_anchors
         else:
-            dtype = np.dtype("<u1" if bits == 8 else "<u2")
-            size = dtype.itemsize * n_words
-            word_hashes = np.frombuffer(raw, dtype, n_words, pos).astype(
-                np.uint8 if bits == 8 else np.uint16
-            )
-        return cls(hashes, words, word_hashes, spans=(-1, raw, pos + size), bits=bits)
+            word_type = np.dtype("<u2" if n_words < 1 << 16 else "<u4")
+            words = np.frombuffer(raw, word_type, n_anchors, pos).astype(np.int64)
+            pos += word_type.itemsize * n_anchors
+        word_hashes = _unpack_bits(raw, pos, n_words, bits)
+        pos += (n_words * bits + 7) // 8
+        return cls(hashes, words, word_hashes, spans=(-1, raw, pos), bits=bits)
 
     def _decode_hashed(self, raw: bytes, pos: int) -> None:
         n = len(self.word_hashes)
@@ -261,17 +285,18 @@ def sections_of(raw: bytes) -> dict[str, int]:
         return {}
     n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
     if n_words & _HASHED:
-        n_words &= ~_FLAGS
-        (bits,) = _BITS.unpack_from(raw, _HEAD.size)
-        word_size = 2 if n_words < 1 << 16 else 4
-        rest = len(raw) - _HEAD.size - _BITS.size - (4 + word_size) * n_anchors
-        hashes = (n_words + 1) // 2 if bits == 4 else n_words * bits // 8
+        lay = Layout.unpack(raw)
+        n_words, bits = lay.words, lay.bits
+        (kind,) = _KIND.unpack_from(raw, _HEAD.size)
+        word_size = 1 if kind & _STEPS else 2 if n_words < 1 << 16 else 4
+        hashes = (n_words * bits + 7) // 8
+        head = _HEAD.size + _KIND.size
         return {
-            "head": _HEAD.size + _BITS.size,
+            "head": head,
             "anchor_hashes": 4 * n_anchors,
             "anchor_words": word_size * n_anchors,
             "word_hashes": hashes,
-            "word_spans": rest - hashes,
+            "word_spans": len(raw) - head - (4 + word_size) * n_anchors - hashes,
         }
     word_size = 2 if n_words < 1 << 16 else 4
     return {
