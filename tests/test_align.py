@@ -225,3 +225,59 @@ def test_a_shared_common_phrase_is_no_passage() -> None:
     qa, sb = index.passage_layouts([a, b])
     passages, capped = align(Query(qa), Layout.unpack(sb.pack()), 3, 10)
     assert passages == [] and not capped
+
+
+def test_an_ingest_batch_packs_as_each_layout_does() -> None:
+    """pack_batch (the ingest path) makes, for every text of a batch, the bytes that
+    Layout.pack makes of that text alone: empty and one-word texts, long gaps and words,
+    odd and even word counts, anchors far apart, at 8, 16 and 6 bits."""
+    from support.corpus import read_corpus
+
+    from app.index.passages import pack_batch
+
+    texts = [t for _, t in read_corpus()[:40]] + [
+        "",
+        "one",
+        "two words",
+        "a" * 70 + "   \n\n" + " " * 40 + "b",
+        " ".join(f"w{i}" for i in range(700)) + " " + "same words again " * 200 + "fresh " * 3
+        + " ".join(f"v{i}" for i in range(40)),  # an anchor 600 words after the last
+        "\u00e9t\u00e9 " * 3 + "ok",
+    ]
+    for bits in (8, 16, 6):
+        index = Index.__new__(Index)
+        index.params = _params(bits)
+        a, w = index._winnowed(texts)
+        batch = pack_batch(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, bits
+        )
+        each = [lay.pack() for lay in index.passage_layouts(texts)]
+        assert len(batch) == len(texts)
+        for i, (got, want) in enumerate(zip(batch, each, strict=True)):
+            assert got == want, (bits, i)
+            assert Layout.unpack(got).words == len(_word_spans(texts[i])), (bits, i)
+
+
+def test_a_batch_with_anchors_far_apart_packs_their_words_whole() -> None:
+    """Anchors more than 255 words apart (no one-byte steps) pack, in a batch, as
+    Layout.pack packs them alone."""
+    from app.index.passages import layouts_of, pack_batch
+
+    n_words = 600
+    starts = np.arange(n_words, dtype=np.int64) * 3
+    ends = starts + 2
+    hashes = np.arange(n_words, dtype=np.uint64) * np.uint64(2654435761)
+    arrays = (
+        np.array([5, 6, 7], np.uint64),
+        np.array([0, 1500, 3], np.int64),  # text 0: words 0 and 500; text 1: word 1
+        np.array([0, 2, 3], np.uint64),
+        np.concatenate((hashes, hashes[:10])),
+        np.concatenate((starts, starts[:10])),
+        np.concatenate((ends, ends[:10])),
+        np.array([0, n_words, n_words + 10], np.uint64),
+    )
+    batch = pack_batch(*arrays, 8)
+    each = [lay.pack() for lay in layouts_of(*arrays, 8)]
+    assert batch == each
+    assert Layout.unpack(batch[0]).anchor_words.tolist() == [0, 500]
+    assert Layout.unpack(batch[1]).anchor_words.tolist() == [1]

@@ -37,7 +37,7 @@ from app.index.align import Query, align
 from app.index.expiry import live, live_records, now_ms
 from app.index.filters import Filter
 from app.index.lsh import BandPlan, plan_bands
-from app.index.passages import Layout, Passage, covered_shingles
+from app.index.passages import Layout, Passage, covered_shingles, layouts_of, pack_batch
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.store import Candidates, Store, buckets_for
 
@@ -441,22 +441,21 @@ class Index:
             return sketched
         if layouts:
             return replace(sketched, layouts=self.passage_layouts(texts))
-        if p.passage_bits:  # format 3: packed by numpy (the kernel packs format 1 only)
-            made = self.passage_layouts(texts)
-            return replace(
-                sketched,
-                packed=[lay.pack() for lay in made],
-                anchor_hashes=[lay.anchor_hashes for lay in made],
-            )
-        # Packed in one kernel call: a Layout per text, packed by numpy, cost more
-        # than the rest of an ingest's Python.
+        # Packed in one kernel call (format 1), or one numpy pass over the batch (format
+        # 3): a Layout per text, packed by numpy, cost more than the rest of an ingest's Python.
         anchors, words = self._winnowed(texts)
         low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         cuts = anchors.offsets.tolist()
+        if p.passage_bits:
+            a, w = anchors, words
+            packed = pack_batch(
+                a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets,
+                p.passage_bits,
+            )  # fmt: skip
+        else:
+            packed = kernel.pack_layouts(anchors, words)
         return replace(
-            sketched,
-            packed=kernel.pack_layouts(anchors, words),
-            anchor_hashes=[low[a:b] for a, b in pairwise(cuts)],
+            sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)]
         )
 
     def _winnowed(self, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
@@ -471,28 +470,11 @@ class Index:
 
     def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
         """Each text's anchors and words (app.index.passages), in two kernel calls."""
-        anchors, words = self._winnowed(texts)
-        bits = self.params.passage_bits or 4
-        mask, dtype = np.uint64((1 << bits) - 1), np.uint16 if bits > 8 else np.uint8
-        layouts = []
-        for i in range(len(texts)):
-            a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
-            w = slice(int(words.offsets[i]), int(words.offsets[i + 1]))
-            starts = np.asarray(words.starts[w], np.int64)
-            anchor_starts = np.asarray(anchors.starts[a], np.int64)
-            layouts.append(
-                Layout(
-                    (np.asarray(anchors.hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
-                        np.uint32
-                    ),
-                    np.searchsorted(starts, anchor_starts).astype(np.int64),
-                    (np.asarray(words.hashes[w], np.uint64) & mask).astype(dtype),
-                    starts,
-                    np.asarray(words.ends[w], np.int64),
-                    bits=self.params.passage_bits,
-                )
-            )
-        return layouts
+        a, w = self._winnowed(texts)
+        return layouts_of(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets,
+            self.params.passage_bits,
+        )  # fmt: skip
 
     # queries --------------------------------------------------------------------
 

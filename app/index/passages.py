@@ -397,3 +397,171 @@ def covered_shingles(passages: list[Passage], words: int, k: int) -> np.ndarray:
         a, b = p.query_words
         covered[a : max(a, b - k + 1)] = True
     return covered
+
+
+def _grouped(values: np.ndarray, counts: np.ndarray, per_byte: int) -> tuple[bytes, np.ndarray]:
+    """Each group of values (counts of them, in order) packed from a byte boundary:
+    per_byte 2 packs 4-bit values as _pack_nibbles, 8 packs bits as np.packbits
+    (little); the buffer and each group's first byte (n + 1 offsets)."""
+    padded = -(-counts // per_byte) * per_byte
+    starts = np.concatenate(([0], np.cumsum(padded)))
+    if int(starts[-1]) == len(values):  # no group needs padding
+        spread = np.asarray(values, np.uint8)
+    else:
+        # Each value moves up by the padding of the groups before its own.
+        shift = starts[:-1] - np.concatenate(([0], np.cumsum(counts)))[:-1]
+        spread = np.zeros(int(starts[-1]), np.uint8)
+        spread[np.arange(len(values)) + np.repeat(shift, counts)] = values
+    if per_byte == 2:
+        buf = ((spread[0::2] << 4) | spread[1::2]).astype(np.uint8).tobytes()
+    else:
+        buf = np.packbits(spread, bitorder="little").tobytes()
+    return buf, starts // per_byte
+
+
+def pack_batch(
+    anchor_hashes: np.ndarray,
+    anchor_starts: np.ndarray,
+    anchor_offsets: np.ndarray,
+    word_hashes: np.ndarray,
+    word_starts: np.ndarray,
+    word_ends: np.ndarray,
+    word_offsets: np.ndarray,
+    bits: int,
+) -> list[bytes]:
+    """Format 3 layouts of n texts at once, byte for byte what Layout.pack makes of
+    each (the ingest path; the kernel packs format 1 only): from their anchors (the
+    passage shingle's winnowing: hashes, code-point starts) and words (hashes, spans),
+    text i's entries offsets[i]:offsets[i + 1] of each, as kernel.winnow gives them.
+
+    Numpy over the whole batch, then a join of slices per text: packing text by text
+    cost about 60 us a text, twice what the rest of an ingest's sketch does."""
+    if bits not in (8, 16):  # whole bytes a word; other widths pack text by text
+        return _pack_each(
+            anchor_hashes, anchor_starts, anchor_offsets,
+            word_hashes, word_starts, word_ends, word_offsets, bits,
+        )  # fmt: skip
+    a_off = np.asarray(anchor_offsets, np.int64)
+    w_off = np.asarray(word_offsets, np.int64)
+    n = len(a_off) - 1
+    a_count, w_count = np.diff(a_off), np.diff(w_off)
+    ws, we = np.asarray(word_starts, np.int64), np.asarray(word_ends, np.int64)
+    text_of_word = np.repeat(np.arange(n), w_count)
+    text_of_anchor = np.repeat(np.arange(n), a_count)
+    # Each anchor's word (the first whose start is at or after its own), in its text.
+    big = np.int64(1 << 40)
+    at = np.searchsorted(
+        text_of_word * big + ws, text_of_anchor * big + np.asarray(anchor_starts, np.int64)
+    )
+    local = at - w_off[:-1][text_of_anchor]
+    steps = np.diff(local, prepend=0)
+    first_anchor = a_off[:-1][a_count > 0]
+    steps[first_anchor] = local[first_anchor]
+    bad = np.bincount(text_of_anchor, (steps < 0) | (steps > 255), minlength=n) > 0
+    prev_end = np.concatenate(([0], we[:-1]))
+    prev_end[w_off[:-1][w_count > 0]] = 0
+    gaps, lens = ws - prev_end, we - ws
+    odd = gaps != 1
+    odd_gaps = gaps[odd]
+    odd_count = np.bincount(text_of_word[odd], minlength=n)
+    big_gap = odd_gaps >= _ESCAPE
+    big_len = lens >= _ESCAPE
+    gap_over = np.bincount(text_of_word[odd][big_gap], minlength=n)
+    len_over = np.bincount(text_of_word[big_len], minlength=n)
+    mask = (1 << bits) - 1
+    hashes = (np.asarray(word_hashes, np.uint64) & np.uint64(mask)).astype(
+        "<u1" if bits == 8 else "<u2"
+    )
+    width = 1 if bits == 8 else 2
+    low = np.asarray(anchor_hashes, np.uint64) & np.uint64(0xFFFFFFFF)
+    a_hash = low.astype("<u4").tobytes()
+    a_steps = steps.astype(np.uint8).tobytes()
+    h_buf = hashes.tobytes()
+    len_buf, len_at = _grouped(np.minimum(lens, _ESCAPE), w_count, 2)
+    odd_buf, odd_at = _grouped(odd.astype(np.uint8), w_count, 8)
+    gap_buf, gap_at = _grouped(np.minimum(odd_gaps, _ESCAPE), odd_count, 2)
+    gap_vals = odd_gaps[big_gap].astype("<u4").tobytes()
+    len_vals = lens[big_len].astype("<u4").tobytes()
+    g_at = np.concatenate(([0], np.cumsum(gap_over))) * 4
+    l_at = np.concatenate(([0], np.cumsum(len_over))) * 4
+    out = []
+    for i in range(n):
+        if bad[i]:
+            out += _pack_each(
+                anchor_hashes, anchor_starts, a_off[i : i + 2],
+                word_hashes, word_starts, word_ends, w_off[i : i + 2], bits,
+            )  # fmt: skip
+            continue
+        a0, a1, w0, w1 = int(a_off[i]), int(a_off[i + 1]), int(w_off[i]), int(w_off[i + 1])
+        words = w1 - w0
+        out.append(
+            b"".join(
+                (
+                    _HEAD.pack(a1 - a0, words | _HASHED, int(gap_over[i] + len_over[i])),
+                    _KIND.pack(bits | _STEPS),
+                    a_hash[4 * a0 : 4 * a1],
+                    a_steps[a0:a1],
+                    h_buf[width * w0 : width * w1],
+                    len_buf[len_at[i] : len_at[i + 1]],
+                    odd_buf[odd_at[i] : odd_at[i + 1]],
+                    gap_buf[gap_at[i] : gap_at[i + 1]],
+                    gap_vals[g_at[i] : g_at[i + 1]],
+                    len_vals[l_at[i] : l_at[i + 1]],
+                )
+            )
+        )
+    return out
+
+
+def layouts_of(
+    anchor_hashes: np.ndarray,
+    anchor_starts: np.ndarray,
+    anchor_offsets: np.ndarray,
+    word_hashes: np.ndarray,
+    word_starts: np.ndarray,
+    word_ends: np.ndarray,
+    word_offsets: np.ndarray,
+    bits: int,
+) -> list[Layout]:
+    """Each text's Layout from its anchors and words (see pack_batch); bits 0: format 1
+    (4-bit word hashes)."""
+    mask = np.uint64((1 << (bits or 4)) - 1)
+    dtype = np.uint16 if bits > 8 else np.uint8
+    out = []
+    for i in range(len(anchor_offsets) - 1):
+        a = slice(int(anchor_offsets[i]), int(anchor_offsets[i + 1]))
+        w = slice(int(word_offsets[i]), int(word_offsets[i + 1]))
+        starts = np.asarray(word_starts[w], np.int64)
+        out.append(
+            Layout(
+                (np.asarray(anchor_hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
+                    np.uint32
+                ),
+                np.searchsorted(starts, np.asarray(anchor_starts[a], np.int64)).astype(
+                    np.int64
+                ),
+                (np.asarray(word_hashes[w], np.uint64) & mask).astype(dtype),
+                starts,
+                np.asarray(word_ends[w], np.int64),
+                bits=bits,
+            )
+        )
+    return out
+
+
+def _pack_each(
+    anchor_hashes: np.ndarray,
+    anchor_starts: np.ndarray,
+    anchor_offsets: np.ndarray,
+    word_hashes: np.ndarray,
+    word_starts: np.ndarray,
+    word_ends: np.ndarray,
+    word_offsets: np.ndarray,
+    bits: int,
+) -> list[bytes]:
+    """pack_batch text by text (Layout.pack of each)."""
+    made = layouts_of(
+        anchor_hashes, anchor_starts, anchor_offsets, word_hashes, word_starts, word_ends,
+        word_offsets, bits,
+    )  # fmt: skip
+    return [lay.pack() for lay in made]
