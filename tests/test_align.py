@@ -240,7 +240,10 @@ def test_an_ingest_batch_packs_as_each_layout_does() -> None:
         "one",
         "two words",
         "a" * 70 + "   \n\n" + " " * 40 + "b",
-        " ".join(f"w{i}" for i in range(700)) + " " + "same words again " * 200 + "fresh " * 3
+        " ".join(f"w{i}" for i in range(700))
+        + " "
+        + "same words again " * 200
+        + "fresh " * 3
         + " ".join(f"v{i}" for i in range(40)),  # an anchor 600 words after the last
         "\u00e9t\u00e9 " * 3 + "ok",
     ]

@@ -454,9 +454,7 @@ class Index:
             )  # fmt: skip
         else:
             packed = kernel.pack_layouts(anchors, words)
-        return replace(
-            sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)]
-        )
+        return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
 
     def _winnowed(self, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
         """The texts' anchors and their words, in two kernel calls."""

@@ -64,9 +64,7 @@ def _pack_bits(values: np.ndarray, bits: int) -> bytes:
 def _unpack_bits(raw: bytes, pos: int, n: int, bits: int) -> np.ndarray:
     """The inverse of _pack_bits: n values (uint8 up to 8 bits, else uint16)."""
     size = (n * bits + 7) // 8
-    flat = np.unpackbits(
-        np.frombuffer(raw, np.uint8, size, pos), count=n * bits, bitorder="little"
-    )
+    flat = np.unpackbits(np.frombuffer(raw, np.uint8, size, pos), count=n * bits, bitorder="little")
     spread = np.zeros((n, 16), np.uint8)
     spread[:, :bits] = flat.reshape(n, bits)
     values = np.packbits(spread, axis=1, bitorder="little").view("<u2").ravel()
@@ -534,12 +532,8 @@ def layouts_of(
         starts = np.asarray(word_starts[w], np.int64)
         out.append(
             Layout(
-                (np.asarray(anchor_hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
-                    np.uint32
-                ),
-                np.searchsorted(starts, np.asarray(anchor_starts[a], np.int64)).astype(
-                    np.int64
-                ),
+                (np.asarray(anchor_hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+                np.searchsorted(starts, np.asarray(anchor_starts[a], np.int64)).astype(np.int64),
                 (np.asarray(word_hashes[w], np.uint64) & mask).astype(dtype),
                 starts,
                 np.asarray(word_ends[w], np.int64),
