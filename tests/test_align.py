@@ -284,3 +284,22 @@ def test_a_batch_with_anchors_far_apart_packs_their_words_whole() -> None:
     assert batch == each
     assert Layout.unpack(batch[0]).anchor_words.tolist() == [0, 500]
     assert Layout.unpack(batch[1]).anchor_words.tolist() == [1]
+
+
+def test_layouts_of_two_formats_still_align() -> None:
+    """A format 1 layout (an export of an older collection imported into a new one) and a
+    format 3 one align in either role: the copied passage is found, at its edges."""
+    sources, plants = plantings(2, seed=4, kinds=("verbatim",), host_words=300)
+    plant = plants[0]
+    truth = plant.truth[0]
+    made = {}
+    for bits in (0, 8):
+        index = Index.__new__(Index)
+        index.params = _params(bits)
+        made[bits] = index.passage_layouts([plant.query, sources[truth.source]])
+    for q_bits, s_bits in ((8, 0), (0, 8)):
+        query, source = made[q_bits][0], made[s_bits][1]
+        passages, _ = align(Query(query), Layout.unpack(source.pack()), 3, 10)
+        assert [(p.query_start, p.query_end, p.source_start, p.source_end) for p in passages] == [
+            (truth.query_start, truth.query_end, truth.source_start, truth.source_end)
+        ], (q_bits, s_bits)

@@ -98,8 +98,16 @@ class Query(legacy.Query):
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout)
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
+
+    def at_bits(self, bits: int) -> Query:
+        """The query with word hashes cut to bits (0: format 1), made once."""
+        if bits not in self._cut:
+            lay = self.layout
+            self._cut[bits] = Query(_masked(lay.anchor_hashes, lay, bits))
+        return self._cut[bits]
 
     def seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
         """(sorted seed keys, the query word each starts at)."""
@@ -115,10 +123,36 @@ def align(query: Query, source: Layout, k: int, min_words: int) -> tuple[list[Pa
     long in both texts, and whether a work bound cut the search (capped).
 
     A format 1 source (a collection made before format 3) aligns exactly as it always
-    has (passages.align), never capped."""
+    has (passages.align), never capped. Layouts of other widths are cut to the bits they
+    share first."""
+    q_bits = query.layout.bits
     if not source.bits:
+        if q_bits:
+            query = query.at_bits(0)
         return legacy.align(query, source, k, min_words), False
+    if q_bits != source.bits:
+        # Layouts of two formats meet (a format 1 export imported into a format 3
+        # collection): both are cut to the bits they share, as each word hash's low bits
+        # are the same hash.
+        common = min(q_bits or 4, source.bits)
+        if common != source.bits:
+            source = _masked(source.anchor_hashes, source, common)
+        if common != q_bits:
+            query = query.at_bits(common)
     return _align_dense(query, source, k, min_words)
+
+
+def _masked(anchor_hashes: np.ndarray, layout: Layout, bits: int) -> Layout:
+    """The layout with word hashes cut to their low bits (0: format 1's four)."""
+    mask = (1 << (bits or 4)) - 1
+    return Layout(
+        anchor_hashes,
+        layout.anchor_words,
+        (np.asarray(layout.word_hashes) & mask).astype(np.uint8),
+        layout.starts,
+        layout.ends,
+        bits=bits,
+    )
 
 
 def _ungapped(q: list[int], qi: int, s: list[int], si: int, step: int) -> int:
