@@ -303,3 +303,36 @@ def test_layouts_of_two_formats_still_align() -> None:
         assert [(p.query_start, p.query_end, p.source_start, p.source_end) for p in passages] == [
             (truth.query_start, truth.query_end, truth.source_start, truth.source_end)
         ], (q_bits, s_bits)
+
+
+def test_a_stored_document_finds_the_source_it_copies_with_edits(
+    redis_url: str, collection: str
+) -> None:
+    """containment by id reads the stored format 3 layout as the query: a stored text
+    holding a 15%-edited copy names its source, the passage at the planting's edges
+    within two words."""
+    sources, plants = plantings(4, seed=8, kinds=("edit15",), host_words=300)
+    plant = next(p for p in plants if p.truth)
+    truth = plant.truth[0]
+
+    async def run() -> list:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(t, i) for i, t in sources.items()])
+            await index.ingest([Document(plant.query, "essay")])
+            answer = await index.containment_of_id("essay", 0.01, 10)
+            assert answer is not None
+            return answer.results
+        finally:
+            await store.close()
+
+    results = asyncio.run(run())
+    assert [r.id for r in results] == [truth.source]
+    (p,) = results[0].passages
+    q_words = _word_spans(plant.query)
+    starts = [a for a, _ in q_words]
+    first = next(i for i, (a, _) in enumerate(q_words) if a >= truth.query_start)
+    last = max(i for i, (_, b) in enumerate(q_words) if b <= truth.query_end)
+    assert abs(starts.index(p.query_start) - first) <= 2
+    assert abs([b for _, b in q_words].index(p.query_end) - last) <= 2
