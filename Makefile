@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: venv install lock run test screenshots sanitize lint bench clean
+.PHONY: venv install lock run test docs screenshots sanitize lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "neardup needs Python 3.11+"'
@@ -53,6 +53,24 @@ test: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 	@command -v chromium >/dev/null 2>&1 || echo "!!! THE BROWSER SUITE (tests/test_ui_browser.py) DID NOT RUN: chromium is missing; install it with: apt-get install -y chromium"
 
+# The documentation site (mkdocs.yml, docs/) into site/. Its tools live in their own
+# environment, .venv-docs, from the pins of docs/requirements.txt, so `make test`'s
+# .venv carries none of them. --strict: a broken link, anchor or snippet fails; the
+# README's own links into docs/ are checked by docs/readme_links.py.
+DOCS_VENV ?= .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.neardup-docs-installed
+
+$(DOCS_STAMP): docs/requirements.txt
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "neardup needs Python 3.11+"'
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install -q --upgrade pip
+	$(DOCS_VENV)/bin/pip install -q -r docs/requirements.txt
+	touch $@
+
+docs: $(DOCS_STAMP)
+	$(DOCS_VENV)/bin/python docs/readme_links.py README.md
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
 # The README's screenshots of the report page (check, source and collection views).
 screenshots: $(STAMP)
 	NEARDUP_SCREENSHOTS=$(CURDIR)/docs NEARDUP_REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/test_ui_browser.py -k screenshots
@@ -75,4 +93,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/issue.py
 
 clean:
-	rm -rf $(VENV) .lock-venv build dist *.egg-info native/build
+	rm -rf $(VENV) .lock-venv build dist *.egg-info native/build $(DOCS_VENV) site

@@ -113,6 +113,11 @@ def _query_value(value: Any) -> Any:
 
 
 # Answers that say "try again later": the service was briefly unable, not the request wrong.
+# The most documents (or ids) the service takes in one call: POST /documents/batch,
+# /documents/delete by ids and /import. The client imports nothing of app, so this is
+# the service's limit restated; tests/test_client_cli.py fails if it drifts from
+# app.api.schemas.MAX_BATCH or app.index.transfer.MAX_IMPORT. The CLI takes it from here.
+MAX_BATCH = 1000
 RETRY_STATUSES = frozenset({429, 503})
 # The longest wait between tries, whatever Retry-After says.
 MAX_WAIT_S = 30.0
@@ -244,7 +249,7 @@ class Client:
         return answer
 
     async def ingest_batch(self, documents: Sequence[dict[str, Any]]) -> Batch:
-        """POST /documents/batch (ingest_batch): up to 1000 `{id?, text, metadata?}`."""
+        """POST /documents/batch (ingest_batch): up to MAX_BATCH `{id?, text, metadata?}`."""
         named = all(d.get("id") is not None for d in documents)
         body = {"documents": documents}
         answer: Batch = await self._call("POST", "/documents/batch", body, repeatable=named)
@@ -280,13 +285,13 @@ class Client:
     async def delete_many(
         self, ids: Sequence[str] | None = None, filter: Filter | None = None, step: int = 1000
     ) -> int:
-        """POST /documents/delete (delete_documents): by ids (1000 per call), or every
+        """POST /documents/delete (delete_documents): by ids (MAX_BATCH per call), or every
         document whose metadata matches filter, step by step to the end; how many went."""
         deleted = 0
         body: dict[str, Any]
         if ids is not None:
-            for i in range(0, len(ids), 1000):
-                body = {"ids": list(ids[i : i + 1000])}
+            for i in range(0, len(ids), MAX_BATCH):
+                body = {"ids": list(ids[i : i + MAX_BATCH])}
                 deleted += (await self._call("POST", "/documents/delete", body))["deleted"]
             return deleted
         cursor = None
@@ -366,7 +371,7 @@ class Client:
     async def import_batch(
         self, header: dict[str, Any], documents: Sequence[dict[str, Any]]
     ) -> Imported:
-        """POST /import (import_documents): up to 1000 export lines after its header."""
+        """POST /import (import_documents): up to MAX_BATCH export lines after its header."""
         body = {"header": header, "documents": list(documents)}
         answer: Imported = await self._call("POST", "/import", body)
         return answer

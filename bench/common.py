@@ -232,8 +232,13 @@ def make_hot_corpus(
 
 def oracle() -> ModuleType:
     """tests/support/oracle.py, the plain-Python shingling and exact Jaccard the tests trust."""
-    path = ROOT / "tests" / "support" / "oracle.py"
-    spec = importlib.util.spec_from_file_location("neardup_bench_oracle", path)
+    return support("oracle")
+
+
+def support(name: str) -> ModuleType:
+    """A module of tests/support (the tests' helpers), loaded from its file."""
+    path = ROOT / "tests" / "support" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"neardup_bench_{name}", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"{path} is missing")
     module = importlib.util.module_from_spec(spec)

@@ -22,6 +22,7 @@ from common import log, make_corpus
 from stores import ThrowawayRedis
 
 from app.index import Document, Index, Params, expiry
+from app.service.sweeper import sweep
 from app.store import Store
 
 CAP = 200  # NEARDUP_CANDIDATE_CAP's default: records a query verifies at most
@@ -58,7 +59,7 @@ async def _run(n: int, batch: int, workdir: Path) -> None:
         started = time.perf_counter()
         removed = ticks = 0
         while True:
-            done = await expiry.sweep(index, most=batch)
+            done = await sweep(index, most=batch)
             ticks += 1
             removed += done
             if done < batch:

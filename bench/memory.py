@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from common import support
 from stores import ThrowawayRedis
 
-from app.index import passages, records
+from app.index import records
 
 
 def used_memory(redis: ThrowawayRedis) -> int:
@@ -129,15 +130,17 @@ def key_split(redis: ThrowawayRedis, collection: str) -> tuple[Counter[str], Cou
 
 def record_split(redis: ThrowawayRedis, collection: str, sample: int = 2000) -> dict[str, float]:
     """Mean bytes per record by section (passage layout split further), over sampled records."""
+    sections = support("sections")
     r = redis.client()
     prefix = f"nd:{collection}:".encode()
     handles = [int(v) for v in r.hrandfield(prefix + b"ids", sample, withvalues=True)[1::2]]
     raws = [raw for raw in r.mget([prefix + b"d:%d" % h for h in handles]) if raw]
     total: Counter[str] = Counter()
     for raw in raws:
-        parts = records.sections_of(raw)
+        parts = sections.record_sections(raw)
         total.update(parts)
-        total.update({f"passages.{k}": v for k, v in passages.sections_of(_layout(raw)).items()})
+        layout = sections.layout_sections(_layout(raw))
+        total.update({f"passages.{k}": v for k, v in layout.items()})
         total["all"] += len(raw)
     return {k: v / max(1, len(raws)) for k, v in total.items()}
 

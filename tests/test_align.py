@@ -17,10 +17,11 @@ from support.pan import Span, score
 from support.plant import plantings
 
 from app import kernel
-from app.index import Document, Index, Params, records
+from app.index import Document, Index, Params
 from app.index import passages as legacy
 from app.index.align import Query, align
 from app.index.passages import Layout, is_kernel_format
+from app.index.sketch import _winnowed, passage_layouts
 from app.store import Store
 
 
@@ -114,7 +115,7 @@ def test_a_collection_made_before_format_3_answers_as_before(
     sources, plants = plantings(3, seed=2, kinds=("edit5",), host_words=300, sources_wanted=40)
     queries = [p.query for p in plants]
 
-    async def run() -> tuple[list, list[bytes]]:
+    async def run() -> tuple[list, list[bytes], list[bytes]]:
         store = Store.connect(redis_url, collection, 30.0)
         try:
             await store.config(_params().to_json().replace(b',"passage_bits":8', b""))
@@ -122,19 +123,19 @@ def test_a_collection_made_before_format_3_answers_as_before(
             assert index.params.passage_bits == 0
             texts = list(sources.values())
             await index.ingest([Document(t, i) for i, t in sources.items()])
-            anchors, words = index._winnowed(texts)
+            anchors, words = _winnowed(index.params, texts)
             answers = [await index.containment_of_text(q, 0.01, 10) for q in queries]
-            return answers, kernel.pack_layouts(anchors, words)
+            stored = [(await index.get(i)).passages for i in sources]  # type: ignore[union-attr]
+            return answers, kernel.pack_layouts(anchors, words), stored
         finally:
             await store.close()
 
-    answers, packed = asyncio.run(run())
-    assert all(is_kernel_format(raw) for raw in packed)
-    index = Index.__new__(Index)
-    index.params = Params.stored(_params().to_json().replace(b',"passage_bits":8', b""))
+    answers, packed, stored = asyncio.run(run())
+    assert stored == packed and all(is_kernel_format(raw) for raw in packed)
+    params = Params.stored(_params().to_json().replace(b',"passage_bits":8', b""))
     by_id = dict(zip(sources, packed, strict=True))
     for q, answer in zip(queries, answers, strict=True):
-        query = legacy.Query(index.passage_layouts([q])[0])
+        query = legacy.Query(passage_layouts(params, [q])[0])
         for r in answer.results:
             assert r.passages == legacy.align(query, Layout.unpack(by_id[r.id]), 3, 10)
 
@@ -188,9 +189,9 @@ def test_an_ingest_stores_format_3_with_the_texts_spans(redis_url: str, collecti
         try:
             index = await Index.open(store, _params(), 200)
             await index.ingest([Document(text, "a")])
-            stored = await index._stored("a")
-            assert stored is not None
-            return records.unpack(stored[1]).passages
+            rec = await index.get("a")
+            assert rec is not None
+            return rec.passages
         finally:
             await store.close()
 
@@ -204,9 +205,8 @@ def test_repeated_text_is_bounded_and_says_capped() -> None:
     """10,000 repetitions of one sentence against a source of the same: the work stops at
     the bounds and the answer says capped."""
     sentence = "The quick brown fox jumps over the lazy dog near the river bank today. "
-    index = Index.__new__(Index)
-    index.params = _params()
-    query, source = index.passage_layouts([sentence * 10_000, sentence * 2_000])
+    params = _params()
+    query, source = passage_layouts(params, [sentence * 10_000, sentence * 2_000])
     passages, capped = align(Query(query), source, 3, 10)
     assert capped
     assert len(passages) <= 10_000
@@ -220,9 +220,8 @@ def test_a_shared_common_phrase_is_no_passage() -> None:
     words = [f"w{rng.randrange(10**6)}" for _ in range(400)]
     a = " ".join(words[:100]) + f" {phrase} " + " ".join(words[100:200])
     b = " ".join(words[200:300]) + f" {phrase} " + " ".join(words[300:])
-    index = Index.__new__(Index)
-    index.params = _params()
-    qa, sb = index.passage_layouts([a, b])
+    params = _params()
+    qa, sb = passage_layouts(params, [a, b])
     passages, capped = align(Query(qa), Layout.unpack(sb.pack()), 3, 10)
     assert passages == [] and not capped
 
@@ -248,13 +247,12 @@ def test_an_ingest_batch_packs_as_each_layout_does() -> None:
         "\u00e9t\u00e9 " * 3 + "ok",
     ]
     for bits in (8, 16, 6):
-        index = Index.__new__(Index)
-        index.params = _params(bits)
-        a, w = index._winnowed(texts)
+        params = _params(bits)
+        a, w = _winnowed(params, texts)
         batch = pack_batch(
             a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, bits
         )
-        each = [lay.pack() for lay in index.passage_layouts(texts)]
+        each = [lay.pack() for lay in passage_layouts(params, texts)]
         assert len(batch) == len(texts)
         for i, (got, want) in enumerate(zip(batch, each, strict=True)):
             assert got == want, (bits, i)
@@ -294,9 +292,8 @@ def test_layouts_of_two_formats_still_align() -> None:
     truth = plant.truth[0]
     made = {}
     for bits in (0, 8):
-        index = Index.__new__(Index)
-        index.params = _params(bits)
-        made[bits] = index.passage_layouts([plant.query, sources[truth.source]])
+        params = _params(bits)
+        made[bits] = passage_layouts(params, [plant.query, sources[truth.source]])
     for q_bits, s_bits in ((8, 0), (0, 8)):
         query, source = made[q_bits][0], made[s_bits][1]
         passages, _ = align(Query(query), Layout.unpack(source.pack()), 3, 10)

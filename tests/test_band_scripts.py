@@ -17,6 +17,7 @@ from app.store.layout import SPILLED
 from app.store.store import ENTRIES_PER_CALL
 from tests.support import oracle
 from tests.support.corpus import read_corpus
+from tests.support.keys import scan_keys
 
 pytestmark = pytest.mark.both_stores
 
@@ -30,7 +31,7 @@ async def _dump(store: Store) -> Dump:
     client = store.transport.client
     prefix = f"nd:{store.collection}:".encode()
     out: Dump = {}
-    async for key in store.scan_keys():
+    async for key in scan_keys(store):
         name = key[len(prefix) :]
         if name.startswith(b"l:"):
             continue

@@ -196,6 +196,28 @@ def test_cli_get_delete_export_import(
     assert code != 0 and "filter" in err
 
 
+def test_the_batch_limit_is_the_services() -> None:
+    """The client's MAX_BATCH, which the CLI uses, is the limit the service enforces on
+    ingest batches, deletes by ids and imports (a copy that drifts fails here), and the
+    CLI refuses an import batch over it before it sends anything."""
+    from app import client
+    from app.api import schemas
+    from app.index import transfer, writes
+
+    assert client.MAX_BATCH == writes.MAX_BATCH == schemas.MAX_BATCH == transfer.MAX_IMPORT
+    fields = [
+        schemas.BatchIn.model_fields["documents"],
+        schemas.DeleteIn.model_fields["ids"],
+        schemas.ImportIn.model_fields["documents"],
+    ]
+    for info in fields:
+        assert client.MAX_BATCH in [getattr(m, "max_length", None) for m in info.metadata]
+    parser = build_parser()
+    assert parser.parse_args(["import", "f", "--batch", str(client.MAX_BATCH)]).batch == 1000
+    with pytest.raises(SystemExit):
+        parser.parse_args(["import", "f", "--batch", str(client.MAX_BATCH + 1)])
+
+
 def test_cli_version_and_defaults_in_help() -> None:
     """--version prints the version; every subcommand's help shows the options' defaults."""
     done = subprocess.run([*neardup_cmd(), "--version"], capture_output=True, text=True)

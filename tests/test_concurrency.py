@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+from support.keys import scan_keys
 
 from app.index import Document, Index, Params
 from app.index.check import check
@@ -146,7 +147,7 @@ def test_contended_writes_leave_a_sequential_outcome(
                 await index.delete(doc_id)
             for text in TEXTS:
                 assert (await index.similar_to_text(text)).results == []
-            left = {key.rsplit(b":", 1)[-1] async for key in index.store.scan_keys()}
+            left = {key.rsplit(b":", 1)[-1] async for key in scan_keys(index.store)}
             assert left <= {b"config", b"next"}, left
             assert (await check(index)).clean
         finally:

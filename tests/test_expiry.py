@@ -16,6 +16,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 from support import oracle
+from support.keys import scan_keys
 from support.procs import Server
 
 BASE = (
@@ -146,8 +147,8 @@ def test_the_sweeper_removes_every_key_and_counts(
     """One sweep removes an expired document's record, text, bands, passage entries, id
     and queue entry (the collection's keys are then those of the documents that stay),
     counts it in /metrics, and leaves the consistency check clean."""
-    from app.index import expiry
     from app.index.check import check
+    from app.service.sweeper import sweep
 
     with make_client(store_url, collection, tmp_path, keep_text=True) as c:
         index = c.app.state.index  # type: ignore[attr-defined]
@@ -157,11 +158,11 @@ def test_the_sweeper_removes_every_key_and_counts(
         body = {"text": SOON, "expires_at": at(ends)}
         assert c.put("/documents/soon", json=body).status_code == 201
         assert set(run(c, _keys, index)) > keys_alone
-        assert run(c, expiry.sweep, index, ends - 1) == 0  # not due yet: nothing goes
+        assert run(c, sweep, index, ends - 1) == 0  # not due yet: nothing goes
         while now_ms() < ends:
             time.sleep(0.01)
         before = _expired_total(c)
-        assert run(c, expiry.sweep, index) == 1
+        assert run(c, sweep, index) == 1
         assert _expired_total(c) == before + 1
         assert set(run(c, _keys, index)) == keys_alone - {index.store._keys.expiries}
         assert run(c, index.store.expiries) == []
@@ -170,7 +171,7 @@ def test_the_sweeper_removes_every_key_and_counts(
 
 
 async def _keys(index) -> list[bytes]:  # type: ignore[no-untyped-def]
-    return [k async for k in index.store.scan_keys()]
+    return [k async for k in scan_keys(index.store)]
 
 
 def _expired_total(c: TestClient) -> float:
@@ -246,7 +247,7 @@ def test_a_collection_default_ttl(store_url: str, collection: str, tmp_path: Pat
     """NEARDUP_DEFAULT_TTL is fixed with the collection: a document that names no expiry
     lives that long, one that names its own keeps it, and the collection cannot be opened
     with another default."""
-    from app.index.index import ConfigMismatchError
+    from app.index.errors import ConfigMismatchError
 
     with make_client(store_url, collection, tmp_path, default_ttl=30) as c:
         t0 = now_ms()
@@ -286,9 +287,9 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
             return ends
 
     async def cut_one() -> None:
-        """The state a sweep cut between its id and its record leaves (Index._remove)."""
+        """The state a sweep cut between its id and its record leaves (documents.remove)."""
         from app.index import records
-        from app.index.index import anchors_of
+        from app.index.sketch import anchors_of
 
         async with open_index(settings) as index:
             (h,) = await index.store.handles(["e0"])

@@ -1,5 +1,6 @@
 """The layers of app/ import downward only:
-core < kernel < store < index < service < api < client < cli."""
+core < kernel < store < index < service < api < client < cli;
+and no modules import each other in a circle, inside a layer or across."""
 
 from __future__ import annotations
 
@@ -30,6 +31,73 @@ def _imports(path: Path) -> set[str]:
             found.add(node.module)
             found.update(f"{node.module}.{a.name}" for a in node.names)
     return {m for m in found if m.startswith("app.")}
+
+
+def _module(root: Path, path: Path) -> str:
+    """The dotted name of a source file under root (a package by its __init__)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("app", *parts))
+
+
+def _graph(root: Path) -> dict[str, set[str]]:
+    """Which app modules each module imports, at the top, under TYPE_CHECKING or inside a
+    function: ``from P import N`` is an import of P.N when that is a module, else of P."""
+    modules = {_module(root, p): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    if sub in modules:
+                        found.add(sub)
+                    elif node.module in modules:
+                        found.add(node.module)
+        found.discard(name)
+        graph[name] = found
+    return graph
+
+
+def _circles(root: Path) -> list[list[str]]:
+    """Every set of modules that import each other in a circle (strongly connected
+    components of more than one module, Tarjan's algorithm), each sorted."""
+    graph = _graph(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
 
 
 def _violations(root: Path) -> list[str]:
@@ -71,3 +139,38 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
         "app.store.bad imports app.api",
         "app.store.bad imports app.api.answers",
     ]
+
+
+def test_no_import_circles() -> None:
+    """No modules of app/ import each other in a circle, lazily imported ones included."""
+    assert _circles(ROOT) == []
+
+
+def test_the_check_sees_circles_inside_a_layer(tmp_path: Path) -> None:
+    """The circle check fails on two modules of one layer that import each other, at the
+    top on one side and inside a function on the other, and on a circle of three that
+    one side closes only under TYPE_CHECKING."""
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "a.py").write_text("from app.core import b\n")
+    (tmp_path / "core" / "b.py").write_text("def f():\n    from app.core.a import x\n")
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "x.py").write_text("from app.index.y import Y\n")
+    (tmp_path / "index" / "y.py").write_text("import app.index.z\n")
+    (tmp_path / "index" / "z.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app.index.x import X\n"
+    )
+    (tmp_path / "index" / "w.py").write_text("from app.index import x\n")  # no circle
+    assert _circles(tmp_path) == [
+        ["app.core.a", "app.core.b"],
+        ["app.index.x", "app.index.y", "app.index.z"],
+    ]
+
+
+def test_the_check_sees_circles_between_layers(tmp_path: Path) -> None:
+    """The circle check fails on a store module and an index module that import each
+    other (the layer check fails on it too, for the upward half)."""
+    (tmp_path / "store").mkdir()
+    (tmp_path / "index").mkdir()
+    (tmp_path / "store" / "s.py").write_text("def f():\n    import app.index.i\n")
+    (tmp_path / "index" / "i.py").write_text("from app.store.s import f\n")
+    assert _circles(tmp_path) == [["app.index.i", "app.store.s"]]

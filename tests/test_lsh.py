@@ -27,9 +27,9 @@ def test_plan_rejects_false_positives_far_below_threshold() -> None:
 
 
 def test_s_curve_is_monotone_from_zero_to_one() -> None:
-    """The reported S-curve starts at 0, ends at 1 and never decreases."""
-    curve = plan_bands(0.5, 128).s_curve(21)
-    probs = [p for _, p in curve]
+    """The S-curve of a plan starts at 0, ends at 1 and never decreases."""
+    plan = plan_bands(0.5, 128)
+    probs = [plan.candidate_probability(s / 20) for s in range(21)]
     assert probs[0] == 0.0 and probs[-1] == 1.0
     assert all(a <= b for a, b in itertools.pairwise(probs))
 

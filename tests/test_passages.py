@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from support import oracle
 from support.corpus import read_corpus
+from support.keys import scan_keys
 from support.textgen import mutate
 
 from app.index import Document, Index, Params
 from app.index.check import check
-from app.index.index import anchor_keys
 from app.index.passages import Layout
+from app.index.sketch import anchor_keys
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores
@@ -187,7 +188,7 @@ def test_delete_and_replace_leave_no_passage_entries(store_url: str, collection:
             assert (await check(index)).clean
             await index.delete("doc")
             assert (await index.containment_of_text(sources[b])).results == []
-            left = {key.rsplit(b":", 1)[-1] async for key in index.store.scan_keys()}
+            left = {key.rsplit(b":", 1)[-1] async for key in scan_keys(index.store)}
             assert left <= {b"config", b"next"}, left
         finally:
             await index.store.close()

@@ -13,9 +13,9 @@ import pytest
 from support import oracle
 from support.textgen import mutate
 
-from app.index import Document, Index, Params, records
+from app.index import Document, Index, Params, candidates, records
+from app.index.candidates import DISCOVERY_BUDGET, SCRIPT_HOT_MEMBERS
 from app.index.expiry import now_ms
-from app.index.index import DISCOVERY_BUDGET, SCRIPT_HOT_MEMBERS
 from app.store import Store
 
 # Short texts: fewer shingles than the fingerprint holds, so a similarity is the exact
@@ -157,7 +157,9 @@ def test_candidates_and_cut_are_the_same_through_both_paths(
         for doc_id in ["a0", "m10", "b0"]:
             handle, raw = await index.store.stored(doc_id)
             keys = records.unpack(raw).band_keys
-            handles, raws, capped, cut = await index._gather(keys, handle)
+            handles, raws, capped, cut = await candidates.gather(
+                index.store, keys, handle, index.candidate_cap
+            )
             out.append((handles.tolist(), raws, capped, cut))
         return out
 

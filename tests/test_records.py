@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 import pytest
+from support.sections import record_sections
 
 from app.index import records
 from app.index.passages import Layout
@@ -157,7 +158,7 @@ def test_records_keep_the_layout_compact_and_give_it_back_as_packed() -> None:
     layout = _text_layout(300)
     fp, keys = np.arange(5, dtype=np.uint32), np.arange(3, dtype=np.uint64)
     raw = records.pack("x", fp, keys, 5, None, layout)
-    assert records.sections_of(raw)["passages"] < len(layout) - 80
+    assert record_sections(raw)["passages"] < len(layout) - 80
     rec = records.unpack(raw)
     assert rec.passages == layout
     back, orig = Layout.unpack(rec.passages), Layout.unpack(layout)
@@ -168,7 +169,7 @@ def test_a_layout_that_does_not_expand_is_a_corrupt_record() -> None:
     """Garbage in a compacted passage layout is refused, never read as a layout."""
     raw = records.pack("x", np.arange(3, dtype=np.uint32), np.arange(1, dtype=np.uint64), 3,
                        None, _text_layout(300))  # fmt: skip
-    at = len(raw) - records.sections_of(raw)["passages"]
+    at = len(raw) - record_sections(raw)["passages"]
     broken = raw[: at + 12] + b"\xff" * (len(raw) - at - 12)
     with pytest.raises(records.CorruptRecordError):
         records.unpack(broken)

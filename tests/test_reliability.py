@@ -364,7 +364,7 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
     passage anchors) all agree with the text that won; no stale entry points at the id."""
     from app import kernel
     from app.index import records
-    from app.index.index import anchor_keys
+    from app.index.sketch import anchor_keys
 
     rng = random.Random(6)
     words = [f"w{n}" for n in range(3000)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from support.keys import scan_keys
 
 from app.api.app import create_app
 from app.core.settings import load_settings
@@ -36,7 +37,7 @@ async def _open(url: str, collection: str, keep: bool = True) -> Index:
 
 
 async def _text_keys(index: Index) -> list[bytes]:
-    return [k async for k in index.store.scan_keys() if b":t:" in k]
+    return [k async for k in scan_keys(index.store) if b":t:" in k]
 
 
 def test_api_returns_the_kept_text(store_url: str, collection: str, tmp_path: Path) -> None:

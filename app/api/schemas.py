@@ -12,9 +12,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model,
 from app.core.settings import COLLECTION_RULE, Settings
 from app.index.html import PLAIN, ContentType, text_of
 from app.index.ids import check_id
+from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
-MAX_BATCH = 1000
 MAX_LIMIT = 1000
 
 

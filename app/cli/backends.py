@@ -1,4 +1,5 @@
-"""Where the CLI tools send their work: a running service, or the store itself."""
+"""Where the CLI tools send their work: a running service, or the store itself (the
+documents of one collection: connect; the collections themselves: connect_collections)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from app.api.answers import (
     ingest_status,
     query_answer,
 )
-from app.client import Client, ClientError
+from app.client import MAX_BATCH, Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.index.collections import NoCollectionError
@@ -22,7 +23,7 @@ from app.index.expiry import now_ms
 from app.index.filters import Filter
 from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
-from app.service.collections import Collections
+from app.service.collections import Collections, describe
 from app.service.runtime import open_index
 
 
@@ -116,8 +117,8 @@ class LocalBackend:
 
     async def delete(self, ids: Sequence[str] | None, where: dict | None) -> int:
         if ids is not None:
-            return sum([await delete_ids(self.index, ids[i : i + 1000])
-                        for i in range(0, len(ids), 1000)])  # fmt: skip
+            return sum([await delete_ids(self.index, ids[i : i + MAX_BATCH])
+                        for i in range(0, len(ids), MAX_BATCH)])  # fmt: skip
         match, deleted, cursor = Filter.parse(where), 0, None
         while True:
             step = await delete_where(self.index, match, cursor, MAX_STEP)
@@ -239,3 +240,71 @@ async def collection_index(default: Index, settings: Settings, collection: str |
     except NoCollectionError:
         index, _ = await served.create(collection, {})
         return index
+
+
+class CollectionsBackend(Protocol):
+    """Collections as `neardup collections` manages them; each answer is the API's."""
+
+    async def create(self, name: str, given: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def listing(self) -> dict[str, Any]: ...
+
+    async def show(self, name: str) -> dict[str, Any]: ...
+
+    async def delete(self, name: str) -> None: ...
+
+
+class LocalCollections:
+    """The collections of the store the settings name (app.service.collections)."""
+
+    def __init__(self, served: Collections, settings: Settings) -> None:
+        self.served = served
+        self.settings = settings
+
+    async def create(self, name: str, given: dict[str, Any]) -> dict[str, Any]:
+        made, _ = await self.served.create(name, given)
+        return await describe(made, name)
+
+    async def listing(self) -> dict[str, Any]:
+        return {"default": self.settings.collection, "collections": await self.served.listing()}
+
+    async def show(self, name: str) -> dict[str, Any]:
+        return await describe(await self.served.get(name), name)
+
+    async def delete(self, name: str) -> None:
+        await self.served.delete(name)
+
+
+class RemoteCollections:
+    """The collections of a running service, through the public client (ClientError
+    when it refuses)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def create(self, name: str, given: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.create_collection(name, **given)
+
+    async def listing(self) -> dict[str, Any]:
+        return await self.client.collections()
+
+    async def show(self, name: str) -> dict[str, Any]:
+        return await self.client.collection(name)
+
+    async def delete(self, name: str) -> None:
+        await self.client.delete_collection(name)
+
+
+@asynccontextmanager
+async def connect_collections(
+    url: str | None, settings: Settings | None
+) -> AsyncIterator[CollectionsBackend]:
+    """The collections of the service at url, or of the store the settings name (an
+    embedded Redis a running service started is shared, not started again)."""
+    if url is not None:
+        async with Client(url) as client:
+            yield RemoteCollections(client)
+        return
+    assert settings is not None
+    async with open_index(settings, share_running=True) as index:
+        yield LocalCollections(Collections(index, settings), settings)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from app.client import MAX_BATCH
 from app.core.settings import Settings, SettingsError, load_settings
 from app.service.workers import MAX_DEFAULT_WORKERS, default_workers
 
@@ -330,57 +331,46 @@ def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
 
 
 def _collection_name(value: str) -> str:
-    from app.core.settings import COLLECTION_RULE, valid_collection
+    from app.core.names import COLLECTION_RULE, valid_collection
 
     if not valid_collection(value):
         raise argparse.ArgumentTypeError(f"a collection name is {COLLECTION_RULE}")
     return value
 
 
+def _batch_size(value: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"a batch is 1 to {MAX_BATCH} documents")
+    return size
+
+
 def _collections(args: argparse.Namespace) -> int:
     """collections create|list|show|delete, on a service (--url) or on the store itself."""
     import orjson
 
-    from app.cli.backends import BackendError
-    from app.client import Client, ClientError
+    from app.cli.backends import BackendError, connect_collections
+    from app.client import ClientError
     from app.core.errors import NeardupError
     from app.service.collections import PARAMETERS
     from app.service.embedded import EmbeddedRedisError
 
     given = {p: getattr(args, p) for p in PARAMETERS if getattr(args, p, None) is not None}
 
-    async def remote(client: Client) -> Any:
-        if args.action == "create":
-            return await client.create_collection(args.name, **given)
-        if args.action == "list":
-            return await client.collections()
-        if args.action == "show":
-            return await client.collection(args.name)
-        await client.delete_collection(args.name)
-        return None
-
-    async def local(settings: Settings) -> Any:
-        from app.api.routes.collections import describe
-        from app.service.collections import Collections
-        from app.service.runtime import open_index
-
-        async with open_index(settings, share_running=True) as index:
-            found = Collections(index, settings)
+    async def main() -> Any:
+        settings = None if args.url else _settings_or_exit()
+        async with connect_collections(args.url, settings) as found:
             if args.action == "create":
-                made, _ = await found.create(args.name, given)
-                return await describe(made, args.name)
+                return await found.create(args.name, given)
             if args.action == "list":
-                return {"default": settings.collection, "collections": await found.listing()}
+                return await found.listing()
             if args.action == "show":
-                return await describe(await found.get(args.name), args.name)
+                return await found.show(args.name)
             await found.delete(args.name)
             return None
-
-    async def main() -> Any:
-        if args.url:
-            async with Client(args.url) as client:
-                return await remote(client)
-        return await local(_settings_or_exit())
 
     try:
         answer = asyncio.run(main())
@@ -570,7 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="load an export into the collection (it must have the export's sketch settings)",
     )
     imp.add_argument("file", metavar="FILE", help="an export file ('-' is stdin)")
-    imp.add_argument("--batch", type=int, default=500, help="documents per request (1-1000)")
+    imp.add_argument(
+        "--batch", type=_batch_size, default=500, help=f"documents per request (1 to {MAX_BATCH})"
+    )
     _add_target(imp)
     imp.set_defaults(func=_import)
 

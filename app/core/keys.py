@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.core.names import COLLECTION_RULE, valid_collection
+
 SCOPES = ("read", "write")
 MIN_KEY_CHARS = 16
 # RFC 6750 b64token: what may follow "Bearer " in an Authorization header.
@@ -46,8 +48,6 @@ class Grant:
 
 
 def _names(names: Iterable[str], where: str) -> frozenset[str]:
-    from app.core.settings import COLLECTION_RULE, valid_collection  # settings imports keys
-
     found = frozenset(n.strip() for n in names if n.strip())
     for name in found:
         if not valid_collection(name):
@@ -184,8 +184,3 @@ class KeyRing:
             if hmac.compare_digest(presented, digest):
                 found = grant
         return found
-
-    def scope_of(self, token: bytes) -> str | None:
-        """The scope of a presented key, None if it is not one of ours."""
-        grant = self.grant_of(token)
-        return None if grant is None else grant.scope

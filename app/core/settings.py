@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -13,18 +12,18 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
+from app.core.names import COLLECTION_RULE, valid_collection
 from app.core.redis_url import check_redis_url
 from app.core.shingles import parse_shingle
 
-_COLLECTION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-# A collection's name is part of its Redis keys (nd:{name}:...): no ':', glob or
-# hash-tag characters, so SCAN patterns and cluster slots stay its own.
-COLLECTION_RULE = "1-64 letters, digits, '_' or '-'"
-
-
-def valid_collection(name: str) -> bool:
-    """Whether name may name a collection (COLLECTION_RULE)."""
-    return _COLLECTION.fullmatch(name) is not None
+__all__ = [
+    "COLLECTION_RULE",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+    "unknown_variables",
+    "valid_collection",
+]
 
 
 class Settings(BaseSettings):

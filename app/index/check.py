@@ -1,6 +1,6 @@
 """The consistency check: what a crash (or a bug) left behind, and its safe removal.
 
-The invariant it checks is the one app.index.index keeps: an id maps to at
+The invariant it checks is the one app.index.locks keeps: an id maps to at
 most one handle, only that handle's record answers for the id, and every
 band entry belongs to a live document's record. What breaks it, by kind:
 
@@ -41,7 +41,8 @@ import numpy as np
 
 from app.core import metrics
 from app.index import expiry, records, texts
-from app.index.index import Index, anchors_of
+from app.index.index import Index
+from app.index.sketch import anchors_of
 
 
 def entries_of(rec: records.Record) -> np.ndarray:

@@ -15,8 +15,9 @@ from dataclasses import asdict
 import orjson
 
 from app.core import errors
-from app.core.settings import COLLECTION_RULE, valid_collection
-from app.index.index import DELETING, Index, Params
+from app.core.names import COLLECTION_RULE, valid_collection
+from app.index.index import Index
+from app.index.params import DELETING, Params
 from app.store import Store
 
 # Keys unlinked per step of a delete: one SCAN's worth, a bounded pause for Redis.

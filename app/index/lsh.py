@@ -29,13 +29,6 @@ class BandPlan:
         """Probability that a pair of this Jaccard similarity shares a band."""
         return float(1.0 - (1.0 - similarity**self.rows) ** self.bands)
 
-    def s_curve(self, points: int = 11) -> list[tuple[float, float]]:
-        """(similarity, candidate probability) at evenly spaced similarities."""
-        return [
-            (round(s, 4), round(self.candidate_probability(s), 6))
-            for s in np.linspace(0.0, 1.0, points)
-        ]
-
 
 def _areas(threshold: float, bands: int, rows: int) -> tuple[float, float]:
     below = np.linspace(0.0, threshold, 201)

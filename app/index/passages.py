@@ -277,35 +277,6 @@ def is_kernel_format(raw: bytes) -> bool:
     return len(raw) >= _HEAD.size and not _HEAD.unpack_from(raw)[1] & _HASHED
 
 
-def sections_of(raw: bytes) -> dict[str, int]:
-    """Bytes of each part of a packed layout (for the memory bench)."""
-    if not raw:
-        return {}
-    n_anchors, n_words, n_overflow = _HEAD.unpack_from(raw)
-    if n_words & _HASHED:
-        lay = Layout.unpack(raw)
-        n_words, bits = lay.words, lay.bits
-        (kind,) = _KIND.unpack_from(raw, _HEAD.size)
-        word_size = 1 if kind & _STEPS else 2 if n_words < 1 << 16 else 4
-        hashes = (n_words * bits + 7) // 8
-        head = _HEAD.size + _KIND.size
-        return {
-            "head": head,
-            "anchor_hashes": 4 * n_anchors,
-            "anchor_words": word_size * n_anchors,
-            "word_hashes": hashes,
-            "word_spans": len(raw) - head - (4 + word_size) * n_anchors - hashes,
-        }
-    word_size = 2 if n_words < 1 << 16 else 4
-    return {
-        "head": _HEAD.size,
-        "anchor_hashes": 4 * n_anchors,
-        "anchor_words": word_size * n_anchors,
-        "word_hashes": (n_words + 1) // 2,
-        "word_spans": n_words + 4 * n_overflow,
-    }
-
-
 @dataclass(frozen=True)
 class Passage:
     """A passage shared by a query and a source: word ranges and code-point spans."""

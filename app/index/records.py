@@ -327,17 +327,3 @@ def sketch_of(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     h = _head(raw)
     keys = np.frombuffer(raw, dtype="<u8", count=h.bands, offset=h.bands_at)
     return _fingerprint(raw, h), keys
-
-
-def sections_of(raw: bytes) -> dict[str, int]:
-    """Bytes of each section of a record, padding included (for the memory bench)."""
-    h = _head(raw)
-    return {
-        "header": h.fp_at,
-        "fingerprint": _pad(h.fp_bytes),
-        "band_keys": 8 * h.bands,
-        "id": _pad(h.id_len),
-        "metadata": _pad(h.meta_len),
-        "passages": _pad(h.pas_len),
-        "expiry": len(raw) - h.end,
-    }

@@ -1,6 +1,6 @@
 """Deleting many documents: by ids, or by a metadata filter a bounded step at a time.
 
-Each deletion keeps the single delete's order and lock (app.index.index): under
+Each deletion keeps the single delete's order and lock (app.index.documents): under
 the ids' write locks, records first, then kept texts, band entries and anchors,
 then ids.
 A filter deletion scans records in handle order, ``step`` handles per call, and
@@ -20,7 +20,8 @@ from app.core import errors
 from app.index import records
 from app.index.expiry import now_ms
 from app.index.filters import Filter
-from app.index.index import Index, anchors_of
+from app.index.index import Index
+from app.index.sketch import anchors_of
 
 MAX_STEP = 10_000
 

@@ -36,15 +36,18 @@ from app.index import records
 from app.index.expiry import live_records, now_ms
 from app.index.filters import Filter
 from app.index.ids import check_id
-from app.index.index import Index, Params, _Sketched, anchor_keys
+from app.index.index import Index
+from app.index.params import Params
 from app.index.passages import Layout
+from app.index.sketch import Sketched, anchor_keys
+from app.index.writes import MAX_BATCH
 
 FORMAT = "neardup-export"
 VERSION = 1
 # Parameters an import must share with its target; band_buckets only places keys.
 SHARED = ("shingle", "num_perm", "fingerprint_size", "seed", "threshold", "bands", "rows",
           "passage_words")  # fmt: skip
-MAX_IMPORT = 1000
+MAX_IMPORT = MAX_BATCH
 
 
 class ImportRefused(errors.Invalid):
@@ -125,7 +128,7 @@ def _bytes(doc: dict[str, Any], name: str, where: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class _Restored(_Sketched):
+class _Restored(Sketched):
     """Sketches read back from an export, in the form the index's writer takes."""
 
     raw_passages: list[bytes] = field(default_factory=list)
@@ -225,7 +228,7 @@ async def import_documents(
     if not keep:
         return 0, 0
     # The index's own writer: the same locks and write order as an ingest.
-    created = await index._write(
+    created = await index.write(
         [ids[i] for i in keep],
         [(i, metas[i]) for i in keep],
         restored,

@@ -9,16 +9,19 @@ parameters a request gives, each defaulting to the service's own setting.
 from __future__ import annotations
 
 import inspect
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.core import errors
+from app.core import errors, metrics
 from app.core.settings import Settings
 from app.index import Index, collections
-from app.index.index import DeletingError, Params
+from app.index.candidates import DISCOVERY_BUDGET
+from app.index.errors import DeletingError
+from app.index.params import Params
 from app.service.runtime import UncheckedIndex, params_of
-from app.store import Store
+from app.store import MAX_INLINE, Store
 
 # The parameters a collection is made with: those of Params.create that are settings
 # (so a parameter added to both is accepted by POST /collections without a list here).
@@ -42,6 +45,36 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
         )
         raise errors.Invalid(why) from None
     return params_of(merged)
+
+
+async def describe(index: Index, name: str) -> dict[str, Any]:
+    """A collection's fixed parameters, its size, and the bounds of a query's work
+    (GET /collections/{name}, the report page's GET /collection, neardup collections)."""
+    return {
+        "name": name,
+        "documents": await index.count(),
+        "parameters": asdict(index.params),
+        "candidate_cap": index.candidate_cap,
+        # A band with more documents than this is hot (kept in a sorted set of its own).
+        "hot_band_size": MAX_INLINE,
+        # A query reads every member of its bands while they hold at most this many
+        # handles together; past it, an even share of each (its work stays bounded).
+        "discovery_budget": DISCOVERY_BUDGET * index.candidate_cap,
+        # What the cap did to this process's queries so far, every collection together
+        # (the same as /metrics).
+        "since_start": {
+            "queries": _sample(metrics.CANDIDATES, "_count"),
+            "capped": _sample(metrics.CANDIDATES_CAPPED, "_total"),
+            "verified": _sample(metrics.CANDIDATES_VERIFIED, "_total"),
+            "kept": _sample(metrics.CANDIDATES_KEPT, "_total"),
+        },
+    }
+
+
+def _sample(metric: Any, suffix: str) -> int:
+    """The value of an unlabelled metric's sample with this suffix (prometheus_client's
+    public collect(), not its internals)."""
+    return int(sum(s.value for f in metric.collect() for s in f.samples if s.name.endswith(suffix)))
 
 
 class Collections:

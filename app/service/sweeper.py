@@ -1,6 +1,7 @@
 """The background tasks of a served collection: the consistency check, once at start-up
 (NEARDUP_STARTUP_CHECK) and every NEARDUP_CHECK_INTERVAL seconds (off by default), and
-the expiry sweeper's tick (NEARDUP_EXPIRY_INTERVAL)."""
+the expiry sweeper: one bounded sweep of due documents (sweep) per tick
+(NEARDUP_EXPIRY_INTERVAL)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from app.core import metrics
 from app.core.errors import Busy, Unavailable
-from app.index import Index, expiry
+from app.index import Index, records
 from app.index.check import CheckReport, check, check_ids
+from app.index.expiry import GRACE_MS, now_ms
 from app.service.runtime import UncheckedIndex
 
 log = logging.getLogger("neardup")
 # Slept between batches of records, so a pass never takes Redis from the traffic.
 PAUSE_S = 0.005
 RETRY_S = 1.0
+DEFAULT_SWEEP_BATCH = 100
+# Removals of one sweep run side by side.
+SIDE_BY_SIDE = 8
 
 
 def _repaired(report: CheckReport) -> str:
@@ -39,13 +45,48 @@ async def sweep_forever(index: Index, interval: float) -> None:
             log.warning("consistency check repaired %s", _repaired(report))
 
 
+async def sweep(index: Index, at_ms: int | None = None, most: int = DEFAULT_SWEEP_BATCH) -> int:
+    """Remove up to `most` documents due by at_ms (now), each as DELETE does, under its
+    id's lock (Index.expire); returns how many documents were removed.
+
+    Bounded work: one read of the queue (app.index.expiry), one of the records, then
+    one delete each.
+    """
+    at = now_ms() if at_ms is None else at_ms
+    store = index.store
+    due = await store.due_expiries(at, most)
+    if not due:
+        return 0
+    raws = await store.records([h for h, _ in due])
+    settled: list[int] = []
+    removals: list[tuple[str, int]] = []
+    for (h, due_ms), raw in zip(due, raws, strict=True):
+        if raw is None:
+            # Removed already (a delete, or a sweep cut off before its last step), or a
+            # first write not yet at its record: that one is young, so it is left alone.
+            if due_ms < at - GRACE_MS:
+                settled.append(h)
+            continue
+        removals.append((records.id_of(raw), h))
+    # A few side by side (each holds only its own id's lock), so a remote Redis's round
+    # trips overlap; a few, so a tick never takes more connections than a request does.
+    removed = 0
+    for k in range(0, len(removals), SIDE_BY_SIDE):
+        part = removals[k : k + SIDE_BY_SIDE]
+        removed += sum(await asyncio.gather(*(index.expire(i, h, at) for i, h in part)))
+    await store.drop_expiries(settled)
+    if removed:
+        metrics.DOCUMENTS_EXPIRED.inc(removed)
+    return removed
+
+
 async def expire_tick(index: Index, batch: int) -> int:
     """One tick of the expiry sweeper on one collection: at most batch due documents
-    removed (app.index.expiry.sweep); 0 while Redis is away."""
+    removed (sweep); 0 while Redis is away."""
     try:
         if isinstance(index, UncheckedIndex):  # opened while Redis was away
             await index.check()
-        return await expiry.sweep(index, most=batch)
+        return await sweep(index, most=batch)
     except (Unavailable, Busy) as exc:  # a writer holding an id: the next tick retries
         log.warning("expiry sweep skipped: %s", exc)
         return 0

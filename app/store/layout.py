@@ -46,6 +46,8 @@ SPILLED = b"\xff\xff\xff\xff"
 MAX_HANDLE = 2**32 - 2
 BAND_KEY = struct.Struct("<Q")  # a band key as its HASH field
 HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
+# The same packing in the struct library of Redis's Lua (app/store/scripts).
+HANDLE_FORMAT_LUA = "<I4"
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 

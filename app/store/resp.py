@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -22,7 +23,16 @@ from redis._parsers import hiredis as _redis_hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from app.store.scripts import Script
+
+@dataclass(frozen=True)
+class Script:
+    """A Lua script as Redis runs it: EVAL source numkeys ..., or EVALSHA sha numkeys ..."""
+
+    name: str
+    source: bytes
+    sha: bytes  # hex SHA1 of source, the name EVALSHA knows it by
+    numkeys: bytes  # how many leading arguments of a call are keys (decimal)
+
 
 Command = tuple[bytes, ...]
 

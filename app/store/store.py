@@ -18,13 +18,15 @@ from app.core.redis_url import parse_cluster_url
 from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
-from app.store.layout import MAX_HANDLE, MAX_INLINE, SPILLED, Layout
+from app.store.layout import HANDLE, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
 from app.store.resp import Eval, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
 from app.store.transport import Transport
 
 _NONE = np.zeros(0, dtype=np.int64)
+# A spilled band's field starts with SPILLED, then its set's size (a HANDLE).
+_MARK = len(SPILLED)
 
 
 def _handles(members: list[bytes]) -> np.ndarray:
@@ -313,11 +315,6 @@ class Store:
         async for doc_id, handle in self.transport.hscan(self._keys.ids, batch):
             yield doc_id.decode(), int(handle)
 
-    async def scan_keys(self) -> AsyncIterator[bytes]:
-        """Every key of this collection (SCAN on every master), for checks and tests."""
-        async for key in self.transport.scan(self._keys.prefix + b"*"):
-            yield key
-
     # locks ----------------------------------------------------------------
 
     async def try_lock(self, ids: Sequence[str], token: bytes, ttl_ms: int) -> list[bool]:
@@ -464,8 +461,8 @@ class Store:
         for i, v in enumerate(values):
             if v is None:
                 continue
-            if v[:4] == SPILLED:
-                hot.append((i, int.from_bytes(v[4:8], "little")))
+            if v[:_MARK] == SPILLED:
+                hot.append((i, HANDLE.unpack_from(v, _MARK)[0]))
             else:
                 inline.append(v)
         return np.frombuffer(b"".join(inline), dtype="<u4"), hot
@@ -474,7 +471,7 @@ class Store:
         self, keys: np.ndarray, exclude: int | None, cap: int, budget: int, hot_most: int
     ) -> Candidates | None:
         """The handles sharing the band keys (or passage anchors), ranked and capped as
-        Index._candidates does it, with their records, in one exchange (the candidates
+        app.index.candidates does it, with their records, in one exchange (the candidates
         script; only when scripted: a single server); None, having read only the keys'
         fields, when their hot members to read are more than hot_most."""
         if not self.scripted:
@@ -558,7 +555,7 @@ class Store:
         for i, v in enumerate(values):
             if v is None:
                 continue
-            if v[:4] == SPILLED:
+            if v[:_MARK] == SPILLED:
                 spilled.append(i)
                 complete[i] = most is None
             else:
@@ -608,7 +605,7 @@ class Store:
         for fields in await commands([(b"HGETALL", b) for b in buckets]):
             for field, value in pairs(fields):
                 key = self._keys.band_key(field)
-                if value[:4] != SPILLED:
+                if value[:_MARK] != SPILLED:
                     yield key, np.frombuffer(value, dtype="<u4").tolist()
                 else:
                     spill = self._keys.band_place(key)[2]

@@ -1,4 +1,5 @@
-"""POST/GET/DELETE /collections: collections as resources, and what describes one.
+"""POST/GET/DELETE /collections: collections as resources (described by
+app.service.collections.describe).
 
 Each collection has its own fixed parameters and its own keys in Redis
 (app.index.collections); the document, similar and duplicates routes reach one
@@ -7,51 +8,17 @@ under /collections/{name}/... (app.api.app includes them twice).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
 
 from app.api import schemas
-from app.core import metrics
 from app.core.settings import COLLECTION_RULE
-from app.index import Index
-from app.index.index import DISCOVERY_BUDGET
-from app.store.layout import MAX_INLINE
+from app.service.collections import describe
 
 router = APIRouter(tags=["collections"])
 Name = Annotated[str, PathParam(description=f"the collection's name: {COLLECTION_RULE}")]
-
-
-async def describe(index: Index, name: str) -> dict[str, Any]:
-    """A collection's fixed parameters, its size, and the bounds of a query's work
-    (GET /collections/{name} and the report page's GET /collection)."""
-    return {
-        "name": name,
-        "documents": await index.count(),
-        "parameters": asdict(index.params),
-        "candidate_cap": index.candidate_cap,
-        # A band with more documents than this is hot (kept in a sorted set of its own).
-        "hot_band_size": MAX_INLINE,
-        # A query reads every member of its bands while they hold at most this many
-        # handles together; past it, an even share of each (its work stays bounded).
-        "discovery_budget": DISCOVERY_BUDGET * index.candidate_cap,
-        # What the cap did to this process's queries so far, every collection together
-        # (the same as /metrics).
-        "since_start": {
-            "queries": _sample(metrics.CANDIDATES, "_count"),
-            "capped": _sample(metrics.CANDIDATES_CAPPED, "_total"),
-            "verified": _sample(metrics.CANDIDATES_VERIFIED, "_total"),
-            "kept": _sample(metrics.CANDIDATES_KEPT, "_total"),
-        },
-    }
-
-
-def _sample(metric: Any, suffix: str) -> int:
-    """The value of an unlabelled metric's sample with this suffix (prometheus_client's
-    public collect(), not its internals)."""
-    return int(sum(s.value for f in metric.collect() for s in f.samples if s.name.endswith(suffix)))
 
 
 @router.post(

@@ -19,8 +19,8 @@ from fastapi.responses import RedirectResponse
 
 from app.api.deps import get_index
 from app.api.problems import problem
-from app.api.routes.collections import describe
 from app.index import Index
+from app.service.collections import describe
 
 router = APIRouter(tags=["ui"])
 IndexDep = Annotated[Index, Depends(get_index)]

@@ -4,19 +4,20 @@
 -- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
 -- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
 -- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
--- field (8 bytes, the band key) and the handle (uint32 LE).
+-- field (BAND_KEY_BYTES, the band key) and the handle (HANDLE_BYTES, packed).
 local hash_head, spill_head = ARGV[1], ARGV[2]
 local digits = tonumber(ARGV[3])
 local packed = ARGV[5]
-local marker = '\255\255\255\255'
 local function entries()
-  local at, step = 1 - (digits + 12), digits + 12
+  local step = digits + BAND_KEY_BYTES + HANDLE_BYTES
+  local at = 1 - step
   return function()
     at = at + step
     if at > #packed then return nil end
     local tag = string.sub(packed, at, at + digits - 1) .. '}'
-    local field = string.sub(packed, at + digits, at + digits + 7)
-    local handle = string.sub(packed, at + digits + 8, at + digits + 11)
+    local field = string.sub(packed, at + digits, at + digits + BAND_KEY_BYTES - 1)
+    local h = at + digits + BAND_KEY_BYTES
+    local handle = string.sub(packed, h, h + HANDLE_BYTES - 1)
     return hash_head .. tag, spill_head .. tag .. field, field, handle
   end
 end

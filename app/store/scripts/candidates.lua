@@ -1,5 +1,5 @@
--- A query's candidates and their records, in one exchange: what Index._candidates
--- and the MGET after it do in three to four, by exactly the same rules.
+-- A query's candidates and their records, in one exchange: what app.index.candidates
+-- (candidates, then the MGET after it) does in three to four, by exactly the same rules.
 -- Single server only: it reads keys it builds itself (hot bands' sets, records),
 -- which Redis Cluster refuses; there the store keeps its per-node pipelines.
 -- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),

@@ -11,12 +11,12 @@ for i = 1, #bands, 2 do
   local bucket, field = bands[i], bands[i + 1]
   local v = redis.call('HGET', bucket, field)
   if v then
-    if string.sub(v, 1, 4) == '\255\255\255\255' then
+    if string.sub(v, 1, #SPILLED) == SPILLED then
       local spill = spill_head .. string.sub(bucket, #hash_head + 1) .. field
-      hot[#hot + 1] = {spill, (struct.unpack('<I4', v, 5))}
+      hot[#hot + 1] = {spill, (struct.unpack(HANDLE, v, #SPILLED + 1))}
     else
-      for j = 1, #v, 4 do
-        local h = struct.unpack('<I4', v, j)
+      for j = 1, #v, HANDLE_BYTES do
+        local h = struct.unpack(HANDLE, v, j)
         local n = hits[h]
         if n then hits[h] = n + 1 else hits[h] = 1; seen[#seen + 1] = h end
       end
@@ -24,7 +24,7 @@ for i = 1, #bands, 2 do
   end
 end
 -- The hot keys' members: all of them within the budget, else each key's share
--- (index._shares: smallest keys first, what they leave going to larger ones) from
+-- (candidates.hot_shares: smallest keys first, what they leave going to larger ones) from
 -- a staggered start, so keys with the same members still give different ones.
 local cut = 0
 if #hot > 0 then
@@ -76,15 +76,15 @@ local capped = cut > 0
 if #list > cap then
   -- One number per handle that sorts as (hits descending, handle ascending): a sort
   -- with Lua's own comparison, several times faster than one calling a function.
-  -- Exact while hits < 2^20 (keys per query) and handles < 2^32.
+  -- Exact while hits < 2^20 (keys per query) and handles < HANDLES (2^32).
   local most = 0
   for _, h in ipairs(list) do
     if hits[h] > most then most = hits[h] end
   end
-  for j, h in ipairs(list) do list[j] = (most - hits[h]) * 4294967296 + h end
+  for j, h in ipairs(list) do list[j] = (most - hits[h]) * HANDLES + h end
   table.sort(list)
   for j = #list, cap + 1, -1 do list[j] = nil end
-  for j, v in ipairs(list) do list[j] = v % 4294967296 end
+  for j, v in ipairs(list) do list[j] = v % HANDLES end
   capped = true
 end
 table.sort(list)

@@ -1,0 +1,119 @@
+"""How a query picks candidates: the handles that share the most band keys (or
+passage anchors) with it, at most the candidate cap of them, with their live records.
+
+Two paths give the same answer. On a single server one script does it all inside
+Redis (app/store/scripts/candidates.lua and similar_by_id.lua, whose shared half
+rank.lua re-implements `hot_shares` and the cap's tie rule; tests/test_query_exchange.py
+holds the two to the same answers); elsewhere, or when the hot keys need more members
+read than SCRIPT_HOT_MEMBERS, `candidates` reads them through the store's pipelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.index.expiry import live, live_records
+from app.store import Candidates, Store
+
+# A query reads every member of its hot keys while they hold at most this many times
+# candidate_cap handles together (4 bytes each in Redis: 10,000 at the default cap take
+# about 2 ms); beyond it, a window of each (candidates). The scripts get it as an
+# argument.
+DISCOVERY_BUDGET = 50
+# The most hot members a query reads inside Redis (the candidates script): Lua counts
+# them several times slower than numpy, on Redis' one thread, so a query whose hot
+# keys need more (boilerplate) reads them through the pipelines (gather).
+SCRIPT_HOT_MEMBERS = 1000
+
+# A query's candidates (handles ascending), their live records, capped, and the hot
+# keys read only in part (gather).
+Gathered = tuple[np.ndarray, list[bytes | None], bool, int]
+
+
+def hot_shares(sizes: Sequence[int], budget: int, most: int) -> list[int]:
+    """How many members to read from sets of these sizes: at most `most` from each,
+    about `budget` in all, evenly, what small sets leave over going to larger ones."""
+    counts = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for k, i in enumerate(order):
+        counts[i] = max(1, min(sizes[i], most, left // (len(sizes) - k)))
+        left -= counts[i]
+    return counts
+
+
+def from_script(found: Candidates) -> Gathered:
+    """A script's candidates as gather gives them: records expired since left out."""
+    return found.handles, live(found.records), found.capped, found.cut
+
+
+async def candidates(
+    store: Store, band_keys: np.ndarray, exclude: int | None, cap: int
+) -> tuple[np.ndarray, bool, int]:
+    """Handles sharing a band (or a passage anchor) with the query: the cap of them
+    that share the most keys, whether any candidate was left unverified, and how many
+    hot keys were read only in part.
+
+    One lookup reads every key's inline handles (a dozen at most each) and the
+    size of every hot key, spilled to a sorted set; a second reads the hot keys'
+    members, all of them while together they are at most DISCOVERY_BUDGET x cap.
+    So every candidate is ranked by the keys it shares, and the cap cuts the
+    weakest, never arbitrary ones. Only a query whose hot keys hold more than
+    that (boilerplate shared by thousands) reads a window of each, its share of
+    the budget: its work stays bounded however hot its keys are. The windows are
+    deterministic (the same query gets the same answer) and staggered, so hot
+    keys with the same members still yield different candidates.
+    """
+    inline, hot = await store.band_lookup(band_keys)
+    parts = [inline]
+    cut = 0
+    if hot:
+        sizes = [size for _, size in hot]
+        budget = DISCOVERY_BUDGET * cap
+        if sum(sizes) <= budget:
+            counts, starts = sizes, [0] * len(sizes)
+        else:
+            counts = hot_shares(sizes, budget, max(sizes))
+            starts = [
+                (j * n) % (s - n + 1) for j, (s, n) in enumerate(zip(sizes, counts, strict=True))
+            ]
+            cut = sum(s > n for s, n in zip(sizes, counts, strict=True))
+        keys = band_keys[[i for i, _ in hot]]
+        parts += await store.band_window(keys, starts, counts)
+    handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
+    if exclude is not None:
+        keep = handles != exclude
+        handles, hits = handles[keep], hits[keep]
+    capped = cut > 0
+    if len(handles) > cap:
+        # Candidates sharing more keys are likelier to be similar; among equals the
+        # older go first (handles ascending, a stable sort).
+        order = np.argsort(-hits, kind="stable")[:cap]
+        handles = np.sort(handles[order])
+        capped = True
+    return handles, capped, cut
+
+
+async def gather(store: Store, band_keys: np.ndarray, exclude: int | None, cap: int) -> Gathered:
+    """candidates and their live records (None where there is none or it has
+    expired). Scripted (a single server), one exchange: the candidates script
+    applies candidates' rules in Redis and returns the records with them, unless
+    the hot keys need more than SCRIPT_HOT_MEMBERS read. Else (and on a cluster),
+    candidates' pipelines and one MGET (one exchange per master each)."""
+    if store.scripted:
+        found = await store.candidates(
+            band_keys, exclude, cap, DISCOVERY_BUDGET * cap, SCRIPT_HOT_MEMBERS
+        )
+        if found is not None:
+            return from_script(found)
+    return await gather_pipelined(store, band_keys, exclude, cap)
+
+
+async def gather_pipelined(
+    store: Store, band_keys: np.ndarray, exclude: int | None, cap: int
+) -> Gathered:
+    """gather by candidates' pipelines and one MGET (one exchange per master each)."""
+    handles, capped, cut = await candidates(store, band_keys, exclude, cap)
+    return handles, await live_records(store, handles.tolist()), capped, cut

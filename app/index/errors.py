@@ -1,0 +1,47 @@
+"""The index's own errors: each a class of app.core.errors, so the API maps it by kind."""
+
+from __future__ import annotations
+
+from app.core import errors
+
+
+class NoShinglesError(errors.Invalid):
+    """A text has no words, so nothing can be compared with it."""
+
+    title = "Text has no words"
+
+
+class ThresholdError(errors.Invalid):
+    """A query threshold the index cannot answer."""
+
+    title = "Threshold out of range"
+
+
+class TooLargeError(errors.TooLarge):
+    """A text is over the configured size limit."""
+
+    title = "Text too large"
+
+
+class ExpiryError(errors.Invalid):
+    """An expiry that has already passed."""
+
+    title = "Expiry in the past"
+
+
+class NoPassagesError(errors.Invalid):
+    """A containment query on a collection that keeps no passage index."""
+
+    title = "No passage index"
+
+
+class BusyError(errors.Busy):
+    """A document stayed locked by another writer for too long; retry."""
+
+
+class ConfigMismatchError(errors.Misconfigured):
+    """The collection in Redis was made with other sketch parameters."""
+
+
+class DeletingError(errors.Conflict):
+    """The collection is marked for deletion: no reads or writes any more."""

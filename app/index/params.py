@@ -1,0 +1,142 @@
+"""A collection's fixed parameters, and how a stored config from an older release reads."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+import orjson
+
+from app.core.shingles import parse_shingle
+from app.index.errors import ConfigMismatchError, DeletingError
+from app.index.lsh import BandPlan, plan_bands
+from app.store import buckets_for
+
+# Documents a collection's band buckets are sized for unless told otherwise.
+DEFAULT_CAPACITY = 100_000
+DEFAULT_PASSAGE_WORDS = 30
+# Bits of a word's hash in new collections' passage layouts (format 3, app.index.align).
+DEFAULT_PASSAGE_BITS = 8
+# About how many anchors a document has: buckets are sized for bands plus these.
+ANCHORS_PER_DOCUMENT = 24
+# The field of a stored config that marks its collection as being deleted.
+DELETING = "deleting"
+
+
+@dataclass(frozen=True)
+class Params:
+    """A collection's sketch and LSH parameters, fixed when it is created."""
+
+    shingle: str
+    num_perm: int
+    fingerprint_size: int
+    seed: int
+    threshold: float
+    bands: int
+    rows: int
+    # Fixed when the collection is made, from the capacity it was sized for.
+    band_buckets: int
+    # Every shared run of this many words is found by containment queries; 0 keeps
+    # no passage index (collections made before passages existed).
+    passage_words: int = DEFAULT_PASSAGE_WORDS
+    # Whether each document's text is kept (compressed, app.index.texts), so a reviewer
+    # can read a source beside the passages found in it.
+    keep_text: bool = False
+    # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
+    # made before expiry existed).
+    default_ttl: int = 0
+    # Bits of each word's hash in the passage layout (format 3, app.index.align); 0: the
+    # 4-bit format 1 and its alignment (collections made before format 3).
+    passage_bits: int = DEFAULT_PASSAGE_BITS
+
+    @classmethod
+    def create(
+        cls,
+        shingle: str,
+        num_perm: int,
+        fingerprint_size: int,
+        seed: int,
+        threshold: float,
+        capacity: int = DEFAULT_CAPACITY,
+        passage_words: int = DEFAULT_PASSAGE_WORDS,
+        keep_text: bool = False,
+        default_ttl: int = 0,
+        passage_bits: int = DEFAULT_PASSAGE_BITS,
+    ) -> Params:
+        plan = plan_bands(threshold, num_perm)
+        per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
+        buckets = buckets_for(capacity * per_document)
+        return cls(
+            shingle,
+            num_perm,
+            fingerprint_size,
+            seed,
+            threshold,
+            plan.bands,
+            plan.rows,
+            buckets,
+            passage_words,
+            keep_text,
+            default_ttl,
+            passage_bits,
+        )
+
+    @property
+    def passage_shingle(self) -> str:
+        """The word shingles passages are winnowed over: the collection's own when it
+        shingles words, else three words."""
+        kind, _ = parse_shingle(self.shingle)
+        return self.shingle if kind == "word" else "word:3"
+
+    @property
+    def plan(self) -> BandPlan:
+        return plan_bands(self.threshold, self.num_perm)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def stored(cls, raw: bytes) -> Params:
+        """The parameters of a stored config (Store.config); a collection being deleted
+        (app.index.collections) has none any more."""
+        fields = orjson.loads(raw)
+        if fields.pop(DELETING, False):
+            raise DeletingError(
+                "the collection is being deleted; DELETE it again to finish, then create it anew"
+            )
+        if "band_buckets" not in fields:
+            raise ConfigMismatchError(
+                "the collection was made by an older neardup that kept one Redis SET per "
+                "band; ingest into a new NEARDUP_COLLECTION (or delete its nd:<name>:* keys)"
+            )
+        # A collection made before passages existed has no passage index.
+        fields.setdefault("passage_words", 0)
+        # ... and one made before texts could be kept keeps none.
+        fields.setdefault("keep_text", False)
+        # ... and one made before expiry existed keeps documents for ever.
+        fields.setdefault("default_ttl", 0)
+        # ... and one made before format 3 keeps 4-bit word hashes, aligned as then.
+        fields.setdefault("passage_bits", 0)
+        return cls(**fields)
+
+    def agreed(self, stored: Params) -> Params:
+        """These (configured) parameters as the stored collection has them, or a
+        ConfigMismatchError naming every field that differs."""
+        # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
+        # collections only; so is the passage length of a collection made without one.
+        params = replace(self, band_buckets=stored.band_buckets)
+        if stored.passage_words == 0:
+            params = replace(params, passage_words=0)
+        # The passage layout's format is the stored one (old collections answer as before).
+        params = replace(params, passage_bits=stored.passage_bits)
+        if stored != params:
+            ours, theirs = asdict(params), asdict(stored)
+            diff = ", ".join(
+                f"{k}: stored {theirs[k]!r}, configured {ours[k]!r}"
+                for k in ours
+                if ours[k] != theirs[k]
+            )
+            raise ConfigMismatchError(
+                f"the collection was created with other parameters ({diff}); "
+                "start with the stored settings or choose another NEARDUP_COLLECTION"
+            )
+        return params

@@ -1,0 +1,149 @@
+"""Similarity queries: the stored near-duplicates of a text or of a stored document,
+verified by one batched Jaccard call over the candidates (app.index.candidates) and
+ranked most similar first, ties oldest first (app.index.ranking)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app import kernel
+from app.core import metrics
+from app.index import candidates, documents, records
+from app.index.candidates import DISCOVERY_BUDGET, SCRIPT_HOT_MEMBERS, Gathered
+from app.index.errors import NoShinglesError, ThresholdError
+from app.index.expiry import live
+from app.index.filters import Filter
+from app.index.params import Params
+from app.index.pieces import Pieces
+from app.index.ranking import ranked
+from app.index.results import Match, QueryResult
+from app.index.sketch import sketch
+
+
+def check_threshold(params: Params, threshold: float | None) -> float:
+    """The threshold a query uses, refusing one below the collection's own."""
+    if threshold is None:
+        return params.threshold
+    if not 0.0 < threshold <= 1.0:
+        raise ThresholdError("threshold must be greater than 0 and at most 1")
+    if threshold < params.threshold - 1e-9:
+        raise ThresholdError(
+            f"threshold {threshold} is below {params.threshold}, the lowest this "
+            "collection's LSH bands were built for; pairs that similar may not be found"
+        )
+    return threshold
+
+
+async def similar_to_text(
+    pieces: Pieces, text: str, threshold: float, limit: int, where: Filter | None
+) -> QueryResult:
+    """Stored near-duplicates of a text that is not stored (threshold checked)."""
+    # The passage anchors and layout are a containment query's, not this one's.
+    sk = await sketch(pieces.params, [text], pieces.max_text_bytes, passages=False)
+    if int(sk.shingles[0]) == 0:
+        raise NoShinglesError("the text has no words (letters or digits) to compare")
+    return await query(pieces, sk.fingerprint(0), sk.band_keys[0], None, threshold, limit, where)
+
+
+async def similar_to_id(
+    pieces: Pieces, doc_id: str, threshold: float, limit: int, where: Filter | None
+) -> QueryResult | None:
+    """Near-duplicates of a stored document (threshold checked), or None if the id is
+    unknown."""
+    if pieces.store.scripted:
+        return await _similar_to_id_scripted(pieces, doc_id, threshold, limit, where)
+    found = await documents.stored(pieces.store, doc_id)
+    if found is None:
+        return None
+    handle, raw = found
+    # Only the sketch: a whole unpack would also expand the passage layout.
+    fingerprint, band_keys = records.sketch_of(raw)
+    return await query(pieces, fingerprint, band_keys, handle, threshold, limit, where)
+
+
+async def _similar_to_id_scripted(
+    pieces: Pieces, doc_id: str, threshold: float, limit: int, where: Filter | None
+) -> QueryResult | None:
+    """similar_to_id in one exchange (a single server): the id's record and its
+    band keys' candidates come together (Store.similar_by_id), by the same rules."""
+    cap, store = pieces.candidate_cap, pieces.store
+    handle, raw, found = await store.similar_by_id(
+        doc_id, cap, DISCOVERY_BUDGET * cap, SCRIPT_HOT_MEMBERS
+    )
+    if handle is None or raw is None:
+        return None
+    (raw,) = live([raw])
+    if raw is None:
+        return None
+    fingerprint, band_keys = records.sketch_of(raw)
+    if found is None:  # hot keys past what the script reads
+        gathered = await candidates.gather_pipelined(store, band_keys, handle, cap)
+    else:
+        gathered = candidates.from_script(found)
+    return await query(pieces, fingerprint, band_keys, handle, threshold, limit, where, gathered)
+
+
+async def verified(
+    pieces: Pieces,
+    fingerprint: np.ndarray,
+    band_keys: np.ndarray,
+    exclude: int | None,
+    threshold: float,
+    gathered: Gathered | None = None,
+) -> tuple[np.ndarray, list[bytes], np.ndarray, int, bool]:
+    """Candidates from the bands (or as gathered already) verified by one batched
+    Jaccard call.
+
+    Returns the handles, records and similarities of those at or above
+    the threshold, with the number of candidates and whether they were capped.
+    """
+    if gathered is None:
+        gathered = await candidates.gather(pieces.store, band_keys, exclude, pieces.candidate_cap)
+    handles, fetched, capped, _ = gathered
+    metrics.CANDIDATES.observe(len(handles))
+    if capped:
+        metrics.CANDIDATES_CAPPED.inc()
+    present = [i for i, r in enumerate(fetched) if r is not None]
+    raws = [fetched[i] for i in present]
+    if not raws:
+        return np.zeros(0, np.int64), [], np.zeros(0), len(handles), capped
+    sims = kernel.jaccard_many_encoded(
+        fingerprint,
+        records.encoded_fingerprints(raws),  # type: ignore[arg-type]
+        threshold,
+        fingerprint_size=pieces.params.fingerprint_size,
+    )
+    kept = np.flatnonzero(sims >= threshold)
+    metrics.CANDIDATES_VERIFIED.inc(len(raws))
+    metrics.CANDIDATES_KEPT.inc(len(kept))
+    return (
+        handles[np.asarray(present, dtype=np.int64)[kept]],
+        [raws[i] for i in kept.tolist()],  # type: ignore[misc]
+        sims[kept],
+        len(handles),
+        capped,
+    )
+
+
+async def query(
+    pieces: Pieces,
+    fingerprint: np.ndarray,
+    band_keys: np.ndarray,
+    exclude: int | None,
+    threshold: float,
+    limit: int,
+    where: Filter | None = None,
+    gathered: Gathered | None = None,
+) -> QueryResult:
+    """The verified near-duplicates of a sketch, best first, each id once."""
+    handles, raws, sims, found, capped = await verified(
+        pieces, fingerprint, band_keys, exclude, threshold, gathered
+    )
+    # Most similar first, ties oldest first; ids parsed for the answer only.
+    best = ranked(
+        np.lexsort((handles, -sims)).tolist(),
+        lambda i: records.id_of(raws[i]),
+        limit,
+        None if where is None else lambda i: where.matches_record(raws[i]),
+    )
+    return QueryResult([Match(doc_id, float(sims[i])) for i, doc_id in best], found, capped)

@@ -1,0 +1,148 @@
+"""Texts into what the index stores and compares: the kernel's sketch (shingle count,
+fingerprint, band keys) and, with a passage index, each text's anchors and word layout;
+and the keys under which passage anchors share the band buckets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
+
+import numpy as np
+
+from app import kernel
+from app.index import records
+from app.index.errors import TooLargeError
+from app.index.params import Params
+from app.index.passages import Layout, layouts_of, pack_batch
+
+# Sketching runs on a worker thread (the kernel releases the GIL) once a
+# request carries this much text; below it the thread hop costs more.
+THREAD_TEXT_BYTES = 256 * 1024
+# XORed into anchor hashes (app.index.passages) to make their keys in the band buckets.
+ANCHOR_SALT = np.uint64(0x9E3779B97F4A7C15)
+# An odd multiplier: moves a 32-bit anchor's bits into the top bits that pick its bucket.
+ANCHOR_SPREAD = np.uint64(0xD6E8FEB86659FD93)
+
+
+def anchor_keys(hashes: np.ndarray) -> np.ndarray:
+    """The passage index's keys of anchor hashes (their low 32 bits, as records keep
+    them): distinct, spread over 64 bits, and salted, because they share the band
+    buckets (and with them the bounds on hot entries, the write order and the
+    consistency check) with band keys, which they must never meet."""
+    low = np.asarray(hashes, np.uint64) & np.uint64(0xFFFFFFFF)
+    return np.unique((low * ANCHOR_SPREAD) ^ ANCHOR_SALT)
+
+
+def anchors_of(rec: records.Record) -> np.ndarray:
+    """The passage index's keys of a stored document."""
+    if not rec.passages:
+        return np.zeros(0, np.uint64)
+    return anchor_keys(Layout.unpack(rec.passages).anchor_hashes)
+
+
+@dataclass(frozen=True)
+class Sketched:
+    """Sketches of a batch of texts, in the form the writer (app.index.writes) takes."""
+
+    shingles: np.ndarray
+    fp_values: np.ndarray
+    fp_offsets: np.ndarray
+    band_keys: np.ndarray
+    layouts: list[Layout] | None = None
+    # What an ingest writes of the passages, without a Layout per text: each text's
+    # passage section packed by the kernel, and its anchor hashes (low 32 bits).
+    packed: list[bytes] | None = None
+    anchor_hashes: list[np.ndarray] | None = None
+
+    def fingerprint(self, i: int) -> np.ndarray:
+        return self.fp_values[int(self.fp_offsets[i]) : int(self.fp_offsets[i + 1])]
+
+    def anchors(self, i: int) -> np.ndarray:
+        """The passage index entries of text i (see anchor_keys)."""
+        if self.anchor_hashes is not None:
+            return anchor_keys(self.anchor_hashes[i])
+        if self.layouts is None:
+            return np.zeros(0, np.uint64)
+        return anchor_keys(self.layouts[i].anchor_hashes)
+
+    def passages(self, i: int) -> bytes:
+        if self.packed is not None:
+            return self.packed[i]
+        return b"" if self.layouts is None else self.layouts[i].pack()
+
+
+def check_size(texts: Sequence[str], limit: int) -> None:
+    """Raise TooLargeError for a text over limit bytes of UTF-8."""
+    for i, text in enumerate(texts):
+        # Code points bound the UTF-8 size from below, four bytes each from above.
+        if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+            where = f"text {i}" if len(texts) > 1 else "the text"
+            raise TooLargeError(f"{where} is over {limit} bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)")
+
+
+async def sketch(
+    params: Params,
+    texts: Sequence[str],
+    max_text_bytes: int,
+    layouts: bool = False,
+    passages: bool = True,
+) -> Sketched:
+    """Sketch texts; with layouts, each text's passage Layout (a containment query
+    aligns it), else its passage section packed as an ingest writes it; without
+    passages (a similarity query), none of that."""
+    check_size(texts, max_text_bytes)
+    if sum(map(len, texts)) >= THREAD_TEXT_BYTES:
+        return await asyncio.to_thread(sketch_now, params, texts, layouts, passages)
+    return sketch_now(params, texts, layouts, passages)
+
+
+def sketch_now(
+    p: Params, texts: Sequence[str], layouts: bool = False, passages: bool = True
+) -> Sketched:
+    """sketch, on this thread and without the size check."""
+    s = kernel.sketch(
+        list(texts),
+        shingle=p.shingle,
+        num_perm=p.num_perm,
+        fingerprint_size=p.fingerprint_size,
+        seed=p.seed,
+    )
+    keys = kernel.band_keys(s.signatures, p.bands, p.rows)
+    sketched = Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
+    if not (p.passage_words and passages):
+        return sketched
+    if layouts:
+        return replace(sketched, layouts=passage_layouts(p, texts))
+    # Packed in one kernel call (format 1), or one numpy pass over the batch (format
+    # 3): a Layout per text, packed by numpy, cost more than the rest of an ingest's Python.
+    anchors, words = _winnowed(p, texts)
+    low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    cuts = anchors.offsets.tolist()
+    if p.passage_bits:
+        a, w = anchors, words
+        packed = pack_batch(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+        )
+    else:
+        packed = kernel.pack_layouts(anchors, words)
+    return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
+
+
+def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
+    """The texts' anchors and their words, in two kernel calls."""
+    anchors = kernel.winnow(
+        list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
+    )
+    # Every word is its own window of one: its hash and its span.
+    words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+    return anchors, words
+
+
+def passage_layouts(p: Params, texts: Sequence[str]) -> list[Layout]:
+    """Each text's anchors and words (app.index.passages), in two kernel calls."""
+    a, w = _winnowed(p, texts)
+    return layouts_of(
+        a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+    )

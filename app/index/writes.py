@@ -1,0 +1,158 @@
+"""The write protocol: an ingest's rounds, and one round's writes under its ids' locks
+(app.index.locks), in an order that needs no multi-key transaction.
+
+Band memberships (band keys, then passage anchors) first, the kept text, the record
+last; then the band entries the replaced version had and the new one has not. A
+reader only trusts what a record says, so a crash between steps never shows a
+half-written document, and re-sending repairs it. An expiring document is queued
+before anything else is written, so no record expires unqueued.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.index import records, texts
+from app.index.errors import ExpiryError
+from app.index.expiry import live, now_ms
+from app.index.locks import locked
+from app.index.params import Params
+from app.index.pieces import Pieces
+from app.index.results import Document, IngestResult
+from app.index.similarity import query
+from app.index.sketch import Sketched, anchors_of, sketch
+from app.store import Store
+
+# The most documents (or ids) one call of the service takes: an ingest batch, a delete
+# by ids, an import (app.api.schemas and app.index.transfer take it from here; the
+# client restates it as app.client.MAX_BATCH, held equal by tests/test_client_cli.py).
+MAX_BATCH = 1000
+
+
+async def ingest(
+    pieces: Pieces,
+    docs: Sequence[Document],
+    similar: bool,
+    threshold: float,
+    limit: int,
+) -> list[IngestResult]:
+    """Store documents (replacing any with the same id), one result each; with
+    similar, each result carries the near-duplicates found before it was stored (at
+    threshold, checked). A text with no words is refused in its result."""
+    store = pieces.store
+    expires = expiries(pieces.params, docs)
+    ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
+    sk = await sketch(pieces.params, [d.text for d in docs], pieces.max_text_bytes)
+    results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
+    good = [i for i, r in enumerate(results) if r.shingles > 0]
+    for r in results:
+        if r.shingles == 0:
+            r.error = "the text has no words (letters or digits) to compare"
+    if similar:
+        known = dict(zip(ids, await store.handles(ids), strict=True))
+        for i in good:
+            results[i].similar = await query(
+                pieces, sk.fingerprint(i), sk.band_keys[i], known[ids[i]], threshold, limit
+            )
+    # A batch may name an id twice: later occurrences go in later rounds,
+    # so the last one wins and each round writes each id once.
+    rounds: list[list[int]] = []
+    seen: dict[str, int] = {}
+    for i in good:
+        n = seen.get(ids[i], 0)
+        seen[ids[i]] = n + 1
+        if n == len(rounds):
+            rounds.append([])
+        rounds[n].append(i)
+    for batch in rounds:
+        created = await write(
+            store,
+            pieces.params,
+            [ids[i] for i in batch],
+            [(i, docs[i].metadata) for i in batch],
+            sk,
+            [docs[i].text for i in batch],
+            [expires[i] for i in batch],
+        )
+        for i, c in zip(batch, created, strict=True):
+            results[i].created = c
+    return results
+
+
+def expiries(params: Params, docs: Sequence[Document]) -> list[int]:
+    """When each document expires (ms since the epoch; 0: never): its own expiry,
+    else the collection's default_ttl from now; one already past is refused."""
+    now = now_ms()
+    default = now + 1000 * params.default_ttl if params.default_ttl else 0
+    out = [default if d.expires_ms is None else d.expires_ms for d in docs]
+    for i, ms in enumerate(out):
+        if ms and ms <= now:
+            where = f"document {i}" if len(docs) > 1 else "the document"
+            raise ExpiryError(f"{where} would expire in the past; give a later expiry")
+    return out
+
+
+async def write(
+    store: Store,
+    params: Params,
+    ids: list[str],
+    items: list[tuple[int, dict | None]],
+    sk: Sketched,
+    bodies: list[str] | None = None,
+    expires: list[int] | None = None,
+) -> list[bool]:
+    """Write one round (each id once) under the ids' locks; items are each id's
+    text number in sk and metadata; bodies are the texts to keep (None: an import of
+    sketches, which has none), expires when each expires (ms since the epoch, 0 or
+    None: never). Returns whether each id was new."""
+    ends = expires if expires is not None else [0] * len(ids)
+    async with locked(store, ids):
+        handles = await store.assign_handles(ids)
+        old = await store.records(handles)
+        # Queued before anything else is written, so no record expires unqueued.
+        await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
+        new = [
+            records.pack(
+                doc_id,
+                sk.fingerprint(i),
+                sk.band_keys[i],
+                int(sk.shingles[i]),
+                meta,
+                sk.passages(i),
+                end,
+            )
+            for doc_id, (i, meta), end in zip(ids, items, ends, strict=True)
+        ]
+        pairs = list(zip(handles, items, strict=True))
+        # Band keys, then passage anchors: one exchange (one script reply per
+        # call on a single server).
+        await store.add_bands(
+            [(h, sk.band_keys[i]) for h, (i, _) in pairs]
+            + [(h, sk.anchors(i)) for h, (i, _) in pairs]
+        )
+        if params.keep_text and bodies is not None:
+            # Before the record that points at it; it carries that record's digest.
+            kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
+            await store.put_texts(list(zip(handles, kept, strict=True)))
+        await store.put_records(list(zip(handles, new, strict=True)))
+        if params.keep_text and bodies is None:
+            await store.delete_texts(handles)  # a replaced version's, now stale
+        stale_bands, stale_anchors = [], []
+        for (h, (i, _)), raw in zip(pairs, old, strict=True):
+            if raw is not None:
+                rec = records.unpack(raw)
+                stale_bands.append((h, np.setdiff1d(rec.band_keys, sk.band_keys[i])))
+                stale_anchors.append((h, np.setdiff1d(anchors_of(rec), sk.anchors(i))))
+        await store.remove_bands([(h, k) for h, k in stale_bands + stale_anchors if len(k)])
+        # A replaced version's queue entry, now that its record no longer expires.
+        await store.drop_expiries(
+            [
+                h
+                for h, e, raw in zip(handles, ends, old, strict=True)
+                if not e and raw is not None and records.expires_of(raw)
+            ]
+        )
+        return [raw is None for raw in live(old)]
