@@ -454,28 +454,33 @@ def pack_batch(
     g_at = np.concatenate(([0], np.cumsum(gap_over))) * 4
     l_at = np.concatenate(([0], np.cumsum(len_over))) * 4
     out = []
+    # Python lists: indexing numpy arrays one element at a time cost most of the loop.
+    a_l, w_l, bad_l = a_off.tolist(), w_off.tolist(), bad.tolist()
+    over_l = (gap_over + len_over).tolist()
+    len_l, odd_l, gap_l = len_at.tolist(), odd_at.tolist(), gap_at.tolist()
+    g_l, l_l = g_at.tolist(), l_at.tolist()
+    kind = _KIND.pack(bits | _STEPS)
     for i in range(n):
-        if bad[i]:
+        a0, a1, w0, w1 = a_l[i], a_l[i + 1], w_l[i], w_l[i + 1]
+        if bad_l[i]:
             out += _pack_each(
                 anchor_hashes, anchor_starts, a_off[i : i + 2],
                 word_hashes, word_starts, word_ends, w_off[i : i + 2], bits,
             )  # fmt: skip
             continue
-        a0, a1, w0, w1 = int(a_off[i]), int(a_off[i + 1]), int(w_off[i]), int(w_off[i + 1])
-        words = w1 - w0
         out.append(
             b"".join(
                 (
-                    _HEAD.pack(a1 - a0, words | _HASHED, int(gap_over[i] + len_over[i])),
-                    _KIND.pack(bits | _STEPS),
+                    _HEAD.pack(a1 - a0, (w1 - w0) | _HASHED, over_l[i]),
+                    kind,
                     a_hash[4 * a0 : 4 * a1],
                     a_steps[a0:a1],
                     h_buf[width * w0 : width * w1],
-                    len_buf[len_at[i] : len_at[i + 1]],
-                    odd_buf[odd_at[i] : odd_at[i + 1]],
-                    gap_buf[gap_at[i] : gap_at[i + 1]],
-                    gap_vals[g_at[i] : g_at[i + 1]],
-                    len_vals[l_at[i] : l_at[i + 1]],
+                    len_buf[len_l[i] : len_l[i + 1]],
+                    odd_buf[odd_l[i] : odd_l[i + 1]],
+                    gap_buf[gap_l[i] : gap_l[i + 1]],
+                    gap_vals[g_l[i] : g_l[i + 1]],
+                    len_vals[l_l[i] : l_l[i + 1]],
                 )
             )
         )
