@@ -45,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from common import ROOT, log, make_corpus
 from memory import used_memory
 from stores import ThrowawayRedis
@@ -86,6 +87,59 @@ async def _bulk(redis: ThrowawayRedis, builds: list[int], texts: list[str], roun
             await store.close()
             redis.client().flushall()
     return {b: {"ingest": rates[b], "bytes": per_doc[b]} for b in builds}
+
+
+async def _scale(redis: ThrowawayRedis, builds: list[int], size: int, queries: int) -> dict:
+    """Containment latency at scale, as bench/passages.py measures it but for every build
+    in turn: size synthetic documents, then 1,000-word texts of fresh Zipf words each
+    holding 40-120 words of a stored one (verbatim); least of REPEATS runs per query,
+    p50 and p99, and the share whose source was named with an overlapping passage."""
+    corpus = make_corpus(size, seed=9, dup_fraction=0.0)
+    texts = [corpus.text(i) for i in range(size)]
+    indexes = {}
+    for bits in builds:
+        store = Store.connect(redis.url, f"scale{bits}", 30.0)
+        indexes[bits] = await _open(store, bits, size)
+        docs = [Document(t, i) for t, i in zip(texts, corpus.ids, strict=True)]
+        for k in range(0, size, 500):
+            await indexes[bits].ingest(docs[k : k + 500])
+    rng = np.random.default_rng(3)
+    lat: dict[int, list[float]] = {b: [] for b in builds}
+    found = dict.fromkeys(builds, 0)
+    for _ in range(queries):
+        src = int(rng.integers(0, size))
+        words = texts[src].split()
+        length = int(rng.integers(40, 121))
+        first = int(rng.integers(0, max(1, len(words) - length)))
+        piece = " ".join(words[first : first + length])
+        filler = corpus.words.render(corpus.words.sample(1000 - length)).split()
+        at = int(rng.integers(0, len(filler)))
+        query = " ".join([*filler[:at], piece, *filler[at:]])
+        start = len(" ".join(filler[:at])) + (1 if at else 0)
+        best: dict[int, float] = {}
+        for _ in range(REPEATS):
+            for bits in builds:
+                t0 = time.perf_counter()
+                answer = await indexes[bits].containment_of_text(query, 0.02, 10)
+                took = time.perf_counter() - t0
+                best[bits] = min(best.get(bits, took), took)
+                hit = next((r for r in answer.results if r.id == corpus.ids[src]), None)
+                if hit and any(
+                    p.query_start < start + len(piece) and p.query_end > start for p in hit.passages
+                ):
+                    found[bits] += 1
+        for bits in builds:
+            lat[bits].append(best[bits])
+    out = {}
+    for bits in builds:
+        await indexes[bits].store.close()
+        ms = sorted(1000 * x for x in lat[bits])
+        out[bits] = {
+            "scale_p50": statistics.median(ms),
+            "scale_p99": ms[min(len(ms) - 1, int(0.99 * len(ms)))],
+            "scale_found": found[bits] / (REPEATS * queries),
+        }
+    return out
 
 
 async def _open(store: Store, bits: int, capacity: int) -> Index:
@@ -179,6 +233,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=20_000, help="ingested for rate and bytes")
     parser.add_argument("--rounds", type=int, default=3, help="of that ingest, per build")
     parser.add_argument(
+        "--scale", type=int, nargs="*", default=[], help="stored documents for latency at scale"
+    )
+    parser.add_argument("--queries", type=int, default=200, help="per --scale size")
+    parser.add_argument(
         "--bits", default="0,4,8,16", help="builds: 0 = before (format 1), else format 3's bits"
     )
     args = parser.parse_args()
@@ -198,6 +256,11 @@ def main() -> None:
             texts = [corpus.text(i) for i in range(args.docs)]
             for bits, got in asyncio.run(_bulk(redis, builds, texts, args.rounds)).items():
                 results[bits].update(got)
+            for size in args.scale:
+                redis.client().flushall()
+                log(f"alignment: containment at {size} documents")
+                for bits, got in asyncio.run(_scale(redis, builds, size, args.queries)).items():
+                    results[bits].update({f"{k}@{size}": v for k, v in got.items()})
         finally:
             redis.stop()
     name = {0: "before (4-bit, format 1)"}
@@ -224,6 +287,12 @@ def main() -> None:
         ("layout bytes / doc", "layout", "{:,.0f}"),
         ("ingest docs / s", "ingest", "{:,.0f}"),
     )
+    for size in args.scale:
+        rows += (
+            (f"{size:,} docs: p50 ms", f"scale_p50@{size}", "{:.2f}"),
+            (f"{size:,} docs: p99 ms", f"scale_p99@{size}", "{:.2f}"),
+            (f"{size:,} docs: found", f"scale_found@{size}", "{:.1%}"),
+        )
     for label, key, fmt in rows:
         print(f"{label:>24} " + " ".join(fmt.format(results[b][key]).rjust(19) for b in builds))
 

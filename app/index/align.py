@@ -33,6 +33,8 @@ result says so (``capped``), as a query's candidate cap does.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from app.index import passages as legacy
@@ -64,6 +66,8 @@ GATE_WORDS = 8
 # ... or if most of the GATE_WINDOW words either side of it occur near it in the source.
 GATE_WINDOW = 12
 GATE_SHARE = 0.6
+# ... looked at for at most this many anchors of a pair.
+GATE_TRIES = 4
 # Work bounds (see the module's docstring).
 MAX_HITS = 4_000
 MAX_OCC = 32
@@ -101,6 +105,7 @@ class Query(legacy.Query):
         self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
+        self.hash_bytes = self.hashes.astype("<u2").tobytes()
 
     def at_bits(self, bits: int) -> Query:
         """The query with word hashes cut to bits (0: format 1), made once."""
@@ -185,12 +190,13 @@ def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray,
     (_shared_around), or two on nearby diagonals. A common phrase
     shared by an unrelated text (most candidates of a query) then costs a few dictionary
     look-ups, not a dense seeding."""
-    q_list = query.hash_list
-    s_list = source.word_hashes.tolist()
-    nq, ns = len(q_list), len(s_list)
-    diagonals: set[int] = set()
+    q_list, qb = query.hash_list, query.hash_bytes
+    sb = np.asarray(source.word_hashes).astype("<u2").tobytes()
+    s_list: list[int] | None = None  # made at the first verified anchor, if any
+    nq, ns = len(q_list), len(sb) // 2
+    diagonals: list[int] = []  # sorted
     strong = False
-    tried = 0
+    tried = looked = 0
     capped = False
     for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
         for qi in query.anchors.get(h, ()):
@@ -199,20 +205,30 @@ def _anchor_diagonals(query: Query, source: Layout, k: int) -> tuple[np.ndarray,
                 capped = True
                 break
             width = min(k, nq - qi, ns - si)
-            if width <= 0 or q_list[qi : qi + width] != s_list[si : si + width]:
+            if width <= 0 or qb[2 * qi : 2 * (qi + width)] != sb[2 * si : 2 * (si + width)]:
                 continue
             d = si - qi
+            at = bisect.bisect_left(diagonals, d)
+            if at < len(diagonals) and diagonals[at] == d:
+                continue
             if not strong:
-                near = any(abs(d - other) <= BAND for other in diagonals)
+                near = (at > 0 and d - diagonals[at - 1] <= BAND) or (
+                    at < len(diagonals) and diagonals[at] - d <= BAND
+                )
+                if s_list is None:
+                    s_list = source.word_hashes.tolist()
                 span = width + _ungapped(q_list, qi + width, s_list, si + width, 1)
                 span += _ungapped(q_list, qi - 1, s_list, si - 1, -1)
-                strong = near or span >= GATE_WORDS or _shared_around(q_list, qi, s_list, si)
-            diagonals.add(d)
+                strong = near or span >= GATE_WORDS
+                if not strong and looked < GATE_TRIES:
+                    looked += 1
+                    strong = _shared_around(q_list, qi, s_list, si)
+            diagonals.insert(at, d)
         if capped:
             break
     if not strong:
         return np.zeros(0, np.int64), capped
-    return np.array(sorted(diagonals), np.int64), capped
+    return np.array(diagonals, np.int64), capped
 
 
 def _seeds(

@@ -63,6 +63,10 @@ def _pack_bits(values: np.ndarray, bits: int) -> bytes:
 
 def _unpack_bits(raw: bytes, pos: int, n: int, bits: int) -> np.ndarray:
     """The inverse of _pack_bits: n values (uint8 up to 8 bits, else uint16)."""
+    if bits == 8:  # whole bytes: read as they are (most collections, every candidate)
+        return np.frombuffer(raw, np.uint8, n, pos)
+    if bits == 16:
+        return np.frombuffer(raw, "<u2", n, pos).astype(np.uint16)
     size = (n * bits + 7) // 8
     flat = np.unpackbits(np.frombuffer(raw, np.uint8, size, pos), count=n * bits, bitorder="little")
     spread = np.zeros((n, 16), np.uint8)
