@@ -134,7 +134,7 @@ def retry_wait(resp: httpx.Response, attempt: int) -> float:
 
 
 # The routes that exist in every collection (and unprefixed, in the service's own).
-_DATA_ROUTES = ("/documents", "/similar", "/duplicates", "/export", "/import")
+_DATA_ROUTES = ("/documents", "/similar", "/checks", "/duplicates", "/export", "/import")
 
 
 class Client:
@@ -375,6 +375,32 @@ class Client:
         body = {"header": header, "documents": list(documents)}
         answer: Imported = await self._call("POST", "/import", body)
         return answer
+
+    # stored checks (POST /checks: a query kept as a report with a link) -------------
+
+    async def check(self, text: str, *, ttl: int | None = None, **options: Any) -> dict[str, Any]:
+        """POST /checks (create_check): POST /similar's body (options: threshold, limit,
+        measure, evidence, filter, return_text, content_type; by default containment with
+        evidence and the text), kept ttl seconds (default NEARDUP_CHECK_TTL); the answer
+        has id, report (its page's path), expires_at and answer. Not tried again: a retry
+        could keep a second check."""
+        body = {"text": text, "ttl": ttl, **options}
+        body = {k: v for k, v in body.items() if v is not None}
+        answer: dict[str, Any] = await self._call("POST", "/checks", body, repeatable=False)
+        return answer
+
+    async def get_check(self, check_id: str) -> dict[str, Any] | None:
+        """GET /checks/{id} (get_check): the stored check and the sources changed since;
+        None when there is none (unknown, deleted or expired)."""
+        answer: dict[str, Any] | None = await self._call(
+            "GET", "/checks/" + quote(check_id, safe=""), missing=None
+        )
+        return answer
+
+    async def delete_check(self, check_id: str) -> bool:
+        """DELETE /checks/{id} (delete_check): False when there was none."""
+        gone = await self._call("DELETE", "/checks/" + quote(check_id, safe=""), missing=False)
+        return gone is not False
 
     async def ready(self) -> dict[str, Any]:
         """GET /readyz (check_ready): raises ClientError(503) while Redis is away."""

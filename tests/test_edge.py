@@ -306,8 +306,10 @@ def test_head_answers_every_get_route_as_get_without_a_body(
     gets = [p for p, ops in paths.items() if "get" in ops]
     assert {"/healthz", "/readyz", "/metrics", "/duplicates"} <= set(gets)
     default = http.get("/collections").json()["default"]
+    check = http.post("/checks", json={"text": "a check to read by HEAD"}).json()["id"]
     for template in gets:
         named = template.replace("{collection}", default)  # the served collection
+        named = named.replace("{check_id}", check)  # a stored check's id
         path = re.sub(r"\{[^}]+\}", "head-doc", named)
         got = http.get(f"{path}")
         head = http.head(f"{path}")

@@ -438,7 +438,7 @@ def test_no_request_leaves_the_origin(
     ):
         page.goto(server.url + path)
         page.locator(ready).first.wait_for()
-    assert any(u.endswith("/similar") for u in requests_seen)
+    assert any(u.endswith("/checks") for u in requests_seen)  # the check view keeps its checks
     # A download is a blob: URL of the page itself.
     outside = [u for u in requests_seen if not u.removeprefix("blob:").startswith(server.url + "/")]
     assert outside == []
@@ -448,7 +448,7 @@ def test_the_collection_chooser_routes_the_page_to_the_chosen_collection(
     page: Page, server: Server, requests_seen: list[str], corpus: dict[str, str]
 ) -> None:
     """With two collections the chooser shows; choosing the other sends the page's query to
-    /collections/{name}/similar, which finds the document stored only there."""
+    /collections/{name}/checks, which finds the document stored only there."""
     name = f"{COLLECTION}-other"
     made = httpx.post(server.url + "/collections", json={"name": name}, headers=WRITE)
     assert made.status_code in (200, 201), made.text
@@ -464,4 +464,4 @@ def test_the_collection_chooser_routes_the_page_to_the_chosen_collection(
     page.get_by_role("button", name="Check").click()
     page.locator("#summary").filter(has_text="of the text was found").wait_for()
     assert "only-there" in page.locator("#sources").inner_text()
-    assert any(u == f"{server.url}/collections/{name}/similar" for u in requests_seen)
+    assert any(u == f"{server.url}/collections/{name}/checks" for u in requests_seen)

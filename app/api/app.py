@@ -12,7 +12,7 @@ from app import __version__, kernel
 from app.api import auth, dispatch, openapi, problems, queries, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
-from app.api.routes import bulk, collections, documents, duplicates, health, similar, ui
+from app.api.routes import bulk, checks, collections, documents, duplicates, health, similar, ui
 from app.api.twins import twins
 from app.core.settings import Settings, load_settings
 from app.service import logs
@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
     extend_openapi(app, openapi.document)
-    routers = (bulk, documents, similar, duplicates, health, ui, collections)
+    routers = (bulk, documents, similar, checks, duplicates, health, ui, collections)
     for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the
@@ -90,7 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.router.routes.extend(router.routes)
     # Every document, similar and duplicates route again under /collections/{name}:
     # the same handlers, whose get_index reads the name from the path.
-    for r in (bulk, documents, similar, duplicates):
+    for r in (bulk, documents, similar, checks, duplicates):
         app.router.routes.extend(twins(r.router.routes))
     keys = auth.install(app, settings)
     if settings.rate_limit:

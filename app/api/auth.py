@@ -33,6 +33,9 @@ PAGE = "/ui"
 # Methods that never change documents; POST /similar is a query too.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 READ_POSTS = frozenset({"/similar"})
+# Stored checks (app.api.routes.checks) are a reader's own reports, not documents: a read
+# key makes, reads and deletes them; its id (128 random bits) is what reaches one.
+CHECKS = "/checks"
 REALM = 'Bearer realm="neardup"'
 COLLECTIONS = "/collections/"
 
@@ -46,7 +49,10 @@ def keyring(settings: Settings) -> KeyRing:
 def needs_write(method: str, path: str) -> bool:
     """Whether a request may change documents: anything but a read method or a query
     (in the default collection or under /collections/{name})."""
-    return method not in READ_METHODS and collection_of(path)[1] not in READ_POSTS
+    rest = collection_of(path)[1]
+    if rest == CHECKS or rest.startswith(CHECKS + "/"):
+        return False
+    return method not in READ_METHODS and rest not in READ_POSTS
 
 
 def collection_of(path: str) -> tuple[str | None, str]:

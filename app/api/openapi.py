@@ -30,6 +30,9 @@ OPERATION_IDS = {
     ("POST", "/documents/delete"): "delete_documents",
     ("GET", "/similar/{doc_id}"): "find_similar",
     ("POST", "/similar"): "find_similar_to_text",
+    ("POST", "/checks"): "create_check",
+    ("GET", "/checks/{check_id}"): "get_check",
+    ("DELETE", "/checks/{check_id}"): "delete_check",
     ("GET", "/duplicates"): "list_duplicate_pairs",
     ("GET", "/duplicates/groups"): "list_duplicate_groups",
     ("GET", "/export"): "export_documents",
@@ -134,6 +137,10 @@ BODY_EXAMPLES: dict[str, Any] = {
         "threshold": 0.5,
         "limit": 10,
         "filter": {"metadata": {"host": "example.com"}},
+    },
+    "CheckIn": {
+        "text": "the essay to check, as submitted: its passages found in stored documents",
+        "ttl": 604800,
     },
     "CollectionIn": {"name": "mirrors", "shingle": "word:3", "threshold": 0.8},
     "ImportIn": {

@@ -307,3 +307,48 @@ def _collection_in() -> type[BaseModel]:
 
 
 CollectionIn = _collection_in()
+
+
+# ---------------------------------------------------------------- stored checks (POST /checks)
+
+MAX_CHECK_TTL = 100 * 365 * 24 * 3600  # as NEARDUP_DEFAULT_TTL's bound
+CHECK_TTL_DOC = "seconds the check is kept (default NEARDUP_CHECK_TTL, 30 days)"
+
+
+class CheckIn(SimilarIn):
+    """POST /similar's body, for a check kept as a report: containment with evidence and
+    the text returned unless the body says otherwise, and how long to keep it."""
+
+    measure: Measure = Field("containment", description=MEASURE_DOC)
+    evidence: bool | None = Field(  # type: ignore[assignment]
+        None, strict=True, description=EVIDENCE_DOC + " (default: true with containment)"
+    )
+    return_text: bool = Field(True, strict=True, description="answer the checked text too")
+    ttl: int | None = Field(None, gt=0, le=MAX_CHECK_TTL, description=CHECK_TTL_DOC)
+
+    # Replaces SimilarIn's validator of the same name: evidence left out follows the measure.
+    @model_validator(mode="after")
+    def _evidence_needs_containment(self) -> CheckIn:
+        if self.evidence is None:
+            self.evidence = self.measure == "containment"
+        check_measure(self.measure, self.evidence)
+        return self
+
+
+class SourceChange(BaseModel):
+    id: str = Field(description="a source of the stored answer")
+    change: Literal["changed", "deleted"] = Field(
+        description="changed: its record (text or metadata) was rewritten since the check; "
+        "deleted: it answers no more"
+    )
+
+
+class CheckOut(BaseModel):
+    id: str = Field(description="the check's id: 128 random bits, URL-safe base64")
+    report: str = Field(description="the path of its report page")
+    created_at: str = Field(description="RFC 3339 (UTC)")
+    expires_at: str = Field(description="RFC 3339 (UTC); GET answers 404 from then on")
+    answer: SimilarOut | ContainmentOut = Field(description="the answer, as POST /similar's")
+    changed_sources: list[SourceChange] = Field(
+        description="sources whose records differ from when the check was made (GET)"
+    )

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     # Seconds a document lives when its ingest names no ttl or expires_at (fixed with the
     # collection); 0 keeps documents until they are deleted.
     default_ttl: int = Field(0, ge=0, le=100 * 365 * 24 * 3600)
+    # Seconds a stored check (POST /checks) is kept when it names no ttl of its own.
+    check_ttl: int = Field(30 * 24 * 3600, ge=1, le=100 * 365 * 24 * 3600)
     # Seconds between ticks of the expiry sweeper, and documents it removes per tick.
     expiry_interval: float = Field(1.0, gt=0, le=3600)
     expiry_batch: int = Field(100, ge=1, le=100_000)

@@ -11,6 +11,7 @@ Every key is under ``nd:{collection}:``:
     l:{id}        STRING  short-lived write lock token for one external id
     exp           ZSET    handles of expiring documents, scored by expiry (ms since the
                           epoch): the sweeper's queue (app.index.expiry)
+    c:{id}        STRING  a stored check, zlib(JSON), expired by Redis (app.store.checks)
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle

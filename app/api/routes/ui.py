@@ -45,6 +45,8 @@ TYPES = {
 }
 # The views: paths that answer with the page itself.
 VIEWS = ("", "collection")
+# ... and the views of one thing: a document, a stored check (also under a collection).
+VIEW_PREFIXES = ("documents/", "checks/", "collections/")
 
 
 def _files() -> dict[str, bytes]:
@@ -69,7 +71,7 @@ async def ui_root() -> Response:
 @router.get("/ui/{path:path}", include_in_schema=False)
 async def ui(path: str) -> Response:
     """The page's files, and the page itself for every view."""
-    name = "index.html" if path in VIEWS or path.startswith("documents/") else path
+    name = "index.html" if path in VIEWS or path.startswith(VIEW_PREFIXES) else path
     body = FILES.get(name)
     if body is None:
         return problem(404, "Not found", f"the page has no file {path!r}", headers=HEADERS)

@@ -51,7 +51,7 @@ function inCollection(path) {
   if (!chosen) return path;
   const prefix = "/collections/" + encodeURIComponent(chosen);
   if (path === "/collection") return prefix;
-  return /^\/(documents|similar)(\/|\?|$)/.test(path) ? prefix + path : path;
+  return /^\/(documents|similar|checks)(\/|\?|$)/.test(path) ? prefix + path : path;
 }
 
 function docPath(id) {
@@ -386,6 +386,7 @@ async function loadCollections() {
   }
   $("collection-row").hidden = select.options.length < 2;
   select.onchange = () => {
+    if (STORED_CHECK.test(location.pathname)) history.pushState(null, "", "/ui/"); // a new check
     if (select.value === own) sessionStorage.removeItem(CHOSEN_STORE);
     else sessionStorage.setItem(CHOSEN_STORE, select.value);
     state.collection = null; // its parameters (threshold, kept texts) are the chosen one's
@@ -410,10 +411,7 @@ async function checkText() {
   say("Checking…");
   const query = { text, threshold, limit: 50, measure };
   if (measure === "containment") query.evidence = true;
-  const answer = await api("/similar", query);
-  if (answer.measure === undefined) answer.measure = measure;
-  const info = await sourcesInfo((answer.results || []).map((r) => r.id));
-  showReport(text, answer, info, null);
+  await showStored(await saveCheck(query)); // stored checks, below
   say("Checked " + codePoints(text).length + " characters.");
 }
 
@@ -554,6 +552,75 @@ async function showCheck() {
   }
 }
 
+// ------------------------------------------- stored checks: the check view's link
+// A check is made through POST /checks, which keeps it (text and answer) in the collection
+// for NEARDUP_CHECK_TTL; the view then moves to the check's report URL, /ui/checks/{id}
+// (/ui/collections/{name}/checks/{id} in another collection), which shows it again from
+// GET /checks/{id}: reloading the page or sending the link reopens the check as it was.
+
+const STORED_CHECK = /^\/ui\/(?:collections\/([^/]+)\/)?checks\/([A-Za-z0-9_-]+)$/;
+
+function storedCheckRoute(path) {
+  const m = STORED_CHECK.exec(path);
+  if (!m) return null;
+  return () => openStoredCheck(m[1] === undefined ? null : decodeURIComponent(m[1]), m[2]);
+}
+
+async function saveCheck(query) {
+  const made = await api("/checks", query);
+  if (location.pathname !== made.report) history.pushState(null, "", made.report);
+  return made;
+}
+
+async function openStoredCheck(collection, id) {
+  // The tab follows the check's collection, so its sources are read there too.
+  if (collection === null) sessionStorage.removeItem(CHOSEN_STORE);
+  else sessionStorage.setItem(CHOSEN_STORE, collection);
+  state.collection = null;
+  say("Loading…");
+  const check = await api("/checks/" + encodeURIComponent(id));
+  // The check view as it was after the check: its form holds the checked text and settings.
+  await showCheck();
+  const answer = check.answer;
+  $("text").value = answer.text;
+  $(answer.measure === "containment" ? "m-containment" : "m-jaccard").checked = true;
+  $("threshold").value = String(answer.threshold);
+  await showStored(check);
+  say("");
+}
+
+// Shows a stored check (POST /checks' or GET /checks/{id}'s answer) as the check view does.
+async function showStored(check) {
+  const answer = check.answer;
+  if (answer.measure === undefined) answer.measure = "jaccard";
+  const info = await sourcesInfo((answer.results || []).map((r) => r.id));
+  showReport(answer.text, answer, info, null);
+  $("title").textContent = "Check " + check.id;
+  document.title = "neardup: check " + check.id;
+  const box = $("stored-check");
+  box.replaceChildren();
+  const link = el("a", "", location.origin + check.report);
+  link.href = check.report;
+  box.append(
+    el("span", "", "Kept until " + check.expires_at.replace("T", " ").slice(0, 16) + " UTC at "),
+    link,
+    el("span", "", " (made " + check.created_at.replace("T", " ").slice(0, 16) + " UTC).")
+  );
+  const changed = check.changed_sources || [];
+  $("changed-sources").hidden = !changed.length;
+  const list = $("changed-list");
+  list.replaceChildren();
+  for (const c of changed) {
+    const item = el("li", "", c.id + ": " + (c.change === "deleted" ? "deleted" : "changed"));
+    item.dataset.source = c.id;
+    item.dataset.change = c.change;
+    list.append(item);
+  }
+  box.hidden = false;
+}
+
+window.addEventListener("popstate", () => location.reload()); // Back leaves a check's URL
+
 // ----------------------------------------------------------- wiring, start
 
 function downloadJson() {
@@ -592,6 +659,8 @@ function route() {
     return () => showDocument(id);
   }
   if (path === "/ui/collection") return showCollection;
+  const stored = storedCheckRoute(path); // stored checks, below
+  if (stored) return stored;
   return showCheck;
 }
 

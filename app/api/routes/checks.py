@@ -1,0 +1,103 @@
+"""POST /checks, GET and DELETE /checks/{id}: a check kept as a report with a link.
+
+A check is POST /similar's query (by default containment with evidence and the text
+returned), answered the same way, then stored with its text for NEARDUP_CHECK_TTL or
+its own ttl (app.index.reports). Its report page is /ui/checks/{id}
+(/ui/collections/{name}/checks/{id} for a check made under /collections/{name}).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+from fastapi import APIRouter, Request, Response
+
+from app.api import schemas
+from app.api.deps import get_index
+from app.api.problems import problem
+from app.api.routes.similar import similar_to_text
+from app.index import reports
+
+router = APIRouter(tags=["checks"])
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": schemas.Problem, "description": "no such check, or it expired"}
+}
+
+
+def _paths(request: Request, check_id: str) -> tuple[str, str]:
+    """The check's API path and its report page's path, in the request's collection."""
+    name = request.path_params.get("collection")
+    prefix = "" if name is None else "/collections/" + quote(name, safe="")
+    return f"{prefix}/checks/{check_id}", f"/ui{prefix}/checks/{check_id}"
+
+
+def _out(
+    request: Request,
+    saved: reports.SavedCheck,
+    text: bool,
+    changed: list[reports.Change],
+) -> dict[str, Any]:
+    answer = saved.answer | ({"text": saved.text} if text else {})
+    return {
+        "id": saved.id,
+        "report": _paths(request, saved.id)[1],
+        "created_at": schemas.rfc3339(saved.created_ms),
+        "expires_at": schemas.rfc3339(saved.expires_ms),
+        "answer": answer,
+        "changed_sources": [{"id": c.id, "change": c.change} for c in changed],
+    }
+
+
+def _json(
+    body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+def _missing(check_id: str) -> Response:
+    return problem(404, "Not found", f"no check with id {check_id!r} (or it expired)")
+
+
+@router.post(
+    "/checks",
+    status_code=201,
+    response_model=schemas.CheckOut,
+    responses={201: {"description": "the check, stored; Location is its API path"}},
+)
+async def create_check(body: schemas.CheckIn, request: Request) -> Response:
+    """Check a text as POST /similar does and keep the check, with its text, as a report
+    that its link reopens until it expires."""
+    # POST /similar's own handler answers it, so a check is answered exactly as a query
+    # (whatever that learns later); it always returns the text, which is stored.
+    asked = body.model_copy(update={"return_text": True})
+    answered = await similar_to_text(asked, request)
+    if answered.status_code != 200:
+        return answered
+    answer = orjson.loads(answered.body)
+    text = answer.pop("text")
+    index = await get_index(request)
+    ttl = body.ttl or request.app.state.settings.check_ttl
+    saved = await reports.save(index, text, answer, ttl)
+    location = _paths(request, saved.id)[0]
+    return _json(_out(request, saved, body.return_text, []), 201, {"Location": location})
+
+
+@router.get("/checks/{check_id}", response_model=schemas.CheckOut, responses=_NOT_FOUND)
+async def read_check(check_id: str, request: Request) -> Response:
+    """A stored check: its answer and text as they were, and which sources changed since."""
+    index = await get_index(request)
+    saved = await reports.load(index, check_id)
+    if saved is None:
+        return _missing(check_id)
+    return _json(_out(request, saved, True, await reports.changes(index, saved)))
+
+
+@router.delete("/checks/{check_id}", status_code=204, responses=_NOT_FOUND)
+async def delete_check(check_id: str, request: Request) -> Response:
+    """Remove a stored check at once; its link answers 404 from then on."""
+    index = await get_index(request)
+    if not await reports.delete(index, check_id):
+        return _missing(check_id)
+    return Response(status_code=204)

@@ -1,0 +1,167 @@
+"""Stored checks: a checked text and its answer, kept as a report with an unguessable id.
+
+A stored check is the text that was checked, the answer it got (as the API shaped it;
+opaque here), when it was made and when it expires, and the version of every source
+in the answer at the time: the digest of the source's record (app.index.texts.digest),
+which changes with any rewrite of its text or metadata. Reading a check back compares
+those with the sources' records now, so a report can say which sources changed or were
+deleted since, while showing the check exactly as it was.
+
+Stored as zlib(JSON) in one key per check (app.store.checks) that Redis expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from app.index import expiry
+from app.index.texts import LEVEL, digest
+from app.store.checks import CheckStore
+
+if TYPE_CHECKING:
+    from app.index.index import Index
+
+# 16 random bytes (128 bits) in URL-safe base64 without padding: 22 characters.
+ID_BYTES = 16
+_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+# Texts larger than this are compressed in a worker thread, off the event loop.
+THREAD_BYTES = 256 * 1024
+FORMAT = 1
+
+
+def new_id() -> str:
+    """A fresh check id: 128 bits from the OS's CSPRNG."""
+    return secrets.token_urlsafe(ID_BYTES)
+
+
+def is_id(value: str) -> bool:
+    """Whether value has the shape of a check id (anything else names no check)."""
+    return _ID.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class SavedCheck:
+    """A stored check. sources: source id -> its record's digest (hex) when checked."""
+
+    id: str
+    created_ms: int
+    expires_ms: int
+    text: str
+    answer: dict[str, Any]
+    sources: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A source of a stored check that is not as it was: 'changed' or 'deleted'."""
+
+    id: str
+    change: str
+
+
+def pack(saved: SavedCheck) -> bytes:
+    """The stored form of a check."""
+    body = {
+        "format": FORMAT,
+        "created_ms": saved.created_ms,
+        "expires_ms": saved.expires_ms,
+        "text": saved.text,
+        "answer": saved.answer,
+        "sources": saved.sources,
+    }
+    return zlib.compress(orjson.dumps(body), LEVEL)
+
+
+def unpack(check_id: str, blob: bytes) -> SavedCheck:
+    """A check from its stored form."""
+    body = orjson.loads(zlib.decompress(blob))
+    return SavedCheck(
+        check_id,
+        body["created_ms"],
+        body["expires_ms"],
+        body["text"],
+        body["answer"],
+        body["sources"],
+    )
+
+
+async def _off_loop(size: int, work: Any, *args: Any) -> Any:
+    # zlib on a text of megabytes takes tens of ms: not on the event loop.
+    return await asyncio.to_thread(work, *args) if size > THREAD_BYTES else work(*args)
+
+
+async def versions(index: Index, ids: Sequence[str]) -> dict[str, str | None]:
+    """Each id's record digest (hex) as it answers now, None where it answers nothing
+    (deleted, or expired and not swept yet). Two exchanges whatever the number of ids."""
+    if not ids:
+        return {}
+    handles = await index.store.handles(list(ids))
+    known = [h for h in handles if h is not None]
+    raws = iter(await expiry.live_records(index.store, known))
+    out: dict[str, str | None] = {}
+    for doc_id, h in zip(ids, handles, strict=True):
+        raw = None if h is None else next(raws)
+        out[doc_id] = None if raw is None else digest(raw).hex()
+    return out
+
+
+def _source_ids(answer: dict[str, Any]) -> list[str]:
+    return [str(r["id"]) for r in answer.get("results") or ()]
+
+
+async def save(index: Index, text: str, answer: dict[str, Any], ttl_s: int) -> SavedCheck:
+    """Store a check of text that got answer, for ttl_s seconds; the stored check.
+
+    The sources' versions are read just after the query: a source rewritten in between
+    would read as unchanged later, a window of one exchange.
+    """
+    now = expiry.now_ms()
+    found = await versions(index, _source_ids(answer))
+    # A source the query found but that is gone already counts as changed: "" matches
+    # no digest.
+    sources = {i: v or "" for i, v in found.items()}
+    saved = SavedCheck(new_id(), now, now + 1000 * ttl_s, text, answer, sources)
+    blob = await _off_loop(len(text), pack, saved)
+    if not await CheckStore(index.store).put(saved.id, blob, 1000 * ttl_s):
+        raise RuntimeError("a fresh 128-bit check id was taken")  # never: a CSPRNG is broken
+    return saved
+
+
+async def load(index: Index, check_id: str) -> SavedCheck | None:
+    """A stored check, None when there is none (unknown, deleted or expired)."""
+    if not is_id(check_id):
+        return None
+    blob = await CheckStore(index.store).get(check_id)
+    if blob is None:
+        return None
+    saved: SavedCheck = await _off_loop(len(blob), unpack, check_id, blob)
+    if saved.expires_ms <= expiry.now_ms():  # Redis expires keys within a ms or so late
+        return None
+    return saved
+
+
+async def delete(index: Index, check_id: str) -> bool:
+    """Remove a stored check; whether there was one."""
+    return is_id(check_id) and await CheckStore(index.store).delete(check_id)
+
+
+async def changes(index: Index, saved: SavedCheck) -> list[Change]:
+    """The sources of a stored check whose records differ from when it was made, in the
+    answer's order."""
+    now = await versions(index, list(saved.sources))
+    out = []
+    for doc_id, then in saved.sources.items():
+        current = now.get(doc_id)
+        if current is None:
+            out.append(Change(doc_id, "deleted"))
+        elif current != then:
+            out.append(Change(doc_id, "changed"))
+    return out
