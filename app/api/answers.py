@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
+from app.index.exclusions import Exclusions
 from app.index.scan import Cut, Mark, PairBlock
 
 # Bytes of NDJSON a pair stream hands the server at once.
@@ -25,13 +26,21 @@ def query_answer(
     result: QueryResult, threshold: float, doc_id: str | None = None
 ) -> dict[str, Any]:
     """A query's answer (schemas.SimilarOut)."""
-    return {
+    answer = {
         "id": doc_id,
         "threshold": threshold,
-        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
+        "results": [
+            {"id": m.id, "similarity": m.similarity, "thin": True}
+            if m.thin
+            else {"id": m.id, "similarity": m.similarity}
+            for m in result.results
+        ],
         "candidates": result.candidates,
         "capped": result.capped,
     }
+    if result.thin:  # only collections with site templates say it (app.index.sites)
+        answer["thin"] = True
+    return answer
 
 
 def containment_answer(
@@ -66,6 +75,13 @@ def containment_answer(
         "capped": result.capped,
         "common": result.common,
     }
+
+
+def excluded_answer(exclude: Exclusions) -> list[dict[str, Any]]:
+    """The spans a containment query set aside (schemas.ExcludedOut), in text order."""
+    return [
+        {"query_start": s.start, "query_end": s.end, "reason": s.reason} for s in exclude.listed()
+    ]
 
 
 def ingest_status(result: IngestResult) -> str:

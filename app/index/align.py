@@ -34,6 +34,7 @@ result says so (``capped``), as a query's candidate cap does.
 from __future__ import annotations
 
 import bisect
+import time
 
 import numpy as np
 
@@ -123,18 +124,21 @@ class Query(legacy.Query):
         return self._seeds[bits]
 
 
-def align(query: Query, source: Layout, k: int, min_words: int) -> tuple[list[Passage], bool]:
+def align(
+    query: Query, source: Layout, k: int, min_words: int, deadline: float | None = None
+) -> tuple[list[Passage], bool]:
     """The passages a query shares with a source, in query order, each at least min_words
     long in both texts, and whether a work bound cut the search (capped).
 
     A format 1 source (a collection made before format 3) aligns exactly as it always
     has (passages.align), never capped. Layouts of other widths are cut to the bits they
-    share first."""
+    share first. deadline (time.monotonic()): past it, passages.Overdue is raised
+    between the steps."""
     q_bits = query.layout.bits
     if not source.bits:
         if q_bits:
             query = query.at_bits(0)
-        return legacy.align(query, source, k, min_words), False
+        return legacy.align(query, source, k, min_words, deadline), False
     if q_bits != source.bits:
         # Layouts of two formats meet (a format 1 export imported into a format 3
         # collection): both are cut to the bits they share, as each word hash's low bits
@@ -144,7 +148,12 @@ def align(query: Query, source: Layout, k: int, min_words: int) -> tuple[list[Pa
             source = _masked(source.anchor_hashes, source, common)
         if common != q_bits:
             query = query.at_bits(common)
-    return _align_dense(query, source, k, min_words)
+    return _align_dense(query, source, k, min_words, deadline)
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise legacy.Overdue("the request's deadline passed while aligning passages")
 
 
 def _masked(anchor_hashes: np.ndarray, layout: Layout, bits: int) -> Layout:
@@ -372,12 +381,14 @@ def _merge(pieces: list[list[int]]) -> list[list[int]]:
 
 
 def _align_dense(
-    query: Query, source: Layout, k: int, min_words: int
+    query: Query, source: Layout, k: int, min_words: int, deadline: float | None
 ) -> tuple[list[Passage], bool]:
     diagonals, capped = _anchor_diagonals(query, source, k)
     if not len(diagonals):
         return [], capped
+    _check(deadline)
     q_hit, s_hit, cut = _seeds(query, source, diagonals)
+    _check(deadline)
     capped = capped or cut
     n = seed_length(source.bits)
     runs = _runs(q_hit, s_hit, n)

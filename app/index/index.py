@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from app.index import containment, documents, locks, records, similarity, writes
+from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import Layout
@@ -33,6 +34,7 @@ from app.index.results import (
     QueryResult,
 )
 from app.index.scan import Cut, Mark, PairBlock, Scanner
+from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
 from app.store import Store
 
@@ -53,6 +55,7 @@ class Index:
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
         self.pieces = Pieces(store, params, candidate_cap, max_text_bytes)
+        self.sites = Sites(store, params.template_pages)
 
     @classmethod
     async def open(
@@ -82,10 +85,12 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        site: str | None = None,
     ) -> QueryResult:
-        """Stored near-duplicates of a text that is not stored."""
+        """Stored near-duplicates of a text that is not stored (a page of site: its own
+        text, app.index.sites)."""
         t = self.check_threshold(threshold)
-        return await similarity.similar_to_text(self.pieces, text, t, limit, where)
+        return await similarity.similar_to_text(self.pieces, text, t, limit, where, site)
 
     async def similar_to_id(
         self,
@@ -108,10 +113,17 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        exclude: Exclusions | None = None,
+        deadline: float | None = None,
+        site: str | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages (without
+        what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
+        Overdue."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(self.pieces, text, t, limit, where)
+        return await containment.containment_of_text(
+            self.pieces, text, t, limit, where, exclude, deadline, site
+        )
 
     async def containment_of_id(
         self,
@@ -119,10 +131,11 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
+        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where, deadline)
 
     # reads and removal (app.index.documents) ------------------------------------------
 

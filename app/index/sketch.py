@@ -108,6 +108,7 @@ def sketch_now(
         num_perm=p.num_perm,
         fingerprint_size=p.fingerprint_size,
         seed=p.seed,
+        tokenizer=p.tokenizer,
     )
     keys = kernel.band_keys(s.signatures, p.bands, p.rows)
     sketched = Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
@@ -133,10 +134,22 @@ def sketch_now(
 def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
     """The texts' anchors and their words, in two kernel calls."""
     anchors = kernel.winnow(
-        list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
+        list(texts),
+        shingle=p.passage_shingle,
+        passage_words=p.passage_words,
+        seed=p.seed,
+        tokenizer=p.tokenizer,
     )
-    # Every word is its own window of one: its hash and its span.
-    words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+    # Every word is its own window of one: its hash and its span (tokenizer 2: a
+    # letter of a script written without spaces is a word, one item long too).
+    words = kernel.winnow(
+        list(texts),
+        shingle="word:1",
+        passage_words=1,
+        seed=p.seed,
+        tokenizer=p.tokenizer,
+        unspaced_k=1 if p.tokenizer >= 2 else 0,
+    )
     return anchors, words
 
 
