@@ -17,7 +17,8 @@ from support import segmented
 
 from app import kernel
 from app.index import Document, Index, Params
-from app.index.index import NoShinglesError
+from app.index.errors import NoShinglesError
+from app.index.sketch import sketch_now
 from app.store import Store
 
 DATA = Path(__file__).parent / "data" / "languages"
@@ -138,7 +139,7 @@ def test_tokenizer_1_collection_reads_as_before(redis_url: str, collection: str)
     text = _pages("zh")[0]
 
     async def body(index: Index) -> None:
-        sk = index._sketch_now([text])
+        sk = sketch_now(index.params, [text])
         want = kernel.sketch([text], num_perm=128, fingerprint_size=256)
         assert np.array_equal(sk.fp_values, want.fp_values)
         assert int(sk.shingles[0]) == int(want.shingles[0])

@@ -1,7 +1,7 @@
 """Containment queries: the stored documents that hold passages of a text, and which.
 
 The glue around passage alignment: the query's passage anchors pick candidates
-(app.index.candidates, as a similarity query's band keys do), and `app.index.passages`
+(app.index.candidates, as a similarity query's band keys do), and `app.index.align`
 aligns the query with each candidate (how containment aligns passages lives there);
 this module keeps the sources that cover enough of the query, ranks them (most
 contained first, then most similar, then oldest; app.index.ranking) and sums the
@@ -18,11 +18,12 @@ import numpy as np
 from app import kernel
 from app.core.shingles import parse_shingle
 from app.index import candidates, disguise, documents, records
+from app.index.align import Query, align
 from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
 from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
-from app.index.passages import Layout, Overdue, Query, align, covered_shingles
+from app.index.passages import Layout, Overdue, covered_shingles
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
@@ -120,6 +121,7 @@ async def contained(
     shingles = max(1, layout.words - k + 1)
     indexed = Query(layout)
     scored, raws = [], []
+    cut = []  # whether a bound on a source's alignment cut it (capped)
 
     def aligned() -> None:  # CPU work: off the event loop, the deadline between sources
         for h, raw in zip(handles.tolist(), fetched, strict=True):
@@ -131,7 +133,9 @@ async def contained(
             if not rec.passages or (where is not None and not where.matches(rec.metadata)):
                 continue
             source = Layout.unpack(rec.passages)
-            passages = align(indexed, source, k, min_words, deadline)
+            passages, capped_here = align(indexed, source, k, min_words, deadline)
+            if capped_here:
+                cut.append(h)
             if set_aside is not None:  # the one place exclusions apply
                 passages = set_aside.trim(passages, layout, source, min_words)
             if passages:
@@ -161,4 +165,6 @@ async def contained(
         results.append(
             Containment(doc_id, float(covered.sum() / shingles), float(sims[j]), passages)
         )
-    return ContainmentResult(results, len(handles), capped, common, float(union.sum() / shingles))
+    return ContainmentResult(
+        results, len(handles), capped or bool(cut), common, float(union.sum() / shingles)
+    )

@@ -38,6 +38,7 @@ import numpy as np
 import orjson
 
 from app import kernel
+from app.index.passages import is_kernel_format
 
 VERSION = 2
 _HEADER_V1 = struct.Struct("<IIQIIII")
@@ -78,7 +79,8 @@ def pack(
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
-    passages = kernel.compact_layout(passages)
+    if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
+        passages = kernel.compact_layout(passages)
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
     header = _HEADER.pack(
         VERSION,

@@ -15,7 +15,7 @@ from app import kernel
 from app.index import records
 from app.index.errors import TooLargeError
 from app.index.params import Params
-from app.index.passages import Layout
+from app.index.passages import Layout, layouts_of, pack_batch
 
 # Sketching runs on a worker thread (the kernel releases the GIL) once a
 # request carries this much text; below it the thread hop costs more.
@@ -116,16 +116,19 @@ def sketch_now(
         return sketched
     if layouts:
         return replace(sketched, layouts=passage_layouts(p, texts))
-    # Packed in one kernel call: a Layout per text, packed by numpy, cost more
-    # than the rest of an ingest's Python.
+    # Packed in one kernel call (format 1), or one numpy pass over the batch (format
+    # 3): a Layout per text, packed by numpy, cost more than the rest of an ingest's Python.
     anchors, words = _winnowed(p, texts)
     low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     cuts = anchors.offsets.tolist()
-    return replace(
-        sketched,
-        packed=kernel.pack_layouts(anchors, words),
-        anchor_hashes=[low[a:b] for a, b in pairwise(cuts)],
-    )
+    if p.passage_bits:
+        a, w = anchors, words
+        packed = pack_batch(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+        )
+    else:
+        packed = kernel.pack_layouts(anchors, words)
+    return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
 
 
 def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
@@ -152,22 +155,7 @@ def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.
 
 def passage_layouts(p: Params, texts: Sequence[str]) -> list[Layout]:
     """Each text's anchors and words (app.index.passages), in two kernel calls."""
-    anchors, words = _winnowed(p, texts)
-    layouts = []
-    for i in range(len(texts)):
-        a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
-        w = slice(int(words.offsets[i]), int(words.offsets[i + 1]))
-        starts = np.asarray(words.starts[w], np.int64)
-        anchor_starts = np.asarray(anchors.starts[a], np.int64)
-        layouts.append(
-            Layout(
-                (np.asarray(anchors.hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
-                    np.uint32
-                ),
-                np.searchsorted(starts, anchor_starts).astype(np.int64),
-                (np.asarray(words.hashes[w], np.uint64) & np.uint64(15)).astype(np.uint8),
-                starts,
-                np.asarray(words.ends[w], np.int64),
-            )
-        )
-    return layouts
+    a, w = _winnowed(p, texts)
+    return layouts_of(
+        a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+    )
