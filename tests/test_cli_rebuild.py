@@ -16,6 +16,7 @@ import httpx
 import orjson
 import pytest
 import redis
+from support import oracle
 from support.corpus import neardup_cmd, read_corpus
 from support.disguise import disguise
 from support.procs import Server
@@ -25,6 +26,9 @@ from app.store.layout import Layout
 KEY = "w" * 24
 AUTH = {"authorization": f"Bearer {KEY}"}
 _names = count()
+# The containment a reviewer asks for here: the copy is mostly the source (tokenizer 1's
+# alignment still finds its undisguised stretches, about two thirds of it).
+FOUND = 0.8
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +82,15 @@ def _old_collection(service: Server, redis_url: str, keep_text: bool = True) -> 
     return name
 
 
-def _found(service: Server, name: str, text: str) -> list[str]:
+def _found(service: Server, name: str, text: str) -> dict[str, float]:
+    """The sources holding at least FOUND of text, with their containment."""
     answer = httpx.post(
         f"{service.url}/collections/{name}/similar",
-        json={"text": text, "measure": "containment"},
+        json={"text": text, "measure": "containment", "threshold": FOUND},
         headers=AUTH,
     )
     assert answer.status_code == 200, answer.text
-    return [r["id"] for r in answer.json()["results"]]
+    return {r["id"]: r["containment"] for r in answer.json()["results"]}
 
 
 def _documents(service: Server, name: str, ids: list[str]) -> dict[str, dict]:
@@ -118,6 +123,8 @@ def test_rebuild_moves_a_collection_to_the_new_tokenizer(
     assert put.status_code == 200 and put.json()["errors"] == 0, put.text
     source_id, source = articles[4]
     copy = disguise(" ".join(source.split()[20:120]), seed=9, rate=0.6)
+    # Under tokenizer 2 the copy reads as a stretch of its source (the oracle's folding).
+    assert oracle.normalized2(copy) in oracle.normalized2(source)
     assert source_id not in _found(service, old, copy)
 
     url = service.url if where == "remote" else None
@@ -132,7 +139,7 @@ def test_rebuild_moves_a_collection_to_the_new_tokenizer(
     assert _documents(service, new, ids) == before  # text, metadata, expires_at
     assert sum("expires_at" in d for d in before.values()) == 4
     assert {d["id"]: d["text"] for d in before.values()} == {i: t for i, t in articles}
-    assert _found(service, new, copy)[0] == source_id
+    assert _found(service, new, copy) == {source_id: 1.0}
     shown_cli = _cli(
         "query", "--evidence", "--collection", new, url=url, redis_url=redis_url, stdin=copy
     )
