@@ -6,9 +6,11 @@ says, per word, what it folded (kernel.DISGUISED), and this module counts those 
 each passage's query span. Ligatures, full-width forms and line-end hyphens are left out:
 PDF export and typesetting make them, not an intent to hide.
 
-Tokenizer 1 collections are never flagged: that tokenizer folds nothing, so a look-alike
-word never matched and cannot lie inside a passage as a match, and their answers stay byte
-for byte what they were before the flag existed.
+Tokenizer 1 collections are never flagged. That tokenizer folds nothing: a look-alike word
+there is a different word, which a passage holds at most as an edit, never as a match the
+folding made; the flag would be a guess, and it would change their answers, which stay byte
+for byte what they were before tokenizer 2 (issue 26). Rebuilding the collection
+(`neardup rebuild`) gives it tokenizer 2, and the flag with it.
 """
 
 from __future__ import annotations
