@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import TypeVar
 
 from app.index import containment, documents, locks, records, similarity, writes
 from app.index.filters import Filter
@@ -35,6 +36,21 @@ from app.index.results import (
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.index.sketch import Sketched, passage_layouts
 from app.store import Store
+from app.store.reads import replica_reads
+
+_T = TypeVar("_T")
+
+
+async def replica_steps(steps: AsyncIterator[_T]) -> AsyncIterator[_T]:
+    """A scan's steps, each one's reads allowed on replicas (app.store.reads): marked
+    per step, so the mark never outlives a step, whoever closes the stream."""
+    while True:
+        with replica_reads():
+            try:
+                step = await anext(steps)
+            except StopAsyncIteration:
+                return
+        yield step
 
 
 class Index:
@@ -85,7 +101,8 @@ class Index:
     ) -> QueryResult:
         """Stored near-duplicates of a text that is not stored."""
         t = self.check_threshold(threshold)
-        return await similarity.similar_to_text(self.pieces, text, t, limit, where)
+        with replica_reads():
+            return await similarity.similar_to_text(self.pieces, text, t, limit, where)
 
     async def similar_to_id(
         self,
@@ -96,7 +113,8 @@ class Index:
     ) -> QueryResult | None:
         """Near-duplicates of a stored document, or None if the id is unknown."""
         t = self.check_threshold(threshold)
-        return await similarity.similar_to_id(self.pieces, doc_id, t, limit, where)
+        with replica_reads():
+            return await similarity.similar_to_id(self.pieces, doc_id, t, limit, where)
 
     def check_containment(self, threshold: float | None) -> float:
         """The least containment a query reports, refusing what the index cannot answer."""
@@ -111,7 +129,8 @@ class Index:
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(self.pieces, text, t, limit, where)
+        with replica_reads():
+            return await containment.containment_of_text(self.pieces, text, t, limit, where)
 
     async def containment_of_id(
         self,
@@ -122,7 +141,8 @@ class Index:
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
+        with replica_reads():
+            return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
 
     # reads and removal (app.index.documents) ------------------------------------------
 
@@ -198,9 +218,8 @@ class Index:
         (app.index.scan); with max_pairs at most that many, then a Cut; with marks,
         Marks of progress between them."""
         t = self.check_threshold(threshold)
-        async for block in Scanner(self.store, self.params.fingerprint_size).pairs(
-            t, max_pairs, after, marks
-        ):
+        scanner = Scanner(self.store, self.params.fingerprint_size)
+        async for block in replica_steps(scanner.pairs(t, max_pairs, after, marks)):
             yield block
 
     async def duplicate_pairs(self, threshold: float | None = None) -> AsyncIterator[Pair]:
@@ -220,5 +239,5 @@ class Index:
         above it."""
         t = self.check_threshold(threshold)
         scanner = Scanner(self.store, self.params.fingerprint_size)
-        async for handles, names in scanner.groups(t, after):
+        async for handles, names in replica_steps(scanner.groups(t, after)):
             yield Group(names[0], names, handles[0])

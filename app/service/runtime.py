@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.core.settings import Settings
+from app.core.settings import Settings, replica_url_list
 from app.index import Index, Params
 from app.service.embedded import EmbeddedRedis
 from app.store import Store, StoreError, StoreUnavailableError
@@ -120,6 +120,8 @@ async def open_index(
         settings.redis_timeout,
         min_replicas=settings.min_replicas,
         replica_timeout=settings.replica_timeout,
+        read_from_replicas=settings.read_from_replicas,
+        replica_urls=replica_url_list(settings.replica_urls),
     )
     try:
         try:
