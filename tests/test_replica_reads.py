@@ -168,7 +168,7 @@ def test_single_master_replica_reads_answer_as_master(
 
 def test_replica_urls_must_name_single_servers() -> None:
     """A cluster URL or a malformed one in NEARDUP_REPLICA_URLS is refused, naming it."""
-    with pytest.raises(SettingsError, match="NEARDUP_REPLICA_URLS.*single server"):
+    with pytest.raises(SettingsError, match=r"NEARDUP_REPLICA_URLS.*single server"):
         load_settings(replica_urls="redis+cluster://127.0.0.1:7000")
     with pytest.raises(SettingsError, match="NEARDUP_REPLICA_URLS"):
         load_settings(replica_urls="http://example")
