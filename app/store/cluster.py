@@ -135,7 +135,7 @@ class ClusterTransport(Transport):
                         readers[name],
                         [commands[i] for i in idx],
                         wait,
-                        readonly=readers[name] is not node,
+                        readers[name] is not node,  # readonly (positional, as tests wrap it)
                     )
                     for name, (node, idx) in groups.items()
                 )
