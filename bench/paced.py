@@ -26,8 +26,8 @@ redis-server (bench/stores.py), all traffic to 127.0.0.1, every load bounded in 
 5. with profiles (the default): bytes per document and ingest rate of the two
    collection recipes, created through POST /collections on the same server: mirror
    (threshold 0.8, no passage index) and plagiarism (passages, kept texts), next to the
-   defaults, and the nodes a billion documents of each would need (--node-gb, see
-   nodes_for).
+   defaults, and the nodes a billion documents of each would need (--node-gb,
+   --replicas, see nodes_for; --render prints a saved run again with other ones).
 
 Results: a table on stdout and JSON in bench/out/paced.json.
 """
@@ -61,11 +61,11 @@ COLLECTION = "bench"
 KINDS = ("get", "post", "containment")
 FRACTIONS = (0.25, 0.5, 0.75)
 PROBE = Path(__file__).resolve().parent / "probe"
-# A billion documents, and what a node gives Redis of its memory: maxmemory at 75% of
-# the RAM leaves room for a fork's copy-on-write (RDB save, AOF rewrite, a replica's
-# full sync) and for fragmentation.
+# A billion documents, and what a node gives Redis' data of its memory: half of the RAM,
+# as docs/deployment.md sizes it, leaves room for a fork's copy-on-write (RDB save, AOF
+# rewrite, a replica's full sync), fragmentation and buffers.
 BILLION = 1_000_000_000
-MAXMEMORY_SHARE = 0.75
+DATA_SHARE = 0.5
 PROFILES = {
     "defaults": None,  # the service's own collection, as configured
     "mirror": {"threshold": 0.8, "passage_words": 0},
@@ -220,8 +220,8 @@ def start_server(
 
 def nodes_for(bytes_per_doc: float, node_gb: float, replicas: int) -> dict[str, float]:
     """Nodes a billion documents need at bytes_per_doc: masters enough that each holds
-    its share within MAXMEMORY_SHARE of node_gb, each with its replicas."""
-    usable = node_gb * 2**30 * MAXMEMORY_SHARE
+    its share within DATA_SHARE of node_gb, each with its replicas."""
+    usable = node_gb * 2**30 * DATA_SHARE
     total = bytes_per_doc * BILLION
     masters = math.ceil(total / usable)
     return {
@@ -258,8 +258,6 @@ def run_profiles(
             "bytes_per_doc": (used_memory(redis) - before) / n,
             "docs_per_s": got["docs_per_s"],
         }
-    for res in out.values():
-        res["billion"] = nodes_for(res["bytes_per_doc"], args.node_gb, args.replicas)
     return out
 
 
@@ -377,15 +375,15 @@ def render(res: dict[str, Any], args: argparse.Namespace) -> str:
     if profiles:
         lines += [
             "",
-            f"Profiles: a billion documents, nodes of {args.node_gb:g} GiB with Redis "
-            f"maxmemory at {MAXMEMORY_SHARE:.0%} of it, {args.replicas} replica(s) per master "
+            f"Profiles: a billion documents, nodes of {args.node_gb:g} GiB holding data up "
+            f"to {DATA_SHARE:.0%} of it, {args.replicas} replica(s) per master "
             f"(bytes per document measured at {meta['size']} documents):",
             "",
             "| profile | parameters | bytes/doc | ingest docs/s | 1e9 docs | masters | nodes |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, p in profiles.items():
-            b = p["billion"]
+            b = nodes_for(p["bytes_per_doc"], args.node_gb, args.replicas)
             params = p.get("params") or "service defaults"
             lines.append(
                 f"| {name} | {params} | {p['bytes_per_doc']:.0f} | {p['docs_per_s']:.0f} | "
@@ -405,6 +403,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-profiles", dest="profiles", action="store_false")
     p.add_argument("--node-gb", type=float, default=64.0, help="RAM of one Redis node, GiB")
     p.add_argument("--replicas", type=int, default=1, help="replicas per master")
+    p.add_argument("--render", type=Path, help="print the report of a saved paced.json, no run")
     args = p.parse_args(argv)
     if args.quick:
         args.size, args.duration, args.peak_duration = "1k", 2.0, 2.0
@@ -413,6 +412,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.render is not None:
+        print(render(json.loads(args.render.read_text()), args))
+        return
     if shutil.which("hey") is None:
         raise SystemExit("bench/paced.py needs hey: apt-get install -y hey (and wrk)")
     res = run(args)
