@@ -132,16 +132,19 @@ class Probe:
         time.sleep(0.5)
         outs = [json.loads(p.read_text()) for p in self.dir.glob(f"out-*-{n}.json")]
         serving = [o for o in outs if o["loop"]]  # the workers, not uvicorn's supervisor
-        pauses = [p for o in serving for p, _ in o["gc"]]
+        pauses = [p for o in serving for p in o["gc"]]
         lags = np.array([x for o in serving for x in o["lag"]]) * 1000
-        gc_ms = np.array(pauses) * 1000
+        gc_ms = np.array([p[0] for p in pauses]) * 1000
+        gc_cpu_ms = np.array([p[1] for p in pauses]) * 1000
         return {
             "processes": len(serving),
             "gc_pauses": len(gc_ms),
             "gc_total_ms": float(gc_ms.sum()),
             "gc_max_ms": float(gc_ms.max()) if len(gc_ms) else 0.0,
             "gc_over_1ms": int((gc_ms >= 1).sum()),
-            "gen2": sum(1 for o in serving for _, g in o["gc"] if g == 2),
+            "gc_cpu_total_ms": float(gc_cpu_ms.sum()),
+            "gc_cpu_max_ms": float(gc_cpu_ms.max()) if len(gc_cpu_ms) else 0.0,
+            "gen2": sum(1 for p in pauses if p[-1] == 2),
             "lag_p50_ms": float(np.percentile(lags, 50)) if len(lags) else None,
             "lag_p99_ms": float(np.percentile(lags, 99)) if len(lags) else None,
             "lag_max_ms": float(lags.max()) if len(lags) else None,
@@ -317,6 +320,15 @@ def _f(x: float | None, digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _gc_cpu(s: dict[str, Any]) -> str:
+    if "gc_cpu_total_ms" not in s:  # a run saved before the probe took CPU time
+        return ""
+    return (
+        f" (of which CPU {_f(s['gc_cpu_total_ms'])} ms, max {_f(s['gc_cpu_max_ms'], 2)} ms: "
+        "the rest is waiting for a core)"
+    )
+
+
 def render(res: dict[str, Any], args: argparse.Namespace) -> str:
     meta = res["meta"]
     lines = [
@@ -359,7 +371,7 @@ def render(res: dict[str, Any], args: argparse.Namespace) -> str:
             f"p99 {_f(s['lag_p99_ms'], 2)} / max {_f(s['lag_max_ms'], 1)} ms. "
             f"GC: {s['gc_pauses']} pauses ({s['gen2']} full), {_f(s['gc_total_ms'])} ms in "
             f"{meta['duration']:g} s, max {_f(s['gc_max_ms'], 2)} ms, {s['gc_over_1ms']} "
-            f"over 1 ms. Redis: {r['redis_us_per_query']:.0f} µs and "
+            f"over 1 ms{_gc_cpu(s)}. Redis: {r['redis_us_per_query']:.0f} µs and "
             f"{r['commands_per_query']:.1f} commands per query, {r['slow_commands']} "
             f"commands over 1 ms (slowest {r['slowest_us']} µs {','.join(r['slow_names'])})."
         )

@@ -2,8 +2,8 @@
 the bench sees what a request's latency is made of from inside the server.
 
 Only with NDBENCH_PROBE_DIR (a directory): it records every garbage collection's
-pause (gc.callbacks) and the event loop's lag (a thread schedules a callback on the
-running loop every 10 ms and times how long the loop takes to run it). The bench writes
+pause, wall and CPU time (gc.callbacks), and the event loop's lag (a thread schedules
+a callback on the running loop every 10 ms and times how long the loop takes to run it). The bench writes
 "N reset" or "N dump" into DIR/cmd; each process answers a dump with
 DIR/out-PID-N.json: the pauses and lags since its last reset. Nothing of it runs in a
 normal `neardup serve`.
@@ -24,15 +24,20 @@ _LIMIT = 500_000  # samples kept at most between a reset and a dump
 
 
 def _install(directory: Path) -> None:
-    pauses: list[tuple[float, int]] = []
+    pauses: list[tuple[float, float, int]] = []  # wall seconds, CPU seconds, generation
     lags: list[float] = []
-    started: list[float] = []
+    started: list[tuple[float, float]] = []
 
     def on_gc(phase: str, info: dict) -> None:
+        # CPU time beside wall time: on a busy machine a collection's wall time also
+        # holds the time the process waited for a core.
         if phase == "start":
-            started.append(time.perf_counter())
+            started.append((time.perf_counter(), time.thread_time()))
         elif started and len(pauses) < _LIMIT:
-            pauses.append((time.perf_counter() - started.pop(), int(info["generation"])))
+            wall, cpu = started.pop()
+            pauses.append(
+                (time.perf_counter() - wall, time.thread_time() - cpu, int(info["generation"]))
+            )
 
     gc.callbacks.append(on_gc)
 
