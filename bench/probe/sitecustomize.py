@@ -3,10 +3,10 @@ the bench sees what a request's latency is made of from inside the server.
 
 Only with NDBENCH_PROBE_DIR (a directory): it records every garbage collection's
 pause, wall and CPU time (gc.callbacks), and the event loop's lag (a thread schedules
-a callback on the running loop every 10 ms and times how long the loop takes to run it). The bench writes
-"N reset" or "N dump" into DIR/cmd; each process answers a dump with
-DIR/out-PID-N.json: the pauses and lags since its last reset. Nothing of it runs in a
-normal `neardup serve`.
+a callback on the running loop every 10 ms and times how long the loop takes to run
+it). The bench writes "N reset" or "N dump" into DIR/cmd; each process answers a dump
+with DIR/out-PID-N.json: the pauses and lags since its last reset. Nothing of it runs
+in a normal `neardup serve`.
 """
 
 from __future__ import annotations
