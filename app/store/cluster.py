@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import AskError, RedisClusterException, RedisError, TryAgainError
 
@@ -29,7 +29,6 @@ REFRESH_INTERVAL_S = 0.2
 # Replies that mean a slot is being moved: sent again through redis-py, which follows them.
 _REDIRECTS = (AskError, TryAgainError)
 _READONLY = encode(b"READONLY")
-_RANDOM = LoadBalancingStrategy.RANDOM
 
 
 class ClusterTransport(Transport):
@@ -38,7 +37,7 @@ class ClusterTransport(Transport):
     An error that may mean the slots moved (a failover) makes it re-read the
     slot map in the background, so requests after a failover find the new masters.
     With read_from_replicas, a read that app.store.reads allows goes to the master
-    or one of its replicas, picked at random (redis-py's load balancer), each
+    or one of its replicas, whichever has been sent the fewest query commands, each
     replica exchange led by READONLY.
     """
 
@@ -58,6 +57,7 @@ class ClusterTransport(Transport):
         )
         self.read_from_replicas = read_from_replicas
         self.replica_reads = 0  # node exchanges a replica answered (bench, tests)
+        self._sent: dict[str, int] = {}  # query commands sent to each node, by name
         self._refresh: asyncio.Task[None] | None = None
         self._refreshed_at = 0.0
         self.rereads = 0  # slot map re-reads started
@@ -177,18 +177,21 @@ class ClusterTransport(Transport):
         return replies
 
     def _readers(self, groups: dict[str, tuple[Any, list[int]]], slots: list[int]) -> dict:
-        """The node each master's group of reads goes to: the master or one of its
-        replicas, picked at random by redis-py's load balancer (one pick per master and
-        exchange, so a group stays one exchange). Random, not round-robin: a query's
-        exchanges come in a fixed order of very different sizes, and taking turns would
-        send its large ones to the same node every time."""
+        """The node each master's group of reads goes to: of the master and its
+        replicas (the slot map's), the one sent the fewest query commands so far (one
+        pick per master and exchange, so a group stays one exchange). Not in turn, as
+        redis-py's load balancer does: a query's exchanges come in a fixed order of
+        very different sizes, and taking turns would send its large ones to the same
+        node every time; nor at random, whose shares wander by several percent."""
         nodes = self.client.nodes_manager
+        sent = self._sent
         readers = {}
         for name, (master, idx) in groups.items():
             serving = nodes.slots_cache.get(slots[idx[0]]) or [master]
-            pick = nodes.read_load_balancer.get_server_index(name, len(serving), _RANDOM)
-            readers[name] = serving[pick]
-            if serving[pick] is not master:
+            node = min(serving, key=lambda n: sent.get(n.name, 0))
+            sent[node.name] = sent.get(node.name, 0) + len(idx)
+            readers[name] = node
+            if node is not master:
                 self.replica_reads += 1
         return readers
 
