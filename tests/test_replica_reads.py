@@ -91,9 +91,7 @@ def _check_oracle(client: TestClient, docs: dict[str, str]) -> None:
     sets = {k: shingles(v) for k, v in docs.items()}
     for doc_id in docs:
         found = {m["id"] for m in client.get(f"/similar/{doc_id}").json()["results"]}
-        expected = {
-            o for o in docs if o != doc_id and exact_jaccard(sets[doc_id], sets[o]) > 0.5
-        }
+        expected = {o for o in docs if o != doc_id and exact_jaccard(sets[doc_id], sets[o]) > 0.5}
         assert found == expected, doc_id
 
 
