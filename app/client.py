@@ -26,6 +26,7 @@ needs only httpx.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -97,6 +98,17 @@ def _expiry(ttl: int | None, expires_at: str | None) -> dict[str, Any]:
     """The expiry fields of an ingest body, only those given (the service checks them)."""
     given = {"ttl": ttl, "expires_at": expires_at}
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _content(text: str | None, file: bytes | None, content_type: str | None) -> dict[str, Any]:
+    """A body's text, or its file base64-encoded with its content type."""
+    if file is not None:
+        return {"content_type": content_type, "data": base64.b64encode(file).decode()}
+    return {"text": text, "content_type": content_type}
+
+
+def _present(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def path_of(doc_id: str) -> str:
@@ -315,10 +327,16 @@ class Client:
         measure: Literal["jaccard", "containment"] | None = None,
         evidence: bool | None = None,
         filter: Filter | None = None,
+        file: bytes | None = None,
+        content_type: str | None = None,
+        exclude: dict[str, Any] | None = None,
+        return_text: bool | None = None,
     ) -> dict[str, Any]:
         """Near-duplicates of a stored document (GET /similar/{id}, find_similar) or of a
-        text (POST /similar, find_similar_to_text); see the README for the answer's shape
-        (Similar for Jaccard; containment adds passages and coverage)."""
+        text (POST /similar, find_similar_to_text), or of a file's text (file: its bytes,
+        content_type: application/pdf, DOCX's or ODT's); see the README for the answer's
+        shape (Similar for Jaccard; containment adds passages and coverage, and with
+        exclude {quotes, bibliography, min_words} the spans set aside)."""
         options = {"threshold": threshold, "limit": limit, "measure": measure,
                    "evidence": evidence, "filter": filter}  # fmt: skip
         if doc_id is not None:
@@ -326,9 +344,43 @@ class Client:
                 "GET", "/similar/" + path_of(doc_id), params=options
             )
             return answer
-        body = {"text": text, **{k: v for k, v in options.items() if v is not None}}
-        answer = await self._call("POST", "/similar", body)
+        body = {**_content(text, file, content_type), "exclude": exclude,
+                "return_text": return_text, **options}  # fmt: skip
+        answer = await self._call("POST", "/similar", _present(body))
         return answer
+
+    # checks --------------------------------------------------------------------
+
+    async def check(
+        self,
+        text: str | None = None,
+        *,
+        file: bytes | None = None,
+        content_type: str | None = None,
+        exclude: dict[str, Any] | None = None,
+        ttl: int | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """POST /checks (create_check): a containment check of a text or a file, kept;
+        the answer has its id and report path. options: POST /similar's other fields."""
+        body = {**_content(text, file, content_type), "exclude": exclude, "ttl": ttl, **options}
+        # Not tried again: a retry could keep a second check.
+        answer: dict[str, Any] = await self._call(
+            "POST", "/checks", _present(body), repeatable=False
+        )
+        return answer
+
+    async def get_check(self, check_id: str) -> dict[str, Any] | None:
+        """GET /checks/{id} (get_check): the check as it was, None when gone or expired."""
+        answer: dict[str, Any] | None = await self._call(
+            "GET", "/checks/" + path_of(check_id), missing=None
+        )
+        return answer
+
+    async def delete_check(self, check_id: str) -> bool:
+        """DELETE /checks/{id} (delete_check): False when there was none."""
+        gone = await self._call("DELETE", "/checks/" + path_of(check_id), missing=False)
+        return gone is not False
 
     async def duplicates(
         self, groups: bool = False, threshold: float | None = None, checkpoints: int = 1000
@@ -375,32 +427,6 @@ class Client:
         body = {"header": header, "documents": list(documents)}
         answer: Imported = await self._call("POST", "/import", body)
         return answer
-
-    # stored checks (POST /checks: a query kept as a report with a link) -------------
-
-    async def check(self, text: str, *, ttl: int | None = None, **options: Any) -> dict[str, Any]:
-        """POST /checks (create_check): POST /similar's body (options: threshold, limit,
-        measure, evidence, filter, return_text, content_type; by default containment with
-        evidence and the text), kept ttl seconds (default NEARDUP_CHECK_TTL); the answer
-        has id, report (its page's path), expires_at and answer. Not tried again: a retry
-        could keep a second check."""
-        body = {"text": text, "ttl": ttl, **options}
-        body = {k: v for k, v in body.items() if v is not None}
-        answer: dict[str, Any] = await self._call("POST", "/checks", body, repeatable=False)
-        return answer
-
-    async def get_check(self, check_id: str) -> dict[str, Any] | None:
-        """GET /checks/{id} (get_check): the stored check and the sources changed since;
-        None when there is none (unknown, deleted or expired)."""
-        answer: dict[str, Any] | None = await self._call(
-            "GET", "/checks/" + quote(check_id, safe=""), missing=None
-        )
-        return answer
-
-    async def delete_check(self, check_id: str) -> bool:
-        """DELETE /checks/{id} (delete_check): False when there was none."""
-        gone = await self._call("DELETE", "/checks/" + quote(check_id, safe=""), missing=False)
-        return gone is not False
 
     async def ready(self) -> dict[str, Any]:
         """GET /readyz (check_ready): raises ClientError(503) while Redis is away."""

@@ -194,6 +194,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "orphan_texts": 0,  # this collection keeps no texts
                 "stale_texts": 0,
                 "stale_expiries": 1,
+                "far_expiries": 0,
             }
             assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
             repaired = await check(index, repair=True)

@@ -92,3 +92,69 @@ def test_docs_pages_load_every_asset_from_the_service(keyed: TestClient) -> None
     assert keyed.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
     assert keyed.get("/readyz").status_code == 401
     assert keyed.get("/docs-assets/../readyz").status_code in (401, 404)
+
+
+def _params(schema: dict, name: str) -> list[dict]:
+    return [
+        p["schema"]
+        for _, _, op in _operations(schema)
+        for p in op.get("parameters", [])
+        if p["name"] == name and p["in"] == "path"
+    ]
+
+
+def test_path_parameters_state_the_rules_the_service_applies(client: TestClient) -> None:
+    """Every collection path parameter has a pattern and length bounds that accept
+    exactly the names the service accepts; every id path parameter a pattern that
+    accepts a character exactly when an id may hold it, and the 512 bound."""
+    from app.core.settings import valid_collection
+    from app.index.ids import id_problem
+
+    schema = client.get("/openapi.json").json()
+    names = _params(schema, "collection")
+    ids = _params(schema, "doc_id")
+    assert len(names) >= 14 and len(ids) >= 8
+    samples = ["a", "A-b_9", "x" * 64, "x" * 65, "", "a b", "a:b", "ä", "a*", "a{b}"]
+    for rule in names:
+        assert rule["maxLength"] == 64 and rule["minLength"] == 1
+        for name in samples:
+            fits = re.fullmatch(rule["pattern"], name) is not None and len(name) <= 64
+            assert fits == valid_collection(name), name
+    for rule in ids:
+        assert rule["maxLength"] == 512 and rule["minLength"] == 1
+        for code in [*range(0x3000), 0xFFFD, 0x1F600]:
+            ch = chr(code)
+            assert (re.fullmatch(rule["pattern"], ch) is not None) == (id_problem(ch) is None), code
+        assert "bytes of UTF-8" in rule["description"] and "'/'" in rule["description"]
+    body = schema["components"]["schemas"]["ImportIn"]["properties"]
+    assert body["header"]["required"] == ["format", "version", "params"]
+    assert {"id", "shingles", "fingerprint", "bands"} <= set(body["documents"]["items"]["required"])
+
+
+def test_links_lead_from_a_write_to_what_it_made(client: TestClient) -> None:
+    """POST /documents and PUT /documents/{id} link to GET, DELETE and GET /similar of the
+    same id (the twins likewise, in the same collection); POST /collections links to
+    each route of the new collection."""
+    schema = client.get("/openapi.json").json()
+    by_id = {op["operationId"]: op for _, _, op in _operations(schema)}
+    for suffix, extra in (("", {}), ("_in_collection", {"collection": "$request.path.collection"})):
+        for source, doc_id in (
+            ("ingest_document", "$response.body#/id"),
+            ("upsert_document", "$request.path.doc_id"),
+        ):
+            statuses = [s for s in ("200", "201") if s in by_id[source + suffix]["responses"]]
+            assert statuses
+            for status in statuses:
+                links = by_id[source + suffix]["responses"][status]["links"]
+                targets = {link["operationId"]: link["parameters"] for link in links.values()}
+                expected = {"doc_id": doc_id, **extra}
+                assert targets == {
+                    f"{t}{suffix}": expected
+                    for t in ("get_document", "delete_document", "find_similar")
+                }
+    links = by_id["create_collection"]["responses"]["201"]["links"]
+    targets = {link["operationId"] for link in links.values()}
+    assert {"get_collection", "delete_collection", "ingest_document_in_collection"} <= targets
+    assert all(
+        link["parameters"] == {"collection": "$response.body#/name"} for link in links.values()
+    )

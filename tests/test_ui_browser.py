@@ -222,6 +222,51 @@ def test_marks_are_the_api_passages(page: Page, server: Server, pasted, corpus) 
     assert current.is_visible()
 
 
+def test_overlapping_sources_mark_every_character_of_every_passage(
+    page: Page, server: Server, tmp_path: Path
+) -> None:
+    """Three stored sources share stretches of a checked text (wire stories sharing
+    sentences): every character the API reports inside some passage is marked exactly
+    once, for the best-ranked source holding it, and every source with a passage is
+    named on some mark, its own or as another source of it (+n)."""
+    words = [f"ov{i}{'bcdfghjklmnpqrstvwz'[i % 19]}er" for i in range(120)]
+    fill = [[f"fill{k}x{i}" for i in range(40)] for k in range(3)]
+    stored = {
+        "overlap-a": " ".join(words[0:50] + fill[0]),
+        "overlap-b": " ".join(words[30:110] + fill[1]),
+        "overlap-c": " ".join(fill[2] + words[40:120]),
+    }
+    docs = [{"id": i, "text": t} for i, t in stored.items()]
+    made = httpx.post(server.url + "/documents/batch", json={"documents": docs}, headers=WRITE)
+    assert made.status_code == 200 and made.json()["errors"] == 0, made.text
+    text = " ".join(words)
+    _check(page, server, text)
+    query = {"text": text, "threshold": 0.1, "limit": 50, "measure": "containment"}
+    api = httpx.post(server.url + "/similar", json={**query, "evidence": True}, headers=READ).json()
+    ranked = [r["id"] for r in api["results"]]
+    assert set(stored) <= set(ranked)
+    # The oracle: each character's best-ranked source, from the API's passages alone.
+    best: dict[int, str] = {}
+    for r in api["results"]:
+        for p in r["passages"]:
+            for i in range(p["query_start"], p["query_end"]):
+                best.setdefault(i, r["id"])
+    marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end", "data-also"))
+    marked: dict[int, str] = {}
+    named = set()
+    for source, start, end, also, shown in marks:
+        assert shown == text[int(start) : int(end)]
+        for i in range(int(start), int(end)):
+            assert i not in marked, i  # marked once
+            marked[i] = source
+        named.add(source)
+        named.update(ranked[int(n) - 1] for n in (also or "").split())
+    assert marked == best  # every character of the union, each for its best source
+    assert named == {r["id"] for r in api["results"] if r["passages"]}
+    assert any(also for *_, also, _ in marks)  # shared stretches say so
+    page.screenshot(path=str(tmp_path / "overlap.png"), full_page=True)
+
+
 def test_keyboard_moves_from_passage_to_passage(page: Page, server: Server, pasted) -> None:
     """n and p move the focus along the passages in text order and show each one's source."""
     text, _ = pasted
@@ -306,7 +351,7 @@ def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -
     1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
     query = {"text": " ".join(corpus[k] for k in list(corpus)[:3]), "limit": 5}
     assert httpx.post(server.url + "/similar", json=query, headers=READ).status_code == 200
-    info = httpx.get(server.url + "/collection", headers=READ).json()
+    info = httpx.get(server.url + "/collection", headers=READ, follow_redirects=True).json()
     b, r, t = (info["parameters"][k] for k in ("bands", "rows", "threshold"))
     page.goto(server.url + "/ui/collection")
     page.locator("#curve polyline").wait_for()

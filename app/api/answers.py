@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
+from app.index.exclusions import Exclusions
 from app.index.scan import Cut, Mark, PairBlock
 
 # Bytes of NDJSON a pair stream hands the server at once.
@@ -66,6 +67,13 @@ def containment_answer(
         "capped": result.capped,
         "common": result.common,
     }
+
+
+def excluded_answer(exclude: Exclusions) -> list[dict[str, Any]]:
+    """The spans a containment query set aside (schemas.ExcludedOut), in text order."""
+    return [
+        {"query_start": s.start, "query_end": s.end, "reason": s.reason} for s in exclude.listed()
+    ]
 
 
 def ingest_status(result: IngestResult) -> str:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from app import __version__, kernel
-from app.api import auth, dispatch, openapi, problems, queries, ratelimit
+from app.api import auth, openapi, problems, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
 from app.api.routes import bulk, checks, collections, documents, duplicates, health, similar, ui
-from app.api.twins import twins
+from app.api.routing import twins
 from app.core.settings import Settings, load_settings
+from app.index.formats import workers
 from app.service import logs
 from app.service.collections import Collections
 from app.service.runtime import UncheckedIndex, open_index
@@ -22,6 +24,7 @@ from app.service.supervisor import supervised_dir
 from app.service.sweeper import StartupCheck, expire_forever, sweep_forever
 
 STARTUP_CHECK_WAIT_S = 5.0
+CPU_THREADS = 4
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -33,8 +36,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        queries.forbid_unknown_query(app)  # here: every route is in by now
-        dispatch.install(app)
+        # The threads CPU work runs in (asyncio.to_thread: alignments, large sketches),
+        # bounded: a few heavy queries queue instead of each taking a thread, and the
+        # event loop keeps serving the rest meanwhile.
+        pool = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="neardup-cpu")
+        asyncio.get_running_loop().set_default_executor(pool)
         # A Redis that is down at start-up means 503s until it is back, not a crash.
         async with open_index(settings, wait_for_redis=True) as index:
             app.state.index = index
@@ -75,6 +81,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     openapi.install_docs(app)
     app.state.settings = settings
+    # Files in: how many worker processes read PDF, DOCX and ODT files, and for how long.
+    workers.configure(settings.extract_workers, settings.extract_timeout)
     # /readyz waits for it: what a crash left is repaired before the service says ready.
     app.state.startup_check = StartupCheck(settings.startup_check)
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.

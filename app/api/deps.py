@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import Request
 
-from fastapi import Path, Request
-
-from app.core.settings import COLLECTION_RULE
+from app.api.schemas import CollectionName
 from app.index import Index
 
 # The document, similar and duplicates routes exist twice: as they are (the
 # service's NEARDUP_COLLECTION) and under this prefix (the collection it names).
 COLLECTION_PREFIX = "/collections/{collection}"
+# The request's deadline (the event loop's clock, time.monotonic()), set by app.api.edge.
+DEADLINE = "neardup.deadline"
+
+
+def deadline_of(request: Request) -> float | None:
+    """When the request's time is up (time.monotonic()), or None without a deadline."""
+    state = request.scope.get("state")
+    return None if state is None else state.get(DEADLINE)
 
 
 async def get_index(request: Request) -> Index:
@@ -21,6 +27,6 @@ async def get_index(request: Request) -> Index:
 
 
 async def collection_path(
-    collection: Annotated[str, Path(description=f"the collection's name: {COLLECTION_RULE}")],
+    collection: CollectionName,
 ) -> None:
     """Declares the prefix's path parameter (get_index resolves it), so the schema has it."""

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import body, observe
 from app.api.auth import refusal, refuse
+from app.api.deps import DEADLINE
 from app.api.paths import not_utf8
 from app.api.problems import RETRY_AFTER, send_problem
 from app.core.keys import KeyRing
@@ -126,8 +127,12 @@ class Edge:
                     # Streams of the whole corpus are bounded by the corpus, not a clock.
                     await self._run(app_scope, receive, observed_send, has_body, gzipped)
                 else:
+                    # The same deadline for work the routes hand to threads (CPU work that
+                    # cannot be cancelled from here checks it: app.api.deps.deadline_of).
+                    deadline = asyncio.get_running_loop().time() + self.timeout
+                    app_scope.setdefault("state", {})[DEADLINE] = deadline
                     try:
-                        async with asyncio.timeout(self.timeout):  # no Task per request
+                        async with asyncio.timeout_at(deadline):  # no Task per request
                             await self._run(app_scope, receive, observed_send, has_body, gzipped)
                     except TimeoutError:
                         if not response_started:

@@ -102,9 +102,62 @@ def install_docs(app: FastAPI) -> None:
     app.add_route("/redoc", redoc, include_in_schema=False)
 
 
+# Where a document's id can be read once an operation has stored it: from the answer's
+# body (POST makes the id) or from the request's path (PUT names it).
+DOCUMENT_SOURCES = {
+    "ingest_document": "$response.body#/id",
+    "upsert_document": "$request.path.doc_id",
+}
+DOCUMENT_TARGETS = ("get_document", "delete_document", "find_similar")
+
+
+def _link_name(operation_id: str) -> str:
+    return "".join(part.capitalize() for part in operation_id.split("_"))
+
+
+def add_links(schema: dict[str, Any]) -> None:
+    """OpenAPI links: from a stored document to its reads, delete and similar search, and
+    from a new collection to its routes, so a client (or a stateful fuzzer) can follow a
+    write to what it made instead of guessing ids that do not exist."""
+    ops = {
+        op["operationId"]: (path, op)
+        for path, methods in schema.get("paths", {}).items()
+        for op in methods.values()
+    }
+
+    def attach(source: str, links: dict[str, Any]) -> None:
+        if source not in ops:
+            return
+        for status in ("200", "201"):
+            answer = ops[source][1].get("responses", {}).get(status)
+            if answer is not None:
+                answer.setdefault("links", {}).update(links)
+
+    for suffix, scope in (("", {}), ("_in_collection", {"collection": "$request.path.collection"})):
+        for source, doc_id in DOCUMENT_SOURCES.items():
+            links = {
+                _link_name(target): {
+                    "operationId": target + suffix,
+                    "parameters": {"doc_id": doc_id, **scope},
+                }
+                for target in DOCUMENT_TARGETS
+                if target + suffix in ops
+            }
+            attach(source + suffix, links)
+    # A new collection: every route of it that needs no more than its name.
+    named = {
+        op_id: {"operationId": op_id, "parameters": {"collection": "$response.body#/name"}}
+        for op_id, (path, _) in ops.items()
+        if path.startswith(PREFIX) and "{doc_id}" not in path
+    }
+    attach("create_collection", {_link_name(op_id): link for op_id, link in named.items()})
+
+
 def document(schema: dict[str, Any]) -> None:
-    """Operation ids, and an example on every JSON request body that has none of its own."""
+    """Operation ids, links, and an example on every JSON request body that has none of
+    its own."""
     name_operations(schema)
+    add_links(schema)
     for ops in schema.get("paths", {}).values():
         for op in ops.values():
             content = op.get("requestBody", {}).get("content", {}).get("application/json")

@@ -7,15 +7,34 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
+from fastapi import Path
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonDict
+from pydantic_core import PydanticCustomError
 
-from app.core.settings import COLLECTION_RULE, Settings
-from app.index.html import PLAIN, ContentType, text_of
-from app.index.ids import check_id
+from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
+from app.index import formats
+from app.index.exclusions import Exclusions, detect
+from app.index.expiry import LATEST_MS, MAX_TTL_S
+from app.index.formats import workers
+from app.index.html import HTML, PLAIN, quoted_texts, text_of
+from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
 MAX_LIMIT = 1000
+DEFAULT_LIMIT = 10
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -29,9 +48,39 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 DocId = Annotated[str, AfterValidator(check_id)]
+# An id's rule (app.index.ids) in the schema: the pattern is exact for the characters;
+# the bound is 512 bytes of UTF-8, which a schema can only say in characters.
+ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+ID_DOC = (
+    f"a document id: 1 to {MAX_ID_BYTES} bytes of UTF-8 (maxLength counts characters: an "
+    "id of multi-byte characters reaches the byte bound sooner), no control characters "
+    "(Unicode Cc) and no U+2028/U+2029; may contain '/'"
+)
+ID_SCHEMA: JsonDict = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
+# A collection's name in the schema: exactly the rule app.index.collections checks.
+COLLECTION_SCHEMA: JsonDict = {"pattern": COLLECTION_PATTERN, "minLength": 1, "maxLength": 64}
+CollectionName = Annotated[
+    str,
+    Path(
+        description=f"the collection's name: {COLLECTION_RULE}", json_schema_extra=COLLECTION_SCHEMA
+    ),
+]
+PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+
+
+def _integral(value: Any) -> Any:
+    """5.0 as 5: JSON has one number type, and JSON Schema's integer holds 5.0 (the
+    schema says integer); 5.5, "5" and true stay refused (strict)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a body: strict, save a number with no fraction written as 5.0.
+Int = Annotated[int, BeforeValidator(_integral)]
+Limit = Annotated[Int, Field(ge=1, le=MAX_LIMIT)]
 
 
 class _In(BaseModel):
@@ -40,27 +89,95 @@ class _In(BaseModel):
 
 
 CONTENT_TYPE_DOC = (
-    "text/html: text is a page; its main text is extracted (menus, footers and banners "
-    "dropped) and that is what is indexed and what passage offsets refer to"
+    "text/plain (the default) or text/html: the document is in text; with text/html its "
+    "main text is extracted (menus, footers and banners dropped). application/pdf, "
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX) or "
+    "application/vnd.oasis.opendocument.text (ODT): the file is in data, base64-encoded, "
+    "and its text is extracted. The extracted text is what is indexed and what passage "
+    "offsets refer to"
 )
+BodyType = Literal[
+    "text/plain",
+    "text/html",
+    "application/pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.oasis.opendocument.text",
+]
+
+
+# A text with a word holds a character outside ASCII's non-alphanumerics and U+0080 to
+# U+00A9 (controls, spaces, symbols): the closest pattern to "has a letter or digit"
+# that a text with a word always matches (the kernel's Unicode tables decide the rest).
+WORDY: JsonDict = {"minLength": 1, "pattern": "[^\\u0000-/:-@\\[-`{-\\u00a9]"}
 
 
 class _Text(_In):
-    """A body with a text that may be HTML: after validation, text is what to index."""
+    """A body with a text, a page or a file: after validation `text` is what to index,
+    except for a file, whose text `extracted()` gives (off the event loop)."""
 
-    text: str = Field(description="the document text (UTF-8), or a page with text/html")
-    content_type: ContentType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    # First, so that text and data are checked against it (a field sees those before it).
+    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    text: str | None = Field(
+        None,
+        validate_default=True,
+        description="the document text (UTF-8), or a page with text/html; it must hold a "
+        "word (a letter or digit)",
+        json_schema_extra=WORDY,
+    )
+    data: str | None = Field(
+        None,
+        validate_default=True,
+        description="with a file content_type: the file's bytes, base64-encoded",
+    )
+    _file: bytes | None = PrivateAttr(None)
+    _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
+
+    @field_validator("text", "data")
+    @classmethod
+    def _one_of(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("content_type")
+        if kind is None:
+            return value  # content_type itself is wrong: that is the error to name
+        wanted = "data" if kind in formats.FILE_TYPES else "text"
+        if info.field_name == wanted and value is None:
+            raise PydanticCustomError("missing", "Field required")
+        if info.field_name != wanted and value is not None:
+            raise ValueError(
+                f"content_type {kind} takes the file in data (base64), not text"
+                if wanted == "data"
+                else f"content_type {kind} takes text; data goes with "
+                f"{', '.join(formats.FILE_TYPES)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _extract(self) -> _Text:
-        self.text = text_of(self.text, self.content_type)  # HTMLError: a 422 naming the field
+        if self.data is not None:
+            self._file = formats.decode(self.data)  # FileError: a 422 naming the field
+            self.data = None  # the bytes are kept once
+        elif self.content_type == HTML and self.text is not None:
+            self._page = self.text
+            self.text = text_of(self.text, HTML)  # HTMLError: a 422 naming the field
         return self
 
+    async def extracted(self) -> str:
+        """What to index: the text, or the file's text read by a worker process
+        (FileError, a 422, naming what is wrong with the file)."""
+        if self._file is not None:
+            self.text = await workers.shared().text(self.content_type, self._file)
+            self._file = None
+        assert self.text is not None
+        return self.text
 
-TTL_DOC = "seconds until the document stops answering and is removed (an integer > 0)"
+
+TTL_DOC = (
+    "seconds until the document stops answering and is removed (an integer > 0, at "
+    f"most {MAX_TTL_S}: 100 years, NEARDUP_DEFAULT_TTL's bound)"
+)
 EXPIRES_DOC = (
     "when the document stops answering and is removed: RFC 3339 with an offset, in the "
-    "future; give ttl or expires_at, not both (neither: the collection's default_ttl)"
+    "future and at most 100 years from now; give ttl or expires_at, not both (neither: "
+    "the collection's default_ttl)"
 )
 
 
@@ -80,11 +197,28 @@ def parse_expiry(value: str) -> datetime:
 
 def rfc3339(ms: int) -> str:
     """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    # Clamped: a record stored before expiries were bounded may say a year past 9999,
+    # which datetime cannot hold; it still reads (`neardup check` reports it).
+    ms = min(ms, LATEST_MS)
+    return (
+        datetime.fromtimestamp(ms // 1000, UTC)
+        .replace(microsecond=ms % 1000 * 1000)
+        .isoformat(timespec="milliseconds")[:-6]
+        + "Z"
+    )
 
 
 class _Expiring(_In):
-    ttl: int | None = Field(None, gt=0, description=TTL_DOC)
+    # "ttl or expires_at, not both", said in the schema too (null is as good as absent).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {
+                "required": ["ttl", "expires_at"],
+                "properties": {"ttl": {"type": "integer"}, "expires_at": {"type": "string"}},
+            }
+        }
+    )
+    ttl: Int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
     expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
 
     @model_validator(mode="after")
@@ -93,6 +227,14 @@ class _Expiring(_In):
             raise ValueError("give ttl or expires_at, not both")
         if self.expires_at is not None and parse_expiry(self.expires_at).timestamp() <= time.time():
             raise ValueError(f"expires_at {self.expires_at} is in the past; give a later time")
+        if (
+            self.expires_at is not None
+            and parse_expiry(self.expires_at).timestamp() > time.time() + MAX_TTL_S
+        ):
+            raise ValueError(
+                f"expires_at {self.expires_at} is more than 100 years ({MAX_TTL_S} s) from "
+                "now; give an earlier time"
+            )
         return self
 
     def expires_ms(self) -> int | None:
@@ -105,7 +247,9 @@ class _Expiring(_In):
 
 
 class DocumentIn(_Text, _Expiring):
-    id: DocId | None = Field(None, description="1-512 bytes; generated when absent")
+    id: DocId | None = Field(
+        None, description=f"{ID_DOC}; generated when absent", json_schema_extra=ID_SCHEMA
+    )
     metadata: Metadata = Field(None, description="any JSON object, stored as is")
 
 
@@ -113,8 +257,19 @@ class DocumentPut(_Text, _Expiring):
     metadata: Metadata = None
 
 
+class BatchDocumentIn(DocumentIn):
+    # A batch answers a text with no words as that item's error, in a 200: so the batch
+    # schema does not refuse it (the schema says what is refused).
+    text: str | None = Field(
+        None,
+        validate_default=True,
+        description="the document text (UTF-8), or a page with text/html; one with no "
+        "word (letter or digit) is answered as this item's error",
+    )
+
+
 class BatchIn(_In):
-    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+    documents: list[BatchDocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 Measure = Literal["jaccard", "containment"]
@@ -123,7 +278,7 @@ Measure = Literal["jaccard", "containment"]
 Consistency = Literal["eventual", "strong"]
 CONSISTENCY_DOC = (
     "strong: read from the Redis masters even when NEARDUP_READ_FROM_REPLICAS lets "
-    "queries read from replicas (see docs/reliability.md)"
+    "queries read from replicas (docs/deployment.md, reads from replicas)"
 )
 MEASURE_DOC = (
     "jaccard: stored documents that resemble the text as a whole (threshold: least "
@@ -148,9 +303,24 @@ class FilterIn(_In):
     )
 
 
+EXCLUDE_DOC = (
+    "with measure=containment: what not to count. quotes: text inside quotation marks "
+    "(and a page's <blockquote> and <q>); bibliography: a trailing section headed "
+    "References, Bibliography, Works Cited, Literaturverzeichnis, Références or the like; "
+    "min_words: passages shorter than this many words. Set-aside spans are listed in "
+    "`excluded`, and count neither in containment nor in coverage"
+)
+
+
+class ExcludeIn(_In):
+    quotes: bool = Field(False, description="set aside text inside quotation marks")
+    bibliography: bool = Field(False, description="set aside a trailing reference list")
+    min_words: int = Field(0, ge=0, le=100_000, description="set aside shorter passages")
+
+
 class SimilarIn(_Text):
     threshold: Threshold | None = None
-    limit: Limit = 10
+    limit: Limit = DEFAULT_LIMIT
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
@@ -162,10 +332,24 @@ class SimilarIn(_Text):
         "extracted text, which passage offsets refer to)",
     )
 
+    exclude: ExcludeIn | None = Field(None, description=EXCLUDE_DOC)
+
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
         check_measure(self.measure, self.evidence)
+        if self.exclude is not None and self.measure != "containment":
+            raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
         return self
+
+    def exclusions(self, text: str) -> Exclusions | None:
+        """What exclude sets aside in the extracted text, or None without exclude."""
+        if self.exclude is None:
+            return None
+        quoted = (
+            quoted_texts(self._page) if self._page is not None and self.exclude.quotes else None
+        )
+        spans = detect(text, self.exclude.quotes, self.exclude.bibliography, quoted)
+        return Exclusions(spans, self.exclude.min_words)
 
 
 def check_measure(measure: str, evidence: bool) -> None:
@@ -198,6 +382,12 @@ class PassageOut(BaseModel):
     source_end: int = Field(description="code-point offset into the source (exclusive)")
 
 
+class ExcludedOut(BaseModel):
+    query_start: int = Field(description="code-point offset into the query text (inclusive)")
+    query_end: int = Field(description="code-point offset into the query text (exclusive)")
+    reason: Literal["quote", "bibliography", "short"]
+
+
 class ContainmentMatch(BaseModel):
     id: str
     containment: float = Field(description="share of the query's shingles in passages of it")
@@ -217,6 +407,9 @@ class ContainmentOut(BaseModel):
         description="passage anchors of the query too common in the collection to read in full"
     )
     text: str | None = Field(None, description=TEXT_OUT_DOC)
+    excluded: list[ExcludedOut] | None = Field(
+        None, description="with exclude: the spans of the text set aside, and why"
+    )
 
 
 class DocumentOut(BaseModel):
@@ -250,7 +443,7 @@ class BatchOut(BaseModel):
 
 
 class DeleteIn(_In):
-    ids: list[DocId] | None = Field(
+    ids: list[Annotated[DocId, Field(json_schema_extra=ID_SCHEMA)]] | None = Field(
         None, min_length=1, max_length=MAX_BATCH, description="delete these documents"
     )
     filter: FilterIn | None = Field(
@@ -259,7 +452,27 @@ class DeleteIn(_In):
     cursor: str | None = Field(
         None, description="with filter: the cursor the previous step answered (omit to start)"
     )
-    step: int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+    step: Int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+
+    # "exactly one of ids and filter; cursor only with filter", said in the schema too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["ids"],
+                    "properties": {
+                        "ids": {"type": "array"},
+                        "filter": {"type": "null"},
+                        "cursor": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["filter"],
+                    "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}},
+                },
+            ]
+        }
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> DeleteIn:
@@ -278,9 +491,58 @@ class DeleteOut(BaseModel):
     )
 
 
+_BASE64: JsonDict = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9+/]*={0,2}$",
+    "contentEncoding": "base64",
+}
+# What app.index.transfer checks, said in the schema (it checks each line itself, so
+# a line's problem is named with the line's id).
+IMPORT_HEADER: JsonDict = {
+    "properties": {
+        "format": {"const": "neardup-export"},
+        "version": {"const": 1},
+        "params": {
+            "type": "object",
+            "description": "the sketch parameters of the exporting collection: each must "
+            "equal the target collection's (GET /collections/{name}), else 422",
+        },
+    },
+    "required": ["format", "version", "params"],
+}
+IMPORT_LINE: JsonDict = {
+    "properties": {
+        "id": {"type": "string", **ID_SCHEMA, "description": ID_DOC},
+        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        "shingles": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        "fingerprint": {
+            **_BASE64,
+            "description": "1 to fingerprint_size ascending little-endian u32 values",
+        },
+        "bands": {**_BASE64, "description": "exactly bands little-endian u64 values"},
+        "passages": {
+            **_BASE64,
+            "description": "the passage layout, exactly when the collection keeps a passage "
+            "index (passage_words > 0)",
+        },
+        "expires_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "ms since the epoch, at most 100 years from now; absent: never",
+        },
+    },
+    "required": ["id", "shingles", "fingerprint", "bands"],
+}
+
+
 class ImportIn(_In):
-    header: dict[str, Any] = Field(description="the export's first line")
-    documents: list[dict[str, Any]] = Field(
+    """Lines of an export (GET /export): sketches that only the collection's own
+    parameters can have, so a made-up line is refused with a 422 saying why."""
+
+    header: dict[str, Any] = Field(
+        description="the export's first line", json_schema_extra=IMPORT_HEADER
+    )
+    documents: list[Annotated[dict[str, Any], Field(json_schema_extra=IMPORT_LINE)]] = Field(
         min_length=1, max_length=MAX_BATCH, description="export lines after the header"
     )
 
@@ -302,12 +564,23 @@ def _collection_in() -> type[BaseModel]:
     service's setting when absent). The fields are app.service.collections.PARAMETERS,
     typed as the settings are, so a new collection parameter needs no edit here."""
     fields: dict[str, Any] = {
-        "name": (str, Field(description=f"the collection's name: {COLLECTION_RULE}")),
+        "name": (
+            str,
+            Field(
+                description=f"the collection's name: {COLLECTION_RULE}",
+                json_schema_extra=COLLECTION_SCHEMA,
+            ),
+        ),
     }
     for name in PARAMETERS:
         setting = Settings.model_fields[name]
+        # With the setting's own bounds (ge, le, ...), so the schema states them too.
+        rules = [*setting.metadata]
+        if setting.annotation is int:
+            rules.append(BeforeValidator(_integral))
+        typed: Any = Annotated[(setting.annotation, *rules)] if rules else setting.annotation
         fields[name] = (
-            setting.annotation | None,  # type: ignore[operator]
+            typed | None,
             Field(None, description=f"default: the service's NEARDUP_{name.upper()}"),
         )
     return create_model("CollectionIn", __base__=_In, **fields)

@@ -165,7 +165,22 @@ def _query(args: argparse.Namespace) -> int:
     from app.cli import tools
 
     text = None
-    if args.id is None:
+    if args.file is not None and args.id is not None:
+        print("neardup: give --id or --file, not both", file=sys.stderr)
+        return 2
+    if args.file is not None:
+        from app.cli.sources import file_text
+        from app.index.formats import FileError
+
+        try:
+            text = file_text(args.file)
+        except (FileError, OSError) as exc:
+            print(f"neardup: {args.file}: {exc}", file=sys.stderr)
+            return 2
+        if text is None:
+            print(f"neardup: {args.file}: not a .pdf, .docx or .odt file", file=sys.stderr)
+            return 2
+    elif args.id is None:
         text = sys.stdin.read()
         if args.html:
             text = _html_text(text)
@@ -468,10 +483,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     ingest = command(
-        "ingest", help="load documents from JSON Lines or 'id text' files ('-' is stdin)"
+        "ingest",
+        help="load documents from JSON Lines or 'id text' files ('-' is stdin), or PDF, "
+        "DOCX and ODT files (one document each, its file name as id)",
     )
     ingest.add_argument(
-        "files", nargs="+", metavar="FILE", help="JSON Lines ({id, text, metadata?}) or 'id text'"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="JSON Lines ({id, text, metadata?}), 'id text', or .pdf/.docx/.odt",
     )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.add_argument(
@@ -491,6 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     query = command("query", help="near-duplicates of a stored id or of text on stdin")
     query.add_argument(
         "--id", type=_doc_id, help="a stored document's id (otherwise read text from stdin)"
+    )
+    query.add_argument(
+        "--file",
+        metavar="PATH",
+        help="query with the text of a .pdf, .docx or .odt file instead of stdin",
     )
     query.add_argument(
         "--threshold", type=float, help="least similarity (None: the collection's threshold)"

@@ -1,4 +1,5 @@
-"""Reading documents to ingest: JSON Lines or the `id text` line format."""
+"""Reading documents to ingest: JSON Lines, the `id text` line format, or a PDF, DOCX
+or ODT file (one document, its file name as id, its extracted text)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import IO
 import orjson
 
 from app.index import Document
+from app.index.formats import SUFFIXES, FileError, extract
 from app.index.ids import check_id
 
 
@@ -69,8 +71,27 @@ def _check_id(doc: Document) -> None:
     check_id(doc.id or "")
 
 
+def file_text(path: str) -> str | None:
+    """The text of a .pdf, .docx or .odt file (FileError when it cannot be read); None
+    for any other file."""
+    kind = SUFFIXES.get(Path(path).suffix.lower())
+    return None if kind is None else extract(kind, Path(path).read_bytes())
+
+
 def read_lines(path: str) -> Iterator[Line]:
-    """Every non-blank line of a file ('-' is stdin) as a document or an error."""
+    """Every non-blank line of a file ('-' is stdin) as a document or an error; a PDF,
+    DOCX or ODT file is one document, with its file name as its id."""
+    if path != "-" and Path(path).suffix.lower() in SUFFIXES:
+        size = Path(path).stat().st_size
+        name = Path(path).name
+        try:
+            text = file_text(path)
+            check_id(name)
+        except (FileError, ValueError) as exc:
+            yield Line(path, 1, size, None, str(exc))
+            return
+        yield Line(path, 1, size, Document(text=text or "", id=name))
+        return
     stream: IO[bytes]
     if path == "-":
         stream, name = sys.stdin.buffer, "<stdin>"

@@ -12,11 +12,12 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
-from app.core.names import COLLECTION_RULE, valid_collection
+from app.core.names import COLLECTION_PATTERN, COLLECTION_RULE, valid_collection
 from app.core.redis_url import check_redis_url
 from app.core.shingles import parse_shingle
 
 __all__ = [
+    "COLLECTION_PATTERN",
     "COLLECTION_RULE",
     "Settings",
     "SettingsError",
@@ -60,6 +61,10 @@ class Settings(BaseSettings):
     # Bounds the work of a query on a hot (boilerplate) band; measured in bench/service.py.
     candidate_cap: int = Field(200, ge=10, le=100_000)
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    # Files in (PDF, DOCX, ODT): worker processes that read them at once, and the seconds
+    # one file may take before its worker is killed and the request gets a 422.
+    extract_workers: int = Field(2, ge=1, le=64)
+    extract_timeout: float = Field(20.0, gt=0, le=3600)
     max_text_bytes: int = Field(8 * 1024 * 1024, ge=16)
     durability: Literal["everysec", "always"] = "everysec"
     log_format: Literal["text", "json"] = "text"

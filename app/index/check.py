@@ -59,6 +59,7 @@ KINDS = (
     "orphan_texts",
     "stale_texts",
     "stale_expiries",
+    "far_expiries",
 )
 
 
@@ -140,6 +141,8 @@ async def check(
             due.add(h)
             continue
         rec = records.unpack(raw)
+        if rec.expires_ms > at + 1000 * expiry.MAX_TTL_S:  # stored before ttl was bounded
+            report.note("far_expiries", f"handle {h}: expires at ms {rec.expires_ms}")
         if mapping.get(rec.id) == h:
             live[h] = entries_of(rec)
             if h in texted:

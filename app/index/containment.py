@@ -10,15 +10,19 @@ coverage.
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 
 from app import kernel
 from app.core.shingles import parse_shingle
 from app.index import candidates, documents, records
 from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
+from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
-from app.index.passages import Layout, Query, align, covered_shingles
+from app.index.passages import Layout, Overdue, Query, align, covered_shingles
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
@@ -43,17 +47,31 @@ def check_containment(params: Params, threshold: float | None) -> float:
 
 
 async def containment_of_text(
-    pieces: Pieces, text: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    text: str,
+    threshold: float,
+    limit: int,
+    where: Filter | None,
+    exclude: Exclusions | None = None,
+    deadline: float | None = None,
 ) -> ContainmentResult:
-    """Stored documents that hold passages of a text (threshold checked)."""
+    """Stored documents that hold passages of a text (threshold checked), without what
+    exclude sets aside; past deadline (time.monotonic()), Overdue."""
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    return await contained(pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where)
+    return await contained(
+        pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where, exclude, deadline
+    )
 
 
 async def containment_of_id(
-    pieces: Pieces, doc_id: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    doc_id: str,
+    threshold: float,
+    limit: int,
+    where: Filter | None,
+    deadline: float | None = None,
 ) -> ContainmentResult | None:
     """Other stored documents that hold passages of a stored one (None: unknown id)."""
     found = await documents.stored(pieces.store, doc_id)
@@ -64,7 +82,14 @@ async def containment_of_id(
     if not rec.passages:  # stored before the collection kept passages
         return ContainmentResult([], 0, False, 0, 0.0)
     return await contained(
-        pieces, rec.fingerprint, Layout.unpack(rec.passages), handle, threshold, limit, where
+        pieces,
+        rec.fingerprint,
+        Layout.unpack(rec.passages),
+        handle,
+        threshold,
+        limit,
+        where,
+        deadline=deadline,
     )
 
 
@@ -76,6 +101,8 @@ async def contained(
     threshold: float,
     limit: int,
     where: Filter | None = None,
+    set_aside: Exclusions | None = None,
+    deadline: float | None = None,
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout) that cover at least
     threshold of its shingles, best first, each id once."""
@@ -88,18 +115,27 @@ async def contained(
     shingles = max(1, layout.words - k + 1)
     indexed = Query(layout)
     scored, raws = [], []
-    for h, raw in zip(handles.tolist(), fetched, strict=True):
-        if raw is None:
-            continue
-        rec = records.unpack(raw)
-        if not rec.passages or (where is not None and not where.matches(rec.metadata)):
-            continue
-        passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
-        if passages:
-            covered = covered_shingles(passages, layout.words, k)
-            if covered.sum() / shingles >= threshold:
-                scored.append((h, rec, passages, covered))
-                raws.append(raw)
+
+    def aligned() -> None:  # CPU work: off the event loop, the deadline between sources
+        for h, raw in zip(handles.tolist(), fetched, strict=True):
+            if deadline is not None and time.monotonic() > deadline:
+                raise Overdue("the request's deadline passed while aligning passages")
+            if raw is None:
+                continue
+            rec = records.unpack(raw)
+            if not rec.passages or (where is not None and not where.matches(rec.metadata)):
+                continue
+            source = Layout.unpack(rec.passages)
+            passages = align(indexed, source, k, min_words, deadline)
+            if set_aside is not None:  # the one place exclusions apply
+                passages = set_aside.trim(passages, layout, source, min_words)
+            if passages:
+                covered = covered_shingles(passages, layout.words, k)
+                if covered.sum() / shingles >= threshold:
+                    scored.append((h, rec, passages, covered))
+                    raws.append(raw)
+
+    await asyncio.to_thread(aligned)
     sims = np.zeros(len(scored))
     if scored:
         sims = kernel.jaccard_many_encoded(

@@ -45,3 +45,9 @@ class ConfigMismatchError(errors.Misconfigured):
 
 class DeletingError(errors.Conflict):
     """The collection is marked for deletion: no reads or writes any more."""
+
+
+class FileError(errors.Invalid):
+    """A file that cannot be read as the type it was sent as; the message says why."""
+
+    title = "File cannot be read"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from app.core.settings import Settings
 from app.index import records
 from app.index.locks import LOCK_TTL_MS
 from app.store import Store
@@ -20,6 +21,14 @@ from app.store import Store
 # A queued handle without a record may be a first write in flight (queued, record not
 # yet written); it is dropped only once it is due by more than a write lock lives.
 GRACE_MS = LOCK_TTL_MS
+# The longest a document may live, however its expiry is given: NEARDUP_DEFAULT_TTL's
+# own bound (100 years), read from the setting so the two cannot drift.
+MAX_TTL_S: int = next(
+    m.le for m in Settings.model_fields["default_ttl"].metadata if getattr(m, "le", None)
+)
+# The last instant RFC 3339 (and Python's datetime) can say, 9999-12-31T23:59:59.999Z: an
+# expiry stored past it by an older release is shown as this.
+LATEST_MS = 253_402_300_799_999
 
 
 def now_ms() -> int:

@@ -84,3 +84,20 @@ def extract(html: str) -> str:
 def text_of(text: str, content_type: ContentType) -> str:
     """What to index for a body sent with this content type."""
     return extract(text) if content_type == HTML else text
+
+
+def quoted_texts(html: str) -> list[str]:
+    """The visible text of each <blockquote> and <q> of a page (a quotation inside
+    another is part of it), for excluding quotations (app.index.exclusions)."""
+    from resiliparse.parse.html import HTMLTree
+
+    try:
+        tree = HTMLTree.parse(_CONTROL.sub("", _repair(html)))
+        if tree.body is None:
+            return []
+        return [
+            extract_plain_text(el.html, alt_texts=False)
+            for el in tree.body.query_selector_all("blockquote, q")
+        ]
+    except Exception:  # the page was extracted already; a parser quirk here loses no text
+        return []

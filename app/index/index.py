@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
 from app.index import containment, documents, locks, records, similarity, writes
+from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import Layout
@@ -126,11 +127,17 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        exclude: Exclusions | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages (without
+        what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
+        Overdue."""
         t = self.check_containment(threshold)
         with replica_reads():
-            return await containment.containment_of_text(self.pieces, text, t, limit, where)
+            return await containment.containment_of_text(
+                self.pieces, text, t, limit, where, exclude, deadline
+            )
 
     async def containment_of_id(
         self,
@@ -138,11 +145,14 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        deadline: float | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
         with replica_reads():
-            return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
+            return await containment.containment_of_id(
+                self.pieces, doc_id, t, limit, where, deadline
+            )
 
     # reads and removal (app.index.documents) ------------------------------------------
 

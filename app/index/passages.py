@@ -23,9 +23,12 @@ matches) keeps from stretching a passage by more than a word now and then.
 from __future__ import annotations
 
 import struct
+import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from app.core import errors
 
 # A matching word scores 1, a differing one -MISMATCH; an extension stops once
 # its score is XDROP below the best it reached, and keeps the best prefix.
@@ -189,21 +192,47 @@ class Query:
             self.anchors.setdefault(h, []).append(w)
 
 
-def align(query: Query, source: Layout, k: int, min_words: int) -> list[Passage]:
-    """The maximal passages two texts share, in query order, each at least min_words long."""
+class Overdue(errors.Unavailable):
+    """The request's deadline passed during an alignment (503 with Retry-After)."""
+
+
+def _overdue(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def align(
+    query: Query, source: Layout, k: int, min_words: int, deadline: float | None = None
+) -> list[Passage]:
+    """The maximal passages two texts share, in query order, each at least min_words long.
+
+    deadline (time.monotonic()): past it, Overdue is raised between seeds."""
     qh, sh = query.words, source.word_hashes.tobytes()
     nq, ns = len(qh), len(sh)
     spans: set[tuple[int, int, int, int]] = set()
+    # Per diagonal (qi - si), the query ranges already extended: a seed inside one would
+    # extend to the same piece. Repetitive text has thousands of seeds per diagonal.
+    done: dict[int, list[tuple[int, int]]] = {}
+    seeds = 0
     for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
         for qi in query.anchors.get(h, ()):
+            seeds += 1
+            skip = any(a <= qi < b for a, b in done.get(qi - si, ()))
+            # Checked before each extension (up to the whole text), else every 1,024 seeds.
+            if (not skip or seeds % 1024 == 0) and _overdue(deadline):
+                raise Overdue("the request's deadline passed while aligning passages")
+            if skip:
+                continue
             width = min(k, nq - qi, ns - si)
             if width <= 0 or qh[qi : qi + width] != sh[si : si + width]:
                 continue  # a hash collision, not a shared shingle
             right = _extend(qh, qi + width, sh, si + width, 1)
             left = _extend(qh, qi - 1, sh, si - 1, -1)
             spans.add((qi - left, qi + width + right, si - left, si + width + right))
+            done.setdefault(qi - si, []).append((qi - left, qi + width + right))
     merged: list[list[int]] = []
-    for qa, qb, sa, sb in sorted(spans):
+    for n, (qa, qb, sa, sb) in enumerate(sorted(spans)):
+        if n % 1024 == 1023 and _overdue(deadline):
+            raise Overdue("the request's deadline passed while merging passages")
         if merged:
             last = merged[-1]
             q_gap, s_gap = qa - last[1], sa - last[3]

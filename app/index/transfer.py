@@ -33,7 +33,7 @@ import orjson
 
 from app.core import errors
 from app.index import records
-from app.index.expiry import live_records, now_ms
+from app.index.expiry import MAX_TTL_S, live_records, now_ms
 from app.index.filters import Filter
 from app.index.ids import check_id
 from app.index.index import Index
@@ -190,8 +190,9 @@ def _restore(
             if not same:
                 raise ImportRefused(f"{where}: passages is not a passage layout")
         end = doc.get("expires_ms", 0)
-        if type(end) is not int or not 0 <= end < 2**63:
-            raise ImportRefused(f"{where}: expires_ms must be ms since the epoch (or absent)")
+        if type(end) is not int or not 0 <= end <= now_ms() + 1000 * MAX_TTL_S:
+            raise ImportRefused(f"{where}: expires_ms must be ms since the epoch, at most "
+                                f"{MAX_TTL_S} s (100 years) from now (or absent)")  # fmt: skip
         ends.append(end)
         ids.append(doc_id)
         metas.append(meta)

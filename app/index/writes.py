@@ -17,7 +17,7 @@ import numpy as np
 
 from app.index import records, texts
 from app.index.errors import ExpiryError
-from app.index.expiry import live, now_ms
+from app.index.expiry import MAX_TTL_S, live, now_ms
 from app.index.locks import locked
 from app.index.params import Params
 from app.index.pieces import Pieces
@@ -92,6 +92,9 @@ def expiries(params: Params, docs: Sequence[Document]) -> list[int]:
         if ms and ms <= now:
             where = f"document {i}" if len(docs) > 1 else "the document"
             raise ExpiryError(f"{where} would expire in the past; give a later expiry")
+        if ms > now + 1000 * MAX_TTL_S:  # every way in (API, CLI, import): one bound
+            where = f"document {i}" if len(docs) > 1 else "the document"
+            raise ExpiryError(f"{where} would expire over 100 years ({MAX_TTL_S} s) from now")
     return out
 
 

@@ -11,12 +11,13 @@ from fastapi.responses import StreamingResponse
 
 from app.api import schemas
 from app.api.deps import get_index
+from app.api.routing import Route
 from app.index import Index
 from app.index.filters import Filter
 from app.index.removal import delete_ids, delete_where
 from app.index.transfer import export, import_documents
 
-router = APIRouter()
+router = APIRouter(route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 NDJSON = "application/x-ndjson"
 

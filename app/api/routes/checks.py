@@ -18,9 +18,10 @@ from app.api import schemas
 from app.api.deps import get_index
 from app.api.problems import problem
 from app.api.routes.similar import similar_to_text
+from app.api.routing import Route
 from app.index import reports
 
-router = APIRouter(tags=["checks"])
+router = APIRouter(tags=["checks"], route_class=Route)
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "no such check, or it expired"}
 }

@@ -8,17 +8,30 @@ under /collections/{name}/... (app.api.app includes them twice).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi import Path as PathParam
 
 from app.api import schemas
-from app.core.settings import COLLECTION_RULE
+from app.api.routing import Route
+from app.index import Index
+from app.index.containment import DEFAULT_CONTAINMENT
 from app.service.collections import describe
 
-router = APIRouter(tags=["collections"])
-Name = Annotated[str, PathParam(description=f"the collection's name: {COLLECTION_RULE}")]
+router = APIRouter(tags=["collections"], route_class=Route)
+Name = schemas.CollectionName
+
+
+async def _described(index: Index, name: str) -> dict[str, Any]:
+    """describe()'s answer and the defaults a query takes there, which the report page
+    reads instead of typing them again."""
+    described = await describe(index, name)
+    described["defaults"] = {
+        "threshold": {"jaccard": index.params.threshold, "containment": DEFAULT_CONTAINMENT},
+        "limit": schemas.DEFAULT_LIMIT,
+        "max_limit": schemas.MAX_LIMIT,
+    }
+    return described
 
 
 @router.post(
@@ -41,7 +54,7 @@ async def create(
     name = given.pop("name")
     index, created = await request.app.state.collections.create(name, given)
     response.status_code = 201 if created else 200
-    return await describe(index, name)
+    return await _described(index, name)
 
 
 @router.get("/collections", response_model=dict[str, Any])
@@ -61,7 +74,7 @@ async def listing(request: Request) -> dict[str, Any]:
 )
 async def read(collection: Name, request: Request) -> dict[str, Any]:
     """A collection's parameters (bands and rows included), size and query bounds."""
-    return await describe(await request.app.state.collections.get(collection), collection)
+    return await _described(await request.app.state.collections.get(collection), collection)
 
 
 @router.delete(

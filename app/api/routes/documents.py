@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from app.api import schemas
 from app.api.answers import ingest_status
 from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
 from app.api.routes.similar import similar_out
+from app.api.routing import Route
 from app.index import Document, Index, IngestResult, NoShinglesError
+from app.index.formats import FileError
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
-PathId = Annotated[schemas.DocId, Path(description="document id; may contain '/'")]
+PathId = schemas.PathId
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "unknown id"}
 }
@@ -39,16 +42,30 @@ async def ingest(
     limit: Annotated[schemas.Limit, Query()] = 10,
 ) -> schemas.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
-    doc = Document(body.text, body.id, body.metadata, body.expires_ms())
+    doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms())
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
     return _ingest_out(result, used)
 
 
+async def _item_text(i: int, item: schemas.DocumentIn) -> str:
+    """A batch item's text; a file that cannot be read is the whole request's 422,
+    naming the item, as a body that does not validate is."""
+    try:
+        return await item.extracted()
+    except FileError as exc:
+        raise FileError(f"documents[{i}]: {exc}") from None
+
+
 @router.post("/documents/batch", response_model=schemas.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
-    docs = [Document(d.text, d.id, d.metadata, d.expires_ms()) for d in body.documents]
+    # Files are read at once, as many as there are extraction workers.
+    texts = await asyncio.gather(*(_item_text(i, d) for i, d in enumerate(body.documents)))
+    docs = [
+        Document(text, d.id, d.metadata, d.expires_ms())
+        for text, d in zip(texts, body.documents, strict=True)
+    ]
     results = await index.ingest(docs)
     items = [
         schemas.BatchItemOut(
@@ -76,7 +93,7 @@ async def upsert(
     doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
 ) -> schemas.IngestOut:
     """Create or replace the document with this id: 201 when new, 200 when replaced."""
-    doc = Document(body.text, doc_id, body.metadata, body.expires_ms())
+    doc = Document(await body.extracted(), doc_id, body.metadata, body.expires_ms())
     (result,) = await index.ingest([doc])
     response.status_code = 201 if result.created else 200
     return _ingest_out(result, None)

@@ -10,11 +10,12 @@ from fastapi.responses import StreamingResponse
 from app.api import schemas
 from app.api.answers import duplicate_lines
 from app.api.deps import get_index
+from app.api.routing import Route
 from app.core.errors import Invalid
 from app.index import Index
 from app.store import reads
 
-router = APIRouter(tags=["duplicates"])
+router = APIRouter(tags=["duplicates"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 NDJSON = "application/x-ndjson"
 
@@ -25,6 +26,7 @@ def _ndjson_doc(example: dict) -> dict:
 
 # A client that asks for checkpoints without saying how often gets one per this many.
 DEFAULT_CHECKPOINTS = 1000
+MAX_PAIRS = 2**53
 CHECKPOINTS_DOC = (
     'write a line {"cursor": ..., "done": false} after about every this many pairs '
     '(groups), at least every second while a scan runs, and {"cursor": ..., "done": '
@@ -70,7 +72,9 @@ async def all_pairs(
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     max_pairs: Annotated[
         int | None,
-        Query(ge=1, description="stop after this many pairs (default: no limit)"),
+        # Bounded as every client number is: a count no scan reaches, within 2**53 so
+        # that every JSON reader holds it exactly.
+        Query(ge=1, le=MAX_PAIRS, description="stop after this many pairs (default: no limit)"),
     ] = None,
     after: Annotated[
         str | None,

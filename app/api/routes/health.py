@@ -9,11 +9,12 @@ from fastapi import APIRouter, Request, Response
 from app import kernel
 from app.api.deps import get_index
 from app.api.problems import RETRY_AFTER, ProblemResponse, problem
+from app.api.routing import Route
 from app.core import metrics
 from app.core.errors import Unavailable
 from app.service.supervisor import down_reason
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=Route)
 
 
 _OK = b'{"status":"ok"}'

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
-from fastapi.routing import APIRoute
-from fastapi.telemetry import get_telemetry_data
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.api import schemas
-from app.api.answers import containment_answer, query_answer
-from app.api.deps import get_index
+from app.api.answers import containment_answer, excluded_answer, query_answer
+from app.api.deps import deadline_of, get_index
 from app.api.problems import problem
+from app.api.routing import Route, with_fast_path
 from app.index import Index, QueryResult
 from app.index.filters import Filter
 from app.store import reads
 
-router = APIRouter(tags=["similar"])
+router = APIRouter(tags=["similar"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 # numpy scalars, should a result ever carry one, are written as plain numbers.
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-DEFAULT_LIMIT = 10
+DEFAULT_LIMIT = schemas.DEFAULT_LIMIT
 
 
 def similar_out(
@@ -129,29 +127,8 @@ async def _text_fast(request: Request) -> Response | None:
     return None if args is None else await _text_answer(request, *args)
 
 
-def _with_fast_path(fast: Callable[[Request], Awaitable[Response | None]]) -> type[APIRoute]:
-    """A route class whose handler first lets fast answer the request (see _stored_args and
-    _text_args), and leaves it to FastAPI's own handler when fast returns None, or when
-    FastAPI's OpenTelemetry instrumentation is on (so that it sees every request)."""
-
-    class FastPathRoute(APIRoute):
-        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-            full = super().get_route_handler()
-
-            async def handler(request: Request) -> Response:
-                if get_telemetry_data() is None:
-                    response = await fast(request)
-                    if response is not None:
-                        return response
-                return await full(request)
-
-            return handler
-
-    return FastPathRoute
-
-
 async def similar_to_stored(
-    doc_id: Annotated[schemas.DocId, Path(description="document id; may contain '/'")],
+    doc_id: schemas.PathId,
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
@@ -179,7 +156,7 @@ async def similar_to_stored(
         except ValueError as exc:
             return problem(422, "Invalid request", f"evidence: {exc}")
         t = index.check_containment(threshold)
-        found = await index.containment_of_id(doc_id, t, limit, where)
+        found = await index.containment_of_id(doc_id, t, limit, where, deadline_of(request))
         if found is None:
             return _missing(doc_id)
         return _answer(containment_answer(found, t, evidence, doc_id))
@@ -207,14 +184,21 @@ async def similar_to_text(
     the stored documents that hold passages of it."""
     reads.strong(consistency == "strong")
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # body.text is what was indexed: with text/html, the page's extracted text.
-    shown = {"text": body.text} if body.return_text else {}
+    # The text as indexed: with text/html the page's main text, with a file its text.
+    text = await body.extracted()
+    shown = {"text": text} if body.return_text else {}
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        found = await index.containment_of_text(body.text, t, body.limit, where)
-        return _answer(containment_answer(found, t, body.evidence) | shown)
-    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
+        exclude = body.exclusions(text)
+        found = await index.containment_of_text(
+            text, t, body.limit, where, exclude, deadline_of(request)
+        )
+        answer = containment_answer(found, t, body.evidence)
+        if exclude is not None:
+            answer["excluded"] = excluded_answer(exclude)
+        return _answer(answer | shown)
+    return await _text_answer(request, text, body.threshold, body.limit, where, shown)
 
 
 async def _text_answer(
@@ -237,12 +221,12 @@ router.add_api_route(
     methods=["GET"],
     response_model=schemas.SimilarOut | schemas.ContainmentOut,
     responses={404: {"model": schemas.Problem, "description": "unknown id"}},
-    route_class_override=_with_fast_path(_stored_fast),
+    route_class_override=with_fast_path(_stored_fast),
 )
 router.add_api_route(
     "/similar",
     similar_to_text,
     methods=["POST"],
     response_model=schemas.SimilarOut | schemas.ContainmentOut,
-    route_class_override=_with_fast_path(_text_fast),
+    route_class_override=with_fast_path(_text_fast),
 )

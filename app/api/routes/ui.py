@@ -1,4 +1,4 @@
-"""The similarity report page (GET /ui/...) and the collection it describes (GET /collection).
+"""The similarity report page (GET /ui/...), and GET /collection, which moved.
 
 The page is static: HTML, CSS and JavaScript packaged with the service
 (app/api/ui/), no CDN and no build step. Every view is the same HTML file, which
@@ -12,18 +12,16 @@ hostile text as HTML could not run it. The page's files need no API key
 from __future__ import annotations
 
 from importlib import resources
-from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from app.api.deps import get_index
+from app.api.auth import COLLECTIONS
 from app.api.problems import problem
-from app.index import Index
-from app.service.collections import describe
+from app.api.routing import Route
 
-router = APIRouter(tags=["ui"])
-IndexDep = Annotated[Index, Depends(get_index)]
+router = APIRouter(tags=["ui"], route_class=Route)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -79,7 +77,27 @@ async def ui(path: str) -> Response:
     return Response(body, media_type=media, headers=HEADERS)
 
 
-@router.get("/collection", response_model=dict[str, Any])
-async def collection(request: Request, index: IndexDep) -> dict[str, Any]:
-    """The default collection's fixed parameters, its size, and the bounds of a query's work."""
-    return await describe(index, request.app.state.settings.collection)
+@router.get(
+    "/collection",
+    status_code=308,
+    response_class=RedirectResponse,
+    deprecated=True,
+    responses={
+        308: {
+            "description": "the default collection is described at /collections/{name}",
+            "headers": {
+                "Location": {
+                    "description": "/collections/{name} of the default collection",
+                    "schema": {"type": "string"},
+                }
+            },
+        }
+    },
+)
+async def collection(request: Request) -> Response:
+    """Moved: the default collection is a collection like any other, described by GET
+    /collections/{name} (one route per resource); this answers a permanent redirect
+    there, which browsers, fetch and most clients follow with the same method and key."""
+    name = request.app.state.settings.collection
+    where = request.scope.get("root_path", "") + COLLECTIONS + quote(name, safe="")
+    return RedirectResponse(where, status_code=308)

@@ -9,7 +9,9 @@ const KEY_STORE = "neardup.key";
 // service's own, which the routes without /collections/{name} read.
 const CHOSEN_STORE = "neardup.collection";
 const COLOURS = 8; // .src-0 .. .src-7 in style.css; the visible number tells sources apart
-const state = { report: null, marks: [], current: -1, pending: null, collection: null };
+const state = { report: null, marks: [], current: -1, pending: null, collection: null, thresholdEdited: false };
+// Results the page lists: its own choice, within the API's max_limit (GET /collections/{name}).
+const SHOWN = 50;
 
 // ---------------------------------------------------------------- API access
 
@@ -112,34 +114,62 @@ function el(tag, className, text) {
   return node;
 }
 
-// Writes text into box with the spans marked. spans: {start, end, attrs, number, colour,
-// label}, in order of priority; one overlapping a span already placed is left out (and
-// counted), since a mark must hold exactly its own slice of the text.
+// Cuts spans ({start, end, number, ...}, best first) into marks that never overlap:
+// each code point inside some span is marked once, for the best span holding it, so a
+// lower-ranked span keeps whatever of it no better span holds. Each mark knows its
+// span and the numbers of the other sources whose spans also hold some of it.
+function layOut(spans, length) {
+  const owner = new Int32Array(length).fill(-1);
+  spans.forEach((s, k) => {
+    for (let i = Math.max(0, s.start); i < Math.min(length, s.end); i++) {
+      if (owner[i] < 0) owner[i] = k;
+    }
+  });
+  const pieces = [];
+  for (let i = 0; i < length; ) {
+    if (owner[i] < 0) {
+      i += 1;
+      continue;
+    }
+    let j = i + 1;
+    while (j < length && owner[j] === owner[i]) j += 1;
+    const span = spans[owner[i]];
+    const also = new Set();
+    for (const o of spans) {
+      if (o.number !== span.number && o.start < j && i < o.end) also.add(o.number);
+    }
+    pieces.push({ start: i, end: j, span, also: [...also].sort((a, b) => a - b) });
+    i = j;
+  }
+  return pieces;
+}
+
+// Writes text into box with the spans marked (see layOut). A mark's data-start and
+// data-end are its own code-point range; attrs are its span's.
 function markText(box, text, spans) {
   box.replaceChildren();
   const cps = codePoints(text);
-  const placed = [];
-  let skipped = 0;
-  for (const s of spans) {
-    if (placed.some((p) => s.start < p.end && p.start < s.end)) skipped += 1;
-    else placed.push(s);
-  }
-  placed.sort((a, b) => a.start - b.start);
   const marks = [];
   let at = 0;
-  for (const s of placed) {
-    if (s.start > at) box.append(cps.slice(at, s.start).join(""));
-    box.append(el("span", "srcno src-" + s.colour, String(s.number)));
-    const mark = el("mark", "src-" + s.colour, cps.slice(s.start, s.end).join(""));
+  for (const piece of layOut(spans, cps.length)) {
+    const s = piece.span;
+    if (piece.start > at) box.append(cps.slice(at, piece.start).join(""));
+    const badge = el("span", "srcno src-" + s.colour, String(s.number));
+    box.append(badge);
+    if (piece.also.length) box.append(el("sup", "also", "+" + piece.also.join(",")));
+    const mark = el("mark", "src-" + s.colour, cps.slice(piece.start, piece.end).join(""));
     for (const [name, value] of Object.entries(s.attrs)) mark.setAttribute(name, String(value));
-    mark.title = s.label;
+    mark.dataset.start = String(piece.start);
+    mark.dataset.end = String(piece.end);
+    mark.dataset.also = piece.also.join(" ");
+    mark.title = s.label + (piece.also.length ? "; also in source " + piece.also.join(", ") : "");
     mark.tabIndex = 0;
     box.append(mark);
     marks.push(mark);
-    at = s.end;
+    at = piece.end;
   }
   if (at < cps.length) box.append(cps.slice(at).join(""));
-  return { marks, skipped };
+  return { marks };
 }
 
 // ---------------------------------------------------------------- the report
@@ -236,7 +266,7 @@ function showReport(text, answer, info, self) {
         number: n,
         colour,
         label: "source " + n + ": " + r.id,
-        attrs: { "data-source": r.id, "data-start": p.query_start, "data-end": p.query_end },
+        attrs: { "data-source": r.id },
         passage: p,
       });
     }
@@ -249,10 +279,12 @@ function showReport(text, answer, info, self) {
     state.marks = [];
     offsetsList($("checked"), spans.map((s) => s.label + ": " + s.start + "–" + s.end));
   } else {
-    const { marks, skipped } = markText($("checked"), text, spans);
+    const { marks } = markText($("checked"), text, spans);
     state.marks = marks;
-    note.textContent = skipped
-      ? skipped + " passage(s) overlap a passage of a higher-ranked source and are not marked."
+    const shared = marks.filter((m) => m.dataset.also).length;
+    note.textContent = shared
+      ? shared + " marked passage(s) are also found in other sources (the +numbers); each " +
+        "is marked for the best-ranked one."
       : "";
     marks.forEach((m, i) => {
       m.addEventListener("click", () => choose(i));
@@ -333,7 +365,8 @@ async function showSource(id, focusQuery) {
   const { marks } = markText(box, doc.text, spans);
   let target = marks[0];
   if (focusQuery) {
-    const k = spans.findIndex((s) => s.query[0] === focusQuery[0] && s.query[1] === focusQuery[1]);
+    // The passage of this source that holds the chosen mark (a mark may be part of it).
+    const k = spans.findIndex((s) => s.query[0] <= focusQuery[0] && focusQuery[1] <= s.query[1]);
     const want = k >= 0 ? spans[k] : null;
     target = marks.find((m) => want && +m.dataset.sourceStart === want.start) || target;
   }
@@ -409,7 +442,7 @@ async function checkText() {
     return;
   }
   say("Checking…");
-  const query = { text, threshold, limit: 50, measure };
+  const query = { text, threshold, limit: shown(), measure };
   if (measure === "containment") query.evidence = true;
   await showStored(await saveCheck(query)); // stored checks, below
   say("Checked " + codePoints(text).length + " characters.");
@@ -422,8 +455,8 @@ async function showDocument(id) {
   const doc = await api(docPath(id));
   await loadCollection();
   const [near, contained] = await Promise.all([
-    api("/similar/" + encodeURIComponent(id) + "?limit=50"),
-    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=50"),
+    api("/similar/" + encodeURIComponent(id) + "?limit=" + shown()),
+    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=" + shown()),
   ]);
   const info = await sourcesInfo((contained.results || []).map((r) => r.id));
   showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
@@ -548,8 +581,19 @@ async function showCheck() {
   if (!info.parameters.passage_words) {
     say("This collection keeps no passage index: only Jaccard checks are possible.");
     $("m-jaccard").checked = true;
-    $("threshold").value = String(info.parameters.threshold);
   }
+  if (!state.thresholdEdited) $("threshold").value = String(defaultThreshold(info));
+}
+
+function shown() {
+  return state.collection ? Math.min(SHOWN, state.collection.defaults.max_limit) : SHOWN;
+}
+
+// The threshold a query of the chosen measure takes when it names none: the
+// collection's own (GET /collections/{name} says it), never a copy typed here.
+function defaultThreshold(info) {
+  const measure = $("m-jaccard").checked ? "jaccard" : "containment";
+  return info.defaults.threshold[measure];
 }
 
 // ------------------------------------------- stored checks: the check view's link
@@ -681,14 +725,11 @@ function start() {
     e.preventDefault();
     guarded(checkText);
   });
-  let edited = false;
-  $("threshold").addEventListener("input", () => (edited = true));
+  $("threshold").addEventListener("input", () => (state.thresholdEdited = true));
   for (const radio of document.querySelectorAll("input[name=measure]")) {
     radio.addEventListener("change", () => {
-      if (edited) return;
-      const jaccard = $("m-jaccard").checked;
-      const t = state.collection ? state.collection.parameters.threshold : 0.5;
-      $("threshold").value = jaccard ? String(t) : "0.1";
+      if (state.thresholdEdited || !state.collection) return;
+      $("threshold").value = String(defaultThreshold(state.collection));
     });
   }
   $("file").addEventListener("change", (e) => readFile(e.target.files[0]));

@@ -1,0 +1,195 @@
+"""Every adaptation of FastAPI's and Starlette's routing, in one module.
+
+Each route of the service is a `Route`, FastAPI's APIRoute subclassed through its
+public hooks (a router's route_class; `get_route_handler`, `matches` and `handle`,
+the methods a route class overrides):
+
+- `matches` refuses a path outside the route's literal prefix with one string check
+  before its regex: the router asks the routes in order, and their own matching cost a
+  GET /similar/{id} a dozen full checks before its own;
+- `get_route_handler` refuses query parameters the route does not declare (422 naming
+  them), read from FastAPI's model of the route, so a route added later is covered;
+  then a route class made by `with_fast_path` may answer a plain request itself;
+- `handle` answers a method the route lacks with a 405 whose Allow lists every method
+  of every route of the path (the router asks only the first route that matches it);
+- `twins` copies routes under /collections/{name}, every APIRoute field carried over.
+
+The one FastAPI internal read is `Dependant` (its query_params and dependencies);
+ARCHITECTURE.md lists it and tests/test_dependencies.py guards it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, ClassVar
+from urllib.parse import unquote_plus
+
+from fastapi import Depends, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from fastapi.telemetry import get_telemetry_data
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match
+from starlette.routing import Route as StarletteRoute
+from starlette.types import Receive, Scope, Send
+
+from app.api.deps import COLLECTION_PREFIX, collection_path
+from app.api.problems import problem
+from app.api.schemas import Problem
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+FastPath = Callable[[Request], Awaitable[Response | None]]
+
+
+def literal_prefix(path: str) -> str:
+    """The part of a route's path before its first parameter: every path it matches
+    starts with it."""
+    return path.split("{", 1)[0]
+
+
+def unknown_names(query_string: bytes, allowed: frozenset[str]) -> list[str]:
+    """The parameter names in query_string that are not in allowed, in order, once each."""
+    unknown: list[str] = []
+    for part in query_string.split(b"&"):
+        raw = part.split(b"=", 1)[0]
+        if not raw:
+            continue
+        name = raw.decode("utf-8", "replace")  # Edge has refused what is not UTF-8
+        if b"%" in raw or b"+" in raw:
+            name = unquote_plus(name)
+        if name not in allowed and name not in unknown:
+            unknown.append(name)
+    return unknown
+
+
+def declared(dependant: Dependant) -> frozenset[str]:
+    """The query parameter names a route's dependant (and its dependencies) declares;
+    a parameter that is a model (FastAPI's query parameter models) gives its fields."""
+    names: set[str] = set()
+    todo = [dependant]
+    while todo:
+        current = todo.pop()
+        for param in current.query_params:
+            model = param.field_info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(f.alias or n for n, f in model.model_fields.items())
+            else:
+                names.add(param.alias)
+        todo.extend(current.dependencies)
+    return frozenset(names)
+
+
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
+    """Every method the resource at the path of scope supports, sorted (RFC 9110: a 405's
+    Allow lists them all, whichever route the router tried first).
+
+    The resource is named by the most specific of the paths that match: the one with the
+    fewest parameters, as OpenAPI matches a concrete path before a templated one. So
+    /documents/batch is the batch resource (POST), not a document named "batch"."""
+    by_params: dict[int, set[str]] = {}
+    for route in routes:
+        # matches: FULL or PARTIAL once the path matches, whatever the method.
+        if (
+            isinstance(route, StarletteRoute)
+            and route.methods
+            and route.matches(scope)[0] != Match.NONE
+        ):
+            by_params.setdefault(len(route.param_convertors), set()).update(route.methods)
+    methods = by_params[min(by_params)] if by_params else set()
+    if "GET" in methods:
+        methods.add("HEAD")  # app.api.edge answers HEAD for every GET route
+    return sorted(methods)
+
+
+class Route(APIRoute):
+    """An APIRoute with the service's rules (see the module docstring)."""
+
+    fast: ClassVar[FastPath | None] = None
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        prefix = literal_prefix(self.path)
+        # What the quick refusal rests on, checked rather than assumed: the regex the
+        # route matches with begins with exactly this prefix (Starlette's compile_path
+        # escapes the literal part verbatim).
+        fits = self.path_regex.pattern.startswith("^" + re.escape(prefix))
+        self.prefix = prefix if fits else ""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        # With a root_path the route sees the path without it: left to APIRoute.
+        if (
+            self.prefix
+            and not scope["path"].startswith(self.prefix)
+            and scope["type"] == "http"
+            and not scope.get("root_path")
+        ):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+    def get_route_handler(self) -> Handler:
+        full = super().get_route_handler()
+        allowed = declared(self.dependant)
+        takes = ", ".join(sorted(allowed)) or "none"
+        fast = type(self).fast
+
+        async def handler(request: Request) -> Response:
+            query = request.scope["query_string"]
+            if query:
+                unknown = unknown_names(query, allowed)
+                if unknown:
+                    named = ", ".join(repr(n) for n in unknown)
+                    plural = "s" if len(unknown) > 1 else ""
+                    detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
+                    return problem(422, "Invalid request", detail)
+            # FastAPI's OpenTelemetry instrumentation, when on, sees every request whole.
+            if fast is not None and get_telemetry_data() is None:
+                answered = await fast(request)
+                if answered is not None:
+                    return answered
+            return await full(request)
+
+        return handler
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.methods and scope["method"] not in self.methods:
+            router = scope.get("router") or scope["app"].router
+            allow = ", ".join(allowed_methods(router.routes, scope))
+            raise HTTPException(405, headers={"Allow": allow})
+        await super().handle(scope, receive, send)
+
+
+def with_fast_path(fast: FastPath) -> type[Route]:
+    """A Route class whose handler first lets fast answer a request (fast returns None
+    to leave it to FastAPI's own handler, which validates and answers as always)."""
+    return type("FastPathRoute", (Route,), {"fast": staticmethod(fast)})
+
+
+# What a twin can answer besides its route's own answers (app.index.collections).
+COLLECTION_ANSWERS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "no such collection, or no such document"},
+    409: {"model": Problem, "description": "the collection is being deleted"},
+}
+# APIRoute's own parameters, each also an attribute of the same name: every one is
+# carried to a twin (tests/test_api_routing.py holds each twin to its original).
+ROUTE_FIELDS = tuple(
+    n for n in inspect.signature(APIRoute.__init__).parameters if n not in ("self", "path")
+)
+
+
+def twin(route: APIRoute) -> APIRoute:
+    """route again under COLLECTION_PREFIX: the same handler and declarations, plus a
+    dependency that puts the prefix's parameter in the schema (app.api.deps.get_index
+    reads the name from the path) and the answers a collection adds."""
+    fields = {name: getattr(route, name) for name in ROUTE_FIELDS}
+    fields["dependencies"] = [*route.dependencies, Depends(collection_path)]
+    fields["responses"] = {**route.responses, **COLLECTION_ANSWERS}
+    return type(route)(COLLECTION_PREFIX + route.path, **fields)
+
+
+def twins(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
+    """A twin of each API route. They are real routes of the app, not an included
+    router (FastAPI resolves those lazily), so every rule of a route holds for its twin."""
+    return [twin(r) for r in routes if isinstance(r, APIRoute)]

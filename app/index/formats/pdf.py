@@ -1,0 +1,218 @@
+"""A PDF's text as a person reads it, with pypdfium2 (PDFium, Chrome's PDF library).
+
+PDFium orders a page's characters into lines and columns itself, and marks a word
+it finds hyphenated at a line end with U+FFFE, so line-end hyphenation is joined
+exactly (a hard hyphen, as in "four-game", stays). What PDFium cannot know is
+which lines are the page's furniture: `running_lines` drops, among each page's
+first and last lines, those that recur at the same place on other pages (digits
+aside: "Page 3") and those that are only a page number, so they are not glued into
+the sentence that crosses the page break (in a two-column page PDFium reads the
+footer between the columns, so where a line sits, not its place in the reading
+order, is what tells).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from app.index.errors import FileError
+
+# A line whose middle lies within this share of the page's height from its top or
+# bottom edge may be a header or footer.
+EDGE_BAND = 0.12
+# An edge line of the same shape within this many points of the same height on at
+# least this share of the pages (two at least) is furniture.
+SAME_PLACE = 6.0
+REPEAT_SHARE = 0.5
+NO_TEXT = "no text: the PDF has no text layer; OCR it first"
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_DIGITS = re.compile(r"\d+")
+_SPACES = re.compile(r"\s+")
+# A page number alone: "7", "- 7 -", "Page 7", "7 of 20", "Seite 7 / 20", "vii".
+_PAGE_NUMBER = re.compile(
+    "[-\u2013\u2014\\s]*(?:(?:page|p\\.|seite|página|pagina)\\s*)?"
+    # A number, or a well-formed roman one below 400 (never a word such as "civil").
+    "(?:#|(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
+    "(?:\\s*(?:of|/|von|de|sur)\\s*#)?[-\u2013\u2014\\s]*",
+    re.IGNORECASE,
+)
+# PDFium's mark of a hyphen it found at a line end (U+FFFE; a soft hyphen, U+00AD,
+# in some files), with the word parts either side.
+_BROKEN = re.compile("(\\w+)[\ufffe\u00ad]\\s*(\\w+)")
+_STRAY_HYPHENS = re.compile("[\ufffe\u00ad]")
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+_PIECES = re.compile("[^\r\n\ufffe]*\ufffe|[^\r\n\ufffe]+|\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page as PDFium reads it: its lines in reading order, and where each sits
+    (0 at the bottom edge, 1 at the top)."""
+
+    lines: list[str]
+    heights: list[float]
+
+
+def _shape(line: str) -> str:
+    """A line with its numbers blanked and its spacing and case evened: what recurs."""
+    return _SPACES.sub(" ", _DIGITS.sub("#", line)).strip().lower()
+
+
+def _edge(height: float) -> int:
+    """1 in the top band, -1 in the bottom band, 0 in the body."""
+    return 1 if height >= 1 - EDGE_BAND else -1 if height <= EDGE_BAND else 0
+
+
+def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int]]:
+    """For each page, the indexes of its lines that are headers, footers or page
+    numbers: a line in the top or bottom band that is a page number alone, or whose
+    shape recurs at about the same height on at least REPEAT_SHARE of the pages."""
+    slot = SAME_PLACE / page_height
+    seen: Counter[tuple[int, str]] = Counter()
+    for page in pages:
+        keys: set[tuple[int, str]] = set()
+        for line, h in zip(page.lines, page.heights, strict=True):
+            if _edge(h):
+                # Two neighbouring slots, so a line just across a slot's border still meets.
+                keys.update((int(h / slot) + d, _shape(line)) for d in (0, 1))
+        seen.update(keys)
+    least = max(2, math.ceil(REPEAT_SHARE * len(pages)))
+    out: list[set[int]] = []
+    for page in pages:
+        drop: set[int] = set()
+        for i, (line, h) in enumerate(zip(page.lines, page.heights, strict=True)):
+            if not _edge(h):
+                continue
+            shape = _shape(line)
+            if _PAGE_NUMBER.fullmatch(shape) or (
+                max(seen[int(h / slot), shape], seen[int(h / slot) + 1, shape]) >= least
+            ):
+                drop.add(i)
+        out.append(drop)
+    return out
+
+
+def join_hyphenated(text: str) -> str:
+    """Words PDFium found broken at a line end, joined as the document writes them.
+
+    PDFium marks every hyphen at a line end, a hyphenation point or a real hyphen
+    ("four-year"). The document's own words decide: the hyphenated form is kept when
+    the document writes it so elsewhere, or when both parts are words it uses on their
+    own (and the joined word is not); a number or a capital after the break keeps it
+    too ("I-75", "Bruni-Sarkozy"). Otherwise the parts are one word ("hear-ing").
+    """
+    if "\ufffe" not in text and "\u00ad" not in text:
+        return text
+    words: Counter[str] = Counter()
+    # The vocabulary of the words that are not broken (their parts would count as words).
+    for w in _WORDS.findall(_STRAY_HYPHENS.sub("", _BROKEN.sub(" ", text)).lower()):
+        words[w] += 1
+        if "-" in w:
+            words.update(w.split("-"))
+
+    def join(m: re.Match[str]) -> str:
+        a, b = m.group(1), m.group(2)
+        joined, hyphened = (a + b).lower(), f"{a}-{b}".lower()
+        keep = (
+            words[hyphened] > 0
+            or (words[a.lower()] > 0 and words[b.lower()] > 0 and words[joined] == 0)
+            or b[0].isdigit()
+            or a[-1].isdigit()
+            or b[0].isupper()
+        )
+        return f"{a}-{b}" if keep else a + b
+
+    return _STRAY_HYPHENS.sub("", _BROKEN.sub(join, text))
+
+
+def clean(pages: list[Page], page_height: float = 792.0) -> str:
+    """A document's text from its pages: furniture dropped, hyphenation joined; a
+    line that ends in a hyphen runs on into the next without a space."""
+    drops = running_lines(pages, page_height)
+    kept = []
+    for page, drop in zip(pages, drops, strict=True):
+        lines = [line for i, line in enumerate(page.lines) if i not in drop]
+        kept.append(re.sub(r"(?<=\w-)\n(?=\w)", "", "\n".join(lines)))
+    return join_hyphenated("\n\n".join(k for k in kept if k).strip())
+
+
+def _open(raw: bytes) -> pdfium.PdfDocument:
+    if not raw.startswith(b"%PDF-") and b"%PDF-" not in raw[:1024]:
+        raise FileError("the file is not a PDF: it does not start with %PDF-")
+    try:
+        return pdfium.PdfDocument(raw)
+    except pdfium.PdfiumError as exc:
+        code = getattr(exc, "err_code", None)
+        if code == pdfium_c.FPDF_ERR_PASSWORD:
+            raise FileError("the PDF is encrypted: send it without a password") from None
+        if code == pdfium_c.FPDF_ERR_SECURITY:
+            raise FileError("the PDF uses an unsupported security handler") from None
+        raise FileError(
+            "the PDF is broken or truncated: its structure cannot be read (save or export it again)"
+        ) from None
+
+
+def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
+    """A text page's lines and their heights (of each line's first character's box)."""
+    text = textpage.get_text_range()
+    lines: list[str] = []
+    heights: list[float] = []
+    unit = 0  # PDFium's character index: UTF-16 units, one per character here
+    # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
+    # no break before the word's second part, even when a footer comes between.
+    for m in _PIECES.finditer(text):
+        piece = m.group()
+        size = len(piece.encode("utf-16-le")) // 2
+        stripped = piece.strip()
+        if stripped and piece[0] not in "\r\n":
+            first = unit + len(piece[: len(piece) - len(piece.lstrip())].encode("utf-16-le")) // 2
+            try:
+                _, bottom, _, top = textpage.get_charbox(first)
+                middle = ((bottom + top) / 2) / height if height > 0 else 0.5
+            except pdfium.PdfiumError:
+                middle = 0.5  # no box for it: a line of the body, never dropped
+            lines.append(stripped)
+            heights.append(middle)
+        unit += size
+    return Page(lines, heights)
+
+
+def pages_of(raw: bytes) -> tuple[list[Page], float]:
+    """Each page's lines as PDFium reads them, and the first page's height in points."""
+    doc = _open(raw)
+    try:
+        if len(doc) == 0:
+            raise FileError("the PDF has no pages")
+        pages = []
+        first_height = 792.0
+        for i in range(len(doc)):
+            page = doc[i]
+            try:
+                height = page.get_height()
+                if i == 0 and height > 0:
+                    first_height = height
+                textpage = page.get_textpage()
+                pages.append(_page(textpage, height))
+                textpage.close()
+            except pdfium.PdfiumError:
+                raise FileError(f"page {i + 1} of the PDF is broken and cannot be read") from None
+            finally:
+                page.close()
+        return pages, first_height
+    finally:
+        doc.close()
+
+
+def extract(raw: bytes) -> str:
+    """A PDF's text; FileError when it is not a readable PDF or has no text layer."""
+    text = clean(*pages_of(raw))
+    if not any(c.isalnum() for c in text):
+        raise FileError(NO_TEXT)
+    return text

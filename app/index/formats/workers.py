@@ -1,0 +1,156 @@
+"""Extraction in worker processes, each file with a time and a memory limit.
+
+A PDF parser is a large C++ library handed untrusted bytes: a hostile file may
+loop, allocate without end or crash the process. So files are read in separate
+processes (spawned, never forked from the service's threads), one file at a time
+each, at most `workers` at once; a file that takes longer than `timeout` seconds
+gets its worker killed and a FileError, and a worker that dies is replaced. The
+service's own process never parses a file, and its event loop only awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import Any
+
+from app.core.errors import Invalid
+from app.index.formats import NAMES, FileError, extract
+
+DEFAULT_WORKERS = 2
+DEFAULT_TIMEOUT = 20.0
+# Address space a worker may take (RLIMIT_AS): a file that needs more fails alone.
+DEFAULT_MEMORY = 2 * 1024 * 1024 * 1024
+
+
+def _serve(conn: Connection, memory: int) -> None:
+    """A worker's loop: (content_type, bytes) in, ("ok", text) or ("error", message) out."""
+    try:
+        import resource
+
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    except (ImportError, ValueError, OSError):
+        pass  # no such limit here: the time limit still holds
+    while True:
+        try:
+            content_type, raw = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer: tuple[str, str] = ("ok", extract(content_type, raw))
+        except Invalid as exc:
+            answer = ("error", str(exc))
+        except MemoryError:
+            answer = ("error", f"the {NAMES[content_type]} needs more memory than allowed to read")
+        except Exception as exc:  # a library's own error on a malformed file
+            answer = ("error", f"the {NAMES[content_type]} cannot be read: {exc}")
+        try:
+            conn.send(answer)
+        except (OSError, ValueError):
+            return
+
+
+class _Worker:
+    def __init__(self, memory: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_serve, args=(child, memory), daemon=True, name="neardup-extract"
+        )
+        self.process.start()
+        child.close()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class Extractors:
+    """At most `workers` files read at once, each in a worker process within `timeout`
+    seconds and `memory` bytes of address space."""
+
+    def __init__(
+        self,
+        workers: int = DEFAULT_WORKERS,
+        timeout: float = DEFAULT_TIMEOUT,
+        memory: int = DEFAULT_MEMORY,
+    ) -> None:
+        self.timeout, self.memory = timeout, memory
+        self._threads = ThreadPoolExecutor(workers, thread_name_prefix="neardup-extract")
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def run(self, content_type: str, raw: bytes) -> str:
+        """The file's text (blocking: from a thread, or the CLI); FileError otherwise."""
+        return self._threads.submit(self._run, content_type, raw).result()
+
+    async def text(self, content_type: str, raw: bytes) -> str:
+        """The file's text, awaited: the event loop goes on while a worker reads it."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, self._run, content_type, raw)
+
+    def _run(self, content_type: str, raw: bytes) -> str:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is not None and not worker.process.is_alive():
+            worker.kill()  # reap it and close its pipe
+            worker = None
+        if worker is None:
+            worker = _Worker(self.memory)
+        kind = NAMES.get(content_type, "file")
+        try:
+            worker.conn.send((content_type, raw))
+            if not worker.conn.poll(self.timeout):
+                worker.kill()
+                raise FileError(
+                    f"the {kind} took longer than {self.timeout:g} s to read and was given up"
+                )
+            answer: Any = worker.conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            worker.kill()
+            raise FileError(f"the {kind} cannot be read: the extractor failed on it") from None
+        with self._lock:
+            self._idle.append(worker)
+        status, value = answer
+        if status != "ok":
+            raise FileError(value)
+        return str(value)
+
+    def close(self) -> None:
+        """Stop every worker (they are daemons too: they end with the service)."""
+        self._threads.shutdown(wait=True)
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.kill()
+
+
+_shared: Extractors | None = None
+_shared_lock = threading.Lock()
+_sizes = (DEFAULT_WORKERS, DEFAULT_TIMEOUT)
+
+
+def configure(workers: int, timeout: float) -> None:
+    """Size the process's extractors (NEARDUP_EXTRACT_WORKERS, NEARDUP_EXTRACT_TIMEOUT);
+    extractors already made with other sizes are replaced on their next use."""
+    global _sizes, _shared
+    with _shared_lock:
+        if (workers, timeout) != _sizes:
+            _sizes = (workers, timeout)
+            old, _shared = _shared, None
+            if old is not None:
+                old.close()
+
+
+def shared() -> Extractors:
+    """The process's extractors, made on first use at the configured sizes."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Extractors(*_sizes)
+        return _shared

@@ -1,0 +1,118 @@
+"""POST /similar with exclude: quoted copies, a copied bibliography and short copies are
+set aside and listed, and an unquoted copy is still found."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from support import oracle
+from support.corpus import read_corpus
+
+pytestmark = pytest.mark.both_stores
+
+
+def _sources() -> dict[str, str]:
+    """Four corpus articles' first 45 words, checked to share no 4 words in a row."""
+    chosen: dict[str, str] = {}
+    seen: set[tuple[str, ...]] = set()
+    for doc_id, text in read_corpus()[200:]:
+        words = text.split()[:45]
+        runs = {tuple(oracle.words(" ".join(words))[i : i + 4]) for i in range(42)}
+        if len(words) == 45 and not runs & seen:
+            chosen[doc_id] = " ".join(words)
+            seen |= runs
+        if len(chosen) == 4:
+            return chosen
+    raise AssertionError("the corpus has four distinct articles")
+
+
+OWN = (
+    "This essay was written by its author in words of her own about matters of the day, "
+    "and it goes on for a while so that the copied parts are only a share of it."
+)
+
+
+@pytest.fixture
+def essay(client: TestClient) -> dict[str, str]:
+    src = _sources()
+    body = {"documents": [{"id": k, "text": v} for k, v in src.items()]}
+    assert client.post("/documents/batch", json=body).status_code == 200
+    plain, quoted, cited, short = src.values()
+    short_copy = " ".join(short.split()[:12])
+    text = (
+        f"{OWN}\n\n{plain}\n\n{OWN} As the paper put it, \u201c{quoted}\u201d {OWN}\n\n"
+        f"{OWN} Also {short_copy} said elsewhere. {OWN}\n\nReferences\n\n{cited}\n"
+    )
+    ids = dict(zip(("plain", "quoted", "cited", "short"), src, strict=True))
+    return {"text": text, **ids}
+
+
+def _ask(client: TestClient, text: str, **extra: object) -> dict:
+    body = {"text": text, "measure": "containment", "evidence": True, "threshold": 0.01}
+    r = client.post("/similar", json={**body, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_quoted_and_cited_copies_are_set_aside(client: TestClient, essay: dict[str, str]) -> None:
+    """Without exclude every copy is found; with quotes, bibliography and min_words the
+    quoted, cited and short copies are listed in excluded with their reasons and are no
+    results, while the unquoted copy is found with the same passages and containment."""
+    text = essay["text"]
+    plain = _ask(client, text)
+    ids = {r["id"] for r in plain["results"]}
+    assert {essay["plain"], essay["quoted"], essay["cited"], essay["short"]} <= ids
+    assert "excluded" not in plain
+    got = _ask(client, text, exclude={"quotes": True, "bibliography": True, "min_words": 20})
+    assert [r["id"] for r in got["results"]] == [essay["plain"]]
+    before = next(r for r in plain["results"] if r["id"] == essay["plain"])
+    assert got["results"][0] == before
+    assert got["coverage"] < plain["coverage"]
+    spans = {x["reason"]: text[x["query_start"] : x["query_end"]] for x in got["excluded"]}
+    assert set(spans) == {"quote", "bibliography", "short"}
+    assert spans["quote"].startswith("\u201c") and spans["quote"].endswith("\u201d")
+    assert spans["bibliography"].startswith("References")
+    src = _sources()
+    assert oracle.words(spans["quote"]) == oracle.words(src[essay["quoted"]])
+    assert oracle.words(spans["bibliography"]) == ["references", *oracle.words(src[essay["cited"]])]
+    short_words = oracle.words(spans["short"])
+    assert 8 <= len(short_words) < 20
+    for x in got["excluded"]:  # no passage reaches into a set-aside span
+        for r in got["results"]:
+            for p in r["passages"]:
+                assert p["query_end"] <= x["query_start"] or p["query_start"] >= x["query_end"]
+
+
+def test_each_exclusion_alone(client: TestClient, essay: dict[str, str]) -> None:
+    """quotes alone drops only the quoted copy; bibliography alone only the cited one."""
+    text = essay["text"]
+    ids = {r["id"] for r in _ask(client, text, exclude={"quotes": True})["results"]}
+    assert essay["quoted"] not in ids and essay["cited"] in ids and essay["plain"] in ids
+    ids = {r["id"] for r in _ask(client, text, exclude={"bibliography": True})["results"]}
+    assert essay["cited"] not in ids and essay["quoted"] in ids
+
+
+def test_a_pages_blockquote_is_a_quotation(client: TestClient, essay: dict[str, str]) -> None:
+    """With text/html, a copy inside <blockquote> is set aside as a quote."""
+    src = _sources()
+    page = (
+        f"<html><body><article><h1>An essay</h1><p>{OWN}</p><p>{src[essay['plain']]}</p>"
+        f"<blockquote><p>{src[essay['quoted']]}</p></blockquote><p>{OWN}</p>"
+        "</article></body></html>"
+    )
+    got = _ask(client, page, content_type="text/html", exclude={"quotes": True})
+    assert [r["id"] for r in got["results"]] == [essay["plain"]]
+    assert [x["reason"] for x in got["excluded"]] == ["quote"]
+
+
+@pytest.mark.parametrize(
+    "exclude",
+    [{"quotes": "yes"}, {"min_words": -1}, {"min_words": 2.5}, {"other": True}, [], "quotes"],
+)
+def test_malformed_exclude_is_422(client: TestClient, exclude: object) -> None:
+    """A wrong type, a negative or fractional min_words, an unknown field or a non-object
+    is a 422 naming exclude; so is exclude with the Jaccard measure."""
+    r = client.post("/similar", json={"text": OWN, "measure": "containment", "exclude": exclude})
+    assert r.status_code == 422 and "exclude" in r.text, r.text
+    r = client.post("/similar", json={"text": OWN, "exclude": {"quotes": True}})
+    assert r.status_code == 422 and "containment" in r.text

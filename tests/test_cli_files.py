@@ -1,0 +1,43 @@
+"""The CLI with files: PDF, DOCX and ODT files are ingested as one document each, named by
+file, and a query takes a file's text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from support.corpus import neardup_cmd
+
+DATA = Path(__file__).parent / "data" / "formats"
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([*neardup_cmd(), *args], env=env, capture_output=True, timeout=300)
+
+
+def test_ingest_and_query_files(tmp_path: Path) -> None:
+    """A PDF and an ODT are stored under their file names and a broken PDF is skipped with
+    its reason; a query with the DOCX of the same text finds the PDF and the ODT."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes((DATA / "essay.pdf").read_bytes()[:3000])
+    done = run(
+        "ingest",
+        "--quiet",
+        str(DATA / "essay.pdf"),
+        str(DATA / "essay.odt"),
+        str(broken),
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"ingested 2 documents" in done.stdout
+    assert b"broken.pdf:1: skipped: the PDF is broken" in done.stderr
+    answer = run("query", "--file", str(DATA / "essay.docx"), "--containment", "--json", env=env)
+    assert answer.returncode == 0, answer.stderr
+    found = {r["id"]: r["containment"] for r in json.loads(answer.stdout)["results"]}
+    assert set(found) == {"essay.pdf", "essay.odt"} and min(found.values()) > 0.95
+    bad = run("query", "--file", str(broken), env=env)
+    assert bad.returncode == 2 and b"broken" in bad.stderr

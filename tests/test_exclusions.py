@@ -1,0 +1,134 @@
+"""app.index.exclusions: quotations and a trailing bibliography found as spans of the
+text, and passages trimmed around them, against expectations written by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.index.exclusions import (
+    Exclusions,
+    Span,
+    bibliography_span,
+    detect,
+    html_quote_spans,
+    quote_spans,
+)
+from app.index.passages import Layout, Passage
+
+
+def _quoted(text: str) -> list[str]:
+    return [text[s.start : s.end] for s in quote_spans(text)]
+
+
+def test_quotation_marks_of_many_languages() -> None:
+    """Curly, low-high, guillemets both ways, single guillemets and ``...'' pairs are
+    quotations, marks included."""
+    text = (
+        "a \u201cfirst one\u201d b \u201edeutsch zitiert\u201c "
+        "c \u00abfran\u00e7ais cit\u00e9\u00bb "
+        "d \u00bbandersrum\u00ab e \u2039einfach\u203a f ``news style,'' g"
+    )
+    assert _quoted(text) == [
+        "\u201cfirst one\u201d",
+        "\u201edeutsch zitiert\u201c",
+        "\u00abfran\u00e7ais cit\u00e9\u00bb",
+        "\u00bbandersrum\u00ab",
+        "\u2039einfach\u203a",
+        "``news style,''",
+    ]
+
+
+def test_straight_and_single_quotes_only_where_clearly_quotations() -> None:
+    """Straight double quotes pair within a paragraph; single ones only as an opener after
+    a space and a closer before one, so apostrophes (it's, the students' union) are not
+    quotations."""
+    text = (
+        "He said \"the plan is set\" and it's done; the students' union and the "
+        "teachers' room agreed, calling it 'a real step' \u2018and \u2019twas\u2019 so."
+        '\n\nA "mark left open\n\nin another paragraph" is no quotation.'
+    )
+    assert _quoted(text) == [
+        '"the plan is set"',
+        "'a real step'",
+        "\u2018and \u2019twas\u2019",
+    ]
+
+
+def test_a_quotation_inside_another_is_one_span() -> None:
+    """Nested and touching quotations merge into one span."""
+    text = "x \u201cshe said \u2018no way\u2019 twice\u201d y"
+    assert _quoted(text) == ["\u201cshe said \u2018no way\u2019 twice\u201d"]
+
+
+def test_bibliography_is_the_trailing_section() -> None:
+    """The last heading line among the known names starts it and the text's end closes
+    it, in several languages and numbered; a heading early in the text or inside a
+    sentence is not one."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 5
+    for heading in ("References", "BIBLIOGRAPHY", "Works Cited:", "3. Literaturverzeichnis",
+                    "R\u00e9f\u00e9rences"):  # fmt: skip
+        text = f"{body}\n{heading}\nSmith, J. 2020. A book.\n"
+        span = bibliography_span(text)
+        assert span is not None and text[span.start : span.end] == text[text.index(heading) :]
+    assert bibliography_span(f"References\n{body}") is None
+    assert bibliography_span(f"{body} the references we read were good.\nMore.") is None
+    assert bibliography_span(f"{body}\nReferences\n") is None  # nothing under it
+
+
+def test_detect_keeps_quotes_out_of_the_bibliography() -> None:
+    """With both on, a title quoted in the reference list is part of the bibliography
+    span, not a quotation of its own."""
+    body = "An essay that says \u201cthis\u201d once. " * 4
+    text = f'{body}\nReferences\nDoe, A. "A quoted title". 2020.'
+    spans = detect(text, quotes=True, bibliography=True)
+    assert [s.reason for s in spans] == ["quote"] * 4 + ["bibliography"]
+    assert detect(text, quotes=False, bibliography=False) == []
+
+
+def test_html_quotes_are_found_in_the_extracted_text() -> None:
+    """The text of a <blockquote> is found in the extracted text whatever the spacing
+    between its words became."""
+    text = "Intro line.\nA long block\nof quoted text\nafter it."
+    spans = html_quote_spans(["A long block of quoted\ntext"], text)
+    assert [text[s.start : s.end] for s in spans] == ["A long block\nof quoted text"]
+
+
+def _layout(text: str) -> Layout:
+    """Word spans of a text of single-space-separated words (no anchors needed here)."""
+    starts, ends, pos = [], [], 0
+    for w in text.split(" "):
+        starts.append(pos)
+        ends.append(pos + len(w))
+        pos += len(w) + 1
+    n = len(starts)
+    empty = np.zeros(0, np.int64)
+    return Layout(np.zeros(0, np.uint32), empty, np.zeros(n, np.uint8),
+                  np.array(starts), np.array(ends))  # fmt: skip
+
+
+def test_trim_splits_a_passage_around_an_excluded_span() -> None:
+    """A passage of words 0-19 with words 8-10 quoted becomes words 0-7 and 11-19, with
+    the source side cut at the same distances; a piece under min_words is listed short."""
+    query_text = " ".join(f"w{i}" for i in range(20))
+    source_text = " ".join(f"s{i}" for i in range(30))
+    q, s = _layout(query_text), _layout(source_text)
+    quote = Span(int(q.starts[8]), int(q.ends[10]), "quote")
+    whole = Passage((0, 20), (5, 25), 0, int(q.ends[19]), int(s.starts[5]), int(s.ends[24]))
+    kept = Exclusions([quote], min_words=0).trim([whole], q, s, least=4)
+    assert [(p.query_words, p.source_words) for p in kept] == [
+        ((0, 8), (5, 13)),
+        ((11, 20), (16, 25)),
+    ]
+    assert query_text[kept[1].query_start : kept[1].query_end] == " ".join(
+        f"w{i}" for i in range(11, 20)
+    )
+    assert source_text[kept[0].source_start : kept[0].source_end] == " ".join(
+        f"s{i}" for i in range(5, 13)
+    )
+    rule = Exclusions([quote], min_words=9)
+    kept = rule.trim([whole], q, s, least=4)
+    assert [p.query_words for p in kept] == [(11, 20)]
+    assert [(x.start, x.end, x.reason) for x in rule.listed()] == [
+        (0, int(q.ends[7]), "short"),
+        (quote.start, quote.end, "quote"),
+    ]

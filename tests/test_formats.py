@@ -1,0 +1,223 @@
+"""app.index.formats: PDF, DOCX and ODT text against the texts the files were made from,
+and every bad file refused with a FileError that names what is wrong."""
+
+from __future__ import annotations
+
+import base64
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from support import oracle
+from support.pdfgen import SCAN, pdf, text_at
+
+from app.core.errors import Invalid
+from app.index import formats
+from app.index.formats import DOCX, ODT, PDF, FileError, decode, extract, office
+from app.index.formats import pdf as pdf_text
+from app.index.formats.workers import Extractors
+
+DATA = Path(__file__).parent / "data" / "formats"
+
+
+def _words_missed(expected: str, got: str) -> tuple[int, int]:
+    """(words of expected not matched in order in got, words of got not in expected),
+    from the longest common subsequence of the two word lists."""
+    import difflib
+
+    a, b = oracle.words(expected), oracle.words(got)
+    same = sum(
+        m.size for m in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    )
+    return len(a) - same, len(b) - same
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "slack"),
+    [
+        ("essay.docx", DOCX, 0),
+        ("essay.odt", ODT, 0),
+        ("essay.pdf", PDF, 2),
+        ("columns.pdf", PDF, 6),
+    ],
+)
+def test_files_read_as_their_source_text(name: str, kind: str, slack: int) -> None:
+    """Each fixture's text has the words of the text it was made from, in order: no
+    running header or page number among them, hyphenated words joined, columns in
+    reading order (a PDF may split or keep a word's hyphen now and then: slack)."""
+    source = (DATA / (name.split(".")[0] + ".txt")).read_text(encoding="utf-8")
+    text = extract(kind, (DATA / name).read_bytes())
+    missed, extra = _words_missed(source, text)
+    assert missed <= slack and extra <= slack, (missed, extra)
+    assert "Journal of Reproducible" not in text and "Page 1" not in text
+    if kind != PDF:  # the office formats keep paragraphs as lines
+        assert [oracle.normalized(p) for p in text.split("\n")] == [
+            oracle.normalized(p) for p in source.split("\n\n")
+        ]
+
+
+def test_running_lines_are_found_by_place_not_order() -> None:
+    """A line repeated at the same height at the top or bottom of most pages, and a bare
+    page number there, are dropped wherever the reading order puts them; the same words
+    in the body stay, and so does a top line seen on one page only."""
+
+    def page(body: list[str], n: int, extra_top: str | None = None) -> pdf_text.Page:
+        lines = ["Annals of Tests", *body[:1], f"Page {n}", *body[1:]]
+        heights = [0.95, 0.5, 0.04, 0.45]
+        if extra_top:
+            lines.append(extra_top)
+            heights.append(0.93)
+        return pdf_text.Page(lines, heights)
+
+    pages = [
+        page(["first body line", "Annals of Tests"], 1, "Chapter One"),
+        page(["second body line", "more text"], 2),
+        page(["third body line", "even more"], 3),
+    ]
+    text = pdf_text.clean(pages)
+    assert text.split("\n\n") == [
+        "first body line\nAnnals of Tests\nChapter One",
+        "second body line\nmore text",
+        "third body line\neven more",
+    ]
+
+
+def test_hyphenation_follows_the_documents_words() -> None:
+    """A marked line-end hyphen joins a word split by hyphenation and keeps one the
+    document writes with a hyphen, or between a number or a capital."""
+    mark = "\ufffe"
+    text = (
+        f"the hear{mark}\ning was held; a four-year plan and a four{mark}\nyear plan; "
+        f"route I{mark}\n75 and Bruni{mark}\nSarkozy; pro{mark}\nduction"
+    )
+    assert pdf_text.join_hyphenated(text) == (
+        "the hearing was held; a four-year plan and a four-year plan; "
+        "route I-75 and Bruni-Sarkozy; production"
+    )
+
+
+def test_hand_made_pdf_keeps_its_text_and_drops_the_page_numbers() -> None:
+    """A PDF written by hand (two pages, a page number at the foot of each) reads as its
+    lines without the numbers."""
+    pages = [
+        text_at([(72, 700, "The river rose over the bank at dawn"), (300, 30, "1")]),
+        text_at([(72, 700, "and the village moved to the hills"), (300, 30, "2")]),
+    ]
+    text = extract(PDF, pdf(pages))
+    assert oracle.words(text) == oracle.words(
+        "The river rose over the bank at dawn and the village moved to the hills"
+    )
+
+
+def _refused(kind: str, raw: bytes) -> str:
+    with pytest.raises(FileError) as info:
+        extract(kind, raw)
+    return str(info.value)
+
+
+def test_bad_pdfs_are_named() -> None:
+    """A truncated PDF, an encrypted one, one with no text layer and bytes that are no
+    PDF each get their own reason."""
+    essay = (DATA / "essay.pdf").read_bytes()
+    assert "broken" in _refused(PDF, essay[: len(essay) // 3])
+    assert "encrypted" in _refused(PDF, (DATA / "encrypted.pdf").read_bytes())
+    assert _refused(PDF, pdf([SCAN])) == "no text: the PDF has no text layer; OCR it first"
+    assert "not a PDF" in _refused(PDF, b"PK\x03\x04 a zip, not a pdf")
+    assert issubclass(FileError, Invalid)
+
+
+def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def test_bad_office_files_are_named() -> None:
+    """A truncated DOCX, a zip without the body part, a zip bomb, malformed XML, a DTD
+    and a body without text are each refused with their reason."""
+    docx = (DATA / "essay.docx").read_bytes()
+    assert "not a readable zip" in _refused(DOCX, docx[: len(docx) // 2])
+    assert "no word/document.xml" in _refused(DOCX, _zip({"other.xml": b"<a/>"}))
+    assert "no content.xml" in _refused(ODT, docx)
+    bomb = b"<w:document>" + b" " * (3 * office.RATIO_FLOOR) + b"</w:document>"
+    message = _refused(DOCX, _zip({"word/document.xml": bomb}))
+    assert "zip bomb" in message and "word/document.xml" in message
+    assert "XML cannot be parsed" in _refused(DOCX, _zip({"word/document.xml": b"<a><b></a>"}))
+    dtd = b'<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>'
+    assert "DTD" in _refused(ODT, _zip({"content.xml": dtd}))
+    empty = (
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        b"<w:body><w:p/></w:body></w:document>"
+    )
+    assert "no text" in _refused(DOCX, _zip({"word/document.xml": empty}))
+
+
+def test_a_bomb_is_stopped_before_it_is_decompressed_whole() -> None:
+    """A part whose header claims a huge size is refused at once, and one that hides
+    its size is cut once it passes the bound, never read to its end."""
+    size = office.MAX_PART + 1
+    raw = _zip({"word/document.xml": b"\0" * size})
+    assert "zip bomb" in _refused(DOCX, raw)
+
+
+def test_base64_is_checked() -> None:
+    """Base64 decodes (line breaks and missing padding allowed); anything else is named."""
+    assert decode(base64.b64encode(b"hello world").decode()) == b"hello world"
+    assert decode("aGVsbG8g\nd29ybGQ") == b"hello world"
+    for bad in ("not base64!", "", "a", "aGVsbG8=d29y"):
+        with pytest.raises(FileError, match=r"base64|empty"):
+            decode(bad)
+
+
+def test_workers_read_files_and_give_up_on_slow_ones() -> None:
+    """The worker pool answers what extract answers (text or the same FileError); a file
+    over the time limit costs its worker, and the next file gets a new one."""
+    essay = (DATA / "essay.pdf").read_bytes()
+    pool = Extractors(workers=1, timeout=30)
+    try:
+        assert pool.run(PDF, essay) == extract(PDF, essay)
+        with pytest.raises(FileError, match="encrypted"):
+            pool.run(PDF, (DATA / "encrypted.pdf").read_bytes())
+        pool.timeout = 0.0001
+        with pytest.raises(FileError, match="longer than"):
+            pool.run(PDF, essay)
+        pool.timeout = 30
+        assert pool.run(DOCX, (DATA / "essay.docx").read_bytes()).startswith("The Supreme")
+    finally:
+        pool.close()
+
+
+def test_content_types_are_the_three() -> None:
+    """The file types are PDF, DOCX and ODT by their registered media types, and the CLI's
+    suffixes map to them."""
+    assert set(formats.FILE_TYPES) == {PDF, DOCX, ODT}
+    assert formats.SUFFIXES == {".pdf": PDF, ".docx": DOCX, ".odt": ODT}
+
+
+def test_a_dead_worker_is_replaced() -> None:
+    """A worker process that died between files (killed, or crashed on the last one) is
+    replaced, and the next file is read."""
+    import os
+    import signal
+
+    docx = (DATA / "essay.docx").read_bytes()
+    pool = Extractors(workers=1, timeout=30)
+    try:
+        first = pool.run(DOCX, docx)
+        (worker,) = pool._idle
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.join(5)
+        assert pool.run(DOCX, docx) == first
+        assert pool._idle[0] is not worker
+    finally:
+        pool.close()
+
+
+def test_roman_page_numbers_but_not_words_of_their_letters() -> None:
+    """A bare roman numeral at a page's foot is a page number; a word made of the same
+    letters ("Civil") at its top is text."""
+    page = pdf_text.Page(["Civil", "war and peace in the body", "xii"], [0.95, 0.5, 0.04])
+    assert pdf_text.clean([page]) == "Civil\nwar and peace in the body"
