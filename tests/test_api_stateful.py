@@ -84,7 +84,10 @@ def test_the_stateful_phase_finds_no_error_and_no_nonconformance(
     assert ran.returncode == 0, summary
     assert "Scenarios:" in ran.stdout and "API Links:" in ran.stdout
     covered = re.search(r"API Links:\s+(\d+) covered", ran.stdout)
-    assert covered is not None and int(covered.group(1)) >= 30, summary
+    # The links carry the runner past the create routes (without them it covers a
+    # handful); how many it covers in the time limit depends on the machine's load
+    # (38-42 on a quiet one, 23 with five other test runs beside it).
+    assert covered is not None and int(covered.group(1)) >= 15, summary
     assert "Traceback" not in service.output()
 
 

@@ -207,3 +207,62 @@ def test_html_and_cursors_under_a_named_collection(client: TestClient, collectio
     lines = client.get(f"{base}/duplicates", params={"checkpoints": 1}).text.splitlines()
     assert '"a":"bridge","b":"mirror"' in lines[0] and '"done":true' in lines[-1]
     assert client.get("/duplicates").text == ""  # the default collection holds neither
+
+
+_HIDDEN_CASES = {
+    "hidden attribute": "<div hidden>{w}</div>",
+    "aria-hidden": '<div aria-hidden="true">{w}</div>',
+    "inline display none": '<div style="color: red; DISPLAY: none">{w}</div>',
+    "inline visibility hidden": '<p style="visibility:hidden">{w}</p>',
+    "closed dialog": "<dialog>{w}</dialog>",
+    "template": "<template><p>{w}</p></template>",
+    "noscript": "<noscript>{w}</noscript>",
+}
+_OWN = (
+    "The exit status of the tool is zero when every file compared equal, one when some "
+    "differed, and two when an error stopped the comparison before it finished."
+)
+
+
+def test_markup_hidden_elements_are_dropped() -> None:
+    """Text that markup hides (hidden, aria-hidden, inline display:none or
+    visibility:hidden, a closed dialog, template, noscript) is not extracted, with or
+    without a main-content marker; an open dialog's text is."""
+    for name, html in _HIDDEN_CASES.items():
+        hidden = html.format(w="Zanzibarquux shortcuts help")
+        for page in (
+            f"<html><body><main><h1>Exit status</h1><p>{_OWN}</p>{hidden}</main></body></html>",
+            f"<html><body><div><h1>Exit status</h1><p>{_OWN}</p>{hidden}</div></body></html>",
+        ):
+            text = extract(page)
+            assert "Zanzibarquux" not in text, (name, text)
+            assert "exit status of the tool" in text, (name, text)
+    shown = (
+        f"<html><body><main><p>{_OWN}</p><dialog open>Zanzibarquux</dialog></main></body></html>"
+    )
+    assert "Zanzibarquux" in extract(shown)
+
+
+def test_the_marked_main_content_is_believed_with_its_link_lists() -> None:
+    """<main>, role=main and a single <article> are extracted whole: the page's own list of
+    links stays, the navigation and footer outside go; with two articles the heuristics
+    decide (the oracle: every listed link text is among the extracted words)."""
+    links = ["cmp invocation", "diff3 merging", "sdiff interactive", "patch options"]
+    items = "".join(f'<li><a href="{i}.html">{w}</a></li>' for i, w in enumerate(links))
+    inner = f"<h1>Invoking the tools</h1><p>{_OWN}</p><ul>{items}</ul>"
+    nav = '<nav><a href="/">Home</a> <a href="/about">About this manual</a></nav>'
+    foot = "<footer>Copyright the authors, all rights reserved</footer>"
+    for wrapped in (
+        f"<main>{inner}</main>",
+        f'<div role="main">{inner}</div>',
+        f"<article>{inner}</article>",
+    ):
+        text = extract(f"<html><body>{nav}{wrapped}{foot}</body></html>")
+        words = set(oracle.words(text))
+        for w in links:
+            assert set(oracle.words(w)) <= words, (wrapped[:20], text)
+        assert "About this manual" not in text and "Copyright" not in text
+    two = (
+        f"<html><body>{nav}<article>{inner}</article><article><p>{_OWN}</p></article></body></html>"
+    )
+    assert "exit status of the tool" in extract(two)

@@ -26,13 +26,21 @@ def query_answer(
     result: QueryResult, threshold: float, doc_id: str | None = None
 ) -> dict[str, Any]:
     """A query's answer (schemas.SimilarOut)."""
-    return {
+    answer = {
         "id": doc_id,
         "threshold": threshold,
-        "results": [{"id": m.id, "similarity": m.similarity} for m in result.results],
+        "results": [
+            {"id": m.id, "similarity": m.similarity, "thin": True}
+            if m.thin
+            else {"id": m.id, "similarity": m.similarity}
+            for m in result.results
+        ],
         "candidates": result.candidates,
         "capped": result.capped,
     }
+    if result.thin:  # only collections with site templates say it (app.index.sites)
+        answer["thin"] = True
+    return answer
 
 
 def containment_answer(

@@ -169,6 +169,10 @@ class _Text(_In):
         assert self.text is not None
         return self.text
 
+    @property
+    def is_html(self) -> bool:
+        return self.content_type == HTML
+
 
 TTL_DOC = (
     "seconds until the document stops answering and is removed (an integer > 0, at "
@@ -318,7 +322,14 @@ class ExcludeIn(_In):
     min_words: int = Field(0, ge=0, le=100_000, description="set aside shorter passages")
 
 
+SITE_DOC = (
+    "with text/html: the page's site (as a stored page's metadata.site or its URL id's "
+    "host), whose learned template is then not counted (docs/templates.md)"
+)
+
+
 class SimilarIn(_Text):
+    site: str | None = Field(None, description=SITE_DOC, max_length=1000)
     threshold: Threshold | None = None
     limit: Limit = DEFAULT_LIMIT
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
@@ -339,6 +350,10 @@ class SimilarIn(_Text):
         check_measure(self.measure, self.evidence)
         if self.exclude is not None and self.measure != "containment":
             raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
+        if self.site is not None and not self.is_html:
+            raise ValueError(
+                "site goes with content_type text/html (a template is read from pages)"
+            )
         return self
 
     def exclusions(self, text: str) -> Exclusions | None:
@@ -358,9 +373,13 @@ def check_measure(measure: str, evidence: bool) -> None:
         raise ValueError("evidence=true needs measure=containment (Jaccard has no passages)")
 
 
+THIN_DOC = "true when the page has little text of its own beside its site's template"
+
+
 class Match(BaseModel):
     id: str
     similarity: float
+    thin: bool | None = Field(None, description=THIN_DOC)
 
 
 TEXT_OUT_DOC = "with return_text=true: the text as indexed (offsets refer to it)"
@@ -372,6 +391,7 @@ class SimilarOut(BaseModel):
     results: list[Match]
     candidates: int = Field(description="LSH candidates verified for this answer")
     capped: bool = Field(description="true when the candidate cap cut the candidates")
+    thin: bool | None = Field(None, description=THIN_DOC)
     text: str | None = Field(None, description=TEXT_OUT_DOC)
 
 

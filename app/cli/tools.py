@@ -67,7 +67,8 @@ def html_lines(lines: Iterator[Line]) -> Iterator[Line]:
         except HTMLError as exc:
             yield dataclasses.replace(ln, document=None, error=str(exc))
             continue
-        yield dataclasses.replace(ln, document=dataclasses.replace(ln.document, text=text))
+        page = dataclasses.replace(ln.document, text=text, html=True)  # its site's template
+        yield dataclasses.replace(ln, document=page)
 
 
 async def ingest(

@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     default_ttl: int = Field(0, ge=0, le=100 * 365 * 24 * 3600)
     # Seconds a stored check (POST /checks) is kept when it names no ttl of its own.
     check_ttl: int = Field(30 * 24 * 3600, ge=1, le=100 * 365 * 24 * 3600)
+    # Pages of a site (text/html with a site) its template is learned from before it is
+    # fixed (fixed with the collection, docs/templates.md); 0: no site templates.
+    template_pages: int = Field(20, ge=0, le=1000)
     # Seconds between ticks of the expiry sweeper, and documents it removes per tick.
     expiry_interval: float = Field(1.0, gt=0, le=3600)
     expiry_batch: int = Field(100, ge=1, le=100_000)

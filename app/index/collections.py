@@ -10,7 +10,7 @@ that the same request, sent again, completes.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import orjson
 
@@ -64,6 +64,9 @@ async def create(
         await store.register()
         raw = await store.config(proposed)  # SET NX: of two concurrent creators, one wins
     stored = Params.stored(raw)
+    if b'"template_pages"' not in raw:
+        # Made before site templates: it has none, and asking again is not a conflict.
+        params = replace(params, template_pages=0)
     if stored != params:
         theirs, ours = asdict(stored), asdict(params)
         diff = ", ".join(

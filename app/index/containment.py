@@ -26,6 +26,7 @@ from app.index.passages import Layout, Overdue, Query, align, covered_shingles
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
+from app.index.sites import Sites
 from app.index.sketch import anchor_keys, sketch
 
 DEFAULT_CONTAINMENT = 0.1
@@ -54,9 +55,12 @@ async def containment_of_text(
     where: Filter | None,
     exclude: Exclusions | None = None,
     deadline: float | None = None,
+    site: str | None = None,
 ) -> ContainmentResult:
     """Stored documents that hold passages of a text (threshold checked), without what
-    exclude sets aside; past deadline (time.monotonic()), Overdue."""
+    exclude sets aside; past deadline (time.monotonic()), Overdue; a page of site: its
+    own text (app.index.sites)."""
+    text = await Sites(pieces.store, pieces.params.template_pages).query_text(text, site)
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")

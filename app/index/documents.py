@@ -8,6 +8,7 @@ from app.index import records, texts
 from app.index.expiry import live
 from app.index.locks import locked
 from app.index.params import Params
+from app.index.sites import Sites
 from app.index.sketch import anchors_of
 from app.store import Store
 
@@ -92,6 +93,7 @@ async def remove(store: Store, params: Params, doc_id: str, handle: int, raw: by
     if raw is not None:
         rec = records.unpack(raw)
         await store.remove_bands([(handle, rec.band_keys), (handle, anchors_of(rec))])
+        await Sites(store, params.template_pages).forget_page(doc_id, rec.metadata)
     # A mapping without a record (a write that crashed before its record)
     # goes too: the id is free again either way.
     await store.forget_ids([doc_id], [handle])

@@ -1,10 +1,20 @@
 """HTML in: the main text of a page, for documents and queries sent as text/html.
 
-Resiliparse's main-content extraction (a C++ DOM parser with boilerplate heuristics)
-drops navigation, footers, cookie banners and asides, so two pages of one site do not
-share their template's shingles, and one article under two templates keeps the same
-text. It was chosen by measuring (README, "HTML in"): trafilatura kept mirrors a
-little closer but extracted about 7x slower; inscriptis keeps the boilerplate.
+A page that marks its main content says so itself, and that is believed first: the one
+``<main>`` or ``role="main"`` element, else the page's one ``<article>``, is extracted
+whole, its own lists of links included (a section index is those links). Markup that
+hides an element (``hidden``, ``aria-hidden="true"``, an inline ``display:none`` or
+``visibility:hidden``, a ``<dialog>`` that is not open, ``<template>``, ``<noscript>``)
+is dropped everywhere: a keyboard-help dialog in every page's markup is template text no
+reader sees. On real documentation sites the heuristics below kept such dialogs and
+dropped the page's own link lists, so two thin pages of one site were their template.
+
+A page without such markers goes to resiliparse's main-content extraction (a C++ DOM
+parser with boilerplate heuristics), which drops navigation, footers, cookie banners
+and asides, so two pages of one site do not share their template's shingles, and one
+article under two templates keeps the same text. It was chosen by measuring (README,
+"HTML in"): trafilatura kept mirrors a little closer but extracted about 7x slower;
+inscriptis keeps the boilerplate.
 
 The page arrives as a str (the API body is JSON), so its bytes were already decoded:
 a <meta charset> that names another encoding is moot and is ignored, except for the
@@ -17,6 +27,7 @@ import re
 from typing import Literal
 
 from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
 
 from app.core.errors import Invalid
 
@@ -33,6 +44,39 @@ _JUNK_SHARE = 0.01
 _WORD = re.compile(r"\w")
 # Latin-1 characters that UTF-8's lead and continuation bytes become: "Ã©" for "é".
 _MOJIBAKE = re.compile(r"[\u00c2-\u00f4][\u0080-\u00bf]")
+
+
+# Elements hidden by markup alone (no stylesheet is read): skipped wherever they are,
+# each selector with the text a page must hold for it to match anything (a selector
+# costs a walk of the whole tree, so only the ones a page may need are given).
+_HIDING = (
+    ("hidden", "[hidden]"),
+    ("hidden", '[aria-hidden="true" i]'),
+    ("<dialog", "dialog:not([open])"),
+    ("<template", "template"),
+    ("<noscript", "noscript"),
+    ("display", '[style*="display:none" i]'),
+    ("display", '[style*="display: none" i]'),
+    ("visibility", '[style*="visibility:hidden" i]'),
+    ("visibility", '[style*="visibility: hidden" i]'),
+)
+HIDDEN = tuple(selector for _, selector in _HIDING)
+# The page's own marker of its main content, in the order they are believed.
+_MAIN = "main, [role=main i]"
+_ARTICLE = "article"
+# A page whose markup cannot hold a marker is not parsed to look for one: a page
+# without markers is parsed once, by the heuristics, as before.
+_ROLE_MAIN = re.compile(r"role\s*=\s*[\"']?main\b")
+
+
+def _may_mark(low: str) -> bool:
+    """Whether a lower-cased page may have a main-content marker (cheap, may say yes)."""
+    return "<main" in low or "<article" in low or ("role" in low and bool(_ROLE_MAIN.search(low)))
+
+
+def _skips(low: str) -> list[str]:
+    """The hiding selectors this lower-cased page may need."""
+    return [selector for needle, selector in _HIDING if needle in low]
 
 
 class HTMLError(Invalid):
@@ -61,6 +105,48 @@ def _check_text(html: str) -> None:
         )
 
 
+def marked_main(page: str, low: str | None = None) -> str | None:
+    """The outer HTML of the page's own main-content marker: its first ``<main>`` or
+    ``role="main"`` element, else its ``<article>`` when it has exactly one; None when
+    it has neither."""
+    # The tree never leaves this frame (it may only be dropped on the thread that made
+    # it): what is returned is a str, and every name of the tree or its nodes is cleared
+    # before the frame ends, so not even an error's traceback carries one away.
+    if not _may_mark(page.lower() if low is None else low):
+        return None
+    tree = body = node = articles = None
+    try:
+        tree = HTMLTree.parse(page)
+        body = tree.body
+        if body is None:
+            return None
+        node = body.query_selector(_MAIN)
+        if node is None:
+            articles = body.query_selector_all(_ARTICLE)
+            node = articles[0] if len(articles) == 1 else None
+        return None if node is None else node.html
+    finally:
+        tree = body = node = articles = None
+
+
+def _text(page: str) -> str:
+    low = page.lower()
+    skips = _skips(low)
+    main = marked_main(page, low)
+    if main is not None:
+        # The marked element whole: its lists of links are the page's own.
+        text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
+        if _WORD.search(text):
+            return text
+    text = extract_plain_text(
+        page, main_content=True, alt_texts=False, list_bullets=False, skip_elements=skips
+    )
+    if not _WORD.search(text):
+        # A page too plain for the heuristics (no article markup): all its visible text.
+        text = extract_plain_text(page, alt_texts=False, list_bullets=False, skip_elements=skips)
+    return text
+
+
 def extract(html: str) -> str:
     """The main text of a page, blocks separated by newlines; HTMLError when there is
     none or the input is not HTML text."""
@@ -69,10 +155,7 @@ def extract(html: str) -> str:
     # The page goes in as a str, never as a parsed HTMLTree: a tree may only be dropped
     # on the thread that made it, and an error's traceback can carry one to another.
     try:
-        text = extract_plain_text(page, main_content=True, alt_texts=False)
-        if not _WORD.search(text):
-            # A page too plain for the heuristics (no article markup): all its visible text.
-            text = extract_plain_text(page, alt_texts=False)
+        text = _text(page)
     except Exception as exc:  # the parser's own errors; its classes are not API
         raise HTMLError(f"the HTML cannot be parsed: {exc}") from None
     text = text.strip()

@@ -35,6 +35,7 @@ from app.index.results import (
     QueryResult,
 )
 from app.index.scan import Cut, Mark, PairBlock, Scanner
+from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
 from app.store import Store
 from app.store.reads import replica_reads
@@ -70,6 +71,7 @@ class Index:
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
         self.pieces = Pieces(store, params, candidate_cap, max_text_bytes)
+        self.sites = Sites(store, params.template_pages)
 
     @classmethod
     async def open(
@@ -99,11 +101,13 @@ class Index:
         threshold: float | None = None,
         limit: int = 10,
         where: Filter | None = None,
+        site: str | None = None,
     ) -> QueryResult:
-        """Stored near-duplicates of a text that is not stored."""
+        """Stored near-duplicates of a text that is not stored (a page of site: its own
+        text, app.index.sites)."""
         t = self.check_threshold(threshold)
         with replica_reads():
-            return await similarity.similar_to_text(self.pieces, text, t, limit, where)
+            return await similarity.similar_to_text(self.pieces, text, t, limit, where, site)
 
     async def similar_to_id(
         self,
@@ -129,6 +133,7 @@ class Index:
         where: Filter | None = None,
         exclude: Exclusions | None = None,
         deadline: float | None = None,
+        site: str | None = None,
     ) -> ContainmentResult:
         """Stored documents that hold passages of a text, with the passages (without
         what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
@@ -136,7 +141,7 @@ class Index:
         t = self.check_containment(threshold)
         with replica_reads():
             return await containment.containment_of_text(
-                self.pieces, text, t, limit, where, exclude, deadline
+                self.pieces, text, t, limit, where, exclude, deadline, site
             )
 
     async def containment_of_id(

@@ -9,6 +9,7 @@ import orjson
 from app.core.shingles import parse_shingle
 from app.index.errors import ConfigMismatchError, DeletingError
 from app.index.lsh import BandPlan, plan_bands
+from app.index.templates import DEFAULT_TEMPLATE_PAGES
 from app.store import buckets_for
 
 # Documents a collection's band buckets are sized for unless told otherwise.
@@ -42,6 +43,9 @@ class Params:
     # Seconds a document lives when its ingest names no expiry; 0: for ever (collections
     # made before expiry existed).
     default_ttl: int = 0
+    # Pages of a site its template is learned from (app.index.templates); 0: no site
+    # templates (collections made before them).
+    template_pages: int = 0
 
     @classmethod
     def create(
@@ -55,6 +59,7 @@ class Params:
         passage_words: int = DEFAULT_PASSAGE_WORDS,
         keep_text: bool = False,
         default_ttl: int = 0,
+        template_pages: int = DEFAULT_TEMPLATE_PAGES,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -71,6 +76,7 @@ class Params:
             passage_words,
             keep_text,
             default_ttl,
+            template_pages,
         )
 
     @property
@@ -107,6 +113,8 @@ class Params:
         fields.setdefault("keep_text", False)
         # ... and one made before expiry existed keeps documents for ever.
         fields.setdefault("default_ttl", 0)
+        # ... and one made before site templates has none.
+        fields.setdefault("template_pages", 0)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -117,6 +125,8 @@ class Params:
         params = replace(self, band_buckets=stored.band_buckets)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
+        if stored.template_pages == 0:  # made before site templates: none
+            params = replace(params, template_pages=0)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(

@@ -215,6 +215,11 @@ def expires_of(raw: bytes) -> int:
     return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
 
 
+def shingles_of(raw: bytes) -> int:
+    """The shingle count of a packed record, from its header alone."""
+    return _head(raw).shingles
+
+
 def id_of(raw: bytes) -> str:
     """Just the id of a record, without parsing the rest (see unpack)."""
     h = _head(raw)

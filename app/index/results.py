@@ -17,12 +17,15 @@ class Document:
     metadata: dict | None = None
     # When it stops answering (ms since the epoch); None: the collection's default_ttl.
     expires_ms: int | None = None
+    # Sent as text/html: its site's template is not its own text (app.index.sites).
+    html: bool = False
 
 
 @dataclass(frozen=True)
 class Match:
     id: str
     similarity: float
+    thin: bool = False  # little text of its own (app.index.templates.THIN_SHINGLES)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class QueryResult:
     results: list[Match]
     candidates: int
     capped: bool
+    thin: bool = False  # the query had little text of its own
 
 
 @dataclass(frozen=True)

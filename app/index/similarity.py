@@ -4,6 +4,8 @@ ranked most similar first, ties oldest first (app.index.ranking)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from app import kernel
@@ -17,6 +19,7 @@ from app.index.params import Params
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Match, QueryResult
+from app.index.sites import Sites
 from app.index.sketch import sketch
 
 
@@ -35,14 +38,23 @@ def check_threshold(params: Params, threshold: float | None) -> float:
 
 
 async def similar_to_text(
-    pieces: Pieces, text: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    text: str,
+    threshold: float,
+    limit: int,
+    where: Filter | None,
+    site: str | None = None,
 ) -> QueryResult:
-    """Stored near-duplicates of a text that is not stored (threshold checked)."""
+    """Stored near-duplicates of a text that is not stored (threshold checked; a page of
+    site: its own text, app.index.sites)."""
+    sites = Sites(pieces.store, pieces.params.template_pages)
+    text = await sites.query_text(text, site)
     # The passage anchors and layout are a containment query's, not this one's.
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, passages=False)
     if int(sk.shingles[0]) == 0:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    return await query(pieces, sk.fingerprint(0), sk.band_keys[0], None, threshold, limit, where)
+    found = await query(pieces, sk.fingerprint(0), sk.band_keys[0], None, threshold, limit, where)
+    return replace(found, thin=sites.thin(int(sk.shingles[0]), site))
 
 
 async def similar_to_id(
@@ -146,4 +158,8 @@ async def query(
         limit,
         None if where is None else lambda i: where.matches_record(raws[i]),
     )
-    return QueryResult([Match(doc_id, float(sims[i])) for i, doc_id in best], found, capped)
+    sites = Sites(pieces.store, pieces.params.template_pages)
+    matches = [
+        Match(doc_id, float(sims[i]), sites.thin_record(raws[i], doc_id)) for i, doc_id in best
+    ]
+    return QueryResult(matches, found, capped)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.index import records, texts
+from app.index import documents, records, texts
 from app.index.errors import ExpiryError
 from app.index.expiry import MAX_TTL_S, live, now_ms
 from app.index.locks import locked
@@ -23,6 +23,7 @@ from app.index.params import Params
 from app.index.pieces import Pieces
 from app.index.results import Document, IngestResult
 from app.index.similarity import query
+from app.index.sites import Sites
 from app.index.sketch import Sketched, anchors_of, sketch
 from app.store import Store
 
@@ -45,12 +46,15 @@ async def ingest(
     store = pieces.store
     expires = expiries(pieces.params, docs)
     ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
-    sk = await sketch(pieces.params, [d.text for d in docs], pieces.max_text_bytes)
+    sites = Sites(store, pieces.params.template_pages)
+    judged = await sites.judge(docs, ids)  # each page's own text
+    sk = await sketch(pieces.params, judged.texts, pieces.max_text_bytes)
     results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
-    good = [i for i, r in enumerate(results) if r.shingles > 0]
-    for r in results:
-        if r.shingles == 0:
-            r.error = "the text has no words (letters or digits) to compare"
+    for i, r in enumerate(results):
+        if r.shingles == 0 or judged.errors[i]:
+            r.error = judged.errors[i] or "the text has no words (letters or digits) to compare"
+            judged.errors[i] = r.error
+    good = [i for i, r in enumerate(results) if r.error is None]
     if similar:
         known = dict(zip(ids, await store.handles(ids), strict=True))
         for i in good:
@@ -74,11 +78,17 @@ async def ingest(
             [ids[i] for i in batch],
             [(i, docs[i].metadata) for i in batch],
             sk,
-            [docs[i].text for i in batch],
+            [judged.texts[i] for i in batch],
             [expires[i] for i in batch],
         )
         for i, c in zip(batch, created, strict=True):
             results[i].created = c
+    await sites.settle(
+        lambda again: ingest(pieces, again, False, threshold, limit),
+        lambda doc_id: documents.get(store, doc_id),
+        docs,
+        judged,
+    )
     return results
 
 

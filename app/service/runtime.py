@@ -26,6 +26,7 @@ def params_of(settings: Settings) -> Params:
         settings.passage_words,
         settings.keep_text,
         settings.default_ttl,
+        settings.template_pages,
     )
 
 

@@ -22,6 +22,7 @@ from app.store.layout import HANDLE, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
 from app.store.resp import Eval, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
+from app.store.templates import SiteTemplates
 from app.store.transport import Transport
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -121,6 +122,8 @@ class Store:
         # only, as those scripts name their own keys across slots. Tests and benches
         # turn it off to compare the two paths.
         self.band_scripts = not transport.cluster
+        # Site templates (app.store.templates): their own keys and operations.
+        self.templates = SiteTemplates(transport, self._keys.prefix)
 
     def sibling(self, collection: str) -> Store:
         """Another collection's store on this one's connection (closing one closes both)."""

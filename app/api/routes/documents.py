@@ -42,7 +42,7 @@ async def ingest(
     limit: Annotated[schemas.Limit, Query()] = 10,
 ) -> schemas.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
-    doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms())
+    doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
     return _ingest_out(result, used)
@@ -63,7 +63,7 @@ async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchO
     # Files are read at once, as many as there are extraction workers.
     texts = await asyncio.gather(*(_item_text(i, d) for i, d in enumerate(body.documents)))
     docs = [
-        Document(text, d.id, d.metadata, d.expires_ms())
+        Document(text, d.id, d.metadata, d.expires_ms(), d.is_html)
         for text, d in zip(texts, body.documents, strict=True)
     ]
     results = await index.ingest(docs)
@@ -93,7 +93,7 @@ async def upsert(
     doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
 ) -> schemas.IngestOut:
     """Create or replace the document with this id: 201 when new, 200 when replaced."""
-    doc = Document(await body.extracted(), doc_id, body.metadata, body.expires_ms())
+    doc = Document(await body.extracted(), doc_id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc])
     response.status_code = 201 if result.created else 200
     return _ingest_out(result, None)

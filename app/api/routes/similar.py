@@ -184,21 +184,25 @@ async def similar_to_text(
     the stored documents that hold passages of it."""
     reads.strong(consistency == "strong")
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # The text as indexed: with text/html the page's main text, with a file its text.
+    # The text as indexed: with text/html the page's main text, with a file its text;
+    # with a site, its own text (the site's template removed), which offsets refer to.
     text = await body.extracted()
-    shown = {"text": text} if body.return_text else {}
+    site = body.site if body.is_html else None  # a site's template is read from pages
+    shown = {}
+    if body.return_text:
+        shown = {"text": await (await get_index(request)).sites.query_text(text, site)}
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
         exclude = body.exclusions(text)
         found = await index.containment_of_text(
-            text, t, body.limit, where, exclude, deadline_of(request)
+            text, t, body.limit, where, exclude, deadline_of(request), site=site
         )
         answer = containment_answer(found, t, body.evidence)
         if exclude is not None:
             answer["excluded"] = excluded_answer(exclude)
         return _answer(answer | shown)
-    return await _text_answer(request, text, body.threshold, body.limit, where, shown)
+    return await _text_answer(request, text, body.threshold, body.limit, where, shown, site)
 
 
 async def _text_answer(
@@ -208,10 +212,11 @@ async def _text_answer(
     limit: int,
     where: Filter | None = None,
     shown: dict[str, str] | None = None,
+    site: str | None = None,
 ) -> Response:
     index = await get_index(request)
     used = index.check_threshold(threshold)
-    result = await index.similar_to_text(text, used, limit, where)
+    result = await index.similar_to_text(text, used, limit, where, site)
     return _answer(query_answer(result, used) | (shown or {}))
 
 

@@ -1,0 +1,104 @@
+"""Site templates: text blocks that recur across a site's pages are not the page's own.
+
+A page sent as text/html is extracted to blocks, one a line (app.index.html). A block is
+known by the 64-bit hash of its text case-folded, its runs of white space made one space
+(a template repeats its lines verbatim; splitting at white space is several times faster
+than at every non-word character, which a 400 KB page felt). A line without a letter or
+digit is no block. A site's template is the set of blocks found on at least
+TEMPLATE_SHARE of the first N pages of that site the collection stored (N is the
+collection's template_pages). Once fixed it never changes by itself: a page is judged
+when it is stored (its template blocks removed, the rest is its own text and is what is
+sketched, indexed and kept), and a query naming the site is judged the same way. The
+first N pages, stored while the template was learned, are judged again the moment it is
+fixed. So a query's answer changes because pages of a site arrived only while the site
+has fewer than N pages; pages that leave never change it.
+
+A page's site: its metadata field ``site`` (a non-empty string) when it has one, else the
+host of its id when the id is an http(s) URL; a page with neither has no site and is
+compared on its whole extracted text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+# A block is template when it is on at least this share of the pages learned from ...
+TEMPLATE_SHARE = 0.5
+# ... and on at least this many of them (so two pages alone never make one).
+TEMPLATE_LEAST_PAGES = 3
+# Pages of a site learned from before its template is fixed (the default of the
+# collection's template_pages; 0 turns templates off).
+DEFAULT_TEMPLATE_PAGES = 20
+# A page whose own text has fewer shingles than this is answered as thin: a crawler may
+# want to keep it even when it matches, as it says little of its own.
+THIN_SHINGLES = 50
+# The metadata field that names a page's site.
+SITE_FIELD = "site"
+_ALNUM = re.compile(r"[^\W_]")
+
+
+def site_of(doc_id: str | None, metadata: dict[str, Any] | None) -> str | None:
+    """A page's site: metadata ``site``, else the host of an http(s) URL id, else None."""
+    if metadata is not None:
+        named = metadata.get(SITE_FIELD)
+        if isinstance(named, str) and named.strip():
+            return named.strip()
+    if doc_id is not None and doc_id[:4].lower() == "http":
+        try:
+            parts = urlsplit(doc_id)
+        except ValueError:
+            return None
+        if parts.scheme.lower() in ("http", "https") and parts.hostname:
+            return parts.hostname
+    return None
+
+
+def _block_hash(line: str) -> int | None:
+    if _ALNUM.search(line) is None:
+        return None
+    digest = hashlib.blake2b(" ".join(line.casefold().split()).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def blocks(text: str) -> list[int | None]:
+    """Each line's block hash (None: a line without words)."""
+    return [_block_hash(line) for line in text.split("\n")]
+
+
+def learn(texts: Sequence[str]) -> np.ndarray:
+    """The template of a site's pages: the blocks on enough of them, sorted."""
+    counts: Counter[int] = Counter()
+    for text in texts:
+        counts.update({h for h in blocks(text) if h is not None})
+    least = max(TEMPLATE_LEAST_PAGES, int(np.ceil(TEMPLATE_SHARE * len(texts))))
+    return np.array(sorted(h for h, n in counts.items() if n >= least), dtype=np.uint64)
+
+
+def own_text(text: str, template: np.ndarray) -> str:
+    """The page without its template's blocks (lines), stripped as extracted texts are."""
+    if len(template) == 0:
+        return text
+    known = set(template.tolist())
+    lines = text.split("\n")
+    own = (line for line, h in zip(lines, blocks(text), strict=True) if h not in known)
+    return "\n".join(own).strip()
+
+
+def has_words(text: str) -> bool:
+    return _ALNUM.search(text) is not None
+
+
+def pack_text(text: str) -> bytes:
+    return zlib.compress(text.encode(), 6)
+
+
+def unpack_text(packed: bytes) -> str:
+    return zlib.decompress(packed).decode()

@@ -1,0 +1,356 @@
+"""Site templates (app.index.templates, app.index.sites, app.store.templates): thin pages
+of one site do not match on the template the collection learned from the site itself."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from support import oracle
+from support.corpus import read_corpus
+
+from app.index.html import extract
+from app.index.templates import THIN_SHINGLES, blocks, learn, own_text, site_of
+
+SITES = Path(__file__).parent / "data" / "sites"
+SITE = "https://example.org"
+# Hidden by the site's stylesheet only (a class), so no extractor can know: about 40
+# words in every page's body, as a keyboard-help dialog is.
+HELP = (
+    '<div class="shortcuts-help">Keyboard shortcuts. Press the left or right arrow key '
+    "to go to the previous or next chapter of this book. Press S or the slash key to "
+    "search the whole book. Press the question mark key to show this help. Press Escape "
+    "to hide this help and return to the page you were reading.</div>"
+)
+NAV = '<div class="bar"><a href="/">Home</a> <a href="/guide">The Guide</a></div>'
+
+
+def _page(title: str, body: str) -> str:
+    """A page of the site: no main-content marker, its template around its own text."""
+    return (
+        f"<html><head><title>{title}</title></head><body>{NAV}<div class='content'>"
+        f"<h1>{title}</h1><p>{body}</p></div>{HELP}</body></html>"
+    )
+
+
+def _site(n: int = 24) -> dict[str, str]:
+    """n pages of real article text (tests/data) in the template; the last two are thin."""
+    texts = [t for _, t in read_corpus()[:n]]
+    pages = {f"{SITE}/p{i}.html": _page(f"Chapter {i}", texts[i]) for i in range(n - 2)}
+    pages[f"{SITE}/thin1.html"] = _page("Exit codes", "Zero means the run succeeded.")
+    pages[f"{SITE}/thin2.html"] = _page("Colours", "Pick red blue or green for themes.")
+    return pages
+
+
+def _ingest(client: TestClient, pages: dict[str, str]) -> None:
+    docs = [{"id": u, "text": h, "content_type": "text/html"} for u, h in pages.items()]
+    r = client.post("/documents/batch", json={"documents": docs})
+    assert r.status_code == 200, r.text
+    assert r.json()["errors"] == 0, r.text
+
+
+def _similar(client: TestClient, doc_id: str, threshold: float = 0.5) -> dict[str, float]:
+    r = client.get(f"/similar/{doc_id}", params={"threshold": threshold, "limit": 50})
+    assert r.status_code == 200, r.text
+    return {m["id"]: m["similarity"] for m in r.json()["results"]}
+
+
+def _own(html: str) -> set:
+    """The oracle's shingles of a page's own text: its h1 and p, read without app code."""
+    start = html.index("<h1>")
+    end = html.index("</p>")
+    return oracle.shingles(html[start:end].replace("<h1>", " ").replace("</h1><p>", " "))
+
+
+def test_thin_pages_sharing_only_the_template_do_not_match(client: TestClient) -> None:
+    """Two thin pages of one site whose own texts share nothing do not match at >= 0.5 once
+    the site's template is learned, though their extracted texts (what was indexed before
+    templates) clear 0.5 by the oracle."""
+    pages = _site()
+    a, b = f"{SITE}/thin1.html", f"{SITE}/thin2.html"
+    # The trap, by the oracle: whole extracted texts match, own texts share nothing.
+    whole = oracle.exact_jaccard(
+        oracle.shingles(extract(pages[a])), oracle.shingles(extract(pages[b]))
+    )
+    assert whole >= 0.5
+    assert oracle.exact_jaccard(_own(pages[a]), _own(pages[b])) < 0.3
+    _ingest(client, pages)
+    assert b not in _similar(client, a)
+    assert a not in _similar(client, b)
+    body = {"text": pages[a], "content_type": "text/html", "site": "example.org", "limit": 50}
+    answer = client.post("/similar", json=body).json()
+    assert b not in [m["id"] for m in answer["results"]]
+
+
+def test_the_trap_without_templates(client: TestClient) -> None:
+    """The control: in a collection without site templates (template_pages 0, as before
+    this work), the two thin pages do match at >= 0.5 on their shared template."""
+    r = client.post("/collections", json={"name": "notemplates", "template_pages": 0})
+    assert r.status_code in (200, 201), r.text
+    docs = [{"id": u, "text": h, "content_type": "text/html"} for u, h in _site().items()]
+    r = client.post("/collections/notemplates/documents/batch", json={"documents": docs})
+    assert r.status_code == 200, r.text
+    r = client.get(f"/collections/notemplates/similar/{SITE}/thin1.html")
+    assert f"{SITE}/thin2.html" in [m["id"] for m in r.json()["results"]]
+    client.delete("/collections/notemplates")
+
+
+def test_mirrors_are_still_found_and_scored_on_their_own_text(client: TestClient) -> None:
+    """A lightly edited copy of a page finds the page, scored close to the oracle's Jaccard
+    of their own texts (the template counts for neither)."""
+    pages = _site()
+    _ingest(client, pages)
+    url = f"{SITE}/p3.html"
+    words = read_corpus()[3][1].split()
+    edited = " ".join([*words[: len(words) // 2], "indeed", *words[len(words) // 2 :]])
+    copy = _page("Chapter 3", edited)
+    body = {"text": copy, "content_type": "text/html", "site": "example.org"}
+    found = {m["id"]: m["similarity"] for m in client.post("/similar", json=body).json()["results"]}
+    truth = oracle.exact_jaccard(_own(copy), _own(pages[url]))
+    assert truth >= 0.6
+    assert url in found
+    assert abs(found[url] - truth) < 0.1
+
+
+def test_a_page_that_is_all_template_is_422(client: TestClient) -> None:
+    """Once the template is learned, a page with nothing of its own is refused as an empty
+    text is: 422 on PUT and on POST /similar naming the site, and an error in a batch."""
+    _ingest(client, _site())
+    bare = f"<html><body>{NAV}{HELP}</body></html>"
+    r = client.put(f"/documents/{SITE}/bare.html", json={"text": bare, "content_type": "text/html"})
+    assert r.status_code == 422, r.text
+    assert "template" in r.json()["detail"]
+    body = {"text": bare, "content_type": "text/html", "site": "example.org"}
+    r = client.post("/similar", json=body)
+    assert r.status_code == 422, r.text
+    assert "template" in r.json()["detail"]
+    docs = [{"id": f"{SITE}/bare2.html", "text": bare, "content_type": "text/html"}]
+    r = client.post("/documents/batch", json={"documents": docs})
+    assert r.json()["results"][0]["status"] == "error"
+    assert client.get(f"/documents/{SITE}/bare.html").status_code == 404
+
+
+def test_thin_matches_say_so(client: TestClient) -> None:
+    """A match whose own text has fewer than THIN_SHINGLES shingles carries thin: true; a
+    page with more text does not."""
+    pages = _site()
+    _ingest(client, pages)
+    thin = f"{SITE}/thin1.html"
+    assert len(_own(pages[thin])) < THIN_SHINGLES
+    body = {"text": pages[thin], "content_type": "text/html", "site": "example.org"}
+    answer = client.post("/similar", json=body).json()
+    assert answer["thin"] is True
+    assert next(m for m in answer["results"] if m["id"] == thin)["thin"] is True
+    body = {"text": pages[f"{SITE}/p1.html"], "content_type": "text/html", "site": "example.org"}
+    answer = client.post("/similar", json=body).json()
+    assert "thin" not in answer
+    assert all("thin" not in m for m in answer["results"])
+
+
+def test_the_template_is_fixed_once_learned(client: TestClient) -> None:
+    """Pages that arrive after the template is fixed (here, all sharing a new block) do not
+    change it: a stored page's answer to a query stays the same."""
+    pages = _site()
+    _ingest(client, pages)
+    before = client.post(
+        "/similar",
+        json={"text": pages[f"{SITE}/p2.html"], "content_type": "text/html", "site": "example.org"},
+    ).json()
+    texts = [t for _, t in read_corpus()[100:130]]
+    banner = "<p>Our spring sale has started: every printed book is half price until May.</p>"
+    more = {
+        f"{SITE}/n{i}.html": _page(f"New {i}", t).replace(HELP, banner) for i, t in enumerate(texts)
+    }
+    _ingest(client, more)
+    after = client.post(
+        "/similar",
+        json={"text": pages[f"{SITE}/p2.html"], "content_type": "text/html", "site": "example.org"},
+    ).json()
+    assert after["results"] == before["results"]
+
+
+def test_the_site_is_the_metadata_field_or_the_url_host() -> None:
+    """site_of: metadata.site first, else an http(s) URL id's host, else none."""
+    assert site_of("https://Example.org/a/b.html", None) == "example.org"
+    assert site_of("http://x.test:8080/", {"site": "mine"}) == "mine"
+    assert site_of("page-17", {"site": "docs"}) == "docs"
+    assert site_of("page-17", None) is None
+    assert site_of("ftp://example.org/x", None) is None
+    assert site_of("https://", {"site": ""}) is None
+
+
+def test_learning_counts_blocks_by_pages_against_an_oracle() -> None:
+    """learn keeps exactly the lines on at least half of the pages (and 3 at least),
+    compared with a plain count over the lines' case-folded white-space-split tokens."""
+    texts = [
+        "Menu\nintro one\nFooter text",
+        "Menu\nintro two\nFooter text",
+        "Menu\nintro three\nother",
+        "MENU!\nintro four\nmore",
+        "intro five\nFooter  text",
+    ]
+    template = set(learn(texts).tolist())
+
+    def key(line: str) -> tuple:
+        return tuple(line.casefold().split())
+
+    counts: dict[tuple, int] = {}
+    for t in texts:
+        for k in {key(line) for line in t.split("\n") if key(line)}:
+            counts[k] = counts.get(k, 0) + 1
+    expected = {k for k, n in counts.items() if n >= max(3, 3)}  # ceil(0.5 * 5) = 3
+    got = {key(line) for t in texts for line in t.split("\n") if blocks(line)[0] in template}
+    assert got == expected == {("menu",), ("footer", "text")}
+    assert own_text("Menu\nmine\nFooter text", learn(texts)) == "mine"
+
+
+def test_judging_a_huge_page_is_bounded() -> None:
+    """A 3 MB text of 200,000 lines is judged line by line against a set: it keeps exactly
+    its lines that are not template (the work is one pass, see bench/templates.py)."""
+    lines = [f"line {i} of words" for i in range(200_000)]
+    template = learn(["line 1 of words\nline 2 of words"] * 4)
+    own = own_text("\n".join(lines), template)
+    assert own.count("\n") == len(lines) - 3
+
+
+def test_real_site_pages_keep_their_link_lists() -> None:
+    """A real section index page (Python's docs, role=main) keeps its own list of links:
+    the module names it lists are in its extracted text."""
+    page = gzip.decompress(
+        (SITES / "docs.python.org" / "library" / "crypto.html.gz").read_bytes()
+    ).decode()
+    text = extract(page)
+    assert "hashlib" in text and "Cryptographic Services" in text
+    assert "Quick search" not in text and "Previous topic" not in text
+
+
+def test_pages_that_leave_during_learning_no_longer_count(client: TestClient) -> None:
+    """While a site is learned its pages are held as pending; a deleted page leaves that
+    set, and once N pages are pending the template is fixed and the set is dropped."""
+    pages = list(_site().items())
+    _ingest(client, dict(pages[:10]))
+    for u, _ in pages[:3]:
+        assert client.delete(f"/documents/{u}").status_code in (200, 204)
+    index = client.app.state.index  # type: ignore[attr-defined]
+    store = index.store.templates
+    pending = client.portal.call(store.pending, "example.org")  # type: ignore[union-attr]
+    assert sorted(pending) == sorted(u for u, _ in pages[3:10])
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is None
+    _ingest(client, dict(pages[10:]))  # 7 + 14 = 21 pending: learned
+    assert client.portal.call(store.pending, "example.org") == {}  # type: ignore[union-attr]
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is not None and len(template) > 0
+
+
+def test_site_needs_html_and_old_collections_have_no_templates(client: TestClient) -> None:
+    """A query's site with text/plain is a 422 naming it; a stored config from before
+    site templates (no template_pages) reads as templates off."""
+    r = client.post("/similar", json={"text": "some words here", "site": "example.org"})
+    assert r.status_code == 422
+    assert "site" in r.json()["detail"]
+    import orjson
+
+    from app.index import Params
+
+    fields = orjson.loads(Params.create("word:3", 128, 256, 1, 0.5).to_json())
+    del fields["template_pages"]
+    assert Params.stored(orjson.dumps(fields)).template_pages == 0
+
+
+def test_a_huge_page_of_a_learned_site_is_judged_and_stored(client: TestClient) -> None:
+    """A 1.5 MB page of 30,000 own lines in the site's template is stored on its own text:
+    its shingle count is the oracle's count of its own text's shingles (the template
+    counted for nothing)."""
+    _ingest(client, _site())
+    own = "\n".join(f"<p>entry {i} holds value {i * 7} for key k{i}</p>" for i in range(30_000))
+    page = _page("Big table", "").replace("<p></p>", own)
+    assert len(page) > 1_500_000
+    r = client.put(f"/documents/{SITE}/big.html", json={"text": page, "content_type": "text/html"})
+    assert r.status_code == 201, r.text[:300]
+    expected = oracle.shingles(
+        "Big table "
+        + " ".join(f"entry {i} holds value {i * 7} for key k{i}" for i in range(30_000))
+    )
+    assert r.json()["shingles"] == len(expected)
+
+
+def test_racing_writers_of_one_site_leave_every_page_judged(
+    store_url: str, collection: str
+) -> None:
+    """Two indexes (two service processes) ingest a site's pages in racing batches while
+    its template is learned: afterwards one template is fixed, nothing is left pending,
+    and every page's stored shingle count is the oracle's count of its own text."""
+    import asyncio
+
+    from app.index import Document, Index, Params
+    from app.store import Store
+
+    pages = _site(40)
+
+    async def run() -> None:
+        params = Params.create("word:3", 64, 128, 1, 0.5)
+        indexes = [
+            await Index.open(Store.connect(store_url, collection, 5.0), params, 200)
+            for _ in range(2)
+        ]
+        docs = [Document(extract(h), u, html=True) for u, h in pages.items()]
+        batches = [docs[k : k + 5] for k in range(0, len(docs), 5)]
+        await asyncio.gather(*(indexes[k % 2].ingest(b) for k, b in enumerate(batches)))
+        index = indexes[0]
+        assert await index.store.templates.pending("example.org") == {}
+        (template,) = await index.store.templates.templates(["example.org"])
+        assert template is not None
+        for u, h in pages.items():
+            rec = await index.get(u)
+            assert rec is not None
+            assert rec.shingles == len(_own(h)), u
+        await indexes[1].store.close()
+        await index.store.close()
+
+    asyncio.run(run())
+
+
+def test_return_text_is_the_own_text_passage_offsets_refer_to(client: TestClient) -> None:
+    """With a site, return_text answers the page's own text (no template lines), and a
+    containment answer's query offsets slice it; the site may be given as a URL."""
+    pages = _site()
+    _ingest(client, pages)
+    body = {
+        "text": pages[f"{SITE}/p4.html"],
+        "content_type": "text/html",
+        "site": f"{SITE}/any/page.html",
+        "measure": "containment",
+        "evidence": True,
+        "return_text": True,
+    }
+    answer = client.post("/similar", json=body).json()
+    text = answer["text"]
+    assert "Keyboard shortcuts" not in text and "The Guide" not in text
+    assert text.startswith("Chapter 4")
+    (match,) = [m for m in answer["results"] if m["id"] == f"{SITE}/p4.html"]
+    words = oracle.words(read_corpus()[4][1])
+    for p in match["passages"]:
+        assert set(oracle.words(text[p["query_start"] : p["query_end"]])) <= set(words) | {
+            "chapter",
+            "4",
+        }
+
+
+def test_a_collection_from_before_is_asked_again_without_conflict(client: TestClient) -> None:
+    """A collection whose stored config predates site templates (no template_pages) is
+    answered 200 to the same POST /collections, with templates off, not 409."""
+    import orjson
+
+    r = client.post("/collections", json={"name": "oldone"})
+    assert r.status_code == 201, r.text
+    index = client.app.state.index  # type: ignore[attr-defined]
+    store = index.store.sibling("oldone")
+    fields = orjson.loads(client.portal.call(store.read_config))  # type: ignore[union-attr]
+    del fields["template_pages"]
+    client.portal.call(store.replace_config, orjson.dumps(fields))  # type: ignore[union-attr]
+    r = client.post("/collections", json={"name": "oldone"})
+    assert r.status_code == 200, r.text
+    assert r.json()["parameters"]["template_pages"] == 0
+    client.delete("/collections/oldone")
