@@ -170,3 +170,43 @@ def test_replica_urls_must_name_single_servers() -> None:
         load_settings(replica_urls="redis+cluster://127.0.0.1:7000")
     with pytest.raises(SettingsError, match="NEARDUP_REPLICA_URLS"):
         load_settings(replica_urls="http://example")
+
+
+def test_only_marked_read_only_commands_reach_a_replica(
+    master_and_replica: tuple[str, str],
+) -> None:
+    """A replica gets reads only inside replica_reads(), never a command that writes
+    (even one not flagged as a write), and none once the request asked strong."""
+    import asyncio
+
+    from app.store import reads
+    from app.store.single import SingleTransport
+
+    master, replica = master_and_replica
+
+    async def run() -> list[int]:
+        transport = SingleTransport.connect(master, 5.0, 0, 1.0, replica_urls=[replica])
+        seen = []
+        try:
+            for _ in range(20):
+                await transport.commands([(b"GET", b"k")])
+            seen.append(transport.replica_reads)  # unmarked: the master
+            with reads.replica_reads():
+                for i in range(20):
+                    await transport.commands([(b"SET", b"k", b"%d" % i)])  # a replica refuses
+                seen.append(transport.replica_reads)
+                for _ in range(20):
+                    await transport.commands([(b"GET", b"k")])
+                seen.append(transport.replica_reads)
+                reads.strong()
+                for _ in range(20):
+                    await transport.commands([(b"GET", b"k")])
+                seen.append(transport.replica_reads)
+        finally:
+            await transport.close()
+        return seen
+
+    unmarked, writes, marked, strong = asyncio.run(run())
+    assert unmarked == 0 and writes == 0
+    assert 5 <= marked <= 15  # about half of 20, by the fewest-commands rule
+    assert strong == marked
