@@ -212,12 +212,18 @@ def single_requests(corpus: Corpus, rng: np.random.Generator) -> dict[str, list[
 
 
 def start_server(
-    redis: ThrowawayRedis, n: int, probe_dir: Path | None, log_level: str = "info"
+    redis: ThrowawayRedis,
+    n: int,
+    probe_dir: Path | None,
+    log_level: str = "info",
+    gc_freeze: bool = False,
 ) -> Server:
     server = neardup_server(redis, None, COLLECTION, log_level, n)
     if probe_dir is not None:
         server.env["PYTHONPATH"] = str(PROBE)
         server.env["NDBENCH_PROBE_DIR"] = str(probe_dir)
+        if gc_freeze:
+            server.env["NDBENCH_GC_FREEZE"] = "1"
     return server.start()
 
 
@@ -276,8 +282,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     redis = ThrowawayRedis(work, "redis").start()
     redis.client().config_set("slowlog-log-slower-than", 1000)
     redis.client().config_set("slowlog-max-len", 1024)
-    res: dict[str, Any] = {"meta": {"size": n, "redis": redis.version(), "duration": args.duration}}
-    server = start_server(redis, n, probe_dir)
+    res: dict[str, Any] = {
+        "meta": {
+            "size": n,
+            "redis": redis.version(),
+            "duration": args.duration,
+            "gc_freeze": args.gc_freeze,
+        }
+    }
+    server = start_server(redis, n, probe_dir, gc_freeze=args.gc_freeze)
     try:
         before = used_memory(redis)
         log(f"ingest {n} documents (defaults)")
@@ -298,7 +311,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 res[kind]["paced"][f"{frac:g}"] = paced
         server.stop()
         # The access log's share: GET at half its peak without it (the line is INFO).
-        server = start_server(redis, n, probe_dir, "warning")
+        server = start_server(redis, n, probe_dir, "warning", args.gc_freeze)
         rate = 0.5 * res["get"]["peak"]["qps"]
         log(f"get without the access log: paced at {rate:.0f} q/s")
         res["get"]["no_access_log"] = paced_run(
@@ -415,6 +428,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-profiles", dest="profiles", action="store_false")
     p.add_argument("--node-gb", type=float, default=64.0, help="RAM of one Redis node, GiB")
     p.add_argument("--replicas", type=int, default=1, help="replicas per master")
+    p.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="an experiment: gc.freeze() in each server worker once it serves",
+    )
     p.add_argument("--render", type=Path, help="print the report of a saved paced.json, no run")
     args = p.parse_args(argv)
     if args.quick:

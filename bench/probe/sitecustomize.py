@@ -6,7 +6,8 @@ pause, wall and CPU time (gc.callbacks), and the event loop's lag (a thread sche
 a callback on the running loop every 10 ms and times how long the loop takes to run
 it). The bench writes "N reset" or "N dump" into DIR/cmd; each process answers a dump
 with DIR/out-PID-N.json: the pauses and lags since its last reset. Nothing of it runs
-in a normal `neardup serve`.
+in a normal `neardup serve`. With NDBENCH_GC_FREEZE, it also calls gc.freeze() once the
+server runs (an experiment: what a frozen start-up heap saves each collection).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def _install(directory: Path) -> None:
             loop = running_loop()
             if loop is not None:
                 break
+        if loop is not None and os.environ.get("NDBENCH_GC_FREEZE"):
+            # The experiment of bench/paced.py --gc-freeze: the heap the server built
+            # while starting moves to the permanent generation, which no collection scans.
+            loop.call_soon_threadsafe(gc.freeze)
         seen = ""
         next_cmd = 0.0
         while True:
