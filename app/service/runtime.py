@@ -136,9 +136,14 @@ async def open_index(
         # What starting built (modules, the app, its schemas: most of the heap) lives as
         # long as the process, so no collection needs to scan it again: a full one cost
         # ~58 ms of CPU, a request's worth at the p99.9, and ~1 ms frozen
-        # (bench/paced.py --gc-freeze, docs/figures/round-3.md).
+        # (bench/paced.py --gc-freeze, docs/figures/round-3.md). Unfrozen at the end, so
+        # a process that opens indexes one after another (the tests) still collects
+        # the cycles of those it closed.
         gc.freeze()
-        yield index
+        try:
+            yield index
+        finally:
+            gc.unfreeze()
     finally:
         await store.close()
         if embedded is not None:
