@@ -117,3 +117,117 @@ async def gather_pipelined(
     """gather by candidates' pipelines and one MGET (one exchange per master each)."""
     handles, capped, cut = await candidates(store, band_keys, exclude, cap)
     return handles, await live_records(store, handles.tolist()), capped, cut
+
+
+# A containment query reads its text in windows of this many words, each with its
+# own candidate budget (the cap), so a region that shares common phrases with many
+# documents cannot starve a region that copies one.
+WINDOW_WORDS = 1000
+# Of a window's budget, the share (1 / this) open to weak candidates: documents that
+# meet the text at one anchor only, rarest first. Their cut does not make `capped`.
+WEAK_SHARE = 4
+
+
+def anchor_weight(df: np.ndarray) -> np.ndarray:
+    """How much one shared anchor says, by how many documents hold it: 1 for an anchor
+    of one document, falling as log2 of its count (inverse document frequency)."""
+    return 1.0 / (1.0 + np.log2(np.maximum(df, 1)))
+
+
+async def passage_candidates(
+    store: Store,
+    keys: np.ndarray,
+    positions: np.ndarray,
+    words: int,
+    span: int,
+    exclude: int | None,
+    cap: int,
+) -> Gathered:
+    """A containment query's candidates: the documents that may share a passage with
+    a text, with their live records, whether a strong one was cut, and how many of
+    the text's anchors were too common to read.
+
+    keys and positions: each of the text's anchors (its passage index key) and the
+    word it starts at. A document's evidence is its best cluster: the anchors it
+    shares within `span` words of the text, weighted by rarity (anchor_weight). A
+    copied passage is such a cluster of two or more anchors in a row (strong); common
+    phrases scatter over the text one at a time (weak). The text is read in windows
+    of WINDOW_WORDS: each keeps the cap of its strongest clusters (more strong ones
+    than that is boilerplate or an attack, and sets capped), then up to a
+    1/WEAK_SHARE of the cap of single anchors, rarest first. Hot anchors are read in
+    full, rarest first, while their members stay within DISCOVERY_BUDGET x cap per
+    window; the commoner ones are left unread (counted, not capped: an anchor held by
+    that many documents is a common phrase). The work is thereby bounded by the
+    text's length: windows x (cap + DISCOVERY_BUDGET x cap).
+    """
+    windows = max(1, -(-words // WINDOW_WORDS))
+    unique, inverse = np.unique(keys, return_inverse=True)
+    members, hot = await store.band_split(unique)
+    df = np.array([len(m) for m in members], dtype=np.int64)
+    common = 0
+    if hot:
+        budget = DISCOVERY_BUDGET * cap * windows
+        read, total = [], 0
+        for i, size in sorted(hot, key=lambda e: (e[1], e[0])):
+            if total + size > budget:
+                common += 1
+                df[i] = size  # unread: it adds no candidate
+                continue
+            read.append((i, size))
+            total += size
+        if read:
+            got = await store.band_window(unique[[i for i, _ in read]], [0] * len(read),
+                                          [n for _, n in read])
+            for (i, _), m in zip(read, got, strict=True):
+                members[i] = m
+        for i, size in hot:
+            df[i] = size
+    # Every (handle, word of the text, weight) where the text meets a document.
+    counts = np.array([len(m) for m in members], dtype=np.int64)
+    occ = counts[inverse]
+    if occ.sum() == 0:
+        return np.zeros(0, np.int64), [], False, common
+    flat = np.concatenate(members)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    # For each anchor occurrence j, its key's members: starts[inverse[j]] + 0..occ[j]-1.
+    rep = np.repeat(np.arange(len(keys)), occ)
+    offs = np.arange(int(occ.sum())) - np.repeat(np.cumsum(occ) - occ, occ)
+    handles = flat[starts[inverse[rep]] + offs]
+    pos = positions[rep].astype(np.int64)
+    weight = anchor_weight(df[inverse[rep]])
+    if exclude is not None:
+        keep = handles != exclude
+        handles, pos, weight = handles[keep], pos[keep], weight[keep]
+        if len(handles) == 0:
+            return np.zeros(0, np.int64), [], False, common
+    # Sorted by (handle, word): each hit's cluster is the hits of its handle from its
+    # word to span words further.
+    order = np.lexsort((pos, handles))
+    handles, pos, weight = handles[order], pos[order], weight[order]
+    stride = np.int64(words + span + 1)
+    line = handles * stride + pos
+    end = np.searchsorted(line, line + span, side="right")
+    cum = np.concatenate(([0.0], np.cumsum(weight)))
+    hits = end - np.arange(len(line))
+    mass = cum[end] - cum[: len(line)]
+    # Each handle's best cluster: most anchors, then most weight.
+    best = np.lexsort((-mass, -hits, handles))
+    first = np.ones(len(best), bool)
+    first[1:] = handles[best][1:] != handles[best][:-1]
+    pick = best[first]
+    cand, strong, score = handles[pick], hits[pick] >= 2, mass[pick]
+    window = pos[pick] // WINDOW_WORDS
+    # Per window: strong clusters, heaviest first, up to the cap; then weak ones.
+    rank = np.lexsort((cand, -score, ~strong, window))
+    cand, strong, window = cand[rank], strong[rank], window[rank]
+    chosen, capped = [], False
+    for w in np.unique(window).tolist():
+        at = np.flatnonzero(window == w)
+        s = at[strong[at]]
+        if len(s) > cap:
+            capped = True
+        chosen.append(cand[s[:cap]])
+        weak = at[~strong[at]]
+        chosen.append(cand[weak[: max(0, min(cap - len(s), cap // WEAK_SHARE))]])
+    picked = np.unique(np.concatenate(chosen))
+    return picked, await live_records(store, picked.tolist()), capped, common

@@ -22,38 +22,55 @@ from app.index.passages import Layout, Query, align, covered_shingles
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
-from app.index.sketch import anchor_keys, sketch
+from app.index.sketch import anchor_key_each, sketch
 
-DEFAULT_CONTAINMENT = 0.1
+# A containment query without a threshold names every source that shares a verified
+# passage of at least the collection's passage_words (or min_words) words, whatever
+# the query's length: an absolute criterion, as reviewers count matches in words.
+# With a threshold, a source must also cover that share of the query's shingles.
+NO_THRESHOLD = 0.0
 
 
 def check_containment(params: Params, threshold: float | None) -> float:
-    """The least containment a query reports, refusing what the collection cannot answer."""
+    """The least containment a query reports (NO_THRESHOLD: none, the passage length
+    alone decides), refusing what the collection cannot answer."""
     if not params.passage_words:
         raise NoPassagesError(
             "this collection was created without a passage index (NEARDUP_PASSAGE_WORDS "
             "was 0, or it predates passages); ingest into a new collection to use "
             "measure=containment"
         )
-    if threshold is None:
-        return DEFAULT_CONTAINMENT
+    if threshold is None or threshold == NO_THRESHOLD:
+        return NO_THRESHOLD
     if not 0.0 < threshold <= 1.0:
         raise ThresholdError("threshold must be greater than 0 and at most 1")
     return threshold
 
 
 async def containment_of_text(
-    pieces: Pieces, text: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    text: str,
+    threshold: float,
+    limit: int | None,
+    where: Filter | None,
+    min_words: int | None = None,
 ) -> ContainmentResult:
     """Stored documents that hold passages of a text (threshold checked)."""
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    return await contained(pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where)
+    return await contained(
+        pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where, min_words
+    )
 
 
 async def containment_of_id(
-    pieces: Pieces, doc_id: str, threshold: float, limit: int, where: Filter | None
+    pieces: Pieces,
+    doc_id: str,
+    threshold: float,
+    limit: int | None,
+    where: Filter | None,
+    min_words: int | None = None,
 ) -> ContainmentResult | None:
     """Other stored documents that hold passages of a stored one (None: unknown id)."""
     found = await documents.stored(pieces.store, doc_id)
@@ -64,7 +81,14 @@ async def containment_of_id(
     if not rec.passages:  # stored before the collection kept passages
         return ContainmentResult([], 0, False, 0, 0.0)
     return await contained(
-        pieces, rec.fingerprint, Layout.unpack(rec.passages), handle, threshold, limit, where
+        pieces,
+        rec.fingerprint,
+        Layout.unpack(rec.passages),
+        handle,
+        threshold,
+        limit,
+        where,
+        min_words,
     )
 
 
@@ -74,16 +98,30 @@ async def contained(
     layout: Layout,
     exclude: int | None,
     threshold: float,
-    limit: int,
+    limit: int | None,
     where: Filter | None = None,
+    min_words: int | None = None,
 ) -> ContainmentResult:
-    """The sources of a query (its fingerprint and passage layout) that cover at least
-    threshold of its shingles, best first, each id once."""
+    """The sources of a query (its fingerprint and passage layout), best first, each id
+    once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
+    at least min_words words (default the collection's passage_words, or the whole
+    query when it is shorter). With one: every source whose passages cover at least
+    that share of the query's shingles (as before issue #32)."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
-    min_words = max(k + 1, p.passage_words // 3)
-    handles, fetched, capped, common = await candidates.gather(
-        pieces.store, anchor_keys(layout.anchor_hashes), exclude, pieces.candidate_cap
+    # Pieces of passages as short as this still count towards a source's share.
+    piece_words = max(k + 1, p.passage_words // 3)
+    least = min(min_words or p.passage_words, max(piece_words, layout.words))
+    if min_words is not None and threshold != NO_THRESHOLD:
+        piece_words = max(piece_words, min_words)
+    handles, fetched, capped, common = await candidates.passage_candidates(
+        pieces.store,
+        anchor_key_each(layout.anchor_hashes),
+        layout.anchor_words,
+        layout.words,
+        2 * p.passage_words,
+        exclude,
+        pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
     indexed = Query(layout)
@@ -94,12 +132,16 @@ async def contained(
         rec = records.unpack(raw)
         if not rec.passages or (where is not None and not where.matches(rec.metadata)):
             continue
-        passages = align(indexed, Layout.unpack(rec.passages), k, min_words)
-        if passages:
-            covered = covered_shingles(passages, layout.words, k)
-            if covered.sum() / shingles >= threshold:
-                scored.append((h, rec, passages, covered))
-                raws.append(raw)
+        passages = align(indexed, Layout.unpack(rec.passages), k, piece_words)
+        if not passages:
+            continue
+        longest = max(b - a for a, b in (x.query_words for x in passages))
+        if threshold == NO_THRESHOLD and longest < least:
+            continue
+        covered = covered_shingles(passages, layout.words, k)
+        if covered.sum() / shingles >= threshold:
+            scored.append((h, rec, passages, covered))
+            raws.append(raw)
     sims = np.zeros(len(scored))
     if scored:
         sims = kernel.jaccard_many_encoded(
@@ -114,7 +156,8 @@ async def contained(
     )
     results: list[Containment] = []
     union = np.zeros(shingles, dtype=bool)
-    for j, doc_id in ranked(order, lambda j: scored[j][1].id, limit):
+    most = len(order) if limit is None else limit
+    for j, doc_id in ranked(order, lambda j: scored[j][1].id, most):
         _, _, passages, covered = scored[j]
         union |= covered
         results.append(

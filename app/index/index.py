@@ -106,23 +106,31 @@ class Index:
         self,
         text: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages."""
+        """Stored documents that hold passages of a text, with the passages: every one
+        with a passage of at least min_words (default passage_words) words, or only
+        those covering threshold of the text when given; limit None: all of them."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(self.pieces, text, t, limit, where)
+        return await containment.containment_of_text(
+            self.pieces, text, t, limit, where, min_words
+        )
 
     async def containment_of_id(
         self,
         doc_id: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where)
+        return await containment.containment_of_id(
+            self.pieces, doc_id, t, limit, where, min_words
+        )
 
     # reads and removal (app.index.documents) ------------------------------------------
 
