@@ -2,10 +2,11 @@
 
 The store: the first 700 of the 1,000 shipped news articles (tests/data, MIT), and
 synthetic documents up to 10k (or 100k with --large): each 150-400 words of sentences
-drawn from the stored articles, one word in eight replaced by a random corpus word,
+drawn from the stored articles, three words in ten replaced by a random corpus word,
 so the collection holds the corpus' common phrases many times over (a long query
-shares common three-word anchors with thousands of documents) but no long verbatim
-run of a real article.
+shares common three-word anchors with thousands of documents) but no copy of a real
+article's passage (with one word in eight replaced, every real sentence would be
+stored again a hundred times at 100k, each a true source of a passage).
 
 The submissions: filler from the 300 articles that are not stored, with K passages of
 60-150 words planted in it, each from a different stored real article, verbatim or
@@ -54,6 +55,7 @@ from app.store import Store
 STORED_REAL = 700
 BATCH = 1000
 CAP = 200  # NEARDUP_CANDIDATE_CAP's default
+SYNTHETIC_EDITS = 0.3
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -61,7 +63,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def synthetic(stored: list[str], n: int, seed: int) -> list[str]:
-    """n documents of sentences of the stored articles, one word in eight replaced."""
+    """n documents of sentences of the stored articles, three words in ten replaced."""
     rng = np.random.default_rng(seed)
     sentences = [s for t in stored for s in _SENTENCE.split(t) if len(s.split()) >= 4]
     vocab = np.array([w for t in stored for w in t.split()], dtype=object)
@@ -72,7 +74,7 @@ def synthetic(stored: list[str], n: int, seed: int) -> list[str]:
         while len(words) < target:
             words += sentences[int(rng.integers(0, len(sentences)))].split()
         w = np.array(words[:target], dtype=object)
-        swap = rng.random(len(w)) < 0.125
+        swap = rng.random(len(w)) < SYNTHETIC_EDITS
         w[swap] = vocab[rng.integers(0, len(vocab), int(swap.sum()))]
         out.append(" ".join(w.tolist()))
     return out

@@ -125,7 +125,9 @@ async def gather_pipelined(
 WINDOW_WORDS = 1000
 # Of a window's budget, the share (1 / this) open to weak candidates: documents that
 # meet the text at one anchor only, rarest first. Their cut does not make `capped`.
-WEAK_SHARE = 4
+# A passage shorter than two winnowing windows (2 x passage_words) may hold a single
+# anchor, so they get what strong ones leave of the whole budget.
+WEAK_SHARE = 1
 
 
 def anchor_weight(df: np.ndarray) -> np.ndarray:

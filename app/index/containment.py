@@ -129,10 +129,11 @@ async def contained(
     for h, raw in zip(handles.tolist(), fetched, strict=True):
         if raw is None:
             continue
-        rec = records.unpack(raw)
-        if not rec.passages or (where is not None and not where.matches(rec.metadata)):
+        # Most candidates share no passage: only their layouts are read before aligning.
+        layout_raw = records.passages_of(raw)
+        if not layout_raw or (where is not None and not where.matches(records.metadata_of(raw))):
             continue
-        passages = align(indexed, Layout.unpack(rec.passages), k, piece_words)
+        passages = align(indexed, Layout.unpack(layout_raw), k, piece_words)
         if not passages:
             continue
         longest = max(b - a for a, b in (x.query_words for x in passages))
@@ -140,7 +141,7 @@ async def contained(
             continue
         covered = covered_shingles(passages, layout.words, k)
         if covered.sum() / shingles >= threshold:
-            scored.append((h, rec, passages, covered))
+            scored.append((h, records.id_of(raw), passages, covered))
             raws.append(raw)
     sims = np.zeros(len(scored))
     if scored:
@@ -157,7 +158,7 @@ async def contained(
     results: list[Containment] = []
     union = np.zeros(shingles, dtype=bool)
     most = len(order) if limit is None else limit
-    for j, doc_id in ranked(order, lambda j: scored[j][1].id, most):
+    for j, doc_id in ranked(order, lambda j: scored[j][1], most):
         _, _, passages, covered = scored[j]
         union |= covered
         results.append(
