@@ -123,11 +123,14 @@ async def gather_pipelined(
 # own candidate budget (the cap), so a region that shares common phrases with many
 # documents cannot starve a region that copies one.
 WINDOW_WORDS = 1000
-# Of a window's budget, the share (1 / this) open to weak candidates: documents that
-# meet the text at one anchor only, rarest first. Their cut does not make `capped`.
-# A passage shorter than two winnowing windows (2 x passage_words) may hold a single
-# anchor, so they get what strong ones leave of the whole budget.
-WEAK_SHARE = 1
+# A text of more windows than this shares their budget among all of its windows: the
+# work of any text stays within what this many windows cost (64,000 words).
+MOST_WINDOWS = 64
+# Hot anchors' members read per window, as a multiple of the cap: rarest anchors first.
+HOT_READ = 10
+# A cluster of this many anchors within the span is a copied passage's mark: more such
+# documents in one window than its budget means boilerplate or an attack (capped).
+STRONG_HITS = 3
 
 
 def anchor_weight(df: np.ndarray) -> np.ndarray:
@@ -150,49 +153,84 @@ async def passage_candidates(
     the text's anchors were too common to read.
 
     keys and positions: each of the text's anchors (its passage index key) and the
-    word it starts at. A document's evidence is its best cluster: the anchors it
-    shares within `span` words of the text, weighted by rarity (anchor_weight). A
-    copied passage is such a cluster of two or more anchors in a row (strong); common
-    phrases scatter over the text one at a time (weak). The text is read in windows
-    of WINDOW_WORDS: each keeps the cap of its strongest clusters (more strong ones
-    than that is boilerplate or an attack, and sets capped), then up to a
-    1/WEAK_SHARE of the cap of single anchors, rarest first. Hot anchors are read in
-    full, rarest first, while their members stay within DISCOVERY_BUDGET x cap per
-    window; the commoner ones are left unread (counted, not capped: an anchor held by
-    that many documents is a common phrase). The work is thereby bounded by the
-    text's length: windows x (cap + DISCOVERY_BUDGET x cap).
+    word it starts at. A document's evidence is its best cluster (clusters): the
+    most anchors it shares within `span` words of the text, then their weight by
+    rarity (anchor_weight). A copied passage is a cluster of anchors in a row; common
+    phrases meet a document one or two at a time, and weigh little. The text is read
+    in windows of WINDOW_WORDS, each keeping the cap of its best clusters, so one
+    region cannot starve another. capped: a window cut a cluster of STRONG_HITS
+    anchors or more (more such documents than the cap in 1,000 words: boilerplate or
+    an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
+    rarest first, while their members stay within HOT_READ x cap per window; the
+    commoner ones are left unread and counted (common). A text of more than
+    MOST_WINDOWS windows shares that many windows' budget among all of its windows,
+    so the work of any query is bounded: at most MOST_WINDOWS x cap records read and
+    aligned, MOST_WINDOWS x HOT_READ x cap hot members read.
     """
     windows = max(1, -(-words // WINDOW_WORDS))
+    paid = min(windows, MOST_WINDOWS)
     unique, inverse = np.unique(keys, return_inverse=True)
     members, hot = await store.band_split(unique)
     df = np.array([len(m) for m in members], dtype=np.int64)
     common = 0
     if hot:
-        budget = DISCOVERY_BUDGET * cap * windows
+        budget = HOT_READ * cap * paid
         read, total = [], 0
         for i, size in sorted(hot, key=lambda e: (e[1], e[0])):
+            df[i] = size
             if total + size > budget:
-                common += 1
-                df[i] = size  # unread: it adds no candidate
+                common += 1  # unread: it adds no candidate
                 continue
-            read.append((i, size))
+            read.append(i)
             total += size
         if read:
-            got = await store.band_window(unique[[i for i, _ in read]], [0] * len(read),
-                                          [n for _, n in read])
-            for (i, _), m in zip(read, got, strict=True):
+            sizes = [int(df[i]) for i in read]
+            got = await store.band_window(unique[read], [0] * len(read), sizes)
+            for i, m in zip(read, got, strict=True):
                 members[i] = m
-        for i, size in hot:
-            df[i] = size
-    # Every (handle, word of the text, weight) where the text meets a document.
+    cand, hits, mass, at = clusters(members, df, inverse, positions, words, span, exclude)
+    if len(cand) == 0:
+        return np.zeros(0, np.int64), [], False, common
+    # Per window, best clusters first: most anchors, then most weight, then oldest.
+    window = at // WINDOW_WORDS
+    rank = np.lexsort((cand, -mass, -hits, window))
+    cand, hits, window = cand[rank], hits[rank], window[rank]
+    each = max(1, cap * paid // windows)
+    edges = np.flatnonzero(np.diff(window)) + 1
+    firsts = np.concatenate(([0], edges))
+    lasts = np.concatenate((edges, [len(window)]))
+    keep = np.zeros(len(cand), bool)
+    capped = False
+    for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
+        keep[a : min(b, a + each)] = True
+        capped = capped or (b - a > each and bool(hits[a + each] >= STRONG_HITS))
+    picked = np.sort(cand[keep])
+    return picked, await live_records(store, picked.tolist()), capped, common
+
+
+def clusters(
+    members: list[np.ndarray],
+    df: np.ndarray,
+    inverse: np.ndarray,
+    positions: np.ndarray,
+    words: int,
+    span: int,
+    exclude: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each document's best cluster: the handles that meet the text (ascending), and for
+    each the most anchors it shares within `span` words of the text, their weight
+    (anchor_weight of each key's document count df) and the word the cluster starts at.
+    members[i]: the handles of distinct key i; inverse: each anchor's key; positions:
+    each anchor's word."""
     counts = np.array([len(m) for m in members], dtype=np.int64)
     occ = counts[inverse]
+    empty = np.zeros(0, np.int64)
     if occ.sum() == 0:
-        return np.zeros(0, np.int64), [], False, common
+        return empty, empty, np.zeros(0), empty
     flat = np.concatenate(members)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    # For each anchor occurrence j, its key's members: starts[inverse[j]] + 0..occ[j]-1.
-    rep = np.repeat(np.arange(len(keys)), occ)
+    # Anchor j meets the members of its key: flat[starts[inverse[j]] + 0 .. occ[j] - 1].
+    rep = np.repeat(np.arange(len(inverse)), occ)
     offs = np.arange(int(occ.sum())) - np.repeat(np.cumsum(occ) - occ, occ)
     handles = flat[starts[inverse[rep]] + offs]
     pos = positions[rep].astype(np.int64)
@@ -201,13 +239,12 @@ async def passage_candidates(
         keep = handles != exclude
         handles, pos, weight = handles[keep], pos[keep], weight[keep]
         if len(handles) == 0:
-            return np.zeros(0, np.int64), [], False, common
-    # Sorted by (handle, word): each hit's cluster is the hits of its handle from its
+            return empty, empty, np.zeros(0), empty
+    # Sorted by (handle, word): each meeting's cluster is its handle's meetings from its
     # word to span words further.
     order = np.lexsort((pos, handles))
     handles, pos, weight = handles[order], pos[order], weight[order]
-    stride = np.int64(words + span + 1)
-    line = handles * stride + pos
+    line = handles * np.int64(words + span + 1) + pos
     end = np.searchsorted(line, line + span, side="right")
     cum = np.concatenate(([0.0], np.cumsum(weight)))
     hits = end - np.arange(len(line))
@@ -217,19 +254,4 @@ async def passage_candidates(
     first = np.ones(len(best), bool)
     first[1:] = handles[best][1:] != handles[best][:-1]
     pick = best[first]
-    cand, strong, score = handles[pick], hits[pick] >= 2, mass[pick]
-    window = pos[pick] // WINDOW_WORDS
-    # Per window: strong clusters, heaviest first, up to the cap; then weak ones.
-    rank = np.lexsort((cand, -score, ~strong, window))
-    cand, strong, window = cand[rank], strong[rank], window[rank]
-    chosen, capped = [], False
-    for w in np.unique(window).tolist():
-        at = np.flatnonzero(window == w)
-        s = at[strong[at]]
-        if len(s) > cap:
-            capped = True
-        chosen.append(cand[s[:cap]])
-        weak = at[~strong[at]]
-        chosen.append(cand[weak[: max(0, min(cap - len(s), cap // WEAK_SHARE))]])
-    picked = np.unique(np.concatenate(chosen))
-    return picked, await live_records(store, picked.tolist()), capped, common
+    return handles[pick], hits[pick], mass[pick], pos[pick]
