@@ -252,7 +252,8 @@ async def _run(size: int, quick: bool, workdir: Path) -> None:
         index = await Index.open(store, params, CAP)
         started = time.perf_counter()
         for a in range(0, size, BATCH):
-            docs = [Document(t, i) for t, i in zip(texts[a : a + BATCH], ids[a : a + BATCH])]
+            part = zip(texts[a : a + BATCH], ids[a : a + BATCH], strict=True)
+            docs = [Document(t, i) for t, i in part]
             await index.ingest(docs)
         log(f"sources: {size} documents stored in {time.perf_counter() - started:.0f} s")
         rng = np.random.default_rng(11)

@@ -114,9 +114,7 @@ class Index:
         with a passage of at least min_words (default passage_words) words, or only
         those covering threshold of the text when given; limit None: all of them."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(
-            self.pieces, text, t, limit, where, min_words
-        )
+        return await containment.containment_of_text(self.pieces, text, t, limit, where, min_words)
 
     async def containment_of_id(
         self,
@@ -128,9 +126,7 @@ class Index:
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(
-            self.pieces, doc_id, t, limit, where, min_words
-        )
+        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where, min_words)
 
     # reads and removal (app.index.documents) ------------------------------------------
 

@@ -153,7 +153,7 @@ async def similar_to_stored(
     doc_id: Annotated[schemas.DocId, Path(description="document id; may contain '/'")],
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
-    limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
+    limit: Annotated[schemas.Limit | None, Query(description=schemas.LIMIT_DOC)] = None,
     measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
     evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
     filter: Annotated[
@@ -179,7 +179,7 @@ async def similar_to_stored(
             return _missing(doc_id)
         return _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
-    result = await index.similar_to_id(doc_id, used, limit, where)
+    result = await index.similar_to_id(doc_id, used, limit or DEFAULT_LIMIT, where)
     if result is None:
         return _missing(doc_id)
     return _answer(query_answer(result, used, doc_id))
@@ -202,7 +202,8 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
         t = index.check_containment(body.threshold)
         found = await index.containment_of_text(body.text, t, body.limit, where)
         return _answer(containment_answer(found, t, body.evidence) | shown)
-    return await _text_answer(request, body.text, body.threshold, body.limit, where, shown)
+    limit = DEFAULT_LIMIT if body.limit is None else body.limit
+    return await _text_answer(request, body.text, body.threshold, limit, where, shown)
 
 
 async def _text_answer(
