@@ -124,8 +124,10 @@ async def gather_pipelined(
 # documents cannot starve a region that copies one.
 WINDOW_WORDS = 1000
 # A text of more windows than this shares their budget among all of its windows: the
-# work of any text stays within what this many windows cost (64,000 words).
-MOST_WINDOWS = 64
+# work of any text stays within what this many windows cost (32,000 words; a 50,000-word
+# text keeps 128 candidates per window at the default cap, answered within 2 s at 100k
+# documents: bench/sources.py).
+MOST_WINDOWS = 32
 # Hot anchors' members read per window, as a multiple of the cap: rarest anchors first.
 HOT_READ = 10
 # A cluster of this many anchors within the span is a copied passage's mark: more such

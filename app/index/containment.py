@@ -104,9 +104,9 @@ async def contained(
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout), best first, each id
     once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
-    at least min_words words (default the collection's passage_words, or the whole
-    query when it is shorter). With one: every source whose passages cover at least
-    that share of the query's shingles (as before issue #32)."""
+    at least min_words words (default the collection's passage_words; or the whole
+    query, or the whole source, when it is shorter). With one: every source whose
+    passages cover at least that share of the query's shingles (as before issue #32)."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
     # Pieces of passages as short as this still count towards a source's share.
@@ -133,11 +133,13 @@ async def contained(
         layout_raw = records.passages_of(raw)
         if not layout_raw or (where is not None and not where.matches(records.metadata_of(raw))):
             continue
-        passages = align(indexed, Layout.unpack(layout_raw), k, piece_words)
+        source = Layout.unpack(layout_raw)
+        passages = align(indexed, source, k, piece_words)
         if not passages:
             continue
         longest = max(b - a for a, b in (x.query_words for x in passages))
-        if threshold == NO_THRESHOLD and longest < least:
+        # A source shorter than the least passage counts when it is copied whole.
+        if threshold == NO_THRESHOLD and longest < min(least, max(piece_words, source.words)):
             continue
         covered = covered_shingles(passages, layout.words, k)
         if covered.sum() / shingles >= threshold:
