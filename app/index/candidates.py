@@ -124,12 +124,13 @@ async def gather_pipelined(
 # documents cannot starve a region that copies one.
 WINDOW_WORDS = 1000
 # A text of more windows than this shares their budget among all of its windows: the
-# work of any text stays within what this many windows cost (32,000 words; a 50,000-word
-# text keeps 128 candidates per window at the default cap, answered within 2 s at 100k
-# documents: bench/sources.py).
-MOST_WINDOWS = 32
-# Hot anchors' members read per window, as a multiple of the cap: rarest anchors first.
+# work of any text stays within what this many windows cost (64,000 words).
+MOST_WINDOWS = 64
+# Hot anchors' members read per window, as a multiple of the cap: rarest anchors first,
+# for at most HOT_WINDOWS windows (the commonest anchors of a long text weigh least
+# and cost most: each of their members is a meeting to sort).
 HOT_READ = 10
+HOT_WINDOWS = 16
 # A cluster of this many anchors within the span is a copied passage's mark: more such
 # documents in one window than its budget means boilerplate or an attack (capped).
 STRONG_HITS = 3
@@ -163,11 +164,11 @@ async def passage_candidates(
     region cannot starve another. capped: a window cut a cluster of STRONG_HITS
     anchors or more (more such documents than the cap in 1,000 words: boilerplate or
     an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
-    rarest first, while their members stay within HOT_READ x cap per window; the
-    commoner ones are left unread and counted (common). A text of more than
+    rarest first, while their members stay within HOT_READ x cap per window (for at
+    most HOT_WINDOWS windows); the commoner ones are left unread and counted (common). A text of more than
     MOST_WINDOWS windows shares that many windows' budget among all of its windows,
     so the work of any query is bounded: at most MOST_WINDOWS x cap records read and
-    aligned, MOST_WINDOWS x HOT_READ x cap hot members read.
+    aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
     """
     windows = max(1, -(-words // WINDOW_WORDS))
     paid = min(windows, MOST_WINDOWS)
@@ -176,7 +177,7 @@ async def passage_candidates(
     df = np.array([len(m) for m in members], dtype=np.int64)
     common = 0
     if hot:
-        budget = HOT_READ * cap * paid
+        budget = HOT_READ * cap * min(paid, HOT_WINDOWS)
         read, total = [], 0
         for i, size in sorted(hot, key=lambda e: (e[1], e[0])):
             df[i] = size
