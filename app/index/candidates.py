@@ -165,10 +165,10 @@ async def passage_candidates(
     anchors or more (more such documents than the cap in 1,000 words: boilerplate or
     an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
     rarest first, while their members stay within HOT_READ x cap per window (for at
-    most HOT_WINDOWS windows); the commoner ones are left unread and counted (common). A text of more than
-    MOST_WINDOWS windows shares that many windows' budget among all of its windows,
-    so the work of any query is bounded: at most MOST_WINDOWS x cap records read and
-    aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
+    most HOT_WINDOWS windows); the commoner ones are left unread and counted (common).
+    A text of more than MOST_WINDOWS windows shares that many windows' budget among
+    all of its windows, so the work of any query is bounded: at most MOST_WINDOWS x cap
+    records read and aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
     """
     windows = max(1, -(-words // WINDOW_WORDS))
     paid = min(windows, MOST_WINDOWS)
