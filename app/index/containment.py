@@ -112,8 +112,6 @@ async def contained(
     # Pieces of passages as short as this still count towards a source's share.
     piece_words = max(k + 1, p.passage_words // 3)
     least = min(min_words or p.passage_words, max(piece_words, layout.words))
-    if min_words is not None and threshold != NO_THRESHOLD:
-        piece_words = max(piece_words, min_words)
     handles, fetched, capped, common = await candidates.passage_candidates(
         pieces.store,
         anchor_key_each(layout.anchor_hashes),
