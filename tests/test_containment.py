@@ -97,8 +97,8 @@ def test_every_source_of_a_long_text_is_named_at_the_defaults(
 
 
 def test_a_threshold_still_filters_by_share(store_url: str, collection: str) -> None:
-    """With a threshold, a source must cover that share of the text: a 100-word copy
-    in 3,000 words (about 3%) passes 0.01 and not 0.1."""
+    """With a threshold, a source must cover that share of the text: a copy of 60-150
+    words in 3,000 (2-5%) passes 0.01 and not 0.1; min_words over its length drops it."""
     corpus = read_corpus()
     stored, rest = corpus[:STORED], corpus[STORED:]
     filler = [w for _, text in rest for w in text.split()]
@@ -114,6 +114,9 @@ def test_a_threshold_still_filters_by_share(store_url: str, collection: str) -> 
             high = await index.containment_of_text(query, 0.1)
             assert doc_id in {r.id for r in low.results}
             assert doc_id not in {r.id for r in high.results}
+            # min_words raises the absolute criterion over the copy's 60-150 words.
+            longer = await index.containment_of_text(query, min_words=200)
+            assert doc_id not in {r.id for r in longer.results}
         finally:
             await index.store.close()
 
