@@ -1,4 +1,4 @@
-"""The Python face of the C kernel (native/neardup.c); the only importer of ``app._native``.
+"""The Python face of the C kernel (native/, API: neardup.h); the only importer of app._native.
 
 Every function makes one C call per batch: texts are packed into one buffer with offsets,
 fingerprints and winnowing selections travel packed as (values, offsets), and the C code runs
@@ -24,9 +24,16 @@ from app.core import errors, shingles
 
 __all__ = [
     "ABI_VERSION",
+    "DISGUISED",
+    "FOLD_COMPAT",
+    "FOLD_CONFUSABLE",
+    "FOLD_HYPHEN",
+    "FOLD_INVISIBLE",
+    "LATEST_TOKENIZER",
     "MAX_FINGERPRINT_SIZE",
     "MAX_K",
     "MAX_NUM_PERM",
+    "TOKENIZERS",
     "Encoded",
     "InvalidParameterError",
     "InvalidTextError",
@@ -37,6 +44,7 @@ __all__ = [
     "Winnowed",
     "band_keys",
     "compact_layout",
+    "confusables_version",
     "decode_fingerprints",
     "encode_fingerprint",
     "encode_fingerprints",
@@ -58,7 +66,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 4
+ABI_VERSION = 6
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -87,6 +95,23 @@ if shingles.MAX_K != MAX_K:  # pragma: no cover - a build from mismatched source
     raise ImportError(f"app.core.shingles.MAX_K is {shingles.MAX_K}, the kernel's {MAX_K}")
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
 MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
+
+TOKENIZERS: tuple[int, ...] = (lib.ND_TOKENIZER_1, lib.ND_TOKENIZER_2)
+"""What a text is read as (native/neardup.h, enum nd_tokenizer): 1 case-folds; 2 also folds
+compatibility forms, ignorable and format code points, confusable look-alikes and words
+hyphenated across a line end. A collection keeps the one its sketches were made with."""
+LATEST_TOKENIZER: int = max(TOKENIZERS)
+
+FOLD_COMPAT: int = lib.ND_FOLD_COMPAT
+FOLD_CONFUSABLE: int = lib.ND_FOLD_CONFUSABLE
+FOLD_INVISIBLE: int = lib.ND_FOLD_INVISIBLE
+FOLD_HYPHEN: int = lib.ND_FOLD_HYPHEN
+"""Bits of :attr:`Winnowed.folds`: what tokenizer 2 folded in a selection's words."""
+DISGUISED: int = FOLD_CONFUSABLE | FOLD_INVISIBLE
+"""The fold bits that mark a word as disguised (look-alike letters or invisible characters,
+which plain copying and PDF export do not make), as containment's ``disguised`` reports it;
+ligatures, full-width forms and line-end hyphens are ordinary typography."""
+U8 = npt.NDArray[np.uint8]
 
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
@@ -144,8 +169,32 @@ def _check_int(name: str, value: Any, lo: int, hi: int) -> int:
     return int(value)
 
 
-def _flags(simd: bool) -> int:
-    return 0 if simd else lib.ND_FLAG_SCALAR
+def _tokenizer(value: Any) -> int:
+    if type(value) is int and value in TOKENIZERS:
+        return value
+    raise InvalidParameterError(f"tokenizer must be one of {list(TOKENIZERS)}, got {value!r}")
+
+
+_UNSPACED_SHIFT: int = lib.ND_FLAG_UNSPACED_SHIFT
+
+
+def _flags(simd: bool, unspaced_k: int = 0) -> int:
+    return (0 if simd else lib.ND_FLAG_SCALAR) | (unspaced_k << _UNSPACED_SHIFT)
+
+
+def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:
+    """Check an explicit K for unspaced scripts (0: tokenizer 2's own, 2K + 1)."""
+    unspaced_k = _check_int("unspaced_k", unspaced_k, 0, MAX_K)
+    if unspaced_k and (kind != "word" or tokenizer < 2):
+        raise InvalidParameterError("unspaced_k applies to word shingles of tokenizer 2 only")
+    return unspaced_k
+
+
+def unspaced_k(k: int) -> int:
+    """Tokenizer 2: the K of a word:K shingle that ends at a letter of a script written without
+    spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
+    measured by bench/languages.py, docs/languages.md)."""
+    return min(2 * k + 1, MAX_K)
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,14 +269,21 @@ def sketch(
     num_perm: int = 128,
     fingerprint_size: int = 256,
     seed: int = 1,
+    tokenizer: int = 1,
     simd: bool = True,
+    unspaced_k: int = 0,
 ) -> Sketch:
     """Signatures, fingerprints and shingle counts of many texts in one C call.
 
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
-    ``shingle``: ``"word:K"`` or ``"char:K"``. ``simd=False`` forces the scalar paths.
+    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`).
+    ``simd=False`` forces the scalar paths. Tokenizer 2 makes each letter of Han, kana, Thai,
+    Lao, Khmer and Myanmar a token, and a word shingle ending at one :func:`unspaced_k` tokens
+    long; ``unspaced_k`` sets another length (see ND_FLAG_UNSPACED in native/neardup.h).
     """
     kind, k = _spec(shingle)
+    tok = _tokenizer(tokenizer)
+    unspaced = _unspaced(kind, tok, unspaced_k)
     num_perm = _check_int("num_perm", num_perm, 1, MAX_NUM_PERM)
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
@@ -245,11 +301,12 @@ def sketch(
         ffi.from_buffer("uint64_t[]", offsets),
         n,
         _KINDS[kind],
+        tok,
         k,
         num_perm,
         fp_size,
         seed,
-        _flags(simd),
+        _flags(simd, unspaced),
         ffi.from_buffer("uint32_t[]", sigs, require_writable=True),
         ffi.from_buffer("uint32_t[]", fp_values, require_writable=True),
         fp_cap,
@@ -304,6 +361,8 @@ class Winnowed:
     ``starts`` / ``ends``: int64, the code points of the text (indices into the Python str)
     that the selected shingle covers, ``text[start:end]``.
     ``offsets``: uint64 [n + 1]. ``window``: the window, in shingles, that selected them.
+    ``folds``: uint8, per selection the FOLD_* bits of what tokenizer 2 folded in its words
+    (all 0 with tokenizer 1); None where not asked for.
     """
 
     hashes: U64
@@ -311,6 +370,7 @@ class Winnowed:
     ends: I64
     offsets: U64
     window: int
+    folds: U8 | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -327,7 +387,10 @@ def winnow(
     shingle: str = "word:3",
     passage_words: int = 30,
     seed: int = 1,
+    tokenizer: int = 1,
+    folds: bool = False,
     simd: bool = True,
+    unspaced_k: int = 0,
 ) -> Winnowed:
     """Winnowing fingerprints of many texts in one C call (Schleimer, Wilkerson, Aiken 2003).
 
@@ -357,9 +420,18 @@ def winnow(
     iota) lies in both. A run of equal hashes (a word repeated more than K times) selects
     every position in it, as the rightmost-minimum rule says.
 
-    ``texts``: a list of str or UTF-8 bytes. ``simd=False`` forces the scalar paths.
+    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`);
+    ``folds=True`` also gives :attr:`Winnowed.folds`. ``simd=False`` forces the scalar paths.
+
+    Tokenizer 2's word shingles: letters of scripts written without spaces are tokens, and
+    ``unspaced_k`` as for :func:`sketch` (a words layout, ``word:1``, wants 1). A shared run
+    of them needs ``passage_words - K + unspaced_k`` letters for the guarantee. Ties are
+    broken robustly (a window keeps the previous selection while it is inside), so a letter
+    repeated selects once per window, not at every position.
     """
     kind, k = _spec(shingle)
+    tok = _tokenizer(tokenizer)
+    unspaced = _unspaced(kind, tok, unspaced_k)
     window = winnow_window(shingle, passage_words)
     seed = _check_int("seed", seed, 0, 2**64 - 1)
     data, lengths = _pack_texts(texts)
@@ -380,6 +452,7 @@ def winnow(
         hashes = np.empty(cap, dtype=np.uint64)
         starts = np.empty(cap, dtype=np.int64)
         ends = np.empty(cap, dtype=np.int64)
+        fl = np.empty(cap if folds else 0, dtype=np.uint8)
         offs = np.empty(left + 1, dtype=np.uint64)
         status = np.empty(left, dtype=np.int32)
         rc = lib.nd_winnow_batch(
@@ -387,16 +460,18 @@ def winnow(
             ffi.from_buffer("uint64_t[]", offsets[done:]),
             left,
             _KINDS[kind],
+            tok,
             k,
             window,
             seed,
-            _flags(simd),
+            _flags(simd, unspaced),
             ffi.from_buffer("uint64_t[]", hashes, require_writable=True),
             ffi.from_buffer("int64_t[]", starts, require_writable=True),
             ffi.from_buffer("int64_t[]", ends, require_writable=True),
             cap,
             ffi.from_buffer("uint64_t[]", offs, require_writable=True),
             ffi.from_buffer("int32_t[]", status, require_writable=True),
+            ffi.from_buffer("uint8_t[]", fl, require_writable=True) if folds else ffi.NULL,
         )
         if rc == lib.ND_E_NOMEM:
             raise MemoryError("the kernel could not allocate its scratch memory")
@@ -408,20 +483,20 @@ def winnow(
             i = done + int(bad[0])
             raise _utf8_error(i, data[int(offsets[i]) : int(offsets[i + 1])])
         used = int(offs[fitted])
-        parts.append((hashes[:used], starts[:used], ends[:used]))
+        parts.append((hashes[:used], starts[:used], ends[:used], fl[: used if folds else 0]))
         sel_offsets[done + 1 : done + fitted + 1] = offs[1 : fitted + 1] + np.uint64(total)
         total += used
         done += fitted
         if done < n:
             cap *= 2
     if len(parts) == 1:  # the usual case: trim the room to what was used
-        h, s, e = (a.copy() if 2 * len(a) < cap else a for a in parts[0])
+        h, s, e, f = (a.copy() if 2 * len(a) < cap else a for a in parts[0])
     else:
-        h, s, e = (
+        h, s, e, f = (
             np.concatenate([part[j] for part in parts]) if parts else np.zeros(0, dtype)
-            for j, dtype in enumerate((np.uint64, np.int64, np.int64))
+            for j, dtype in enumerate((np.uint64, np.int64, np.int64, np.uint8))
         )
-    return Winnowed(h, s, e, sel_offsets, window)
+    return Winnowed(h, s, e, sel_offsets, window, f if folds else None)
 
 
 def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
@@ -583,9 +658,22 @@ class Encoded:
         return len(self.counts)
 
 
+def _encoded_bound(offsets: U64) -> int:
+    """Bytes that always hold the encodings of packed arrays (the kernel's ND_FP_ENCODED_MAX,
+    summed in C so the bound has one source)."""
+    n = offsets.shape[0] - 1
+    if n <= 0:
+        return 0
+    bound = int(lib.nd_fp_encoded_bound(ffi.from_buffer("uint64_t[]", offsets), n))
+    if bound == 2**64 - 1:
+        raise InvalidParameterError("offsets must be non-decreasing and within values")
+    return bound
+
+
 def encoded_bound(count: int) -> int:
     """Bytes that always hold the encoding of count values (ND_FP_ENCODED_MAX)."""
-    return 1 + 4 * count + (3 * count + 7) // 8 if count else 0
+    count = _check_int("count", count, 0, 2**32 - 1)
+    return _encoded_bound(np.array([0, count], dtype=np.uint64))
 
 
 def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8], U64]:
@@ -600,8 +688,7 @@ def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8
     n = offs.shape[0] - 1
     if n and (int(offs[n]) > vals.shape[0] or np.any(offs[1:] < offs[:-1])):
         raise InvalidParameterError("offsets must be non-decreasing and within values")
-    counts = np.diff(offs).astype(np.int64)
-    cap = int(counts.sum()) * 4 + int(((3 * counts + 7) // 8).sum()) + n
+    cap = _encoded_bound(offs)
     out = np.empty(cap, dtype=np.uint8)
     out_offsets = np.zeros(n + 1, dtype=np.uint64)
     rc = lib.nd_fp_encode_batch(
@@ -721,7 +808,8 @@ def jaccard_many_encoded(
 
 # --- passage layouts in records (formats 1 and 2 are in native/neardup.h) -------------------
 
-_LAYOUT_HEAD = 12
+_LAYOUT_HEAD: int = lib.ND_LAYOUT_HEAD
+_LAYOUT_COMPACT: int = lib.ND_LAYOUT_COMPACT
 
 
 def _layout_call(fn: Any, raw: bytes, cap: int) -> tuple[int, bytes]:
@@ -730,6 +818,13 @@ def _layout_call(fn: Any, raw: bytes, cap: int) -> tuple[int, bytes]:
     rc = fn(ffi.from_buffer("uint8_t[]", raw), len(raw), ffi.from_buffer("uint8_t[]", out),
             cap, out_len)  # fmt: skip
     return rc, bytes(out[: out_len[0]]) if rc == lib.ND_OK else b""
+
+
+def _layout_size(raw: bytes) -> tuple[int, int]:
+    """nd_layout_expand with no room: ND_E_SPACE and the size it needs, or its error."""
+    out_len = ffi.new("uint64_t *")
+    rc = lib.nd_layout_expand(ffi.from_buffer("uint8_t[]", raw), len(raw), ffi.NULL, 0, out_len)
+    return rc, int(out_len[0])
 
 
 def compact_layout(raw: bytes) -> bytes:
@@ -747,7 +842,7 @@ def compact_layout(raw: bytes) -> bytes:
 
 def is_compact_layout(raw: bytes) -> bool:
     """Whether a stored layout is in format 2 (compact_layout's)."""
-    return len(raw) >= _LAYOUT_HEAD and bool(raw[7] & 0x80)
+    return len(raw) >= _LAYOUT_HEAD and bool(int.from_bytes(raw[4:8], "little") & _LAYOUT_COMPACT)
 
 
 class MalformedLayoutError(ValueError):
@@ -761,11 +856,9 @@ def expand_layout(raw: bytes) -> bytes:
     """
     if not is_compact_layout(raw):
         return raw
-    a, flagged, o = np.frombuffer(raw, "<u4", 3).tolist()
-    w = flagged & 0x3FFFFFFF
-    size = _LAYOUT_HEAD + a * (4 + (2 if w < 65536 else 4)) + (w + 1) // 2 + w + 4 * o
-    if size > 64 * len(raw) + 1024:  # more than any real layout expands to
-        raise MalformedLayoutError("the stored passage layout does not expand")
+    rc, size = _layout_size(raw)  # the format 1 size, from the kernel's reading of the head
+    if rc != lib.ND_E_SPACE or size > 64 * len(raw) + 1024:  # more than any real layout
+        raise MalformedLayoutError(f"the stored passage layout does not expand (code {rc})")
     rc, out = _layout_call(lib.nd_layout_expand, raw, size)
     if rc != lib.ND_OK:
         raise MalformedLayoutError(f"the stored passage layout does not expand (code {rc})")
@@ -801,8 +894,9 @@ def band_keys(signatures: Any, bands: int, rows: int) -> U64:
     return out
 
 
-def normalize(text: str | bytes) -> str:
+def normalize(text: str | bytes, *, tokenizer: int = 1) -> str:
     """The text as the tokenizer sees it: case-folded words joined by single spaces."""
+    tok = _tokenizer(tokenizer)
     if isinstance(text, str):
         try:
             raw = text.encode("utf-8")
@@ -810,10 +904,10 @@ def normalize(text: str | bytes) -> str:
             raise InvalidTextError(f"text 0 cannot be encoded as UTF-8: {e.reason}") from None
     else:
         raw = bytes(text)
-    cap = 3 * len(raw) + 1
+    cap = int(lib.nd_normalize_bound(len(raw), tok))
     out = ffi.new("uint8_t[]", cap)
     out_len = ffi.new("size_t *")
-    rc = lib.nd_normalize(ffi.from_buffer("uint8_t[]", raw), len(raw), out, cap, out_len)
+    rc = lib.nd_normalize(ffi.from_buffer("uint8_t[]", raw), len(raw), tok, out, cap, out_len)
     if rc == lib.ND_E_UTF8:
         raise _utf8_error(0, raw)
     if rc != lib.ND_OK:
@@ -850,3 +944,8 @@ def simd_level() -> dict[str, bool]:
 def unicode_version() -> str:
     """The Unicode version of the tokenizer tables (that of the Python that generated them)."""
     return ffi.string(lib.nd_unicode_version()).decode("ascii")
+
+
+def confusables_version() -> str:
+    """The UTS #39 confusables.txt tokenizer 2's tables come from: version, date, source."""
+    return ffi.string(lib.nd_confusables_version()).decode("ascii")

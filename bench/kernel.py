@@ -1,6 +1,6 @@
 """Kernel benchmark (figures, not tests): sketch throughput and batch Jaccard, against baselines.
 
-Run: ``make bench`` or ``.venv/bin/python bench/kernel.py [--quick]``.
+Run: ``make bench`` or ``.venv/bin/python bench/kernel.py [--quick] [--baseline REV]``.
 
 Prints, for the shared articles corpus and a generated Zipf corpus (~300 words per text):
 sketch MB/s and docs/s on one thread and on all cores (threads: the C call releases the GIL);
@@ -9,6 +9,11 @@ compressed ones records keep (jaccard_many_encoded, decoding inside the call; wi
 a fingerprint takes either way); and same-run ratios against datasketch
 (MinHash(num_perm=128).update_batch over the same word 3-shingles, shingled in Python) and a
 numpy baseline (np.intersect1d per pair).
+
+``--baseline REV`` (e.g. ``main``) also builds that git revision's native/ into a scratch
+directory (bench/kernel_baseline.py) and times it in the same process, through the same Python
+wrappers, against this build: sketch, winnow and jaccard_many, 1 thread, SIMD and scalar;
+and this build's tokenizer 2 against its tokenizer 1 (sketch and winnow).
 """
 
 from __future__ import annotations
@@ -186,6 +191,70 @@ def bench_jaccard(docs: list[str], n_fp: int, repeat: int) -> dict[str, float]:
     }
 
 
+def bench_against(docs: list[str], base: object, repeat: int) -> dict[str, float]:
+    """MB/s (sketch, winnow) and M pairs/s (jaccard_many, N=256, t=0.5) of this build and of
+    a baseline build, alternating rounds so that both see the same machine."""
+    from kernel_baseline import swapped
+
+    nbytes = sum(len(d.encode()) for d in docs)
+    batches = [docs[i : i + BATCH] for i in range(0, len(docs), BATCH)]
+    s = kernel.sketch(docs)
+    queries = [s.fingerprints[i] for i in range(0, len(docs), max(1, len(docs) // 20))]
+    jobs: dict[str, Callable[[], object]] = {
+        "sketch": lambda: [kernel.sketch(b) for b in batches],
+        "sketch scalar": lambda: [kernel.sketch(b, simd=False) for b in batches],
+        "winnow": lambda: [kernel.winnow(b) for b in batches],
+        "words": lambda: [kernel.winnow(b, shingle="word:1", passage_words=1) for b in batches],
+        "jaccard": lambda: [
+            kernel.jaccard_many_packed(q, s.fp_values, s.fp_offsets, 0.5) for q in queries
+        ],
+    }
+    out: dict[str, float] = {}
+    # tokenizer 2, this build only (the baseline has tokenizer 1 alone): against its own 1
+    for name, job in {
+        "sketch t2": lambda: [kernel.sketch(b, tokenizer=2) for b in batches],
+        "winnow t2": lambda: [kernel.winnow(b, tokenizer=2) for b in batches],
+    }.items():
+        out[name] = nbytes / 1e6 / min(best_time(job, 1) for _ in range(repeat))
+    for name, job in jobs.items():
+        mine, theirs = float("inf"), float("inf")
+        for _ in range(repeat):
+            mine = min(mine, best_time(job, 1))
+            with swapped(base):
+                theirs = min(theirs, best_time(job, 1))
+        unit = len(queries) * len(docs) / 1e6 if name == "jaccard" else nbytes / 1e6
+        out[name] = unit / mine
+        out[name + " base"] = unit / theirs
+    return out
+
+
+def compare(rev: str, corpora: list[tuple[str, list[str]]], repeat: int) -> None:
+    """The same-run table of this build against rev's kernel."""
+    from kernel_baseline import build
+
+    base = build(rev)
+    print(
+        f"\nthis build against {rev} (built from git into a scratch directory), "
+        "same process, same wrappers, 1 thread: MB/s (jaccard: M pairs/s, N=256, t=0.5)\n"
+    )
+    names = ("sketch", "sketch scalar", "winnow", "words", "jaccard")
+    header = f"{'corpus':<18} | " + " | ".join(f"{n:>24}" for n in names)
+    print(header)
+    print(f"{'':<18} | " + " | ".join(f"{'this':>7} {'base':>7} {'ratio':>8}" for _ in names))
+    print("-" * len(header))
+    for name, docs in corpora:
+        r = bench_against(docs, base, repeat)
+        cells = [
+            f"{r[n]:>7.1f} {r[n + ' base']:>7.1f} {r[n] / r[n + ' base']:>7.3f}x" for n in names
+        ]
+        print(f"{name:<18} | " + " | ".join(cells))
+        print(
+            f"{'':<18}   tokenizer 2 (this build): sketch {r['sketch t2']:.1f} MB/s "
+            f"({r['sketch t2'] / r['sketch']:.2f}x tokenizer 1), winnow "
+            f"{r['winnow t2']:.1f} MB/s ({r['winnow t2'] / r['winnow']:.2f}x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller corpus, fewer rounds")
@@ -193,6 +262,14 @@ def main() -> None:
         "--default-malloc",
         action="store_true",
         help="leave glibc's trim/mmap thresholds alone (the service tunes them at start-up)",
+    )
+    parser.add_argument(
+        "--compare-only", action="store_true", help="with --baseline: only the comparison"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also build git revision REV's kernel and compare it in the same run",
     )
     args = parser.parse_args()
     tuned = False if args.default_malloc else kernel.tune_allocator()
@@ -203,6 +280,9 @@ def main() -> None:
         corpora.append(("articles (shared)", articles))
     corpora.append(("zipf (generated)", zipf_corpus(2000 if args.quick else 10_000)))
 
+    if args.baseline and args.compare_only:
+        compare(args.baseline, corpora, repeat)
+        return
     simd = ", ".join(k for k, v in kernel.simd_level().items() if v) or "none"
     print(
         f"neardup kernel benchmark: {platform.processor() or platform.machine()}, "
@@ -247,6 +327,9 @@ def main() -> None:
                 f"{r['encoded_pairs_s'] / r['pairs_s']:>7.2f}x | "
                 f"{r['plain_bytes']:>10.0f} {r['encoded_bytes']:>7.0f}"
             )
+
+    if args.baseline:
+        compare(args.baseline, corpora, repeat)
 
 
 if __name__ == "__main__":

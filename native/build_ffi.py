@@ -1,8 +1,14 @@
 """cffi build script (API mode, out of line) for the extension ``app._native``.
 
 setuptools runs it from the repository root during ``pip install .`` (``cffi_modules`` in
-setup.py); native/sanitize.sh imports it to build a sanitized copy. The cdef is derived from
-neardup.h, so the header stays the one source of the C API.
+setup.py); native/sanitize.sh imports it to build a sanitized copy. The cdef comes from the C
+preprocessor run on neardup.h (with ND_CDEF defined, so the header leaves out the system
+includes cffi does not need), so the header stays the one source of the C API and comments,
+line breaks or macros in it cannot mislead a hand-written parser:
+
+- declarations: ``cc -E -P`` of the header (comments and directives gone, macros expanded);
+- constants: the object-like ``ND_*`` macros the preprocessor lists (``cc -E -dM``), each
+  given to cffi as ``#define ND_X ...`` so that the compiler supplies its value.
 """
 
 from __future__ import annotations
@@ -10,13 +16,29 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import subprocess
+import sysconfig
 from pathlib import Path
 
 import cffi
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "neardup.h"
-SOURCES = ["neardup.c"]
+# One file per job; the scanner (scan.h, on fold.h) is inlined into sketch.c, sketch2.c
+# (tokenizer 2's scans, apart: sketch.h says why) and winnow.c.
+SOURCES = [
+    "cpu.c",
+    "sketch.c",
+    "sketch2.c",
+    "winnow.c",
+    "normalize.c",
+    "bands.c",
+    "fingerprints.c",
+    "layouts.c",
+]
+INTERNAL_HEADERS = ["internal.h", "fold.h", "scan.h", "sketch.h", "unicode_tables.h"]
+CDEF_GUARD = "ND_CDEF"
 
 
 def _rel(path: Path) -> str:
@@ -29,31 +51,34 @@ def _rel(path: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
-def _cdef_from_header(text: str) -> str:
-    """Declarations of neardup.h in the form cffi's cdef accepts.
+def _compiler() -> list[str]:
+    """The C compiler: $CC, else the one Python was built with, else cc."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    argv = shlex.split(cc)
+    if shutil.which(argv[0]) is None:
+        argv = ["cc"]
+    return argv
 
-    Preprocessor lines go, but for the ND_ constants; so do the ``extern "C"`` lines inside
-    ``#ifdef __cplusplus`` blocks, which are for C++ compilers only.
-    """
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    out = []
-    in_cplusplus = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if re.match(r"#\s*ifdef\s+__cplusplus\b", stripped):
-            in_cplusplus = True
-            continue
-        if in_cplusplus:
-            in_cplusplus = not re.match(r"#\s*endif\b", stripped)
-            continue
-        m = re.match(r"#define\s+(ND_\w+)\s+\S", stripped)
-        if m:
-            out.append(f"#define {m.group(1)} ...")  # value taken from the real header
-        elif stripped.startswith("#"):
-            continue
-        else:
-            out.append(line)
-    return "\n".join(out)
+
+def _preprocess(*flags: str, header: Path = HEADER) -> str:
+    argv = [*_compiler(), "-E", *flags, f"-D{CDEF_GUARD}", "-x", "c", str(header)]
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+# `#define NAME value` as `cc -dM` prints it; a function-like macro has "(" right after NAME.
+_OBJECT_MACRO = re.compile(r"#define (ND_[A-Z0-9_]+) \S")
+
+
+def cdef_of(header: Path = HEADER) -> str:
+    """The declarations and integer constants of a header, in the form cffi's cdef accepts."""
+    decls = _preprocess("-P", header=header)
+    names = sorted(
+        m.group(1)
+        for line in _preprocess("-dM", header=header).splitlines()
+        if (m := _OBJECT_MACRO.match(line))
+    )
+    consts = "\n".join(f"#define {name} ..." for name in names if name != CDEF_GUARD)
+    return consts + "\n" + decls
 
 
 def _extra_cflags() -> list[str]:
@@ -66,13 +91,13 @@ def _extra_cflags() -> list[str]:
 
 
 ffibuilder = cffi.FFI()
-ffibuilder.cdef(_cdef_from_header(HEADER.read_text()))
+ffibuilder.cdef(cdef_of())
 ffibuilder.set_source(
     "app._native",
     '#include "neardup.h"',
     sources=[_rel(HERE / s) for s in SOURCES],
     include_dirs=[_rel(HERE)],
-    depends=[_rel(HEADER), _rel(HERE / "unicode_tables.h")],
+    depends=[_rel(HEADER), *(_rel(HERE / h) for h in INTERNAL_HEADERS)],
     extra_compile_args=[
         "-O3",
         "-std=c11",

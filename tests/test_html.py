@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,12 @@ def test_passage_offsets_slice_the_returned_text(client: TestClient) -> None:
     for p in passages:
         shown = query_text[p["query_start"] : p["query_end"]]
         source = source_text[p["source_start"] : p["source_end"]]
-        # A passage is a run of shared words: the oracle's words of both slices agree.
-        assert oracle.words(shown) == oracle.words(source)
-        assert len(oracle.words(shown)) >= 3
+        # A passage is a copy through edits (the mirror drops the byline): the oracle's
+        # words of both slices agree but for a few, and its edges are shared words.
+        q_words, s_words = oracle.words(shown), oracle.words(source)
+        assert difflib.SequenceMatcher(a=q_words, b=s_words).ratio() >= 0.9
+        assert q_words[0] == s_words[0] and q_words[-1] == s_words[-1]
+        assert len(q_words) >= 3
     assert BRIDGE_START in query_text
 
 

@@ -32,7 +32,7 @@ def _packed(texts: list[bytes], fp_size: int, num_perm: int = 64, kind: int = 0,
     shingles = np.zeros(n, np.uint64)
     status = np.zeros(n, np.int32)
     rc = lib.nd_sketch_batch_packed(
-        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, k, num_perm, fp_size, 9, 0,
+        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, 1, k, num_perm, fp_size, 9, 0,
         ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", values), n * fp_size,
         ffi.from_buffer("uint64_t[]", fp_offsets), ffi.from_buffer("uint64_t[]", shingles),
         ffi.from_buffer("int32_t[]", status),
@@ -111,15 +111,17 @@ def test_argument_errors() -> None:
     )  # fmt: skip
     for kind, k, num_perm, fp_size in [(2, 3, 8, 8), (0, 0, 8, 8), (0, 17, 8, 8), (0, 3, 0, 8),
                                        (0, 3, 1025, 8), (0, 3, 8, 0), (0, 3, 8, 4097)]:  # fmt: skip
-        rc = lib.nd_sketch_batch_packed(data, off, 1, kind, k, num_perm, fp_size, 1, 0, *out)
+        rc = lib.nd_sketch_batch_packed(data, off, 1, kind, 1, k, num_perm, fp_size, 1, 0, *out)
         assert rc == lib.ND_E_ARG
-    rc = lib.nd_sketch_batch_packed(data, off, 1, 0, 3, 8, 8, 1, 0, ffi.NULL, *out[1:])
+    rc = lib.nd_sketch_batch_packed(data, off, 1, 0, 1, 3, 8, 8, 1, 0, ffi.NULL, *out[1:])
     assert rc == lib.ND_E_ARG
-    rc = lib.nd_sketch_batch_packed(data, off, 1, 0, 3, 8, 8, 1, 0, out[0], ffi.NULL, 8, *out[3:])
+    rc = lib.nd_sketch_batch_packed(
+        data, off, 1, 0, 1, 3, 8, 8, 1, 0, out[0], ffi.NULL, 8, *out[3:]
+    )
     assert rc == lib.ND_E_ARG
     bad = np.array([5, 0], np.uint64)  # decreasing offsets
     rc = lib.nd_sketch_batch_packed(
-        data, ffi.from_buffer("uint64_t[]", bad), 1, 0, 3, 8, 8, 1, 0, *out
+        data, ffi.from_buffer("uint64_t[]", bad), 1, 0, 1, 3, 8, 8, 1, 0, *out
     )
     assert rc == lib.ND_E_ARG
     assert st[0] == 0 and not sig.any()
@@ -154,7 +156,7 @@ def test_packed_output_too_small() -> None:
     sh = np.zeros(2, np.uint64)
     st = np.zeros(2, np.int32)
     rc = lib.nd_sketch_batch_packed(
-        data, ffi.from_buffer("uint64_t[]", offsets), 2, 0, 3, 8, 4, 1, 0,
+        data, ffi.from_buffer("uint64_t[]", offsets), 2, 0, 1, 3, 8, 4, 1, 0,
         ffi.from_buffer("uint32_t[]", sigs), ffi.from_buffer("uint32_t[]", values), 5,
         ffi.from_buffer("uint64_t[]", fp_offsets), ffi.from_buffer("uint64_t[]", sh),
         ffi.from_buffer("int32_t[]", st),
@@ -170,13 +172,13 @@ def test_normalize_output_space() -> None:
     need = len(kernel.normalize(text).encode())
     out = ffi.new("uint8_t[]", need + 8)
     out_len = ffi.new("size_t *")
-    assert lib.nd_normalize(text, len(text), out, need, out_len) == lib.ND_OK
+    assert lib.nd_normalize(text, len(text), 1, out, need, out_len) == lib.ND_OK
     assert out_len[0] == need
-    assert lib.nd_normalize(text, len(text), out, need - 1, out_len) == lib.ND_E_SPACE
+    assert lib.nd_normalize(text, len(text), 1, out, need - 1, out_len) == lib.ND_E_SPACE
     worst = "\u0390\u1ff7" * 50  # 2 -> 6 and 3 -> 6 bytes: within the documented 3x bound
     raw = worst.encode()
     big = ffi.new("uint8_t[]", 3 * len(raw) + 1)
-    assert lib.nd_normalize(raw, len(raw), big, 3 * len(raw) + 1, out_len) == lib.ND_OK
+    assert lib.nd_normalize(raw, len(raw), 1, big, 3 * len(raw) + 1, out_len) == lib.ND_OK
     folded = "".join(ch if ch.isalnum() else " " for ch in worst.casefold())
     assert bytes(ffi.buffer(big, out_len[0])).decode() == " ".join(folded.split())
 
@@ -201,10 +203,10 @@ def _winnow(texts: list[bytes], cap: int, window: int = 4, kind: int = 0, k: int
     sel_offsets = np.full(n + 1, 99, np.uint64)
     status = np.full(n, 99, np.int32)
     rc = lib.nd_winnow_batch(
-        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, k, window, 9, 0,
+        data, ffi.from_buffer("uint64_t[]", offsets), n, kind, 1, k, window, 9, 0,
         ffi.from_buffer("uint64_t[]", hashes), ffi.from_buffer("int64_t[]", starts),
         ffi.from_buffer("int64_t[]", ends), cap, ffi.from_buffer("uint64_t[]", sel_offsets),
-        ffi.from_buffer("int32_t[]", status),
+        ffi.from_buffer("int32_t[]", status), ffi.NULL,
     )  # fmt: skip
     return rc, hashes, starts, ends, sel_offsets, status
 
@@ -260,17 +262,25 @@ def test_winnow_argument_errors() -> None:
             ffi.from_buffer("int64_t[]", se)]  # fmt: skip
     tail = (ffi.from_buffer("uint64_t[]", so), ffi.from_buffer("int32_t[]", st))
     for kind, k, window in [(2, 3, 4), (0, 0, 4), (0, 17, 4), (0, 3, 0), (1, 3, 65537)]:
-        assert lib.nd_winnow_batch(data, off, 1, kind, k, window, 1, 0, *bufs, 4, *tail) == (
-            lib.ND_E_ARG
-        )
+        assert lib.nd_winnow_batch(
+            data, off, 1, kind, 1, k, window, 1, 0, *bufs, 4, *tail, ffi.NULL
+        ) == (lib.ND_E_ARG)
     for i in range(3):
         nulled = [ffi.NULL if j == i else b for j, b in enumerate(bufs)]
-        assert lib.nd_winnow_batch(data, off, 1, 0, 3, 4, 1, 0, *nulled, 4, *tail) == lib.ND_E_ARG
-    assert lib.nd_winnow_batch(data, off, 1, 0, 3, 4, 1, 0, *bufs, 4, ffi.NULL, tail[1]) == (
-        lib.ND_E_ARG
-    )
+        assert (
+            lib.nd_winnow_batch(data, off, 1, 0, 1, 3, 4, 1, 0, *nulled, 4, *tail, ffi.NULL)
+            == lib.ND_E_ARG
+        )
+    assert lib.nd_winnow_batch(
+        data, off, 1, 0, 1, 3, 4, 1, 0, *bufs, 4, ffi.NULL, tail[1], ffi.NULL
+    ) == (lib.ND_E_ARG)
     bad = ffi.from_buffer("uint64_t[]", np.array([5, 0], np.uint64))
-    assert lib.nd_winnow_batch(data, bad, 1, 0, 3, 4, 1, 0, *bufs, 4, *tail) == lib.ND_E_ARG
+    assert (
+        lib.nd_winnow_batch(data, bad, 1, 0, 1, 3, 4, 1, 0, *bufs, 4, *tail, ffi.NULL)
+        == lib.ND_E_ARG
+    )
     assert st[0] == 5 and not h.any()
-    assert lib.nd_winnow_batch(data, off, 0, 0, 3, 4, 1, 0, *bufs, 4, *tail) == lib.ND_OK
+    assert (
+        lib.nd_winnow_batch(data, off, 0, 0, 1, 3, 4, 1, 0, *bufs, 4, *tail, ffi.NULL) == lib.ND_OK
+    )
     assert so[0] == 0

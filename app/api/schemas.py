@@ -80,7 +80,9 @@ def _integral(value: Any) -> Any:
 
 # An integer field of a body: strict, save a number with no fraction written as 5.0.
 Int = Annotated[int, BeforeValidator(_integral)]
-Limit = Annotated[Int, Field(ge=1, le=MAX_LIMIT)]
+# Bounds go before the validator that takes 5.0 as 5: after it, pydantic can only write
+# them as unknown keywords ("ge", "le") that JSON Schema, and every client, ignores.
+Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), BeforeValidator(_integral)]
 
 
 class _In(BaseModel):
@@ -128,9 +130,36 @@ class _Text(_In):
         None,
         validate_default=True,
         description="with a file content_type: the file's bytes, base64-encoded",
+        json_schema_extra={
+            "contentEncoding": "base64",
+            "minLength": 4,
+            "pattern": "^[A-Za-z0-9+/\\s]*=?=?\\s*$",
+        },
     )
     _file: bytes | None = PrivateAttr(None)
     _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> JsonDict:
+        """The schema says what validation does: a text (plain or a page) or a file, one
+        of them, each with its content types; a generated client or fuzzer then sends
+        bodies that can pass."""
+        schema: JsonDict = handler(core)
+        one_of: list[Any] = []
+        for kinds, given, absent in (
+            ([PLAIN], "text", "data"),
+            ([HTML], "text", "data"),
+            (list(formats.FILE_TYPES), "data", "text"),
+        ):
+            enum: list[Any] = list(kinds)
+            branch: JsonDict = {
+                "required": [given] if kinds == [PLAIN] else [given, "content_type"],
+                "properties": {given: {"type": "string"}, "content_type": {"enum": enum}},
+                "not": {"required": [absent]},
+            }
+            one_of.append(branch)
+        schema["oneOf"] = one_of
+        return schema
 
     @field_validator("text", "data")
     @classmethod
@@ -222,8 +251,16 @@ class _Expiring(_In):
             }
         }
     )
-    ttl: Int | None = Field(None, gt=0, le=MAX_TTL_S, description=TTL_DOC)
-    expires_at: str | None = Field(None, description=EXPIRES_DOC, examples=["2030-01-31T12:00:00Z"])
+    # The bounds inside the optional type, before the validator (see Limit).
+    ttl: Annotated[int, Field(gt=0, le=MAX_TTL_S), BeforeValidator(_integral)] | None = Field(
+        None, description=TTL_DOC
+    )
+    expires_at: str | None = Field(
+        None,
+        description=EXPIRES_DOC,
+        examples=["2030-01-31T12:00:00Z"],
+        json_schema_extra={"format": "date-time"},
+    )
 
     @model_validator(mode="after")
     def _one_expiry(self) -> _Expiring:
@@ -287,8 +324,9 @@ CONSISTENCY_DOC = (
 MEASURE_DOC = (
     "jaccard: stored documents that resemble the text as a whole (threshold: least "
     "Jaccard, default the collection's); containment: stored documents that hold "
-    "passages of it (threshold: least share of the text's shingles found in one "
-    "source, default 0.1)"
+    "passages of it (every one sharing a passage of at least the collection's "
+    "passage_words words; threshold, when given: least share of the text's shingles "
+    "found in one source)"
 )
 EVIDENCE_DOC = "with measure=containment, list each source's passages with their offsets"
 
@@ -319,7 +357,9 @@ EXCLUDE_DOC = (
 class ExcludeIn(_In):
     quotes: bool = Field(False, description="set aside text inside quotation marks")
     bibliography: bool = Field(False, description="set aside a trailing reference list")
-    min_words: int = Field(0, ge=0, le=100_000, description="set aside shorter passages")
+    min_words: Annotated[int, Field(ge=0, le=100_000), BeforeValidator(_integral)] = Field(
+        0, description="set aside shorter passages"
+    )
 
 
 SITE_DOC = (
@@ -328,10 +368,27 @@ SITE_DOC = (
 )
 
 
+LIMIT_DOC = (
+    "most results: default 10 for jaccard; for containment, every source found (each "
+    "holds a passage of at least the collection's passage_words words)"
+)
+
+
 class SimilarIn(_Text):
+    # exclude sets passages aside: it needs measure=containment, said in the schema too.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "dependentSchemas": {
+                "exclude": {
+                    "required": ["measure"],
+                    "properties": {"measure": {"const": "containment"}},
+                }
+            }
+        }
+    )
     site: str | None = Field(None, description=SITE_DOC, max_length=1000)
     threshold: Threshold | None = None
-    limit: Limit = DEFAULT_LIMIT
+    limit: Limit | None = Field(None, description=LIMIT_DOC)
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
@@ -418,7 +475,10 @@ class ContainmentMatch(BaseModel):
 class ContainmentOut(BaseModel):
     id: str | None = None
     measure: Literal["containment"] = "containment"
-    threshold: float
+    threshold: float = Field(
+        description="least share of the query a source covers; 0: none given, every "
+        "source with a passage of passage_words words is named"
+    )
     results: list[ContainmentMatch]
     coverage: float = Field(description="share of the query's shingles found in any result")
     candidates: int = Field(description="sources whose passages were aligned")
@@ -472,7 +532,9 @@ class DeleteIn(_In):
     cursor: str | None = Field(
         None, description="with filter: the cursor the previous step answered (omit to start)"
     )
-    step: Int = Field(1000, ge=1, le=10_000, description="with filter: records scanned per call")
+    step: Annotated[int, Field(ge=1, le=10_000), BeforeValidator(_integral)] = Field(
+        1000, description="with filter: records scanned per call"
+    )
 
     # "exactly one of ids and filter; cursor only with filter", said in the schema too.
     model_config = ConfigDict(
@@ -624,7 +686,9 @@ class CheckIn(SimilarIn):
         None, strict=True, description=EVIDENCE_DOC + " (default: true with containment)"
     )
     return_text: bool = Field(True, strict=True, description="answer the checked text too")
-    ttl: int | None = Field(None, gt=0, le=MAX_CHECK_TTL, description=CHECK_TTL_DOC)
+    ttl: Annotated[int, Field(gt=0, le=MAX_CHECK_TTL), BeforeValidator(_integral)] | None = Field(
+        None, description=CHECK_TTL_DOC
+    )
 
     # Replaces SimilarIn's validator of the same name: evidence left out follows the measure.
     @model_validator(mode="after")

@@ -67,6 +67,7 @@ async def create(
     if b'"template_pages"' not in raw:
         # Made before site templates: it has none, and asking again is not a conflict.
         params = replace(params, template_pages=0)
+    params = replace(params, tokenizer=stored.tokenizer)  # not asked for: the stored one
     if stored != params:
         theirs, ours = asdict(stored), asdict(params)
         diff = ", ".join(

@@ -129,34 +129,38 @@ class Index:
         self,
         text: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
         exclude: Exclusions | None = None,
         deadline: float | None = None,
         site: str | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages (without
-        what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
-        Overdue."""
+        """Stored documents that hold passages of a text, with the passages: every one
+        with a passage of at least min_words (default passage_words) words, or only
+        those covering threshold of the text when given; limit None: all of them.
+        Without what exclude sets aside (app.index.exclusions); past deadline
+        (time.monotonic()), Overdue."""
         t = self.check_containment(threshold)
         with replica_reads():
             return await containment.containment_of_text(
-                self.pieces, text, t, limit, where, exclude, deadline, site
+                self.pieces, text, t, limit, where, exclude, deadline, site, min_words
             )
 
     async def containment_of_id(
         self,
         doc_id: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
         deadline: float | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
         with replica_reads():
             return await containment.containment_of_id(
-                self.pieces, doc_id, t, limit, where, deadline
+                self.pieces, doc_id, t, limit, where, deadline, min_words
             )
 
     # reads and removal (app.index.documents) ------------------------------------------

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 
 import orjson
 
+from app import kernel
 from app.core.shingles import parse_shingle
 from app.index.errors import ConfigMismatchError, DeletingError
 from app.index.lsh import BandPlan, plan_bands
@@ -15,6 +16,8 @@ from app.store import buckets_for
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
+# Bits of a word's hash in new collections' passage layouts (format 3, app.index.align).
+DEFAULT_PASSAGE_BITS = 8
 # About how many anchors a document has: buckets are sized for bands plus these.
 ANCHORS_PER_DOCUMENT = 24
 # The field of a stored config that marks its collection as being deleted.
@@ -46,6 +49,11 @@ class Params:
     # Pages of a site its template is learned from (app.index.templates); 0: no site
     # templates (collections made before them).
     template_pages: int = 0
+    # How texts are read (app.kernel.TOKENIZERS); 1 for collections made before 2 existed.
+    tokenizer: int = 1
+    # Bits of each word's hash in the passage layout (format 3, app.index.align); 0: the
+    # 4-bit format 1 and its alignment (collections made before format 3).
+    passage_bits: int = DEFAULT_PASSAGE_BITS
 
     @classmethod
     def create(
@@ -60,6 +68,8 @@ class Params:
         keep_text: bool = False,
         default_ttl: int = 0,
         template_pages: int = DEFAULT_TEMPLATE_PAGES,
+        tokenizer: int = kernel.LATEST_TOKENIZER,
+        passage_bits: int = DEFAULT_PASSAGE_BITS,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -77,6 +87,8 @@ class Params:
             keep_text,
             default_ttl,
             template_pages,
+            tokenizer,
+            passage_bits,
         )
 
     @property
@@ -115,6 +127,10 @@ class Params:
         fields.setdefault("default_ttl", 0)
         # ... and one made before site templates has none.
         fields.setdefault("template_pages", 0)
+        # ... and one made before tokenizer 2 existed reads texts as it always did.
+        fields.setdefault("tokenizer", 1)
+        # ... and one made before format 3 keeps 4-bit word hashes, aligned as then.
+        fields.setdefault("passage_bits", 0)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -122,11 +138,13 @@ class Params:
         ConfigMismatchError naming every field that differs."""
         # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
-        params = replace(self, band_buckets=stored.band_buckets)
+        params = replace(self, band_buckets=stored.band_buckets, tokenizer=stored.tokenizer)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
         if stored.template_pages == 0:  # made before site templates: none
             params = replace(params, template_pages=0)
+        # The passage layout's format is the stored one (old collections answer as before).
+        params = replace(params, passage_bits=stored.passage_bits)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(

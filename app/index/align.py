@@ -1,0 +1,460 @@
+"""Alignment that survives edits: copied passages found through changed and swapped words.
+
+Once a candidate source is known, its whole word layout is at hand, so the pair is
+seeded densely rather than only at the winnowed anchors that found it:
+
+1. **Anchors locate.** The shared anchors (verified word by word, as ``passages.align``
+   does) give the diagonals (source word minus query word) where copies lie. A pair with
+   none shares no passage.
+2. **Seeds survive edits.** Every run of ``n`` words is a seed keyed by its word hashes
+   *sorted* (CoReMo's "contextual n-grams", Torrejón and Ramos, PAN 2013: order-free, so
+   an adjacent swap keeps its seed), with ``n`` so that a key holds at least 12 bits (two
+   words of 6 bits or more). Only seeds within ``BAND`` diagonals of an anchor's are kept, so a
+   random hit far from any copy costs nothing.
+3. **Chaining with gap costs** (the DP of minimap2, Li 2018): seeds that follow one
+   another on one diagonal are first one run (a verbatim stretch of any length is one),
+   and a run continues the best chain among its recent predecessors that lie before it
+   in both texts, paying for the words between them and for a change of diagonal (insertions and
+   deletions). One edited copy is one chain; chains that still meet within
+   ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
+   merge nearby seeds.
+4. **Exact edges.** A chain starts at its first seed and ends at its last, which match
+   word for word; a short extension past them takes a last edited word only when a
+   matching word follows it (X-drop), so an edge stops at the first and last matching
+   word instead of running into the host text.
+
+Every step is bounded: anchor hits per pair (``MAX_HITS``), a seed key occurring more
+than ``MAX_OCC`` times in either text is not seeded (repeats), seeds per pair
+(``MAX_SEEDS``, numpy work), runs chained per pair (``MAX_RUNS``, Python work: a run is
+the seeds that follow one another on one diagonal, so a verbatim copy of any length is
+one), predecessors per run (``LOOKBACK``). When a bound cuts real work the
+result says so (``capped``), as a query's candidate cap does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+import numpy as np
+
+from app.index import passages as legacy
+from app.index.passages import Layout, Passage
+
+# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words,
+# two at least): two words from 6 bits a word up, three of 4 or 5 bits.
+SEED_BITS = 12
+# Seeds within this many diagonals of a shared anchor's diagonal are chained.
+BAND = 24
+# Chaining: a seed looks back at this many predecessors, and links only to one at most
+# MAX_GAP words before it in both texts.
+LOOKBACK = 24
+MAX_GAP = 20
+# A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
+GAP_COST = 0.3
+DIAG_COST = 0.5
+# Chains whose ends meet within this many words in both texts are one passage.
+MERGE_GAP = 10
+# Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
+# below the best score.
+EXT_MATCH = 2
+XDROP = 3
+# A passage must match at least this share of its query words through seeds.
+MIN_MATCHED = 0.5
+# A pair is seeded densely only if an anchor's ungapped extension spans this many words
+# (or two anchors lie on nearby diagonals).
+GATE_WORDS = 8
+# ... or if most of the GATE_WINDOW words either side of it occur near it in the source.
+GATE_WINDOW = 12
+GATE_SHARE = 0.6
+# ... looked at for at most this many anchors of a pair.
+GATE_TRIES = 4
+# Work bounds (see the module's docstring).
+MAX_HITS = 4_000
+MAX_OCC = 32
+MAX_SEEDS = 1_000_000
+MAX_RUNS = 20_000
+# A pair is reported capped when repeats left more than this share of its source unseeded.
+REPEAT_SHARE = 0.1
+# When repeats leave a pair unseeded, at most this many of its verified anchor hits are
+# extended instead (ungapped, X-drop), each only where no extension reached yet.
+REPEAT_HITS = 16
+
+
+def seed_length(bits: int) -> int:
+    """Words a seed holds for word hashes of this many bits."""
+    return max(2, -(-SEED_BITS // bits))
+
+
+def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
+    """Order-free keys of every run of seed_length(bits) words (int64; empty if shorter)."""
+    n = seed_length(bits)
+    h = np.asarray(hashes, np.int64)
+    if len(h) < n:
+        return np.zeros(0, np.int64)
+    runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
+    keys = np.zeros(len(runs), np.int64)
+    for j in range(n):
+        keys = (keys << bits) | runs[:, j]
+    return keys
+
+
+class Query(legacy.Query):
+    """A query's layout indexed once for aligning it with many sources: its anchors (as
+    passages.Query) and, for format 3 sources, its seed keys sorted."""
+
+    def __init__(self, layout: Layout) -> None:
+        super().__init__(layout)
+        self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cut: dict[int, Query] = {}
+        self.hashes = np.asarray(layout.word_hashes, np.int64)
+        self.hash_list: list[int] = self.hashes.tolist()
+        self.hash_bytes = self.hashes.astype("<u2").tobytes()
+
+    def at_bits(self, bits: int) -> Query:
+        """The query with word hashes cut to bits (0: format 1), made once."""
+        if bits not in self._cut:
+            lay = self.layout
+            self._cut[bits] = Query(_masked(lay.anchor_hashes, lay, bits))
+        return self._cut[bits]
+
+    def seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted seed keys, the query word each starts at)."""
+        if bits not in self._seeds:
+            keys = seed_keys(self.hashes, bits)
+            order = np.argsort(keys, kind="stable")
+            self._seeds[bits] = (keys[order], order.astype(np.int64))
+        return self._seeds[bits]
+
+
+def align(
+    query: Query, source: Layout, k: int, min_words: int, deadline: float | None = None
+) -> tuple[list[Passage], bool]:
+    """The passages a query shares with a source, in query order, each at least min_words
+    long in both texts, and whether a work bound cut the search (capped).
+
+    A format 1 source (a collection made before format 3) aligns exactly as it always
+    has (passages.align), never capped. Layouts of other widths are cut to the bits they
+    share first. deadline (time.monotonic()): past it, passages.Overdue is raised
+    between the steps."""
+    q_bits = query.layout.bits
+    if not source.bits:
+        if q_bits:
+            query = query.at_bits(0)
+        return legacy.align(query, source, k, min_words, deadline), False
+    if q_bits != source.bits:
+        # Layouts of two formats meet (a format 1 export imported into a format 3
+        # collection): both are cut to the bits they share, as each word hash's low bits
+        # are the same hash.
+        common = min(q_bits or 4, source.bits)
+        if common != source.bits:
+            source = _masked(source.anchor_hashes, source, common)
+        if common != q_bits:
+            query = query.at_bits(common)
+    return _align_dense(query, source, k, min_words, deadline)
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise legacy.Overdue("the request's deadline passed while aligning passages")
+
+
+def _masked(anchor_hashes: np.ndarray, layout: Layout, bits: int) -> Layout:
+    """The layout with word hashes cut to their low bits (0: format 1's four)."""
+    mask = (1 << (bits or 4)) - 1
+    return Layout(
+        anchor_hashes,
+        layout.anchor_words,
+        (np.asarray(layout.word_hashes) & mask).astype(np.uint8),
+        layout.starts,
+        layout.ends,
+        bits=bits,
+    )
+
+
+def _ungapped(q: list[int], qi: int, s: list[int], si: int, step: int) -> int:
+    """Words an ungapped extension takes from q[qi], s[si] on (passages.align's X-drop)."""
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += 1 if q[qi] == s[si] else -legacy.MISMATCH
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score > legacy.XDROP:
+            break
+        qi += step
+        si += step
+    return taken
+
+
+def _shared_around(q: list[int], qi: int, s: list[int], si: int) -> bool:
+    """Whether most words around q[qi] occur around s[si], in any order (a copy whose
+    edits or swaps stop an ungapped extension early)."""
+    window = q[max(0, qi - GATE_WINDOW) : qi + GATE_WINDOW + 1]
+    near = set(s[max(0, si - GATE_WINDOW) : si + GATE_WINDOW + 1])
+    return sum(h in near for h in window) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
+
+
+def _anchor_diagonals(
+    query: Query, source: Layout, k: int
+) -> tuple[np.ndarray, bool, list[tuple[int, int]]]:
+    """Distinct diagonals (source word - query word) of shared anchors verified word by
+    word, and whether MAX_HITS cut them; none unless the anchors make a copy likely: one
+    whose ungapped extension spans GATE_WORDS or whose neighbourhood the source shares
+    (_shared_around), or two on nearby diagonals. A common phrase
+    shared by an unrelated text (most candidates of a query) then costs a few dictionary
+    look-ups, not a dense seeding."""
+    q_list, qb = query.hash_list, query.hash_bytes
+    sb = np.asarray(source.word_hashes).astype("<u2").tobytes()
+    s_list: list[int] | None = None  # made at the first verified anchor, if any
+    nq, ns = len(q_list), len(sb) // 2
+    diagonals: list[int] = []  # sorted
+    hits: list[tuple[int, int]] = []  # (query word, source word) of the first new diagonals
+    strong = False
+    tried = looked = 0
+    capped = False
+    for h, si in zip(source.anchor_hashes.tolist(), source.anchor_words.tolist(), strict=True):
+        for qi in query.anchors.get(h, ()):
+            tried += 1
+            if tried > MAX_HITS:
+                capped = True
+                break
+            width = min(k, nq - qi, ns - si)
+            if width <= 0 or qb[2 * qi : 2 * (qi + width)] != sb[2 * si : 2 * (si + width)]:
+                continue
+            d = si - qi
+            at = bisect.bisect_left(diagonals, d)
+            if at < len(diagonals) and diagonals[at] == d:
+                continue
+            if not strong:
+                near = (at > 0 and d - diagonals[at - 1] <= BAND) or (
+                    at < len(diagonals) and diagonals[at] - d <= BAND
+                )
+                if s_list is None:
+                    s_list = source.word_hashes.tolist()
+                span = width + _ungapped(q_list, qi + width, s_list, si + width, 1)
+                span += _ungapped(q_list, qi - 1, s_list, si - 1, -1)
+                strong = near or span >= GATE_WORDS
+                if not strong and looked < GATE_TRIES:
+                    looked += 1
+                    strong = _shared_around(q_list, qi, s_list, si)
+            diagonals.insert(at, d)
+            if len(hits) < REPEAT_HITS:
+                hits.append((qi, si))
+        if capped:
+            break
+    if not strong:
+        return np.zeros(0, np.int64), capped, []
+    return np.array(diagonals, np.int64), capped, hits
+
+
+def _seeds(
+    query: Query, source: Layout, diagonals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Seed hits (query word, source word) near the anchors' diagonals, sorted by query
+    then source word, and whether a bound cut them."""
+    bits = source.bits
+    q_keys, q_words = query.seeds(bits)
+    s_keys = seed_keys(source.word_hashes, bits)
+    if not len(s_keys) or not len(q_keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), False
+    lo = np.searchsorted(q_keys, s_keys, "left")
+    hi = np.searchsorted(q_keys, s_keys, "right")
+    in_query = hi - lo
+    _, inverse, counts = np.unique(s_keys, return_inverse=True, return_counts=True)
+    in_source = counts[inverse]
+    repeats = (in_query > MAX_OCC) | (in_source > MAX_OCC)
+    capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
+    keep = (in_query > 0) & ~repeats
+    s_pos = np.flatnonzero(keep)
+    per = in_query[keep]
+    total = int(per.sum())
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+    # Every (source word, query occurrence) pair of the kept keys.
+    s_hit = np.repeat(s_pos, per)
+    first = np.repeat(lo[keep] - np.concatenate(([0], np.cumsum(per)[:-1])), per)
+    q_hit = q_words[first + np.arange(total)]
+    diag = s_hit - q_hit
+    at = np.searchsorted(diagonals, diag)
+    below = np.abs(diag - diagonals[np.maximum(at - 1, 0)])
+    above = np.abs(diagonals[np.minimum(at, len(diagonals) - 1)] - diag)
+    near = np.minimum(below, above) <= BAND
+    q_hit, s_hit = q_hit[near], s_hit[near]
+    order = np.lexsort((s_hit, q_hit))
+    q_hit, s_hit = q_hit[order], s_hit[order]
+    if len(q_hit) > MAX_SEEDS:
+        q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
+    return q_hit, s_hit, capped
+
+
+def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
+    """Seeds that follow one another on one diagonal as one run: rows (query first, query
+    end, source first, source end) of the words they cover, sorted by query then source.
+    A verbatim stretch of any length is then one run for the chaining."""
+    if not len(q_hit):
+        return np.zeros((0, 4), np.int64)
+    diag = s_hit - q_hit
+    order = np.lexsort((q_hit, diag))
+    d, q = diag[order], q_hit[order]
+    start = np.ones(len(q), bool)
+    start[1:] = (d[1:] != d[:-1]) | (q[1:] != q[:-1] + 1)
+    firsts = np.flatnonzero(start)
+    lasts = np.concatenate((firsts[1:], [len(q)])) - 1
+    q0, q1 = q[firsts], q[lasts] + n
+    runs = np.stack((q0, q1, q0 + d[firsts], q1 + d[firsts]), 1)
+    return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
+
+
+def _chains(runs: list[list[int]]) -> list[tuple[int, int, int, int, int]]:
+    """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
+    chain among its LOOKBACK predecessors that start before it and end before it ends in
+    both texts, at most MAX_GAP words away, gaining the query words it adds, less
+    GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
+    (query first, query end, source first, source end, query words matched), best first."""
+    count = len(runs)
+    score = [0.0] * count
+    back = [-1] * count
+    for i in range(count):
+        qi0, qi1, si0, si1 = runs[i]
+        best, arg = float(qi1 - qi0), -1
+        for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
+            qj0, qj1, sj0, sj1 = runs[j]
+            if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
+                continue
+            dq, ds = qi0 - qj1, si0 - sj1
+            if dq > MAX_GAP or ds > MAX_GAP:
+                continue
+            gain = float(qi1 - (qi0 if qi0 > qj1 else qj1))
+            gap = dq if dq > ds else ds
+            if gap > 0:
+                gain -= GAP_COST * gap
+            shift = (si0 - qi0) - (sj0 - qj0)
+            gain -= DIAG_COST * (shift if shift > 0 else -shift)
+            if score[j] + gain > best:
+                best, arg = score[j] + gain, j
+        score[i], back[i] = best, arg
+    used = [False] * count
+    out = []
+    for end in sorted(range(count), key=lambda i: -score[i]):
+        if used[end]:
+            continue
+        members = []
+        i = end
+        while i >= 0 and not used[i]:
+            members.append(i)
+            used[i] = True
+            i = back[i]
+        members.reverse()
+        matched, reach = 0, -1
+        for m in members:
+            q0, q1 = runs[m][0], runs[m][1]
+            matched += max(0, q1 - max(q0, reach))
+            reach = max(reach, q1)
+        first = runs[members[0]]
+        out.append((first[0], runs[end][1], first[2], runs[end][3], matched))
+    return out
+
+
+def _extend(q: np.ndarray, qi: int, s: np.ndarray, si: int, step: int) -> int:
+    """Words to take from q[qi], s[si] on (stepping by step): the best-scoring prefix, a
+    match EXT_MATCH, a mismatch -1, stopping XDROP below the best."""
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += EXT_MATCH if q[qi] == s[si] else -1
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score >= XDROP:
+            break
+        qi += step
+        si += step
+    return taken
+
+
+def _repeated(
+    query: Query, source: Layout, hits: list[tuple[int, int]], deadline: float | None
+) -> list[tuple[int, int, int, int, int]]:
+    """Chains of a pair whose seeds repeat too often to seed: each verified anchor hit
+    extended both ways without gaps, a hit inside an earlier extension skipped (so a text
+    of one repeated sentence costs one extension, bounded by its length)."""
+    qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
+    chains: list[tuple[int, int, int, int, int]] = []
+    for qi, si in hits:
+        if any(a <= qi < b for a, b, _, _, _ in chains):
+            continue
+        _check(deadline)
+        left = _extend(qh, qi - 1, sh, si - 1, -1)
+        right = _extend(qh, qi, sh, si, 1)
+        chains.append((qi - left, qi + right, si - left, si + right, left + right))
+    return chains
+
+
+def _merge(pieces: list[list[int]]) -> list[list[int]]:
+    """Pieces (qa, qb, sa, sb, matched) that continue one another, in both texts, as one."""
+    merged: list[list[int]] = []
+    for piece in sorted(pieces):
+        if merged:
+            last = merged[-1]
+            q_gap, s_gap = piece[0] - last[1], piece[2] - last[3]
+            if q_gap <= MERGE_GAP and -MERGE_GAP <= s_gap <= MERGE_GAP and piece[3] > last[3]:
+                last[1], last[3] = max(last[1], piece[1]), max(last[3], piece[3])
+                last[2] = min(last[2], piece[2])
+                last[4] += piece[4]
+                continue
+        merged.append(list(piece))
+    return merged
+
+
+def _align_dense(
+    query: Query, source: Layout, k: int, min_words: int, deadline: float | None
+) -> tuple[list[Passage], bool]:
+    diagonals, capped, hits = _anchor_diagonals(query, source, k)
+    if not len(diagonals):
+        return [], capped
+    _check(deadline)
+    q_hit, s_hit, cut = _seeds(query, source, diagonals)
+    _check(deadline)
+    capped = capped or cut
+    n = seed_length(source.bits)
+    runs = _runs(q_hit, s_hit, n)
+    if len(runs) > MAX_RUNS:
+        runs, capped = runs[:MAX_RUNS], True
+    chains = _chains(runs.tolist())
+    if cut and not chains:
+        # Repetitive text (a repeated sentence, one letter over and over): its seed keys
+        # repeat past MAX_OCC and were not seeded; the anchors found where it is shared.
+        chains = _repeated(query, source, hits, deadline)
+    # Overlapping chains in the query (a repeated source sentence): the better stands.
+    taken = np.zeros(len(query.hashes) + 1, bool)
+    pieces = []
+    for qa, qb, sa, sb, matched in chains:
+        if matched < max(2 * n, min_words // 2):
+            continue
+        if taken[qa:qb].sum() > (qb - qa) // 2:
+            continue
+        taken[qa:qb] = True
+        pieces.append([qa, qb, sa, sb, matched])
+    qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
+    kept = []
+    for qa, qb, sa, sb, matched in _merge(pieces):
+        left = _extend(qh, qa - 1, sh, sa - 1, -1)
+        right = _extend(qh, qb, sh, sb, 1)
+        qa, sa, qb, sb = qa - left, sa - left, qb + right, sb + right
+        if qb - qa < min_words or sb - sa < min_words:
+            continue
+        if matched < MIN_MATCHED * (qb - qa):
+            continue
+        kept.append((qa, qb, sa, sb))
+    q_layout = query.layout
+    return [
+        Passage(
+            (qa, qb),
+            (sa, sb),
+            int(q_layout.starts[qa]),
+            int(q_layout.ends[qb - 1]),
+            int(source.starts[sa]),
+            int(source.ends[sb - 1]),
+        )
+        for qa, qb, sa, sb in kept
+    ], capped

@@ -1,0 +1,131 @@
+"""Another revision's kernel, built beside this one, for same-run comparisons in bench/kernel.py.
+
+``build(rev)`` exports ``native/`` of a git revision into a scratch directory, compiles every
+``.c`` file in it (one file before the kernel was split by job, several after) with the flags
+native/build_ffi.py uses, as a cffi module of its own, and returns an object that stands in
+for ``app._native.lib`` inside :func:`swapped`: app.kernel's own wrappers then call the old C
+code, so both sides pay the same Python overhead and only the C code differs.
+
+The declarations are those of kernel ABI 4 (the revision before the split) and 5, written out here:
+an old header cannot be fed to the new cdef generator. Calls of a newer interface are adapted
+(the tokenizer argument dropped; only version 1 exists there), and constants come from the
+current build, whose values those ABIs share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cffi
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CDEF_ABI4 = """
+unsigned nd_abi_version(void);
+int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
+                           int shingle_kind, uint32_t k, uint32_t num_perm,
+                           uint32_t fp_size, uint64_t seed, unsigned flags,
+                           uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
+                           uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
+int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
+                    uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
+                    uint64_t *hashes, int64_t *starts, int64_t *ends, uint64_t cap,
+                    uint64_t *sel_offsets, int32_t *status);
+int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
+                    const uint64_t *offsets, size_t n, uint32_t fp_size,
+                    double threshold, unsigned flags, double *out);
+"""
+FLAGS = ["-O3", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
+
+
+class _Adapted:
+    """The old library under the current names and signatures (for the calls above)."""
+
+    def __init__(self, old: Any, current: Any, sketch_args: int, winnow_args: int) -> None:
+        self._old, self._current = old, current
+        self._sketch_args, self._winnow_args = sketch_args, winnow_args
+
+    def nd_sketch_batch_packed(self, *args: Any) -> int:
+        if len(args) == self._sketch_args + 1:  # the tokenizer, after shingle_kind
+            if args[4] != 1:
+                raise ValueError("the baseline kernel has only tokenizer 1")
+            args = args[:4] + args[5:]
+        return int(self._old.nd_sketch_batch_packed(*args))
+
+    def nd_winnow_batch(self, *args: Any) -> int:
+        if len(args) == self._winnow_args + 2:  # the tokenizer, and the fold flags at the end
+            if args[4] != 1:
+                raise ValueError("the baseline kernel has only tokenizer 1")
+            args = args[:4] + args[5:-1]
+        return int(self._old.nd_winnow_batch(*args))
+
+    def nd_jaccard_many(self, *args: Any) -> int:
+        return int(self._old.nd_jaccard_many(*args))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._current, name)  # constants, and calls the bench does not time
+
+
+def build(rev: str) -> _Adapted:
+    """Compile rev's native/ into a scratch directory and load it."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    tmp = Path(tempfile.mkdtemp(prefix=f"nd-baseline-{sha}-"))
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "native"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp, filter="data")
+    src = tmp / "native"
+    name = f"_nd_baseline_{sha}"
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF_ABI4)
+    ffi.set_source(
+        name,
+        '#include "neardup.h"',
+        sources=[str(p) for p in sorted(src.glob("*.c"))],
+        include_dirs=[str(src)],
+        extra_compile_args=FLAGS,
+    )
+    so = ffi.compile(tmpdir=str(tmp))
+    spec = importlib.util.spec_from_file_location(name, so)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    old = module.lib
+    if old.nd_abi_version() not in (4, 5):  # 5 changed none of the calls declared here
+        raise SystemExit(f"{rev} is kernel ABI {old.nd_abi_version()}; this baseline reads 4-5")
+    from app import kernel
+
+    return _Adapted(old, kernel.lib, sketch_args=15, winnow_args=14)  # as in CDEF_ABI4
+
+
+@contextlib.contextmanager
+def swapped(lib: Any) -> Iterator[None]:
+    """app.kernel's wrappers calling lib instead of the current build, for the with block."""
+    from app import kernel
+
+    saved = kernel.lib
+    kernel.lib = lib
+    try:
+        yield
+    finally:
+        kernel.lib = saved
+
+
+if __name__ == "__main__":  # smoke test: python bench/kernel_baseline.py REV
+    lib = build(sys.argv[1] if len(sys.argv) > 1 else "main")
+    from app import kernel
+
+    with swapped(lib):
+        print(kernel.sketch(["a quick smoke test of the baseline"]).fp_values[:4])

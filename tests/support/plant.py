@@ -1,0 +1,173 @@
+"""Passages planted into unrelated texts, changed the ways copiers change them; the
+planting is the truth (PAN spans, tests/support/pan.py) that alignment is scored on.
+
+Shared by tests/test_align.py (small sizes) and bench/alignment.py (which loads it by
+path). Sources and hosts come from the articles of tests/data (MIT licence).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from support.corpus import read_corpus
+from support.pan import Span
+
+KINDS = ("verbatim", "edit5", "edit15", "swaps", "disguise", "block")
+HOST_WORDS = 1000
+SOURCES = 500
+
+
+# --- changing a passage --------------------------------------------------------------------
+
+
+def _edit(words: list[str], rate: float, rng: random.Random, vocab: list[str]) -> list[str]:
+    out: list[str] = []
+    for w in words:
+        r = rng.random()
+        if r >= rate:
+            out.append(w)
+        elif r < rate / 3:
+            out.append(rng.choice(vocab))  # replaced
+        elif r < 2 * rate / 3:
+            out += [w, rng.choice(vocab)]  # a word inserted after it
+        # else deleted
+    return out or words[:1]
+
+
+def _swap(words: list[str], rate: float, rng: random.Random) -> list[str]:
+    out, i = list(words), 0
+    while i < len(out) - 1:
+        if rng.random() < rate:
+            out[i], out[i + 1] = out[i + 1], out[i]
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+_LOOK_ALIKE = {"a": "\u0430", "e": "\u0435", "o": "\u043e"}
+
+
+def _disguise(text: str, rng: random.Random) -> str:
+    text = text.lower().replace('"', "\u201c").replace("'", "\u2019")
+    text = text.replace("fi", "\ufb01").replace("fl", "\ufb02")
+    out = []
+    for w in text.split(" "):
+        r = rng.random()
+        if r < 0.15 and len(w) > 3:
+            cut = rng.randrange(1, len(w) - 1)
+            w = w[:cut] + rng.choice(("\u200b", "\u00ad")) + w[cut:]
+        elif r < 0.35:
+            w = "".join(_LOOK_ALIKE.get(c, c) if rng.random() < 0.5 else c for c in w)
+        elif r < 0.40 and len(w) > 5:
+            cut = rng.randrange(2, len(w) - 2)
+            w = w[:cut] + "-\n" + w[cut:]
+        out.append(w)
+    seps = [("\u00a0" if rng.random() < 0.2 else " ") for _ in out[1:]]
+    return out[0] + "".join(s + w for s, w in zip(seps, out[1:], strict=True))
+
+
+def change(kind: str, piece: str, rng: random.Random, vocab: list[str]) -> str:
+    words = piece.split()
+    if kind == "verbatim":
+        return piece
+    if kind == "edit5":
+        return " ".join(_edit(words, 0.05, rng, vocab))
+    if kind == "edit15":
+        return " ".join(_edit(words, 0.15, rng, vocab))
+    if kind == "swaps":
+        return " ".join(_edit(_swap(words, 0.12, rng), 0.03, rng, vocab))
+    if kind == "disguise":
+        return _disguise(piece, rng)
+    if kind == "block":
+        at = rng.randrange(len(words) // 3, max(len(words) // 3 + 1, 2 * len(words) // 3 - 8))
+        return " ".join(words[:at] + rng.sample(vocab, 8) + words[at + 8 :])
+    raise ValueError(kind)
+
+
+# --- the plantings -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planting:
+    kind: str
+    query: str
+    truth: list[Span]  # empty for the negative control
+
+
+def _grams(text: str, n: int) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def plantings(
+    per_kind: int,
+    seed: int = 5,
+    kinds: tuple[str, ...] = KINDS,
+    host_words: int = HOST_WORDS,
+    sources_wanted: int = SOURCES,
+) -> tuple[dict[str, str], list[Planting]]:
+    """The stored sources (id -> text) and the queries with their truth.
+
+    The articles reuse one another's sentences (710 of the 1,000 share an 8-word run with
+    another, and many more reword one another's sentences), so the sources are chosen to
+    share no 5-word run among themselves, and the hosts are made of sentences of the other
+    articles that share no 4-word run with any source: the plant is then the only text a
+    query shares with the store, reworded or not."""
+    articles = [text for _, text in read_corpus()]
+    rng = random.Random(seed)
+    order = list(range(len(articles)))
+    rng.shuffle(order)
+    sources: dict[str, str] = {}
+    taken: set[tuple[str, ...]] = set()
+    rest = []
+    for i in order:
+        grams = _grams(articles[i], 5)
+        if len(sources) < sources_wanted and not grams & taken:
+            sources[f"a{i}"] = articles[i]
+            taken |= grams
+        else:
+            rest.append(i)
+    stored4 = set().union(*(_grams(t, 4) for t in sources.values()))
+    pool = sorted(
+        {
+            sentence
+            for i in rest
+            for sentence in re.split(r"(?<=\.) ", articles[i])
+            if not _grams(sentence, 4) & stored4
+        }
+    )
+    vocab = sorted({w for t in pool for w in t.split() if w.isalpha()})
+    src_ids = sorted(sources)
+    out: list[Planting] = []
+    number = 0
+    for kind in (*kinds, "control"):
+        for _ in range(per_kind):
+            host: list[str] = []
+            while len(host) < host_words:
+                host += rng.choice(pool).split()
+            host = host[:host_words]
+            qid = f"q{number}"
+            number += 1
+            if kind == "control":
+                out.append(Planting(kind, " ".join(host), []))
+                continue
+            sid = rng.choice(src_ids)
+            src = sources[sid]
+            starts, pos = [], 0
+            for w in src.split(" "):
+                starts.append(pos)
+                pos += len(w) + 1
+            words = src.split(" ")
+            n = min(rng.randint(40, 150), len(words) - 1)
+            first = rng.randrange(0, len(words) - n + 1)
+            s_span = (starts[first], starts[first + n - 1] + len(words[first + n - 1]))
+            piece = change(kind, src[s_span[0] : s_span[1]], rng, vocab)
+            at = rng.randrange(1, len(host))
+            before = " ".join(host[:at]) + " "
+            query = before + piece + " " + " ".join(host[at:])
+            q_span = (len(before), len(before) + len(piece))
+            out.append(Planting(kind, query, [Span(qid, *q_span, sid, *s_span)]))
+    return sources, out

@@ -1,0 +1,335 @@
+"""Alignment that survives edits (app/index/align.py) and the layout format 3 it reads.
+
+The truth is the planting (tests/support/plant.py): where each changed passage sits in
+the query and in its source, in code points, scored by PAN's measures
+(tests/support/pan.py). The layouts are checked against the plain-Python word spans of
+the text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import numpy as np
+import pytest
+from support.pan import Span, score
+from support.plant import plantings
+
+from app import kernel
+from app.index import Document, Index, Params
+from app.index import passages as legacy
+from app.index.align import Query, align
+from app.index.passages import Layout, is_kernel_format
+from app.index.sketch import _winnowed, passage_layouts
+from app.store import Store
+
+
+def _params(bits: int = 8) -> Params:
+    return Params.create("word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=bits)
+
+
+def _word_spans(text: str) -> list[tuple[int, int]]:
+    """Code-point spans of runs of alphanumeric code points (the tokenizer's words)."""
+    spans, start = [], None
+    for i, ch in enumerate(text + " "):
+        if ch.isalnum():
+            start = i if start is None else start
+        elif start is not None:
+            spans.append((start, i))
+            start = None
+    return spans
+
+
+async def _answers(
+    url: str, collection: str, bits: int, sources: dict[str, str], queries: list[str]
+) -> list:
+    store = Store.connect(url, collection, 30.0)
+    try:
+        if bits == 0:  # a config as written before format 3: no passage_bits
+            raw = _params().to_json().replace(b',"passage_bits":8', b"")
+            await store.config(raw)
+        index = await Index.open(store, _params(bits or 8), 200)
+        assert index.params.passage_bits == bits
+        await index.ingest([Document(t, i) for i, t in sources.items()])
+        return [await index.containment_of_text(q, 0.01, 10) for q in queries]
+    finally:
+        await store.close()
+
+
+def _scored(plants: list, answers: list, kind: str) -> tuple:
+    truth, found = [], []
+    for n, (p, a) in enumerate(zip(plants, answers, strict=True)):
+        if p.kind != kind:
+            continue
+        truth += p.truth
+        found += [
+            Span(f"q{n}", x.query_start, x.query_end, r.id, x.source_start, x.source_end)
+            for r in a.results
+            for x in r.passages
+        ]
+    return score(truth, found), found
+
+
+@pytest.fixture(scope="module")
+def planted() -> tuple[dict[str, str], list]:
+    sources, plants = plantings(
+        12, seed=11, kinds=("edit5", "edit15", "swaps"), host_words=400, sources_wanted=120
+    )
+    return sources, plants
+
+
+def test_edited_copies_are_found_whole_with_exact_edges(
+    redis_url: str, collection: str, planted: tuple
+) -> None:
+    """Passages of 40-150 words with 5% or 15% of their words edited, or 12% of adjacent
+    pairs swapped, planted in unstored texts, are found as one passage each with the
+    planting's edges: plagdet >= 0.9 per kind, precision >= 0.98, granularity <= 1.1
+    (format 1, the layout before format 3, scores about 0.75, 0.45 and 0.5)."""
+    sources, plants = planted
+    answers = asyncio.run(_answers(redis_url, collection, 8, sources, [p.query for p in plants]))
+    for kind in ("edit5", "edit15", "swaps"):
+        got, _ = _scored(plants, answers, kind)
+        assert got.plagdet >= 0.9, (kind, got)
+        assert got.precision >= 0.98, (kind, got)
+        assert got.granularity <= 1.1, (kind, got)
+    assert not any(a.capped for a in answers)
+
+
+def test_unrelated_texts_share_no_passage(redis_url: str, collection: str, planted: tuple) -> None:
+    """The negative control: hosts that share no 4-word run with any source get no
+    passage at all."""
+    sources, plants = planted
+    controls = [p.query for p in plants if p.kind == "control"]
+    answers = asyncio.run(_answers(redis_url, collection, 8, sources, controls))
+    assert controls and all(not a.results for a in answers), [
+        (r.id, r.passages) for a in answers for r in a.results
+    ]
+
+
+def test_a_collection_made_before_format_3_answers_as_before(
+    redis_url: str, collection: str
+) -> None:
+    """A stored config without passage_bits keeps format 1: records hold the kernel's
+    packing, and answers are passages.align's, found by the old code path."""
+    sources, plants = plantings(3, seed=2, kinds=("edit5",), host_words=300, sources_wanted=40)
+    queries = [p.query for p in plants]
+
+    async def run() -> tuple[list, list[bytes], list[bytes]]:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            await store.config(_params().to_json().replace(b',"passage_bits":8', b""))
+            index = await Index.open(store, _params(), 200)
+            assert index.params.passage_bits == 0
+            texts = list(sources.values())
+            await index.ingest([Document(t, i) for i, t in sources.items()])
+            anchors, words = _winnowed(index.params, texts)
+            answers = [await index.containment_of_text(q, 0.01, 10) for q in queries]
+            stored = [(await index.get(i)).passages for i in sources]  # type: ignore[union-attr]
+            return answers, kernel.pack_layouts(anchors, words), stored
+        finally:
+            await store.close()
+
+    answers, packed, stored = asyncio.run(run())
+    assert stored == packed and all(is_kernel_format(raw) for raw in packed)
+    params = Params.stored(_params().to_json().replace(b',"passage_bits":8', b""))
+    by_id = dict(zip(sources, packed, strict=True))
+    for q, answer in zip(queries, answers, strict=True):
+        query = legacy.Query(passage_layouts(params, [q])[0])
+        for r in answer.results:
+            assert r.passages == legacy.align(query, Layout.unpack(by_id[r.id]), 3, 10)
+
+
+def test_format_3_keeps_every_span_and_hash() -> None:
+    """Format 3 packs and unpacks word hashes of 4 to 16 bits, anchor words as one-byte
+    steps or whole, and code-point spans with gaps and lengths past the 4-bit escape,
+    equal to the text's own word spans."""
+    text = (
+        "Short words and " + "x" * 40 + " then\u00a0\u00a0  far" + " " * 30 + "apart, "
+        "ÉCOLE élève 123 " + "w " * 70 + "end"
+    )
+    spans = _word_spans(text)
+    rng = np.random.default_rng(1)
+    for bits, anchor_words in ((4, [0, 3]), (6, [2, 90]), (8, [0, 300]), (13, [5]), (16, [])):
+        hashes = rng.integers(0, 1 << bits, len(spans)).astype(np.uint16 if bits > 8 else np.uint8)
+        anchor_hashes = [7, 9, 11][: len(anchor_words)]
+        lay = Layout(
+            np.array(anchor_hashes, np.uint32),
+            np.array(anchor_words, np.int64),
+            hashes,
+            np.array([a for a, _ in spans], np.int64),
+            np.array([b for _, b in spans], np.int64),
+            bits=bits,
+        )
+        raw = lay.pack()
+        assert not is_kernel_format(raw)
+        back = Layout.unpack(raw)
+        assert back.bits == bits
+        assert back.word_hashes.tolist() == hashes.tolist()
+        assert list(zip(back.starts.tolist(), back.ends.tolist(), strict=True)) == spans
+        assert back.anchor_hashes.tolist() == anchor_hashes
+        assert back.anchor_words.tolist() == anchor_words
+        assert back.pack() == raw
+    empty = Layout(
+        np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint8),
+        np.zeros(0, np.int64), np.zeros(0, np.int64), bits=8,
+    )  # fmt: skip
+    assert Layout.unpack(empty.pack()).words == 0
+
+
+def test_an_ingest_stores_format_3_with_the_texts_spans(redis_url: str, collection: str) -> None:
+    """A new collection's records hold format 3 with 8-bit hashes; the stored spans are
+    the text's words."""
+    text = (
+        "The council met on Tuesday, and voted; nobody \u2014 not even the mayor \u2014 objected."
+    )
+
+    async def run() -> bytes:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(text, "a")])
+            rec = await index.get("a")
+            assert rec is not None
+            return rec.passages
+        finally:
+            await store.close()
+
+    raw = asyncio.run(run())
+    back = Layout.unpack(raw)
+    assert back.bits == 8 and not is_kernel_format(raw)
+    assert list(zip(back.starts.tolist(), back.ends.tolist(), strict=True)) == _word_spans(text)
+
+
+def test_repeated_text_is_bounded_and_says_capped() -> None:
+    """10,000 repetitions of one sentence against a source of the same: the work stops at
+    the bounds and the answer says capped."""
+    sentence = "The quick brown fox jumps over the lazy dog near the river bank today. "
+    params = _params()
+    query, source = passage_layouts(params, [sentence * 10_000, sentence * 2_000])
+    passages, capped = align(Query(query), source, 3, 10)
+    assert capped
+    assert len(passages) <= 10_000
+
+
+def test_a_shared_common_phrase_is_no_passage() -> None:
+    """Two unrelated texts that share one common phrase of a few words (an anchor) share no
+    passage: the phrase is under the least passage length."""
+    phrase = "said on Tuesday that the"
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(10**6)}" for _ in range(400)]
+    a = " ".join(words[:100]) + f" {phrase} " + " ".join(words[100:200])
+    b = " ".join(words[200:300]) + f" {phrase} " + " ".join(words[300:])
+    params = _params()
+    qa, sb = passage_layouts(params, [a, b])
+    passages, capped = align(Query(qa), Layout.unpack(sb.pack()), 3, 10)
+    assert passages == [] and not capped
+
+
+def test_an_ingest_batch_packs_as_each_layout_does() -> None:
+    """pack_batch (the ingest path) makes, for every text of a batch, the bytes that
+    Layout.pack makes of that text alone: empty and one-word texts, long gaps and words,
+    odd and even word counts, anchors far apart, at 8, 16 and 6 bits."""
+    from support.corpus import read_corpus
+
+    from app.index.passages import pack_batch
+
+    texts = [t for _, t in read_corpus()[:40]] + [
+        "",
+        "one",
+        "two words",
+        "a" * 70 + "   \n\n" + " " * 40 + "b",
+        " ".join(f"w{i}" for i in range(700))
+        + " "
+        + "same words again " * 200
+        + "fresh " * 3
+        + " ".join(f"v{i}" for i in range(40)),  # an anchor 600 words after the last
+        "\u00e9t\u00e9 " * 3 + "ok",
+    ]
+    for bits in (8, 16, 6):
+        params = _params(bits)
+        a, w = _winnowed(params, texts)
+        batch = pack_batch(
+            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, bits
+        )
+        each = [lay.pack() for lay in passage_layouts(params, texts)]
+        assert len(batch) == len(texts)
+        for i, (got, want) in enumerate(zip(batch, each, strict=True)):
+            assert got == want, (bits, i)
+            assert Layout.unpack(got).words == len(_word_spans(texts[i])), (bits, i)
+
+
+def test_a_batch_with_anchors_far_apart_packs_their_words_whole() -> None:
+    """Anchors more than 255 words apart (no one-byte steps) pack, in a batch, as
+    Layout.pack packs them alone."""
+    from app.index.passages import layouts_of, pack_batch
+
+    n_words = 600
+    starts = np.arange(n_words, dtype=np.int64) * 3
+    ends = starts + 2
+    hashes = np.arange(n_words, dtype=np.uint64) * np.uint64(2654435761)
+    arrays = (
+        np.array([5, 6, 7], np.uint64),
+        np.array([0, 1500, 3], np.int64),  # text 0: words 0 and 500; text 1: word 1
+        np.array([0, 2, 3], np.uint64),
+        np.concatenate((hashes, hashes[:10])),
+        np.concatenate((starts, starts[:10])),
+        np.concatenate((ends, ends[:10])),
+        np.array([0, n_words, n_words + 10], np.uint64),
+    )
+    batch = pack_batch(*arrays, 8)
+    each = [lay.pack() for lay in layouts_of(*arrays, 8)]
+    assert batch == each
+    assert Layout.unpack(batch[0]).anchor_words.tolist() == [0, 500]
+    assert Layout.unpack(batch[1]).anchor_words.tolist() == [1]
+
+
+def test_layouts_of_two_formats_still_align() -> None:
+    """A format 1 layout (an export of an older collection imported into a new one) and a
+    format 3 one align in either role: the copied passage is found, at its edges."""
+    sources, plants = plantings(2, seed=4, kinds=("verbatim",), host_words=300)
+    plant = plants[0]
+    truth = plant.truth[0]
+    made = {}
+    for bits in (0, 8):
+        params = _params(bits)
+        made[bits] = passage_layouts(params, [plant.query, sources[truth.source]])
+    for q_bits, s_bits in ((8, 0), (0, 8)):
+        query, source = made[q_bits][0], made[s_bits][1]
+        passages, _ = align(Query(query), Layout.unpack(source.pack()), 3, 10)
+        assert [(p.query_start, p.query_end, p.source_start, p.source_end) for p in passages] == [
+            (truth.query_start, truth.query_end, truth.source_start, truth.source_end)
+        ], (q_bits, s_bits)
+
+
+def test_a_stored_document_finds_the_source_it_copies_with_edits(
+    redis_url: str, collection: str
+) -> None:
+    """containment by id reads the stored format 3 layout as the query: a stored text
+    holding a 15%-edited copy names its source, the passage at the planting's edges
+    within two words."""
+    sources, plants = plantings(4, seed=8, kinds=("edit15",), host_words=300)
+    plant = next(p for p in plants if p.truth)
+    truth = plant.truth[0]
+
+    async def run() -> list:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(t, i) for i, t in sources.items()])
+            await index.ingest([Document(plant.query, "essay")])
+            answer = await index.containment_of_id("essay", 0.01, 10)
+            assert answer is not None
+            return answer.results
+        finally:
+            await store.close()
+
+    results = asyncio.run(run())
+    assert [r.id for r in results] == [truth.source]
+    (p,) = results[0].passages
+    q_words = _word_spans(plant.query)
+    starts = [a for a, _ in q_words]
+    first = next(i for i, (a, _) in enumerate(q_words) if a >= truth.query_start)
+    last = max(i for i, (_, b) in enumerate(q_words) if b <= truth.query_end)
+    assert abs(starts.index(p.query_start) - first) <= 2
+    assert abs([b for _, b in q_words].index(p.query_end) - last) <= 2
