@@ -314,6 +314,13 @@ class BatchIn(_In):
 
 
 Measure = Literal["jaccard", "containment"]
+# Where a query reads (app.store.reads): with NEARDUP_READ_FROM_REPLICAS, replicas too
+# ("eventual"), or the masters only ("strong"); without it, always the masters.
+Consistency = Literal["eventual", "strong"]
+CONSISTENCY_DOC = (
+    "strong: read from the Redis masters even when NEARDUP_READ_FROM_REPLICAS lets "
+    "queries read from replicas (docs/deployment.md, reads from replicas)"
+)
 MEASURE_DOC = (
     "jaccard: stored documents that resemble the text as a whole (threshold: least "
     "Jaccard, default the collection's); containment: stored documents that hold "
