@@ -176,9 +176,7 @@ async def contained(
                 continue
             longest = max(b - a for a, b in (x.query_words for x in passages))
             # A source shorter than the least passage counts when it is copied whole.
-            if threshold == NO_THRESHOLD and longest < min(
-                least, max(piece_words, source.words)
-            ):
+            if threshold == NO_THRESHOLD and longest < min(least, max(piece_words, source.words)):
                 continue
             covered = covered_shingles(passages, layout.words, k)
             if covered.sum() / shingles >= threshold:
