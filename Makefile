@@ -86,6 +86,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/kernel.py
 	$(BIN)/python bench/service.py
+	$(BIN)/python bench/paced.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/passages.py
 	$(BIN)/python bench/hotband.py

@@ -30,7 +30,9 @@ def _batch_bodies(corpus: Corpus, lo: int, hi: int) -> list[bytes]:
     return out
 
 
-async def _ingest(port: int, bodies: list[bytes], clients: int) -> list[str]:
+async def _ingest(
+    port: int, bodies: list[bytes], clients: int, path: str = "/documents/batch"
+) -> list[str]:
     """POST every batch; a 503 (the service says: retry) is retried and reported."""
     import httpx
 
@@ -43,7 +45,7 @@ async def _ingest(port: int, bodies: list[bytes], clients: int) -> list[str]:
                 body = queue.pop()
                 for attempt in range(10):
                     r = await http.post(
-                        "/documents/batch",
+                        path,
                         content=body,
                         headers={"content-type": "application/json"},
                     )
@@ -65,12 +67,13 @@ def ingest(
     hi: int,
     clients: int,
     redis: ThrowawayRedis,
+    path: str = "/documents/batch",
 ) -> dict[str, float]:
     bodies = _batch_bodies(corpus, lo, hi)
     spids = tree_pids(server.pid)
     s0, r0 = cpu_seconds(spids), cpu_seconds([redis.pid])
     t0 = time.perf_counter()
-    retried = asyncio.run(_ingest(server.port, bodies, clients))
+    retried = asyncio.run(_ingest(server.port, bodies, clients, path))
     secs = time.perf_counter() - t0
     s1, r1 = cpu_seconds(spids), cpu_seconds([redis.pid])
     if retried:

@@ -149,8 +149,8 @@ def test_post_similar_answers_whole(served: TestClient) -> None:
         (
             "/similar/b?limt=5",
             422,
-            "unknown query parameter 'limt'; this route takes: evidence, filter, limit, "
-            "measure, threshold",
+            "unknown query parameter 'limt'; this route takes: consistency, evidence, "
+            "filter, limit, measure, threshold",
             [],
         ),
     ],

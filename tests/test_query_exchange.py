@@ -194,8 +194,9 @@ def test_similar_by_text_is_the_same_through_both_paths(
 
 @pytest.mark.parametrize("cap", [1000, 3])
 def test_containment_is_the_same_through_both_paths(redis_url: str, loaded: str, cap: int) -> None:
-    """Containment, by id and by text, reads its anchors' candidates through the same
-    script and answers exactly what the pipelined path does."""
+    """Containment, by id and by text, answers the same with the script path on and off:
+    it gathers its candidates one way on both servers (candidates.passage_candidates,
+    through the pipelines), so only the transport differs."""
 
     async def ask(index: Index) -> list[Any]:
         by_id = [await index.containment_of_id(i, limit=1000) for i in ["a0", "m40", "b2"]]

@@ -314,11 +314,19 @@ class BatchIn(_In):
 
 
 Measure = Literal["jaccard", "containment"]
+# Where a query reads (app.store.reads): with NEARDUP_READ_FROM_REPLICAS, replicas too
+# ("eventual"), or the masters only ("strong"); without it, always the masters.
+Consistency = Literal["eventual", "strong"]
+CONSISTENCY_DOC = (
+    "strong: read from the Redis masters even when NEARDUP_READ_FROM_REPLICAS lets "
+    "queries read from replicas (docs/deployment.md, reads from replicas)"
+)
 MEASURE_DOC = (
     "jaccard: stored documents that resemble the text as a whole (threshold: least "
     "Jaccard, default the collection's); containment: stored documents that hold "
-    "passages of it (threshold: least share of the text's shingles found in one "
-    "source, default 0.1)"
+    "passages of it (every one sharing a passage of at least the collection's "
+    "passage_words words; threshold, when given: least share of the text's shingles "
+    "found in one source)"
 )
 EVIDENCE_DOC = "with measure=containment, list each source's passages with their offsets"
 
@@ -360,6 +368,12 @@ SITE_DOC = (
 )
 
 
+LIMIT_DOC = (
+    "most results: default 10 for jaccard; for containment, every source found (each "
+    "holds a passage of at least the collection's passage_words words)"
+)
+
+
 class SimilarIn(_Text):
     # exclude sets passages aside: it needs measure=containment, said in the schema too.
     model_config = ConfigDict(
@@ -374,7 +388,7 @@ class SimilarIn(_Text):
     )
     site: str | None = Field(None, description=SITE_DOC, max_length=1000)
     threshold: Threshold | None = None
-    limit: Limit = DEFAULT_LIMIT
+    limit: Limit | None = Field(None, description=LIMIT_DOC)
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.
     evidence: bool = Field(False, strict=True, description=EVIDENCE_DOC)
@@ -468,7 +482,10 @@ class ContainmentMatch(BaseModel):
 class ContainmentOut(BaseModel):
     id: str | None = None
     measure: Literal["containment"] = "containment"
-    threshold: float
+    threshold: float = Field(
+        description="least share of the query a source covers; 0: none given, every "
+        "source with a passage of passage_words words is named"
+    )
     results: list[ContainmentMatch]
     coverage: float = Field(description="share of the query's shingles found in any result")
     candidates: int = Field(description="sources whose passages were aligned")

@@ -45,7 +45,7 @@ class Backend(Protocol):
         doc_id: str | None,
         text: str | None,
         threshold: float | None,
-        limit: int,
+        limit: int | None,
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,
@@ -90,7 +90,7 @@ class LocalBackend:
         doc_id: str | None,
         text: str | None,
         threshold: float | None,
-        limit: int,
+        limit: int | None,
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,
@@ -107,11 +107,15 @@ class LocalBackend:
             return containment_answer(found, c, evidence, doc_id)
         t = self.index.check_threshold(threshold)
         if doc_id is not None:
-            result = await self.index.similar_to_id(doc_id, t, limit, match)
+            result = await self.index.similar_to_id(
+                doc_id, t, 10 if limit is None else limit, match
+            )
             if result is None:
                 raise BackendError(f"no document with id {doc_id!r}")
         else:
-            result = await self.index.similar_to_text(text or "", t, limit, match)
+            result = await self.index.similar_to_text(
+                text or "", t, 10 if limit is None else limit, match
+            )
         return query_answer(result, t, doc_id)
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
@@ -181,7 +185,7 @@ class RemoteBackend:
         doc_id: str | None,
         text: str | None,
         threshold: float | None,
-        limit: int,
+        limit: int | None,
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,

@@ -553,7 +553,12 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--threshold", type=float, help="least similarity (None: the collection's threshold)"
     )
-    query.add_argument("--limit", type=int, default=10, help="most results")
+    query.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="most results (default: 10 for Jaccard, every source found for containment)",
+    )
     query.add_argument(
         "--filter",
         help='JSON: only documents whose metadata matches, e.g. \'{"metadata": {"lang": "en"}}\'',

@@ -22,6 +22,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "load_settings",
+    "replica_url_list",
     "unknown_variables",
     "valid_collection",
 ]
@@ -78,6 +79,10 @@ class Settings(BaseSettings):
     # long a write waits for them before it is answered 503; 0 does not wait.
     min_replicas: int = Field(0, ge=0, le=64)
     replica_timeout: float = Field(1.0, gt=0, le=60)
+    # Queries read from replicas (a cluster's, or the single server's replicas named in
+    # replica_urls, comma-separated), unless a request asks consistency=strong.
+    read_from_replicas: bool = False
+    replica_urls: str = ""
     # Seconds between background consistency checks that repair what they find
     # (app.index.check); 0 leaves it to `neardup check`.
     check_interval: float = Field(0.0, ge=0, le=7 * 24 * 3600)
@@ -106,6 +111,15 @@ class Settings(BaseSettings):
         if not value:
             return None
         check_redis_url(value)  # raises ValueError with the reason
+        return value
+
+    @field_validator("replica_urls")
+    @classmethod
+    def _valid_replica_urls(cls, value: str) -> str:
+        for url in replica_url_list(value):
+            check_redis_url(url)  # raises ValueError with the reason
+            if url.startswith("redis+cluster"):
+                raise ValueError("name a single server's replicas; a cluster's are found by itself")
         return value
 
     @field_validator("api_keys")
@@ -201,3 +215,8 @@ def load_settings(**overrides: object) -> Settings:
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return settings
+
+
+def replica_url_list(value: str) -> list[str]:
+    """The URLs of NEARDUP_REPLICA_URLS, in order."""
+    return [u.strip() for u in value.split(",") if u.strip()]

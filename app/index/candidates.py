@@ -117,3 +117,144 @@ async def gather_pipelined(
     """gather by candidates' pipelines and one MGET (one exchange per master each)."""
     handles, capped, cut = await candidates(store, band_keys, exclude, cap)
     return handles, await live_records(store, handles.tolist()), capped, cut
+
+
+# A containment query reads its text in windows of this many words, each with its
+# own candidate budget (the cap), so a region that shares common phrases with many
+# documents cannot starve a region that copies one.
+WINDOW_WORDS = 1000
+# A text of more windows than this shares their budget among all of its windows: the
+# work of any text stays within what this many windows cost (64,000 words).
+MOST_WINDOWS = 64
+# Hot anchors' members read per window, as a multiple of the cap: rarest anchors first,
+# for at most HOT_WINDOWS windows (the commonest anchors of a long text weigh least
+# and cost most: each of their members is a meeting to sort).
+HOT_READ = 10
+HOT_WINDOWS = 16
+# A cluster of this many anchors within the span is a copied passage's mark: more such
+# documents in one window than its budget means boilerplate or an attack (capped).
+STRONG_HITS = 3
+
+
+def anchor_weight(df: np.ndarray) -> np.ndarray:
+    """How much one shared anchor says, by how many documents hold it: 1 for an anchor
+    of one document, falling as log2 of its count (inverse document frequency)."""
+    return 1.0 / (1.0 + np.log2(np.maximum(df, 1)))
+
+
+async def passage_candidates(
+    store: Store,
+    keys: np.ndarray,
+    positions: np.ndarray,
+    words: int,
+    span: int,
+    exclude: int | None,
+    cap: int,
+) -> Gathered:
+    """A containment query's candidates: the documents that may share a passage with
+    a text, with their live records, whether a strong one was cut, and how many of
+    the text's anchors were too common to read.
+
+    keys and positions: each of the text's anchors (its passage index key) and the
+    word it starts at. A document's evidence is its best cluster (clusters): the
+    most anchors it shares within `span` words of the text, then their weight by
+    rarity (anchor_weight). A copied passage is a cluster of anchors in a row; common
+    phrases meet a document one or two at a time, and weigh little. The text is read
+    in windows of WINDOW_WORDS, each keeping the cap of its best clusters, so one
+    region cannot starve another. capped: a window cut a cluster of STRONG_HITS
+    anchors or more (more such documents than the cap in 1,000 words: boilerplate or
+    an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
+    rarest first, while their members stay within HOT_READ x cap per window (for at
+    most HOT_WINDOWS windows); the commoner ones are left unread and counted (common).
+    A text of more than MOST_WINDOWS windows shares that many windows' budget among
+    all of its windows, so the work of any query is bounded: at most MOST_WINDOWS x cap
+    records read and aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
+    """
+    windows = max(1, -(-words // WINDOW_WORDS))
+    paid = min(windows, MOST_WINDOWS)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    members, hot = await store.band_split(unique)
+    df = np.array([len(m) for m in members], dtype=np.int64)
+    common = 0
+    if hot:
+        budget = HOT_READ * cap * min(paid, HOT_WINDOWS)
+        read, total = [], 0
+        for i, size in sorted(hot, key=lambda e: (e[1], e[0])):
+            df[i] = size
+            if total + size > budget:
+                common += 1  # unread: it adds no candidate
+                continue
+            read.append(i)
+            total += size
+        if read:
+            sizes = [int(df[i]) for i in read]
+            got = await store.band_window(unique[read], [0] * len(read), sizes)
+            for i, m in zip(read, got, strict=True):
+                members[i] = m
+    cand, hits, mass, at = clusters(members, df, inverse, positions, words, span, exclude)
+    if len(cand) == 0:
+        return np.zeros(0, np.int64), [], False, common
+    # Per window, best clusters first: most anchors, then most weight, then oldest.
+    window = at // WINDOW_WORDS
+    rank = np.lexsort((cand, -mass, -hits, window))
+    cand, hits, window = cand[rank], hits[rank], window[rank]
+    each = max(1, cap * paid // windows)
+    edges = np.flatnonzero(np.diff(window)) + 1
+    firsts = np.concatenate(([0], edges))
+    lasts = np.concatenate((edges, [len(window)]))
+    keep = np.zeros(len(cand), bool)
+    capped = False
+    for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
+        keep[a : min(b, a + each)] = True
+        capped = capped or (b - a > each and bool(hits[a + each] >= STRONG_HITS))
+    picked = np.sort(cand[keep])
+    return picked, await live_records(store, picked.tolist()), capped, common
+
+
+def clusters(
+    members: list[np.ndarray],
+    df: np.ndarray,
+    inverse: np.ndarray,
+    positions: np.ndarray,
+    words: int,
+    span: int,
+    exclude: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each document's best cluster: the handles that meet the text (ascending), and for
+    each the most anchors it shares within `span` words of the text, their weight
+    (anchor_weight of each key's document count df) and the word the cluster starts at.
+    members[i]: the handles of distinct key i; inverse: each anchor's key; positions:
+    each anchor's word."""
+    counts = np.array([len(m) for m in members], dtype=np.int64)
+    occ = counts[inverse]
+    empty = np.zeros(0, np.int64)
+    if occ.sum() == 0:
+        return empty, empty, np.zeros(0), empty
+    flat = np.concatenate(members)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    # Anchor j meets the members of its key: flat[starts[inverse[j]] + 0 .. occ[j] - 1].
+    rep = np.repeat(np.arange(len(inverse)), occ)
+    offs = np.arange(int(occ.sum())) - np.repeat(np.cumsum(occ) - occ, occ)
+    handles = flat[starts[inverse[rep]] + offs]
+    pos = positions[rep].astype(np.int64)
+    weight = anchor_weight(df[inverse[rep]])
+    if exclude is not None:
+        keep = handles != exclude
+        handles, pos, weight = handles[keep], pos[keep], weight[keep]
+        if len(handles) == 0:
+            return empty, empty, np.zeros(0), empty
+    # Sorted by (handle, word): each meeting's cluster is its handle's meetings from its
+    # word to span words further.
+    order = np.lexsort((pos, handles))
+    handles, pos, weight = handles[order], pos[order], weight[order]
+    line = handles * np.int64(words + span + 1) + pos
+    end = np.searchsorted(line, line + span, side="right")
+    cum = np.concatenate(([0.0], np.cumsum(weight)))
+    hits = end - np.arange(len(line))
+    mass = cum[end] - cum[: len(line)]
+    # Each handle's best cluster: most anchors, then most weight.
+    best = np.lexsort((-mass, -hits, handles))
+    first = np.ones(len(best), bool)
+    first[1:] = handles[best][1:] != handles[best][:-1]
+    pick = best[first]
+    return handles[pick], hits[pick], mass[pick], pos[pick]

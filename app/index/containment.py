@@ -1,10 +1,11 @@
 """Containment queries: the stored documents that hold passages of a text, and which.
 
 The glue around passage alignment: the query's passage anchors pick candidates
-(app.index.candidates, as a similarity query's band keys do), and `app.index.align`
-aligns the query with each candidate (how containment aligns passages lives there);
-this module keeps the sources that cover enough of the query, ranks them (most
-contained first, then most similar, then oldest; app.index.ranking) and sums the
+(`app.index.candidates.passage_candidates`: clusters of anchors, weighed by rarity,
+per window of the text), and `app.index.align` aligns the query with each candidate
+(how containment aligns passages lives there); this module keeps the sources that hold
+a long enough passage (or cover enough of the query, given a threshold), ranks them
+(most contained first, then most similar, then oldest; app.index.ranking) and sums the
 coverage.
 """
 
@@ -28,21 +29,27 @@ from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
-from app.index.sketch import anchor_keys, sketch
+from app.index.sketch import anchor_key_each, sketch
 
-DEFAULT_CONTAINMENT = 0.1
+# A containment query without a threshold names every source that shares a verified
+# passage of at least the collection's passage_words (or min_words) words, whatever
+# the query's length: an absolute criterion, as reviewers count matches in words.
+# With a threshold, a source must also cover that share of the query's shingles.
+NO_THRESHOLD = 0.0
+DEFAULT_CONTAINMENT = NO_THRESHOLD
 
 
 def check_containment(params: Params, threshold: float | None) -> float:
-    """The least containment a query reports, refusing what the collection cannot answer."""
+    """The least containment a query reports (NO_THRESHOLD: none, the passage length
+    alone decides), refusing what the collection cannot answer."""
     if not params.passage_words:
         raise NoPassagesError(
             "this collection was created without a passage index (NEARDUP_PASSAGE_WORDS "
             "was 0, or it predates passages); ingest into a new collection to use "
             "measure=containment"
         )
-    if threshold is None:
-        return DEFAULT_CONTAINMENT
+    if threshold is None or threshold == NO_THRESHOLD:
+        return NO_THRESHOLD
     if not 0.0 < threshold <= 1.0:
         raise ThresholdError("threshold must be greater than 0 and at most 1")
     return threshold
@@ -52,11 +59,12 @@ async def containment_of_text(
     pieces: Pieces,
     text: str,
     threshold: float,
-    limit: int,
+    limit: int | None,
     where: Filter | None,
     exclude: Exclusions | None = None,
     deadline: float | None = None,
     site: str | None = None,
+    min_words: int | None = None,
 ) -> ContainmentResult:
     """Stored documents that hold passages of a text (threshold checked), without what
     exclude sets aside; past deadline (time.monotonic()), Overdue; a page of site: its
@@ -66,7 +74,16 @@ async def containment_of_text(
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
     found = await contained(
-        pieces, sk.fingerprint(0), sk.layouts[0], None, threshold, limit, where, exclude, deadline
+        pieces,
+        sk.fingerprint(0),
+        sk.layouts[0],
+        None,
+        threshold,
+        limit,
+        where,
+        exclude,
+        deadline,
+        min_words,
     )
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
@@ -75,9 +92,10 @@ async def containment_of_id(
     pieces: Pieces,
     doc_id: str,
     threshold: float,
-    limit: int,
+    limit: int | None,
     where: Filter | None,
     deadline: float | None = None,
+    min_words: int | None = None,
 ) -> ContainmentResult | None:
     """Other stored documents that hold passages of a stored one (None: unknown id)."""
     found = await documents.stored(pieces.store, doc_id)
@@ -96,6 +114,7 @@ async def containment_of_id(
         limit,
         where,
         deadline=deadline,
+        min_words=min_words,
     )
 
 
@@ -105,23 +124,36 @@ async def contained(
     layout: Layout,
     exclude: int | None,
     threshold: float,
-    limit: int,
+    limit: int | None,
     where: Filter | None = None,
     set_aside: Exclusions | None = None,
     deadline: float | None = None,
+    min_words: int | None = None,
 ) -> ContainmentResult:
-    """The sources of a query (its fingerprint and passage layout) that cover at least
-    threshold of its shingles, best first, each id once."""
+    """The sources of a query (its fingerprint and passage layout), best first, each id
+    once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
+    at least min_words words (default the collection's passage_words; or the whole
+    query, or the whole source, when it is shorter). With one: every source whose
+    passages cover at least that share of the query's shingles. limit None: all."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
-    min_words = max(k + 1, p.passage_words // 3)
-    handles, fetched, capped, common = await candidates.gather(
-        pieces.store, anchor_keys(layout.anchor_hashes), exclude, pieces.candidate_cap
+    # Pieces of passages as short as this still count towards a source's share.
+    piece_words = max(k + 1, p.passage_words // 3)
+    least = min(min_words or p.passage_words, max(piece_words, layout.words))
+    handles, fetched, capped, common = await candidates.passage_candidates(
+        pieces.store,
+        anchor_key_each(layout.anchor_hashes),
+        layout.anchor_words,
+        layout.words,
+        2 * p.passage_words,
+        exclude,
+        pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
     indexed = Query(layout)
-    scored, raws = [], []
-    cut = []  # whether a bound on a source's alignment cut it (capped)
+    scored: list[tuple[int, str, list, np.ndarray]] = []
+    raws: list[bytes] = []
+    cut: list[int] = []  # sources whose alignment a work bound cut (capped)
 
     def aligned() -> None:  # CPU work: off the event loop, the deadline between sources
         for h, raw in zip(handles.tolist(), fetched, strict=True):
@@ -129,20 +161,28 @@ async def contained(
                 raise Overdue("the request's deadline passed while aligning passages")
             if raw is None:
                 continue
-            rec = records.unpack(raw)
-            if not rec.passages or (where is not None and not where.matches(rec.metadata)):
+            # Most candidates share no passage: only their layouts are read to align.
+            layout_raw = records.passages_of(raw)
+            if not layout_raw or (
+                where is not None and not where.matches(records.metadata_of(raw))
+            ):
                 continue
-            source = Layout.unpack(rec.passages)
-            passages, capped_here = align(indexed, source, k, min_words, deadline)
+            source = Layout.unpack(layout_raw)
+            passages, capped_here = align(indexed, source, k, piece_words, deadline)
             if capped_here:
                 cut.append(h)
             if set_aside is not None:  # the one place exclusions apply
-                passages = set_aside.trim(passages, layout, source, min_words)
-            if passages:
-                covered = covered_shingles(passages, layout.words, k)
-                if covered.sum() / shingles >= threshold:
-                    scored.append((h, rec, passages, covered))
-                    raws.append(raw)
+                passages = set_aside.trim(passages, layout, source, piece_words)
+            if not passages:
+                continue
+            longest = max(b - a for a, b in (x.query_words for x in passages))
+            # A source shorter than the least passage counts when it is copied whole.
+            if threshold == NO_THRESHOLD and longest < min(least, max(piece_words, source.words)):
+                continue
+            covered = covered_shingles(passages, layout.words, k)
+            if covered.sum() / shingles >= threshold:
+                scored.append((h, records.id_of(raw), passages, covered))
+                raws.append(raw)
 
     await asyncio.to_thread(aligned)
     sims = np.zeros(len(scored))
@@ -159,7 +199,8 @@ async def contained(
     )
     results: list[Containment] = []
     union = np.zeros(shingles, dtype=bool)
-    for j, doc_id in ranked(order, lambda j: scored[j][1].id, limit):
+    most = len(order) if limit is None else limit
+    for j, doc_id in ranked(order, lambda j: scored[j][1], most):
         _, _, passages, covered = scored[j]
         union |= covered
         results.append(

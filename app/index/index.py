@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import TypeVar
 
 from app.index import containment, documents, locks, records, similarity, writes
 from app.index.exclusions import Exclusions
@@ -37,6 +38,21 @@ from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
 from app.store import Store
+from app.store.reads import replica_reads
+
+_T = TypeVar("_T")
+
+
+async def replica_steps(steps: AsyncIterator[_T]) -> AsyncIterator[_T]:
+    """A scan's steps, each one's reads allowed on replicas (app.store.reads): marked
+    per step, so the mark never outlives a step, whoever closes the stream."""
+    while True:
+        with replica_reads():
+            try:
+                step = await anext(steps)
+            except StopAsyncIteration:
+                return
+        yield step
 
 
 class Index:
@@ -90,7 +106,8 @@ class Index:
         """Stored near-duplicates of a text that is not stored (a page of site: its own
         text, app.index.sites)."""
         t = self.check_threshold(threshold)
-        return await similarity.similar_to_text(self.pieces, text, t, limit, where, site)
+        with replica_reads():
+            return await similarity.similar_to_text(self.pieces, text, t, limit, where, site)
 
     async def similar_to_id(
         self,
@@ -101,7 +118,8 @@ class Index:
     ) -> QueryResult | None:
         """Near-duplicates of a stored document, or None if the id is unknown."""
         t = self.check_threshold(threshold)
-        return await similarity.similar_to_id(self.pieces, doc_id, t, limit, where)
+        with replica_reads():
+            return await similarity.similar_to_id(self.pieces, doc_id, t, limit, where)
 
     def check_containment(self, threshold: float | None) -> float:
         """The least containment a query reports, refusing what the index cannot answer."""
@@ -111,31 +129,39 @@ class Index:
         self,
         text: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
         exclude: Exclusions | None = None,
         deadline: float | None = None,
         site: str | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult:
-        """Stored documents that hold passages of a text, with the passages (without
-        what exclude sets aside: app.index.exclusions); past deadline (time.monotonic()),
-        Overdue."""
+        """Stored documents that hold passages of a text, with the passages: every one
+        with a passage of at least min_words (default passage_words) words, or only
+        those covering threshold of the text when given; limit None: all of them.
+        Without what exclude sets aside (app.index.exclusions); past deadline
+        (time.monotonic()), Overdue."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_text(
-            self.pieces, text, t, limit, where, exclude, deadline, site
-        )
+        with replica_reads():
+            return await containment.containment_of_text(
+                self.pieces, text, t, limit, where, exclude, deadline, site, min_words
+            )
 
     async def containment_of_id(
         self,
         doc_id: str,
         threshold: float | None = None,
-        limit: int = 10,
+        limit: int | None = None,
         where: Filter | None = None,
         deadline: float | None = None,
+        min_words: int | None = None,
     ) -> ContainmentResult | None:
         """Other stored documents that hold passages of a stored one (None: unknown id)."""
         t = self.check_containment(threshold)
-        return await containment.containment_of_id(self.pieces, doc_id, t, limit, where, deadline)
+        with replica_reads():
+            return await containment.containment_of_id(
+                self.pieces, doc_id, t, limit, where, deadline, min_words
+            )
 
     # reads and removal (app.index.documents) ------------------------------------------
 
@@ -211,9 +237,8 @@ class Index:
         (app.index.scan); with max_pairs at most that many, then a Cut; with marks,
         Marks of progress between them."""
         t = self.check_threshold(threshold)
-        async for block in Scanner(self.store, self.params.fingerprint_size).pairs(
-            t, max_pairs, after, marks
-        ):
+        scanner = Scanner(self.store, self.params.fingerprint_size)
+        async for block in replica_steps(scanner.pairs(t, max_pairs, after, marks)):
             yield block
 
     async def duplicate_pairs(self, threshold: float | None = None) -> AsyncIterator[Pair]:
@@ -233,5 +258,5 @@ class Index:
         above it."""
         t = self.check_threshold(threshold)
         scanner = Scanner(self.store, self.params.fingerprint_size)
-        async for handles, names in scanner.groups(t, after):
+        async for handles, names in replica_steps(scanner.groups(t, after)):
             yield Group(names[0], names, handles[0])

@@ -228,6 +228,13 @@ def id_of(raw: bytes) -> str:
     return raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
 
 
+def passages_of(raw: bytes) -> bytes:
+    """Just the passage layout of a record (as Record.passages), without decoding its
+    fingerprint: what a containment query aligns with every candidate."""
+    h = _head(raw)
+    return _layout(raw[h.passages_at : h.passages_at + h.pas_len])
+
+
 def metadata_of(raw: bytes) -> dict | None:
     """Just the metadata of a record, without parsing the rest (see unpack)."""
     h = _head(raw)

@@ -31,8 +31,13 @@ def anchor_keys(hashes: np.ndarray) -> np.ndarray:
     them): distinct, spread over 64 bits, and salted, because they share the band
     buckets (and with them the bounds on hot entries, the write order and the
     consistency check) with band keys, which they must never meet."""
+    return np.unique(anchor_key_each(hashes))
+
+
+def anchor_key_each(hashes: np.ndarray) -> np.ndarray:
+    """anchor_keys, one per hash in the hashes' order (repeats kept)."""
     low = np.asarray(hashes, np.uint64) & np.uint64(0xFFFFFFFF)
-    return np.unique((low * ANCHOR_SPREAD) ^ ANCHOR_SALT)
+    return (low * ANCHOR_SPREAD) ^ ANCHOR_SALT
 
 
 def anchors_of(rec: records.Record) -> np.ndarray:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.core.settings import Settings
+from app.core.settings import Settings, replica_url_list
 from app.index import Index, Params
 from app.service.embedded import EmbeddedRedis
 from app.store import Store, StoreError, StoreUnavailableError
@@ -121,6 +122,8 @@ async def open_index(
         settings.redis_timeout,
         min_replicas=settings.min_replicas,
         replica_timeout=settings.replica_timeout,
+        read_from_replicas=settings.read_from_replicas,
+        replica_urls=replica_url_list(settings.replica_urls),
     )
     try:
         try:
@@ -130,7 +133,17 @@ async def open_index(
                 raise
             log.warning("%s; answering 503 until it is back", exc)
             index = UncheckedIndex(store, settings)
-        yield index
+        # What starting built (modules, the app, its schemas: most of the heap) lives as
+        # long as the process, so no collection needs to scan it again: a full one cost
+        # ~58 ms of CPU, a request's worth at the p99.9, and ~1 ms frozen
+        # (bench/paced.py --gc-freeze, docs/figures/round-3.md). Unfrozen at the end, so
+        # a process that opens indexes one after another (the tests) still collects
+        # the cycles of those it closed.
+        gc.freeze()
+        try:
+            yield index
+        finally:
+            gc.unfreeze()
     finally:
         await store.close()
         if embedded is not None:

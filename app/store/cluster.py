@@ -18,6 +18,7 @@ from redis.exceptions import AskError, RedisClusterException, RedisError, TryAga
 
 from app.core import metrics
 from app.core.redis_url import ClusterURL
+from app.store import reads
 from app.store.errors import ReplicationError, StoreUnavailableError, translate
 from app.store.resp import Batch, Command, encode, roundtrip
 from app.store.scripts import Script
@@ -27,6 +28,7 @@ from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
 REFRESH_INTERVAL_S = 0.2
 # Replies that mean a slot is being moved: sent again through redis-py, which follows them.
 _REDIRECTS = (AskError, TryAgainError)
+_READONLY = encode(b"READONLY")
 
 
 class ClusterTransport(Transport):
@@ -34,6 +36,9 @@ class ClusterTransport(Transport):
 
     An error that may mean the slots moved (a failover) makes it re-read the
     slot map in the background, so requests after a failover find the new masters.
+    With read_from_replicas, a read that app.store.reads allows goes to the master
+    or one of its replicas, whichever has been sent the fewest query commands, each
+    replica exchange led by READONLY.
     """
 
     cluster = True
@@ -45,17 +50,26 @@ class ClusterTransport(Transport):
         timeout: float,
         min_replicas: int = 0,
         replica_timeout: float = 1.0,
+        read_from_replicas: bool = False,
     ) -> None:
         super().__init__(
             client, timeout=timeout, min_replicas=min_replicas, replica_timeout=replica_timeout
         )
+        self.read_from_replicas = read_from_replicas
+        self.replica_reads = 0  # node exchanges a replica answered (bench, tests)
+        self._sent: dict[str, int] = {}  # query commands sent to each node, by name
         self._refresh: asyncio.Task[None] | None = None
         self._refreshed_at = 0.0
         self.rereads = 0  # slot map re-reads started
 
     @classmethod
     def connect(
-        cls, url: ClusterURL, timeout: float, min_replicas: int, replica_timeout: float
+        cls,
+        url: ClusterURL,
+        timeout: float,
+        min_replicas: int,
+        replica_timeout: float,
+        read_from_replicas: bool = False,
     ) -> ClusterTransport:
         client = RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in url.nodes],
@@ -65,7 +79,11 @@ class ClusterTransport(Transport):
             **client_options(timeout, min_replicas, replica_timeout),
         )
         return cls(
-            client, timeout=timeout, min_replicas=min_replicas, replica_timeout=replica_timeout
+            client,
+            timeout=timeout,
+            min_replicas=min_replicas,
+            replica_timeout=replica_timeout,
+            read_from_replicas=read_from_replicas,
         )
 
     async def commands(self, commands: Sequence[Command], write: bool = False) -> list[Any]:
@@ -101,12 +119,25 @@ class ClusterTransport(Transport):
             node = before[slot]
             groups.setdefault(node.name, (node, []))[1].append(i)
         wait = write and bool(self.min_replicas)
+        readers = {name: node for name, (node, _) in groups.items()}
+        if (
+            self.read_from_replicas
+            and not write
+            and reads.replica_allowed()
+            and all(c[0] in reads.READ_ONLY for c in commands)
+        ):
+            readers = self._readers(groups, slots)
         started = time.perf_counter()
         try:
             answers = await asyncio.gather(
                 *(
-                    self.node_exchange(node, [commands[i] for i in idx], wait)
-                    for node, idx in groups.values()
+                    self.node_exchange(
+                        readers[name],
+                        [commands[i] for i in idx],
+                        wait,
+                        readers[name] is not node,  # readonly (positional, as tests wrap it)
+                    )
+                    for name, (node, idx) in groups.items()
                 )
             )
         except StoreUnavailableError:
@@ -145,12 +176,34 @@ class ClusterTransport(Transport):
             self.check_acked(acked)
         return replies
 
+    def _readers(self, groups: dict[str, tuple[Any, list[int]]], slots: list[int]) -> dict:
+        """The node each master's group of reads goes to: of the master and its
+        replicas (the slot map's), the one sent the fewest query commands so far (one
+        pick per master and exchange, so a group stays one exchange). Not in turn, as
+        redis-py's load balancer does: a query's exchanges come in a fixed order of
+        very different sizes, and taking turns would send its large ones to the same
+        node every time; nor at random, whose shares wander by several percent."""
+        nodes = self.client.nodes_manager
+        sent = self._sent
+        readers = {}
+        for name, (master, idx) in groups.items():
+            serving = nodes.slots_cache.get(slots[idx[0]]) or [master]
+            node = min(serving, key=lambda n: sent.get(n.name, 0))
+            sent[node.name] = sent.get(node.name, 0) + len(idx)
+            readers[name] = node
+            if node is not master:
+                self.replica_reads += 1
+        return readers
+
     async def node_exchange(
-        self, node: ClusterNode, commands: Sequence[Command], wait: bool
+        self, node: ClusterNode, commands: Sequence[Command], wait: bool, readonly: bool = False
     ) -> list[Any]:
         """Commands sent to one node in one write, every reply read (error replies as
-        exception objects) under one timer, then WAIT's count if wait."""
+        exception objects) under one timer, then WAIT's count if wait. With readonly
+        (a replica), READONLY goes first, so the replica serves its master's slots."""
         parts = [encode(*c) for c in commands]
+        if readonly:
+            parts.insert(0, _READONLY)
         budget = self.timeout + SECONDS_PER_COMMAND * len(parts)
         if wait:
             parts.append(self.wait_command())
@@ -170,7 +223,7 @@ class ClusterTransport(Transport):
             raise translate(exc) from exc
         finally:
             node.release(conn)
-        return replies
+        return replies[1:] if readonly else replies
 
     async def _masters_of(self, slots: set[int]) -> dict[int, Any]:
         """The master that owns each slot in the client's slot map (initialised first)."""

@@ -10,6 +10,7 @@ redis-py's connections and parsers.
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,8 @@ import numpy as np
 from redis._parsers import hiredis as _redis_hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+
+from app.store.reads import READ_ONLY
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Batch(ABC):
     its key's slot."""
 
     size: int  # how many commands, or keys of one multi-key command: the work asked of Redis
+    read_only = False  # whether every command of it only reads (a replica may serve it)
 
     @abstractmethod
     def commands(self) -> Sequence[Command]:
@@ -64,6 +68,8 @@ class Batch(ABC):
 
 class MGet(Batch):
     """GET of many keys: one MGET on a single server, one GET per key on a cluster."""
+
+    read_only = True
 
     def __init__(self, keys: Sequence[bytes]) -> None:
         self._keys = keys
@@ -90,6 +96,7 @@ class Template:
     """
 
     def __init__(self, *args: bytes) -> None:
+        self.name = args[0]
         self.row = np.frombuffer(encode(*args), dtype=np.uint8)
         self.spans: list[tuple[int, int]] = []
         at = len(b"*%d\r\n" % len(args))
@@ -114,6 +121,7 @@ class Rows(Batch):
         self._template = template
         self._columns = columns
         self.size = count
+        self.read_only = template.name in READ_ONLY
 
     def packed(self) -> tuple[bytes, int]:
         row = self._template.row
@@ -141,15 +149,37 @@ class Eval(Batch):
     """One call of a script whose arguments may end in a Rows batch's (its rows without
     their command's name, as numpy made them); with load, the script is loaded in the
     same exchange (after a NOSCRIPT: a restarted Redis). Single server only: its
-    commands are not split."""
+    commands are not split. A read_only script's call may go to a replica, where
+    read_only_call() names it EVALSHA_RO (Redis 7+, which then refuses any write
+    in it; older servers refuse a script's writes on a read-only replica anyway)."""
 
     def __init__(
-        self, script: Script, args: Sequence[bytes], tail: Rows | None, weight: int, load: bool
+        self,
+        script: Script,
+        args: Sequence[bytes],
+        tail: Rows | None,
+        weight: int,
+        load: bool,
+        read_only: bool = False,
     ) -> None:
+        self._source = script.source
         self._load = encode(b"SCRIPT", b"LOAD", script.source) if load else b""
-        self._head = (b"EVALSHA", script.sha, script.numkeys, *args)
+        self._head: tuple[bytes, ...] = (b"EVALSHA", script.sha, script.numkeys, *args)
         self._tail = tail
         self.size = weight
+        self.read_only = read_only
+
+    def loading(self) -> Eval:
+        """The same call, the script loaded before it in the same exchange."""
+        loaded = copy.copy(self)
+        loaded._load = encode(b"SCRIPT", b"LOAD", self._source)
+        return loaded
+
+    def read_only_call(self) -> Eval:
+        """The same call as EVALSHA_RO."""
+        ro = copy.copy(self)
+        ro._head = (b"EVALSHA_RO", *self._head[1:])
+        return ro
 
     def commands(self) -> list[Command]:
         raise NotImplementedError("a script call is sent whole, to one server")

@@ -11,8 +11,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from app.core import metrics
-from app.store.errors import StoreUnavailableError, translate
-from app.store.resp import Batch, Command, encode, roundtrip
+from app.store import reads
+from app.store.errors import StoreError, StoreUnavailableError, translate
+from app.store.resp import Batch, Command, Eval, encode, roundtrip
 from app.store.scripts import Script
 from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
 
@@ -56,7 +57,12 @@ class _Lane:
 
 
 class SingleTransport(Transport):
-    """Every batch packed into one write on one connection, its replies read at once."""
+    """Every batch packed into one write on one connection, its replies read at once.
+
+    With replicas (NEARDUP_REPLICA_URLS and NEARDUP_READ_FROM_REPLICAS), a read
+    that app.store.reads allows goes to the master or a replica, whichever has
+    been sent the fewest query commands.
+    """
 
     cluster = False
 
@@ -68,6 +74,7 @@ class SingleTransport(Transport):
         timeout: float,
         min_replicas: int = 0,
         replica_timeout: float = 1.0,
+        replicas: Sequence[aioredis.Redis] = (),
     ) -> None:
         super().__init__(
             client, timeout=timeout, min_replicas=min_replicas, replica_timeout=replica_timeout
@@ -76,34 +83,93 @@ class SingleTransport(Transport):
         # exchanges: one timer bounds a whole exchange instead of one armed per reply.
         self._bulk = bulk
         self._lane = _Lane(bulk.connection_pool)
+        self._replicas = list(replicas)
+        # Where reads go in turn: the master, then each replica (same options as bulk).
+        self._readers = [self._lane, *(_Lane(r.connection_pool) for r in self._replicas)]
+        self._sent = [0] * len(self._readers)  # query commands sent to each, so far
+        self._replica_ro: bool | None = None  # whether replicas know EVALSHA_RO (Redis 7+)
+        self.replica_reads = 0  # exchanges a replica answered (bench, tests)
 
     @classmethod
     def connect(
-        cls, url: str, timeout: float, min_replicas: int, replica_timeout: float
+        cls,
+        url: str,
+        timeout: float,
+        min_replicas: int,
+        replica_timeout: float,
+        replica_urls: Sequence[str] = (),
     ) -> SingleTransport:
         options = client_options(timeout, min_replicas, replica_timeout)
         client = aioredis.Redis.from_url(url, **options)
         bulk = aioredis.Redis.from_url(url, **{**options, "socket_timeout": None})
+        replicas = [
+            aioredis.Redis.from_url(u, **{**options, "socket_timeout": None}) for u in replica_urls
+        ]
         return cls(
             client,
             bulk,
             timeout=timeout,
             min_replicas=min_replicas,
             replica_timeout=replica_timeout,
+            replicas=replicas,
         )
+
+    def _reader(self, write: bool, read_only: bool, weight: int) -> _Lane | None:
+        """The lane a read of weight commands goes to: a replica's, or None for the
+        master's.
+
+        The server that has been sent the fewest query commands so far: not in turn,
+        since a query's exchanges come in a fixed order of very different sizes and
+        taking turns would send the large ones to the same server every time; nor at
+        random, whose shares wander by several percent over a few hundred exchanges.
+        """
+        if write or not self._replicas or not read_only or not reads.replica_allowed():
+            return None
+        sent = self._sent
+        pick = sent.index(min(sent))
+        sent[pick] += weight
+        return self._readers[pick] if pick else None
 
     async def commands(self, commands: Sequence[Command], write: bool = False) -> list[Any]:
         if not commands:
             return []
         parts = [encode(*c) for c in commands]
-        return await self._exchange(parts, len(parts), len(parts), write)
+        read_only = all(c[0] in reads.READ_ONLY for c in commands)
+        lane = self._reader(write, read_only, len(commands))
+        return await self._exchange(parts, len(parts), len(parts), write, lane)
 
     async def send(self, batch: Batch, write: bool = False) -> list[Any]:
         size = batch.size
         if not size:
             return []
+        lane = self._reader(write, batch.read_only, size)
+        if lane is not None and isinstance(batch, Eval):
+            return await self._replica_eval(batch, lane)
         payload, count = batch.packed()
-        return batch.replies(await self._exchange([payload], count, size, write))
+        return batch.replies(await self._exchange([payload], count, size, write, lane))
+
+    async def _replica_eval(self, call: Eval, lane: _Lane) -> list[Any]:
+        """A read script's call on a replica: after a NOSCRIPT (a replica has not
+        loaded it yet), loaded and called again on the same replica."""
+        if await self._scripts_ro():
+            call = call.read_only_call()
+        try:
+            payload, count = call.packed()
+            return call.replies(await self._exchange([payload], count, call.size, False, lane))
+        except StoreError as exc:
+            if "No matching script" not in str(exc):
+                raise
+        payload, count = call.loading().packed()
+        return call.replies(await self._exchange([payload], count, call.size, False, lane))
+
+    async def _scripts_ro(self) -> bool:
+        """Whether the replicas take EVALSHA_RO (Redis 7+), asked once. An older replica
+        runs a read script's EVALSHA as it is (it refuses writes on its own)."""
+        if self._replica_ro is None:
+            info = await self.run(self._replicas[0].info("server"))
+            major = int(str(info.get("redis_version", "0")).split(".")[0])
+            self._replica_ro = major >= 7
+        return self._replica_ro
 
     async def eval(
         self, script: Script, calls: Sequence[Command], write: bool = False, weight: int = 0
@@ -116,7 +182,7 @@ class SingleTransport(Transport):
         return (await self._exchange(parts, len(parts), weight, write))[1:]
 
     async def _exchange(
-        self, parts: list[bytes], count: int, weight: int, write: bool
+        self, parts: list[bytes], count: int, weight: int, write: bool, reader: _Lane | None = None
     ) -> list[Any]:
         """Send packed commands in one write and read their count replies; weight is
         the work they ask of Redis, in commands (or keys of a multi-key command).
@@ -125,7 +191,9 @@ class SingleTransport(Transport):
         if wait:
             parts, count = [*parts, self.wait_command()], count + 1
         started = time.perf_counter()
-        lane = self._lane
+        lane = self._lane if reader is None else reader
+        if reader is not None:
+            self.replica_reads += 1
         conn = None
         budget = self.timeout + SECONDS_PER_COMMAND * max(weight, count)
         if wait:
@@ -163,5 +231,8 @@ class SingleTransport(Transport):
 
     async def close(self) -> None:
         await self.client.aclose()
-        await self._lane.close()
+        for lane in self._readers:
+            await lane.close()
         await self._bulk.aclose()
+        for replica in self._replicas:
+            await replica.aclose()

@@ -138,20 +138,27 @@ class Store:
         *,
         min_replicas: int = 0,
         replica_timeout: float = 1.0,
+        read_from_replicas: bool = False,
+        replica_urls: Sequence[str] = (),
     ) -> Store:
         """A store on the server at url (redis://, rediss:// or unix://), or on the
         Redis Cluster a redis+cluster://host:port[,host:port...] URL names.
 
         A command fails after one timeout, never more (transport.client_options);
         with min_replicas, a write may also wait replica_timeout for its replicas.
+        With read_from_replicas, the reads of queries (app.store.reads) may go to a
+        cluster's replicas, or to the single server's replicas at replica_urls.
         """
         limits = (timeout, min_replicas, replica_timeout)
         cluster = parse_cluster_url(url)
         transport: Transport
         if cluster is None:
-            transport = SingleTransport.connect(url, *limits)
+            urls = replica_urls if read_from_replicas else ()
+            transport = SingleTransport.connect(url, *limits, replica_urls=urls)
         else:
-            transport = ClusterTransport.connect(cluster, *limits)
+            transport = ClusterTransport.connect(
+                cluster, *limits, read_from_replicas=read_from_replicas
+            )
         return cls(transport, collection)
 
     def use_band_buckets(self, buckets: int) -> None:
@@ -470,6 +477,20 @@ class Store:
                 inline.append(v)
         return np.frombuffer(b"".join(inline), dtype="<u4"), hot
 
+    async def band_split(self, keys: np.ndarray) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+        """band_lookup, each key apart: every key's inline handles (int64; empty where it
+        has none or is spilled), and (position, size) of each spilled (hot) key."""
+        values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
+        inline, hot = [_NONE] * len(values), []
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if v[:_MARK] == SPILLED:
+                hot.append((i, HANDLE.unpack_from(v, _MARK)[0]))
+            else:
+                inline[i] = np.frombuffer(v, dtype="<u4").astype(np.int64)
+        return inline, hot
+
     async def candidates(
         self, keys: np.ndarray, exclude: int | None, cap: int, budget: int, hot_most: int
     ) -> Candidates | None:
@@ -519,11 +540,15 @@ class Store:
         SCRIPT LOAD hashes the whole script again on Redis' one thread; after a
         NOSCRIPT (a restarted Redis), loaded and called in one exchange."""
         try:
-            (reply,) = await self.transport.send(Eval(script, args, tail, weight, load=False))
+            (reply,) = await self.transport.send(
+                Eval(script, args, tail, weight, load=False, read_only=True)
+            )
         except StoreError as exc:
             if "No matching script" not in str(exc):  # NOSCRIPT, in redis-py's words
                 raise
-            (reply,) = await self.transport.send(Eval(script, args, tail, weight, load=True))
+            (reply,) = await self.transport.send(
+                Eval(script, args, tail, weight, load=True, read_only=True)
+            )
         return reply
 
     async def band_window(

@@ -8,11 +8,11 @@ its own ttl (app.index.reports). Its report page is /ui/checks/{id}
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import orjson
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from app.api import schemas
 from app.api.deps import get_index
@@ -67,13 +67,19 @@ def _missing(check_id: str) -> Response:
     response_model=schemas.CheckOut,
     responses={201: {"description": "the check, stored; Location is its API path"}},
 )
-async def create_check(body: schemas.CheckIn, request: Request) -> Response:
+async def create_check(
+    body: schemas.CheckIn,
+    request: Request,
+    consistency: Annotated[schemas.Consistency, Query(description=schemas.CONSISTENCY_DOC)] = (
+        "eventual"
+    ),
+) -> Response:
     """Check a text as POST /similar does and keep the check, with its text, as a report
     that its link reopens until it expires."""
     # POST /similar's own handler answers it, so a check is answered exactly as a query
     # (whatever that learns later); it always returns the text, which is stored.
     asked = body.model_copy(update={"return_text": True})
-    answered = await similar_to_text(asked, request)
+    answered = await similar_to_text(asked, request, consistency)
     if answered.status_code != 200:
         return answered
     answer = orjson.loads(answered.body)

@@ -13,6 +13,7 @@ from app.api.deps import get_index
 from app.api.routing import Route
 from app.core.errors import Invalid
 from app.index import Index
+from app.store import reads
 
 router = APIRouter(tags=["duplicates"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -57,6 +58,7 @@ async def _stream(
     )
 
 
+Consistency = Annotated[schemas.Consistency, Query(description=schemas.CONSISTENCY_DOC)]
 Checkpoints = Annotated[int | None, Query(ge=1, le=1_000_000, description=CHECKPOINTS_DOC)]
 
 
@@ -85,11 +87,13 @@ async def all_pairs(
     cursor: Annotated[
         str | None, Query(pattern=r"^[0-9]{1,10}:[0-9]{1,10}$", description=CURSOR_DOC)
     ] = None,
+    consistency: Consistency = "eventual",
 ) -> StreamingResponse:
     """Every verified near-duplicate pair in the collection, as NDJSON; a is the older.
     With max_pairs, a stream cut short ends with a line {"cut": true, "after": ...,
     "resume": ...} that says how to get the rest. With checkpoints, cursor lines say
     where to resume after a disconnect."""
+    reads.strong(consistency == "strong")
     return await _stream(index, False, threshold, max_pairs, after, checkpoints, cursor)
 
 
@@ -103,9 +107,11 @@ async def groups(
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     checkpoints: Checkpoints = None,
     cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,10}$", description=CURSOR_DOC)] = None,
+    consistency: Consistency = "eventual",
 ) -> StreamingResponse:
     """Connected groups of near-duplicates as NDJSON; canonical is the oldest member.
     With checkpoints, cursor lines as for pairs: groups are computed from the whole
     collection before the first is written, so a resumed stream computes them again and
     writes those after the cursor (a cut during that first phase starts over)."""
+    reads.strong(consistency == "strong")
     return await _stream(index, True, threshold, None, None, checkpoints, cursor)

@@ -15,6 +15,7 @@ from app.api.problems import problem
 from app.api.routing import Route, with_fast_path
 from app.index import Index, QueryResult
 from app.index.filters import Filter
+from app.store import reads
 
 router = APIRouter(tags=["similar"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -82,7 +83,7 @@ def _stored_args(request: Request) -> tuple[str, float | None, int] | None:
 
 
 # The fast paths take unfiltered Jaccard queries only: the measure left at its default.
-_SLOW_FIELDS = frozenset({"measure", "evidence", "filter"})
+_SLOW_FIELDS = frozenset({"measure", "evidence", "filter", "consistency"})
 _TEXT_FIELDS = frozenset({"text", "threshold", "limit"})
 
 
@@ -95,7 +96,7 @@ async def _text_args(request: Request) -> tuple[str, float | None, int] | None:
     it is (the JSON that orjson reads, json.loads reads the same way). Every other body
     is left to FastAPI, which reads it again (Starlette keeps it) and answers as always.
     """
-    if request.headers.get("content-type") != "application/json":
+    if request.headers.get("content-type") != "application/json" or request.scope["query_string"]:
         return None
     try:
         body = orjson.loads(await request.body())
@@ -130,7 +131,7 @@ async def similar_to_stored(
     doc_id: schemas.PathId,
     request: Request,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
-    limit: Annotated[schemas.Limit, Query()] = DEFAULT_LIMIT,
+    limit: Annotated[schemas.Limit | None, Query(description=schemas.LIMIT_DOC)] = None,
     measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
     evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
     filter: Annotated[
@@ -140,9 +141,13 @@ async def similar_to_stored(
             examples=[orjson.dumps(schemas.FILTER_EXAMPLE).decode()],
         ),
     ] = None,
+    consistency: Annotated[schemas.Consistency, Query(description=schemas.CONSISTENCY_DOC)] = (
+        "eventual"
+    ),
 ) -> Response:
     """Stored near-duplicates of a stored document, most similar first, itself excluded;
     with measure=containment, the stored documents that hold passages of it."""
+    reads.strong(consistency == "strong")
     index = await get_index(request)  # not a dependency: those cost per request too
     where = None if filter is None else Filter.parse(filter)
     if measure == "containment" or evidence:
@@ -156,7 +161,7 @@ async def similar_to_stored(
             return _missing(doc_id)
         return _answer(containment_answer(found, t, evidence, doc_id))
     used = index.check_threshold(threshold)
-    result = await index.similar_to_id(doc_id, used, limit, where)
+    result = await index.similar_to_id(doc_id, used, limit or DEFAULT_LIMIT, where)
     if result is None:
         return _missing(doc_id)
     return _answer(query_answer(result, used, doc_id))
@@ -168,9 +173,16 @@ def _missing(doc_id: str) -> Response:
     return problem(404, "Not found", f"no document with id {doc_id!r}")
 
 
-async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response:
+async def similar_to_text(
+    body: schemas.SimilarIn,
+    request: Request,
+    consistency: Annotated[schemas.Consistency, Query(description=schemas.CONSISTENCY_DOC)] = (
+        "eventual"
+    ),
+) -> Response:
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
+    reads.strong(consistency == "strong")
     where = None if body.filter is None else Filter.parse(body.filter.model_dump())
     # The text as indexed: with text/html the page's main text, with a file its text;
     # with a site, its own text (the site's template removed), which offsets refer to.
@@ -190,7 +202,8 @@ async def similar_to_text(body: schemas.SimilarIn, request: Request) -> Response
         if exclude is not None:
             answer["excluded"] = excluded_answer(exclude)
         return _answer(answer | shown)
-    return await _text_answer(request, text, body.threshold, body.limit, where, shown, site)
+    limit = DEFAULT_LIMIT if body.limit is None else body.limit
+    return await _text_answer(request, text, body.threshold, limit, where, shown, site)
 
 
 async def _text_answer(

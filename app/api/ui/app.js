@@ -467,13 +467,19 @@ async function checkText() {
   }
   const measure = document.querySelector("input[name=measure]:checked").value;
   const threshold = parseFloat($("threshold").value);
-  if (!(threshold > 0 && threshold <= 1)) {
-    say("The threshold is a number above 0 and at most 1.", true);
+  // Containment at 0 (its default) names every source holding a passage, whatever share
+  // of the text it is; Jaccard needs a threshold above 0.
+  const least = measure === "containment" ? 0 : Number.MIN_VALUE;
+  if (!(threshold >= least && threshold <= 1)) {
+    say(measure === "containment"
+      ? "The threshold is a number from 0 (every source with a passage) to 1."
+      : "The threshold is a number above 0 and at most 1.", true);
     $("threshold").focus();
     return;
   }
   say("Checking…");
-  const query = { text, threshold, limit: shown(), measure };
+  const query = { text, limit: shown(), measure };
+  if (threshold > 0) query.threshold = threshold;
   if (measure === "containment") query.evidence = true;
   await showStored(await saveCheck(query)); // stored checks, below
   say("Checked " + codePoints(text).length + " characters.");

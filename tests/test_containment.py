@@ -1,0 +1,154 @@
+"""Containment at the defaults: every source of a long text that copies from several is
+named, on a verified passage, whatever the text's length (issue #32).
+
+Stored: a few hundred articles of the test corpus. Queried: 3,000 words of articles
+that are not stored, with passages of 60-150 words of five stored ones pasted in.
+The oracle for "really shared" is the plain-Python shingle sets of
+tests/support/oracle.py; a named source must share with the text a run of at least
+passage_words words that the oracle finds in both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from support import oracle
+from support.corpus import read_corpus
+
+from app.index import Document, Index, Params
+from app.index.errors import TooLargeError
+from app.store import Store
+
+pytestmark = pytest.mark.both_stores
+
+PASSAGE_WORDS = 30
+STORED = 300
+CAP = 20  # a small cap, so a 3,000-word text has far more candidates than it
+
+
+def _submission(rng: random.Random, stored: list[tuple[str, str]], filler: list[str], k: int):  # type: ignore[no-untyped-def]
+    """3,000 words of filler with k passages of 60-150 words of k stored articles."""
+    picks = rng.sample([d for d in stored if len(d[1].split()) >= 160], k)
+    pieces = []
+    for doc_id, text in picks:
+        words = text.split()
+        n = rng.randint(60, 150)
+        first = rng.randint(0, len(words) - n)
+        pieces.append((doc_id, " ".join(words[first : first + n])))
+    rest = 3000 - sum(len(p.split()) for _, p in pieces)
+    fill = filler[:rest]
+    cuts = sorted(rng.sample(range(len(fill)), k))
+    parts, prev = [], 0
+    for cut, (_, piece) in zip(cuts, pieces, strict=True):
+        parts += [" ".join(fill[prev:cut]), piece]
+        prev = cut
+    parts.append(" ".join(fill[prev:]))
+    return " ".join(p for p in parts if p), pieces
+
+
+def _shares_a_passage(query: str, source: str, start: int, end: int) -> bool:
+    """Whether the query's words in [start, end) are at least PASSAGE_WORDS long and at
+    least half their shingles are the source's (plain Python): a copied passage,
+    edited or not, rather than common phrases strung together."""
+    words = oracle.words(query[start:end])
+    mine = oracle.shingles(query[start:end])
+    return len(words) >= PASSAGE_WORDS and len(mine & oracle.shingles(source)) >= len(mine) / 2
+
+
+async def _open(url: str, collection: str) -> Index:
+    params = Params.create("word:3", 128, 256, 1, 0.5, passage_words=PASSAGE_WORDS)
+    return await Index.open(Store.connect(url, collection, 10.0), params, CAP)
+
+
+def test_every_source_of_a_long_text_is_named_at_the_defaults(
+    store_url: str, collection: str
+) -> None:
+    """Five passages pasted into 3,000 words: all five sources are named with no
+    threshold or limit given, uncapped, and every named source holds a passage of
+    passage_words words, most of whose shingles it has (common phrases alone name nothing)."""
+    corpus = read_corpus()
+    stored, rest = corpus[:STORED], corpus[STORED:]
+    filler = [w for _, text in rest for w in text.split()]
+    texts = dict(stored)
+    rng = random.Random(32)
+
+    async def run() -> None:
+        index = await _open(store_url, collection)
+        try:
+            await index.ingest([Document(t, i) for i, t in stored])
+            for trial in range(3):
+                query, pieces = _submission(rng, stored, filler[trial * 4000 :], 5)
+                result = await index.containment_of_text(query)
+                named = {r.id for r in result.results}
+                assert {doc_id for doc_id, _ in pieces} <= named, (trial, named)
+                assert not result.capped
+                for r in result.results:
+                    assert any(
+                        _shares_a_passage(query, texts[r.id], p.query_start, p.query_end)
+                        for p in r.passages
+                    ), r.id
+                    assert 0 < r.containment < 0.1  # the share, which no longer decides
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())
+
+
+def test_a_threshold_still_filters_by_share(store_url: str, collection: str) -> None:
+    """With a threshold, a source must cover that share of the text: a copy of 60-150
+    words in 3,000 (2-5%) passes 0.01 and not 0.1; min_words over its length drops it."""
+    corpus = read_corpus()
+    stored, rest = corpus[:STORED], corpus[STORED:]
+    filler = [w for _, text in rest for w in text.split()]
+    rng = random.Random(7)
+
+    async def run() -> None:
+        index = await _open(store_url, collection)
+        try:
+            await index.ingest([Document(t, i) for i, t in stored])
+            query, pieces = _submission(rng, stored, filler, 1)
+            ((doc_id, _),) = pieces
+            low = await index.containment_of_text(query, 0.01)
+            high = await index.containment_of_text(query, 0.1)
+            assert doc_id in {r.id for r in low.results}
+            assert doc_id not in {r.id for r in high.results}
+            # min_words raises the absolute criterion over the copy's 60-150 words.
+            longer = await index.containment_of_text(query, min_words=200)
+            assert doc_id not in {r.id for r in longer.results}
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())
+
+
+def test_bad_and_boilerplate_texts_stay_bounded(store_url: str, collection: str) -> None:
+    """A text over the size limit is refused (TooLargeError, a 4xx); a long text made of
+    the corpus' commonest phrases only names no source and verifies a bounded number
+    of candidates."""
+    corpus = read_corpus()
+    stored = corpus[:STORED]
+    grams: dict[str, int] = {}
+    for _, text in stored:
+        w = text.split()
+        for g in zip(w, w[1:], w[2:], strict=False):
+            key = " ".join(g)
+            grams[key] = grams.get(key, 0) + 1
+    common = sorted(grams, key=lambda g: -grams[g])[:300]
+    boilerplate = " ".join(common[i % len(common)] for i in range(0, 7 * 3000, 7))
+
+    async def run() -> None:
+        index = await _open(store_url, collection)
+        try:
+            await index.ingest([Document(t, i) for i, t in stored])
+            with pytest.raises(TooLargeError):
+                await index.containment_of_text("word " * (index.max_text_bytes // 5 + 1))
+            result = await index.containment_of_text(boilerplate)
+            assert result.results == []
+            windows = -(-len(boilerplate.split()) // 1000)
+            assert result.candidates <= CAP * windows
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())

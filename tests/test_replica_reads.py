@@ -1,0 +1,212 @@
+"""Queries read from replicas (app/store/reads.py; NEARDUP_READ_FROM_REPLICAS): on the
+3+3 cluster and on a single master with one replica, answers equal master reads and the
+exact oracle's, replicas serve a share of the query commands, and consistency=strong
+and every write stay on the masters."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from support.oracle import exact_jaccard, shingles
+from support.procs import RedisProc, wait_until
+from support.textgen import mutate
+
+from app.api.app import create_app
+from app.core.redis_url import parse_cluster_url
+from app.core.settings import Settings, SettingsError, load_settings
+
+# The commands a query sends (its reads); writes and the replication stream are others.
+QUERY_COMMANDS = ("get", "mget", "hget", "hmget", "zrange", "zrangebyscore", "evalsha")
+
+
+def _corpus(n: int = 24) -> dict[str, str]:
+    """n//2 random texts of 120 words and a near-duplicate (2% of words edited) of each."""
+    rng = random.Random(29)
+    vocab = [f"w{i}" for i in range(3000)]
+    docs = {}
+    for i in range(n // 2):
+        text = " ".join(rng.choice(vocab) for _ in range(120))
+        docs[f"a{i}"] = text
+        docs[f"b{i}"] = mutate(text, 0.02, rng)
+    return docs
+
+
+def _nodes(url: str) -> list[redis.Redis]:
+    """A client of each node a store URL names: each node of a cluster, or the
+    servers of comma-separated URLs."""
+    parsed = parse_cluster_url(url)
+    if parsed is None:
+        return [redis.Redis.from_url(u, socket_timeout=5) for u in url.split(",")]
+    return [redis.Redis(host=h, port=p, socket_timeout=5) for h, p in parsed.nodes]
+
+
+def _query_calls(node: redis.Redis) -> int:
+    stats = node.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in QUERY_COMMANDS)
+
+
+def _is_replica(node: redis.Redis) -> bool:
+    return node.info("replication")["role"] in ("slave", "replica")
+
+
+@contextlib.contextmanager
+def _service(settings: Settings, **changes: object) -> Iterator[TestClient]:
+    with TestClient(create_app(settings.model_copy(update=changes))) as client:
+        yield client
+
+
+def _ask(client: TestClient, docs: dict[str, str], query: str = "") -> list[object]:
+    """Every query kind once per document: GET /similar, POST /similar, containment by
+    text, and the duplicate pairs; their JSON answers, in order."""
+    answers: list[object] = []
+    for doc_id, text in docs.items():
+        got = client.get(f"/similar/{doc_id}{query}")
+        assert got.status_code == 200, got.text
+        answers.append(got.json())
+        got = client.post(f"/similar{query}", json={"text": text, "limit": 5})
+        assert got.status_code == 200, got.text
+        answers.append(got.json())
+        got = client.post(
+            f"/similar{query}", json={"text": text, "measure": "containment", "evidence": True}
+        )
+        assert got.status_code == 200, got.text
+        answers.append(got.json())
+    pairs = client.get(f"/duplicates{query}")
+    assert pairs.status_code == 200
+    answers.append(sorted(pairs.text.splitlines()))
+    return answers
+
+
+def _check_oracle(client: TestClient, docs: dict[str, str]) -> None:
+    """Each document's answer holds exactly the stored ones whose exact Jaccard clears
+    0.5 (the planted twins, at about 0.85; unrelated texts share none)."""
+    sets = {k: shingles(v) for k, v in docs.items()}
+    for doc_id in docs:
+        found = {m["id"] for m in client.get(f"/similar/{doc_id}").json()["results"]}
+        expected = {o for o in docs if o != doc_id and exact_jaccard(sets[doc_id], sets[o]) > 0.5}
+        assert found == expected, doc_id
+
+
+def _check_replicas(url: str, settings: Settings, nodes: list[redis.Redis]) -> None:
+    docs = _corpus()
+    # Written with min_replicas=1: acknowledged only once a replica has it.
+    with _service(settings, redis_url=url, min_replicas=1) as writer:
+        got = writer.post("/documents/batch", json={"documents": [
+            {"id": k, "text": v} for k, v in docs.items()
+        ]})  # fmt: skip
+        assert got.status_code == 200, got.text
+        on_masters = _ask(writer, docs)
+    replicas = [n for n in nodes if _is_replica(n)]
+    assert replicas
+    with _service(settings, redis_url=url, read_from_replicas=True) as reader:
+        for n in nodes:
+            n.config_resetstat()
+        on_replicas = _ask(reader, docs)
+        served = [_query_calls(n) for n in nodes]
+        by_replicas = sum(c for n, c in zip(nodes, served, strict=True) if _is_replica(n))
+        assert on_replicas == on_masters
+        _check_oracle(reader, docs)
+        assert by_replicas >= 0.4 * sum(served), served
+
+        for n in nodes:
+            n.config_resetstat()
+        assert _ask(reader, docs, "?consistency=strong") == on_masters
+        assert sum(_query_calls(n) for n in replicas) == 0
+
+
+def test_cluster_replica_reads_answer_as_masters_and_take_their_share(
+    cluster_url: str, settings: Settings
+) -> None:
+    """On the 3+3 cluster, replica reads answer exactly as master reads (and the oracle),
+    replicas serve at least 40% of the query commands, and consistency=strong none."""
+    _check_replicas(cluster_url, settings, _nodes(cluster_url))
+
+
+@pytest.fixture
+def master_and_replica() -> Iterator[tuple[str, str]]:
+    """A master and its replica (redis-server --replicaof over TCP), their URLs."""
+    from support.procs import free_port
+
+    directory = Path(tempfile.mkdtemp(prefix="neardup-replica-"))
+    port = free_port()
+    master = RedisProc(directory / "m", "--port", str(port), "--bind", "127.0.0.1").start()
+    replica = RedisProc(directory / "r", "--replicaof", "127.0.0.1", str(port)).start()
+    try:
+        assert wait_until(lambda: master.client().info("replication")["connected_slaves"], 30)
+        yield master.url, replica.url
+    finally:
+        replica.stop()
+        master.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_single_master_replica_reads_answer_as_master(
+    master_and_replica: tuple[str, str], collection: str, tmp_path: Path
+) -> None:
+    """With NEARDUP_REPLICA_URLS, one server's replica serves its share of the query
+    commands (its read scripts too) with the master's answers; strong reads none."""
+    master, replica = master_and_replica
+    settings = load_settings(
+        redis_url=master,
+        collection=collection,
+        data_dir=tmp_path,
+        redis_timeout=5.0,
+        replica_urls=replica,
+    )
+    _check_replicas(master, settings, _nodes(f"{master},{replica}"))
+
+
+def test_replica_urls_must_name_single_servers() -> None:
+    """A cluster URL or a malformed one in NEARDUP_REPLICA_URLS is refused, naming it."""
+    with pytest.raises(SettingsError, match=r"NEARDUP_REPLICA_URLS.*single server"):
+        load_settings(replica_urls="redis+cluster://127.0.0.1:7000")
+    with pytest.raises(SettingsError, match="NEARDUP_REPLICA_URLS"):
+        load_settings(replica_urls="http://example")
+
+
+def test_only_marked_read_only_commands_reach_a_replica(
+    master_and_replica: tuple[str, str],
+) -> None:
+    """A replica gets reads only inside replica_reads(), never a command that writes
+    (even one not flagged as a write), and none once the request asked strong."""
+    import asyncio
+
+    from app.store import reads
+    from app.store.single import SingleTransport
+
+    master, replica = master_and_replica
+
+    async def run() -> list[int]:
+        transport = SingleTransport.connect(master, 5.0, 0, 1.0, replica_urls=[replica])
+        seen = []
+        try:
+            for _ in range(20):
+                await transport.commands([(b"GET", b"k")])
+            seen.append(transport.replica_reads)  # unmarked: the master
+            with reads.replica_reads():
+                for i in range(20):
+                    await transport.commands([(b"SET", b"k", b"%d" % i)])  # a replica refuses
+                seen.append(transport.replica_reads)
+                for _ in range(20):
+                    await transport.commands([(b"GET", b"k")])
+                seen.append(transport.replica_reads)
+                reads.strong()
+                for _ in range(20):
+                    await transport.commands([(b"GET", b"k")])
+                seen.append(transport.replica_reads)
+        finally:
+            await transport.close()
+        return seen
+
+    unmarked, writes, marked, strong = asyncio.run(run())
+    assert unmarked == 0 and writes == 0
+    assert 5 <= marked <= 15  # about half of 20, by the fewest-commands rule
+    assert strong == marked
