@@ -446,15 +446,4 @@ def _align_dense(
         if matched < MIN_MATCHED * (qb - qa):
             continue
         kept.append((qa, qb, sa, sb))
-    q_layout = query.layout
-    return [
-        Passage(
-            (qa, qb),
-            (sa, sb),
-            int(q_layout.starts[qa]),
-            int(q_layout.ends[qb - 1]),
-            int(source.starts[sa]),
-            int(source.ends[sb - 1]),
-        )
-        for qa, qb, sa, sb in kept
-    ], capped
+    return legacy.spans_of(kept, query.layout, source), capped

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -387,13 +388,18 @@ def align(
                 continue
         merged.append([qa, qb, sa, sb])
     kept = [m for m in merged if m[1] - m[0] >= min_words and m[3] - m[2] >= min_words]
-    q_layout = query.layout
+    return spans_of(kept, query.layout, source)
+
+
+def spans_of(kept: Sequence[Sequence[int]], query: Layout, source: Layout) -> list[Passage]:
+    """Passages of word ranges (query first, end, source first, end): each with the
+    code-point spans of its words in both texts (both aligners end here)."""
     return [
         Passage(
             (qa, qb),
             (sa, sb),
-            int(q_layout.starts[qa]),
-            int(q_layout.ends[qb - 1]),
+            int(query.starts[qa]),
+            int(query.ends[qb - 1]),
             int(source.starts[sa]),
             int(source.ends[sb - 1]),
         )
