@@ -21,6 +21,7 @@ import pytest
 import redis
 from support import oracle
 from support.corpus import read_corpus
+from support.disguise import disguise
 from support.procs import Server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -281,6 +282,57 @@ def test_keyboard_moves_from_passage_to_passage(page: Page, server: Server, past
     assert seen == [starts[0], starts[1], starts[0]]
     page.keyboard.press("Enter")
     page.locator("#source-text mark.current").wait_for()
+
+
+def test_a_disguised_passage_is_flagged(page: Page, server: Server, corpus, tmp_path) -> None:
+    """A passage copied with look-alike letters and invisible characters gets a flag whose
+    tooltip gives the API's count of its disguised words, a verbatim passage gets none, and
+    axe-core finds no serious violation with flags shown."""
+    ids = list(corpus)
+    a, b = ids[5], ids[14]
+    text = (
+        "My essay, in my own words at first, about the harbour and its boats.\n\n"
+        + disguise(_words(corpus[a], 30, 60), seed=2, rate=0.5)
+        + "\n\nA paragraph of my own about gardens in the rain.\n\n"
+        + _words(corpus[b], 40, 50)
+    )
+    _check(page, server, text)
+    api = httpx.post(
+        server.url + "/similar",
+        json={"text": text, "limit": 50, "measure": "containment", "evidence": True},
+        headers=READ,
+    ).json()
+    flagged = {
+        (r["id"], p["query_start"], p["query_end"]): p["disguised"]
+        for r in api["results"]
+        for p in r["passages"]
+        if "disguised" in p
+    }
+    assert flagged and {source for source, *_ in flagged} == {a}
+    # Each flag stands right before its passage's first mark (after its number badge).
+    shown = page.eval_on_selector_all(
+        "#checked .flag",
+        """fs => fs.map(f => {
+            let m = f.nextElementSibling;
+            while (m && m.tagName !== "MARK") m = m.nextElementSibling;
+            return [m.dataset.source, +m.dataset.start, +f.dataset.disguised, f.title,
+                    f.getBoundingClientRect().width > 0];
+        })""",
+    )
+    assert {(s, start, n) for s, start, n, *_ in shown} == {
+        (s, start, n) for (s, start, _), n in flagged.items()
+    }
+    for _, _, n, title, visible in shown:
+        assert title.startswith(f"{n} word") and "look-alike or invisible" in title and visible
+    assert page.locator("#checked mark[data-source='" + b + "']").count() > 0
+    assert page.locator("#checked mark[data-source='" + b + "'][data-disguised]").count() == 0
+    row = page.locator(f"#sources tbody tr[data-source='{a}'] .flag")
+    assert row.get_attribute("data-disguised") == str(sum(flagged.values()))
+    assert page.locator(f"#sources tbody tr[data-source='{b}'] .flag").count() == 0
+    assert page.locator("#flag-note").is_visible()
+    page.screenshot(path=str(tmp_path / "ui-flag.png"), full_page=True)
+    found = Axe().run(page).response["violations"]  # the flags read and contrast as the rest
+    assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
 
 
 def test_hostile_data_is_shown_as_text(page: Page, server: Server) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from app.index import ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
+from app.index import Containment, ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
 from app.index.exclusions import Exclusions
 from app.index.scan import Cut, Mark, PairBlock
 
@@ -56,17 +56,7 @@ def containment_answer(
                 "id": c.id,
                 "containment": c.containment,
                 "similarity": c.similarity,
-                "passages": [
-                    {
-                        "query_start": p.query_start,
-                        "query_end": p.query_end,
-                        "source_start": p.source_start,
-                        "source_end": p.source_end,
-                    }
-                    for p in c.passages
-                ]
-                if evidence
-                else None,
+                "passages": _passages(c) if evidence else None,
             }
             for c in result.results
         ],
@@ -75,6 +65,22 @@ def containment_answer(
         "capped": result.capped,
         "common": result.common,
     }
+
+
+def _passages(c: Containment) -> list[dict[str, Any]]:
+    """A source's passages (schemas.PassageOut); "disguised" only where words were."""
+    out = []
+    for i, p in enumerate(c.passages):
+        passage: dict[str, Any] = {
+            "query_start": p.query_start,
+            "query_end": p.query_end,
+            "source_start": p.source_start,
+            "source_end": p.source_end,
+        }
+        if i < len(c.disguised) and c.disguised[i]:
+            passage["disguised"] = c.disguised[i]
+        out.append(passage)
+    return out
 
 
 def excluded_answer(exclude: Exclusions) -> list[dict[str, Any]]:

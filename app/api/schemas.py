@@ -457,6 +457,13 @@ class PassageOut(BaseModel):
     query_end: int = Field(description="code-point offset into the query text (exclusive)")
     source_start: int = Field(description="code-point offset into the source as ingested")
     source_end: int = Field(description="code-point offset into the source (exclusive)")
+    disguised: int | None = Field(
+        None,
+        ge=1,
+        description="words of the query's span that held look-alike letters or invisible "
+        "characters, folded away to find the passage (a flag: evidence of intent); absent "
+        "when none did, in a stored document's query, and in collections on tokenizer 1",
+    )
 
 
 class ExcludedOut(BaseModel):

@@ -4,8 +4,8 @@ documents of one collection: connect; the collections themselves: connect_collec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -15,6 +15,7 @@ from app.api.answers import (
     ingest_status,
     query_answer,
 )
+from app.api.schemas import rfc3339
 from app.client import MAX_BATCH, Client, ClientError
 from app.core.settings import Settings
 from app.index import Document, Index
@@ -25,6 +26,9 @@ from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
 from app.service.collections import Collections, describe
 from app.service.runtime import open_index
+
+# Document reads texts() has in flight at once (GET /documents/{id} calls, remotely).
+READS_IN_FLIGHT = 16
 
 
 class BackendError(Exception):
@@ -56,6 +60,10 @@ class Backend(Protocol):
     def export(self, where: dict | None) -> AsyncIterator[dict[str, Any]]: ...
 
     async def import_batch(self, header: dict, docs: Sequence[dict]) -> tuple[int, int]: ...
+
+    async def texts(self, ids: Sequence[str]) -> list[str | None]:
+        """Each document's kept text (None: gone, or no text kept for it)."""
+        ...
 
 
 class LocalBackend:
@@ -138,6 +146,16 @@ class LocalBackend:
         async with self._order:
             return await import_documents(self.index, header, docs)
 
+    async def texts(self, ids: Sequence[str]) -> list[str | None]:
+        out: list[str | None] = []
+        # A bounded number in flight: a thousand at once outwait the store's timeout.
+        for at in range(0, len(ids), READS_IN_FLIGHT):
+            found = await asyncio.gather(
+                *(self.index.read(i) for i in ids[at : at + READS_IN_FLIGHT])
+            )
+            out.extend(None if f is None else f[1] for f in found)
+        return out
+
 
 class RemoteBackend:
     """A running neardup service, through the public client (app.client)."""
@@ -153,7 +171,10 @@ class RemoteBackend:
         self, docs: Sequence[Document], ttl: int | None = None
     ) -> list[dict[str, Any]]:
         given = {} if ttl is None else {"ttl": ttl}
-        body = [{"id": d.id, "text": d.text, "metadata": d.metadata, **given} for d in docs]
+        body = [
+            {"id": d.id, "text": d.text, "metadata": d.metadata, **given, **_expiry(d, ttl)}
+            for d in docs
+        ]
         try:
             return [dict(r) for r in (await self.client.ingest_batch(body))["results"]]
         except ClientError as exc:
@@ -216,6 +237,26 @@ class RemoteBackend:
         except ClientError as exc:
             raise self._failed(exc) from None
         return done["created"], done["updated"]
+
+    async def texts(self, ids: Sequence[str]) -> list[str | None]:
+        gate = asyncio.Semaphore(READS_IN_FLIGHT)
+
+        async def text(doc_id: str) -> str | None:
+            async with gate:
+                found = await self.client.get(doc_id)
+            return None if found is None else found.get("text")  # type: ignore[return-value]
+
+        try:
+            return list(await asyncio.gather(*(text(i) for i in ids)))
+        except ClientError as exc:
+            raise self._failed(exc) from None
+
+
+def _expiry(doc: Document, ttl: int | None) -> dict[str, str]:
+    """A document's own expiry as the API takes it (a ttl given for the batch wins)."""
+    if ttl is not None or doc.expires_ms is None:
+        return {}
+    return {"expires_at": rfc3339(doc.expires_ms)}
 
 
 @asynccontextmanager
@@ -297,6 +338,34 @@ class RemoteCollections:
 
     async def delete(self, name: str) -> None:
         await self.client.delete_collection(name)
+
+
+@asynccontextmanager
+async def connect_rebuild(
+    url: str | None, settings: Settings | None
+) -> AsyncIterator[tuple[CollectionsBackend, Callable[[str], Awaitable[Backend]]]]:
+    """The collections of the service at url (or of the store the settings name), and an
+    opener of a backend on one of them that exists (NoCollectionError, ClientError
+    otherwise), for `neardup rebuild`."""
+    async with AsyncExitStack() as stack:
+        if url is not None:
+            listed = await stack.enter_async_context(Client(url))
+
+            async def remote(name: str) -> Backend:
+                await listed.collection(name)  # refuses an unknown one
+                client = await stack.enter_async_context(Client(url, collection=name))
+                return RemoteBackend(client)
+
+            yield RemoteCollections(listed), remote
+            return
+        assert settings is not None
+        index = await stack.enter_async_context(open_index(settings, share_running=True))
+        served = Collections(index, settings)
+
+        async def local(name: str) -> Backend:
+            return LocalBackend(await served.get(name))
+
+        yield LocalCollections(served, settings), local
 
 
 @asynccontextmanager

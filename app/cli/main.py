@@ -305,6 +305,39 @@ def _import(args: argparse.Namespace) -> int:
     return _run_tool(args, work)
 
 
+def _rebuild(args: argparse.Namespace) -> int:
+    """rebuild OLD NEW: every document of a collection that keeps texts, sketched again
+    into NEW with the latest tokenizer (app.cli.rebuild)."""
+    from app.cli import rebuild
+    from app.cli.backends import BackendError, connect_rebuild
+    from app.client import ClientError
+    from app.core.errors import NeardupError
+    from app.service.embedded import EmbeddedRedisError
+
+    settings = None if args.url else _settings_or_exit()
+
+    def progress(done: rebuild.Rebuilt) -> None:
+        print(f"neardup: rebuild: {done.copied} documents copied", file=sys.stderr)
+
+    async def main() -> int:
+        async with connect_rebuild(args.url, settings) as (collections, open_backend):
+            _, after = await rebuild.prepare(collections, args.old, args.new)
+            old, new = await open_backend(args.old), await open_backend(args.new)
+            done = await rebuild.rebuild(old, new, args.batch, progress)
+        done.tokenizer = after["parameters"].get("tokenizer", 1)
+        return rebuild.report(args.old, args.new, done)
+
+    try:
+        return asyncio.run(main())
+    except (BackendError, ClientError, NeardupError) as exc:
+        print(f"neardup: rebuild: {exc}", file=sys.stderr)
+    except EmbeddedRedisError as exc:
+        print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
+    except httpx.HTTPError as exc:
+        print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
+    return 1
+
+
 def _check(args: argparse.Namespace) -> int:
     from app.cli.backends import collection_index
     from app.cli.tools import print_check
@@ -595,6 +628,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_target(imp)
     imp.set_defaults(func=_import)
+
+    reb = command(
+        "rebuild",
+        help="sketch a collection that keeps its texts again, into a new collection that "
+        "reads them with the latest tokenizer (run it again to finish one cut short)",
+    )
+    reb.add_argument("old", metavar="OLD", type=_collection_name, help="the collection to read")
+    reb.add_argument(
+        "new", metavar="NEW", type=_collection_name,
+        help="the collection to write (made with OLD's parameters if it does not exist)",
+    )  # fmt: skip
+    reb.add_argument(
+        "--batch",
+        type=_batch_size,
+        default=MAX_BATCH,
+        help=f"documents per write (1 to {MAX_BATCH})",
+    )
+    _add_target(reb, collection=False)
+    reb.set_defaults(func=_rebuild)
 
     chk = command(
         "check",

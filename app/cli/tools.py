@@ -201,6 +201,8 @@ def _print_containment(
                 f"{r['id']}: query [{p['query_start']}, {p['query_end']}) = "
                 f"source [{p['source_start']}, {p['source_end']})"
             )
+            if p.get("disguised"):  # look-alike or invisible characters in the query's span
+                where += f"; flagged: {p['disguised']} disguised words"
             if query_text is None or source is None:
                 say(where)
                 continue

@@ -18,7 +18,7 @@ import numpy as np
 
 from app import kernel
 from app.core.shingles import parse_shingle
-from app.index import candidates, documents, records
+from app.index import candidates, disguise, documents, records
 from app.index.align import Query, align
 from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
 from app.index.exclusions import Exclusions
@@ -73,7 +73,7 @@ async def containment_of_text(
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    return await contained(
+    found = await contained(
         pieces,
         sk.fingerprint(0),
         sk.layouts[0],
@@ -85,6 +85,7 @@ async def containment_of_text(
         deadline,
         min_words,
     )
+    return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
 
 async def containment_of_id(

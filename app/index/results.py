@@ -75,6 +75,9 @@ class Containment:
     containment: float
     similarity: float
     passages: list[Passage]
+    # Per passage, the words of its query span that held look-alike or invisible characters
+    # (app.index.disguise); empty when none did or nobody asked (a stored document's query).
+    disguised: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,17 @@ function layOut(spans, length) {
   return pieces;
 }
 
+// The flag of a passage whose words held look-alike letters or invisible characters
+// (the API's "disguised": how many words), folded away to find it: evidence of intent.
+function flagBadge(count) {
+  const what = count === 1 ? " word" : " words";
+  const badge = el("span", "flag", "⚑ " + count);
+  badge.title = count + what + " of this passage held look-alike or invisible characters";
+  badge.setAttribute("aria-label", "flag: " + badge.title);
+  badge.dataset.disguised = String(count);
+  return badge;
+}
+
 // Writes text into box with the spans marked (see layOut). A mark's data-start and
 // data-end are its own code-point range; attrs are its span's.
 function markText(box, text, spans) {
@@ -157,6 +168,8 @@ function markText(box, text, spans) {
     const badge = el("span", "srcno src-" + s.colour, String(s.number));
     box.append(badge);
     if (piece.also.length) box.append(el("sup", "also", "+" + piece.also.join(",")));
+    // A flag on a passage's first mark: its words hid look-alike or invisible characters.
+    if (s.disguised && piece.start === Math.max(0, s.start)) box.append(flagBadge(s.disguised));
     const mark = el("mark", "src-" + s.colour, cps.slice(piece.start, piece.end).join(""));
     for (const [name, value] of Object.entries(s.attrs)) mark.setAttribute(name, String(value));
     mark.dataset.start = String(piece.start);
@@ -229,6 +242,13 @@ function showReport(text, answer, info, self) {
         results.length + (results.length === 1 ? " source." : " sources.")
       : results.length + (results.length === 1 ? " near-duplicate" : " near-duplicates") +
         " at Jaccard ≥ " + answer.threshold + ". Choose containment to see passages.";
+  const flags = results.reduce(
+    (n, r) => n + (r.passages || []).filter((p) => p.disguised).length, 0);
+  $("flag-note").hidden = !flags;
+  $("flag-note").textContent = flags
+    ? "⚑ " + flags + " passage(s) flagged: their words held look-alike letters or invisible " +
+      "characters, folded away to find them. Hover a flag for its count."
+    : "";
   $("summary").dataset.coverage = coverage === undefined ? "" : String(coverage);
   $("summary").dataset.sources = String(results.length);
 
@@ -247,7 +267,17 @@ function showReport(text, answer, info, self) {
     row.insertCell().append(sourceLabel(info.get(r.id) && info.get(r.id).metadata));
     row.insertCell().textContent = r.containment === undefined ? "" : fmt(r.containment);
     row.insertCell().textContent = fmt(r.similarity);
-    row.insertCell().textContent = r.passages ? String(r.passages.length) : "";
+    const cell = row.insertCell();
+    cell.textContent = r.passages ? String(r.passages.length) : "";
+    const flagged = (r.passages || []).filter((p) => p.disguised);
+    if (flagged.length) {
+      const words = flagged.reduce((sum, p) => sum + p.disguised, 0);
+      const badge = flagBadge(words);
+      badge.title = flagged.length + " passage(s) flagged: " + words +
+        (words === 1 ? " word" : " words") + " held look-alike or invisible characters";
+      badge.setAttribute("aria-label", "flag: " + badge.title);
+      cell.append(" ", badge);
+    }
   }
 
   const legend = $("legend");
@@ -266,7 +296,8 @@ function showReport(text, answer, info, self) {
         number: n,
         colour,
         label: "source " + n + ": " + r.id,
-        attrs: { "data-source": r.id },
+        attrs: p.disguised ? { "data-source": r.id, "data-disguised": p.disguised } : { "data-source": r.id },
+        disguised: p.disguised || 0,
         passage: p,
       });
     }

@@ -1,0 +1,90 @@
+"""Disguised words in a containment query: per passage, how many words of the query's span
+held look-alike letters or invisible characters (issue 26's flag).
+
+Tokenizer 2 folds those away, so a disguised copy is found like a verbatim one; the kernel
+says, per word, what it folded (kernel.DISGUISED), and this module counts those words in
+each passage's query span. Ligatures, full-width forms and line-end hyphens are left out:
+PDF export and typesetting make them, not an intent to hide.
+
+Tokenizer 1 collections are never flagged. That tokenizer folds nothing: a look-alike word
+there is a different word, which a passage holds at most as an edit, never as a match the
+folding made; the flag would be a guess, and it would change their answers, which stay byte
+for byte what they were before tokenizer 2 (issue 26). Rebuilding the collection
+(`neardup rebuild`) gives it tokenizer 2, and the flag with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import numpy as np
+
+from app import kernel
+from app.index.params import Params
+from app.index.results import ContainmentResult
+
+# Above this many code points the extra kernel pass runs on a worker thread (as sketching
+# does: the kernel releases the GIL; below it the thread hop costs more).
+THREAD_TEXT_CHARS = 256 * 1024
+
+
+def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The code-point spans (starts, ends; in text order) of the text's words that held
+    look-alike or invisible characters, as the collection's tokenizer reads them; none for
+    tokenizer 1."""
+    if params.tokenizer < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # Every word its own window of one, as app.index.sketch's words layout reads them.
+    words = kernel.winnow(
+        [text],
+        shingle="word:1",
+        passage_words=1,
+        seed=params.seed,
+        tokenizer=params.tokenizer,
+        unspaced_k=1,
+        folds=True,
+    )
+    assert words.folds is not None
+    hit = (words.folds & np.uint8(kernel.DISGUISED)) != 0
+    return np.asarray(words.starts[hit], np.int64), np.asarray(words.ends[hit], np.int64)
+
+
+def count_in(starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]]) -> list[int]:
+    """How many of the words (starts, ends: both non-decreasing) overlap each [start, end)."""
+    if not len(starts) or not spans:
+        return [0] * len(spans)
+    lo = np.fromiter((s for s, _ in spans), np.int64, len(spans))
+    hi = np.fromiter((e for _, e in spans), np.int64, len(spans))
+    # Words starting before the span's end, less those ending at or before its start.
+    inside = np.searchsorted(starts, hi, "left") - np.searchsorted(ends, lo, "right")
+    return np.maximum(inside, 0).tolist()
+
+
+def flagged(params: Params, text: str, result: ContainmentResult) -> ContainmentResult:
+    """result with each source's `disguised`: per passage, the disguised words in its query
+    span (all left empty when nothing is disguised, or with tokenizer 1)."""
+    if params.tokenizer < 2 or not any(c.passages for c in result.results):
+        return result
+    starts, ends = disguised_spans(params, text)
+    if not len(starts):
+        return result
+    return replace(
+        result,
+        results=[
+            replace(
+                c,
+                disguised=tuple(
+                    count_in(starts, ends, [(p.query_start, p.query_end) for p in c.passages])
+                ),
+            )
+            for c in result.results
+        ],
+    )
+
+
+async def flag(params: Params, text: str, result: ContainmentResult) -> ContainmentResult:
+    """flagged, on a worker thread for a long text."""
+    if len(text) >= THREAD_TEXT_CHARS:
+        return await asyncio.to_thread(flagged, params, text, result)
+    return flagged(params, text, result)

@@ -1,0 +1,136 @@
+"""Containment's flag (app.index.disguise): per passage, how many words of the query's span held
+look-alike letters or invisible characters; none on a verbatim passage, none on tokenizer 1."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict
+
+import numpy as np
+import orjson
+from fastapi.testclient import TestClient
+from support import oracle
+from support.cluster import sync_client
+from support.corpus import read_corpus
+from support.disguise import disguise
+
+from app.index.disguise import count_in
+from app.store.layout import Layout
+
+DISGUISED_BITS = oracle.FOLD_CONFUSABLE | oracle.FOLD_INVISIBLE
+
+
+def _articles(n: int) -> list[str]:
+    """n articles of the corpus sharing no word trigram (a copied passage has one source)."""
+    kept: list[str] = []
+    seen: set = set()
+    for _, text in read_corpus():
+        shingles = oracle.shingles(text)
+        if len(text.split()) > 200 and not shingles & seen:
+            kept.append(text)
+            seen |= shingles
+        if len(kept) == n:
+            return kept
+    raise AssertionError("the corpus has too few unrelated articles")
+
+
+def _query() -> tuple[str, str, str]:
+    """Two sources and a query holding a disguised passage of the first and a verbatim one of
+    the second."""
+    a, b = _articles(2)
+    copied_a = " ".join(a.split()[10:90])
+    copied_b = " ".join(b.split()[20:100])
+    text = (
+        "My own opening words about quiet gardens come first.\n\n"
+        + disguise(copied_a, seed=3, rate=0.5)
+        + "\n\nThen wholly original prose about weather and rivers.\n\n"
+        + copied_b
+    )
+    return a, b, text
+
+
+def _oracle_count(text: str, start: int, end: int) -> int:
+    """Tokenizer 2's words inside [start, end) whose folds were look-alikes or invisibles."""
+    return sum(
+        1
+        for letters, flags in oracle.word_letters2(text)
+        if flags & DISGUISED_BITS and start <= letters[0][1] and letters[-1][1] < end
+    )
+
+
+def _contained(client: TestClient, prefix: str, text: str) -> list[dict]:
+    resp = client.post(
+        f"{prefix}/similar",
+        json={"text": text, "measure": "containment", "evidence": True, "threshold": 0.05},
+    )
+    assert resp.status_code == 200, resp.text
+    return resp.json()["results"]
+
+
+def test_count_in_matches_a_brute_force_count() -> None:
+    """count_in counts the words overlapping each span, as a loop over every word does."""
+    rng = random.Random(7)
+    for _ in range(200):
+        at, spans_of_words = 0, []
+        for _ in range(rng.randrange(0, 30)):
+            at += rng.randrange(1, 5)
+            length = rng.randrange(1, 6)
+            spans_of_words.append((at, at + length))
+            at += length
+        starts = np.array([s for s, _ in spans_of_words], np.int64)
+        ends = np.array([e for _, e in spans_of_words], np.int64)
+        spans = []
+        for _ in range(rng.randrange(0, 6)):
+            lo = rng.randrange(0, at + 3)
+            spans.append((lo, lo + rng.randrange(0, 25)))
+        expected = [sum(1 for s, e in spans_of_words if s < hi and e > lo) for lo, hi in spans]
+        assert count_in(starts, ends, spans) == expected
+
+
+def test_a_disguised_passage_is_flagged_and_a_verbatim_one_is_not(
+    client: TestClient,
+) -> None:
+    """On tokenizer 2 the disguised passage's answer says how many of its words were
+    disguised (the oracle's count of look-alike or invisible words in its span, more than
+    zero), and the verbatim passage's answer has no "disguised" at all."""
+    a, b, text = _query()
+    for doc_id, body in (("a", a), ("b", b)):
+        assert client.put(f"/documents/{doc_id}", json={"text": body}).status_code == 201
+    found = {r["id"]: r["passages"] for r in _contained(client, "", text)}
+    assert set(found) == {"a", "b"}
+    assert sum(p.get("disguised", 0) for p in found["a"]) >= 5
+    for p in found["a"]:
+        expected = _oracle_count(text, p["query_start"], p["query_end"])
+        assert p.get("disguised", 0) == expected
+        assert p.get("disguised", 1) > 0  # absent or a positive count, never 0
+    assert all("disguised" not in p for p in found["b"])
+    # A stored document's query has no query text of its own to flag.
+    stored = client.get("/similar/a?measure=containment&evidence=true&threshold=0.05").json()
+    assert all("disguised" not in p for r in stored["results"] for p in r["passages"])
+
+
+def test_tokenizer_1_collections_are_never_flagged(
+    settings, store_url: str, collection: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A collection on tokenizer 1 (a config without the field, as written before tokenizer
+    2) still finds the lightly disguised copy's plain stretches, and flags none of them."""
+    from app.api.app import create_app
+    from app.service.runtime import params_of
+
+    old = asdict(params_of(settings))
+    del old["tokenizer"]
+    sync_client(store_url).set(
+        Layout(collection).config, orjson.dumps(old, option=orjson.OPT_SORT_KEYS)
+    )
+    a, _ = _articles(1)[0], None
+    copied = " ".join(a.split()[10:150])
+    text = disguise(copied, seed=5, rate=0.08)
+    with TestClient(create_app(settings)) as client:
+        assert client.get(f"/collections/{collection}").json()["parameters"]["tokenizer"] == 1
+        assert client.put("/documents/a", json={"text": a}).status_code == 201
+        found = _contained(client, "", text)
+        assert [r["id"] for r in found] == ["a"] and found[0]["passages"]
+        spans = found[0]["passages"]
+        # Disguised words lie inside the found passages' spans, yet none is flagged.
+        assert any(_oracle_count(text, p["query_start"], p["query_end"]) for p in spans)
+        assert all("disguised" not in p for p in spans)
