@@ -107,7 +107,7 @@ def test_the_default_collection_is_one_resource(client: TestClient, collection: 
     described = client.get(f"/collections/{collection}").json()
     assert followed.json()["parameters"] == described["parameters"]
     assert described["defaults"] == {
-        "threshold": {"jaccard": described["parameters"]["threshold"], "containment": 0.1},
+        "threshold": {"jaccard": described["parameters"]["threshold"], "containment": 0.0},
         "limit": 10,
         "max_limit": 1000,
     }

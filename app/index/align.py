@@ -76,6 +76,8 @@ MAX_SEEDS = 1_000_000
 MAX_RUNS = 20_000
 # A pair is reported capped when repeats left more than this share of its source unseeded.
 REPEAT_SHARE = 0.1
+# ... a seed key repeating in the query counts per this many of its words (see _seeds).
+QUERY_BLOCK = 1000
 # When repeats leave a pair unseeded, at most this many of its verified anchor hits are
 # extended instead (ungapped, X-drop), each only where no extension reached yet.
 REPEAT_HITS = 16
@@ -263,7 +265,12 @@ def _seeds(
     in_query = hi - lo
     _, inverse, counts = np.unique(s_keys, return_inverse=True, return_counts=True)
     in_source = counts[inverse]
-    repeats = (in_query > MAX_OCC) | (in_source > MAX_OCC)
+    # A long text repeats common word pairs ("of the") in proportion to its length: the
+    # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
+    # a thesis is seeded as its chapters would be, while a text of one repeated sentence
+    # (thousands of each key, whatever its length) still is not. MAX_SEEDS bounds the rest.
+    q_bound = MAX_OCC * max(1, len(query.hashes) // QUERY_BLOCK)
+    repeats = (in_query > q_bound) | (in_source > MAX_OCC)
     capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
     keep = (in_query > 0) & ~repeats
     s_pos = np.flatnonzero(keep)
