@@ -578,18 +578,16 @@ def _containment(server: Server, body: dict) -> dict:
     return answer.json()
 
 
-def test_a_chosen_pdf_is_checked_and_marked_at_the_api_offsets(
-    page: Page, server: Server, tmp_path: Path
-) -> None:
-    """Choosing a PDF (articles of the stored corpus as an essay) checks it: the text box
-    holds the API's extracted text, and the marks cover exactly the characters of the API's
-    passages for that file, each for its best-ranked source, slicing the extracted text."""
-    page.goto(server.url + "/ui/")
-    page.locator("#title", has_text="against").wait_for()
-    page.set_input_files("#file", str(FORMATS / "essay.pdf"))
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def _marks_are_the_api_passages(page: Page, server: Server, name: str, kind: str) -> None:
+    """The checked file's text box holds the API's extracted text, and the marks cover
+    exactly the characters of the API's passages for that file, each for its best-ranked
+    source, every mark inside one of its source's passages and slicing the extracted text."""
     page.locator("#summary").filter(has_text="of the text was found").wait_for()
-    data = base64.b64encode((FORMATS / "essay.pdf").read_bytes()).decode()
-    api = _containment(server, {"content_type": PDF, "data": data, "return_text": True})
+    data = base64.b64encode((FORMATS / name).read_bytes()).decode()
+    api = _containment(server, {"content_type": kind, "data": data, "return_text": True})
     text = api["text"]
     assert page.get_by_label("Text to check").input_value() == text
     assert re.search(r"/ui/checks/[A-Za-z0-9_-]+$", page.url)  # kept, with its link
@@ -610,7 +608,39 @@ def test_a_chosen_pdf_is_checked_and_marked_at_the_api_offsets(
         assert any(s == source and ps <= a and b <= pe for s, ps, pe in passages)
         marked.update((i, source) for i in range(a, b))
     assert marked == best
+
+
+def test_a_chosen_pdf_is_checked_and_marked_at_the_api_offsets(
+    page: Page, server: Server, tmp_path: Path
+) -> None:
+    """Choosing a PDF (stored corpus articles as an essay) checks it at once, and the page
+    marks the API's passages for that file at the offsets of the extracted text."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    page.set_input_files("#file", str(FORMATS / "essay.pdf"))
+    _marks_are_the_api_passages(page, server, "essay.pdf", PDF)
     page.screenshot(path=str(tmp_path / "ui-pdf.png"), full_page=True)
+
+
+def test_a_dropped_docx_is_checked_and_marked_at_the_api_offsets(
+    page: Page, server: Server
+) -> None:
+    """A DOCX dropped on the text box (with no type, as browsers often give) is checked
+    as DOCX, and the page marks the API's passages for that file."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    data = base64.b64encode((FORMATS / "essay.docx").read_bytes()).decode()
+    page.evaluate(
+        """([data, name]) => {
+            const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+            const drop = new DataTransfer();
+            drop.items.add(new File([bytes], name));
+            document.getElementById("text").dispatchEvent(
+                new DragEvent("drop", { dataTransfer: drop, bubbles: true, cancelable: true }));
+        }""",
+        [data, "essay.docx"],
+    )
+    _marks_are_the_api_passages(page, server, "essay.docx", DOCX)
 
 
 def test_a_refused_file_says_the_api_detail(page: Page, server: Server) -> None:
@@ -631,8 +661,9 @@ def test_a_refused_file_says_the_api_detail(page: Page, server: Server) -> None:
 
 def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_path: Path) -> None:
     """With "exclude quotes" on, a quoted copy is greyed with reason quote at the API's
-    excluded span and holds no mark, while an unquoted copy of the same source is marked;
-    with it off, the quoted copy is marked too."""
+    excluded span and holds no mark, while an unquoted copy of the same source is marked
+    (axe finds no serious violation, the check's link shows the same); with the filter off,
+    the quoted copy is marked too."""
     words = [f"qu{i}{'bcdfghjklmnpqrstvwz'[i % 19]}te" for i in range(90)]
     put = httpx.put(
         server.url + "/documents/quote-source", json={"text": " ".join(words)}, headers=WRITE
@@ -666,16 +697,20 @@ def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_p
         }
         quote = [g for g in grey if g[0] == "quote" and g[1] <= qs and qe <= g[2]]
         assert len(quote) == 1  # the quoted copy, whole, is greyed as a quote
-        reason, start, end, shown, title = quote[0]
+        _, start, end, shown, title = quote[0]
         assert shown == text[start:end] and "quotation" in title
         marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
         marked = {i for _, a, b, _ in marks for i in range(int(a), int(b))}
         assert not marked & set(range(qs, qe))  # the quote is no passage
         assert set(range(text.index(words[50]), text.index(words[85]))) <= marked
+        assert qe <= min(marked) and max(marked) < pe  # between the quote and the copy's end
         assert {s for s, *_ in marks} == {"quote-source"}
         legend = page.locator("#excluded-legend")
         assert legend.is_visible() and "quotation" in legend.inner_text()
         page.screenshot(path=str(tmp_path / "ui-excluded.png"), full_page=True)
+        report = page.url
+        found = Axe().run(page).response["violations"]  # greyed spans read and contrast too
+        assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
 
         page.goto(server.url + "/ui/")  # the same text with the filter off
         page.locator("#title", has_text="against").wait_for()
@@ -684,5 +719,13 @@ def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_p
         marked = {i for _, a, b, _ in marks for i in range(int(a), int(b))}
         assert marked & set(range(qs, qe))
         assert page.locator("#checked .excluded").count() == 0
+        page.goto(report)  # the check with the filter on, reopened from its link
+        page.locator("#checked .excluded").first.wait_for()
+        again = page.eval_on_selector_all(
+            "#checked .excluded",
+            "es => es.map(e => [e.dataset.reason, +e.dataset.start, +e.dataset.end, "
+            "e.textContent, e.title])",
+        )
+        assert again == grey
     finally:
         httpx.delete(server.url + "/documents/quote-source", headers=WRITE)

@@ -9,7 +9,7 @@ const KEY_STORE = "neardup.key";
 // service's own, which the routes without /collections/{name} read.
 const CHOSEN_STORE = "neardup.collection";
 const COLOURS = 8; // .src-0 .. .src-7 in style.css; the visible number tells sources apart
-const state = { report: null, marks: [], current: -1, pending: null, collection: null, thresholdEdited: false, file: null };
+const state = { report: null, marks: [], current: -1, pending: null, collection: null, thresholdEdited: false };
 // Results the page lists: its own choice, within the API's max_limit (GET /collections/{name}).
 const SHOWN = 50;
 
