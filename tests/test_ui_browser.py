@@ -9,6 +9,7 @@ README's screenshots there (`make screenshots`).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -155,8 +156,9 @@ def pasted(corpus: dict[str, str]) -> tuple[str, dict[str, str]]:
     return text, copied
 
 
-def _check(page: Page, server: Server, text: str) -> None:
-    page.goto(server.url + "/ui/")
+def _check(page: Page, server: Server, text: str, goto: bool = True) -> None:
+    if goto:
+        page.goto(server.url + "/ui/")
     page.get_by_label("Text to check").fill(text)
     page.get_by_role("button", name="Check").click()
     page.locator("#summary").filter(has_text="of the text was found").wait_for()
@@ -562,3 +564,168 @@ def test_the_collection_chooser_routes_the_page_to_the_chosen_collection(
     page.locator("#summary").filter(has_text="of the text was found").wait_for()
     assert "only-there" in page.locator("#sources").inner_text()
     assert any(u == f"{server.url}/collections/{name}/checks" for u in requests_seen)
+
+
+FORMATS = Path(__file__).resolve().parent / "data" / "formats"
+PDF = "application/pdf"
+
+
+def _containment(server: Server, body: dict) -> dict:
+    """The API's own containment answer for a body (the reference the page is held to)."""
+    query = {**body, "measure": "containment", "evidence": True, "limit": 50}
+    answer = httpx.post(server.url + "/similar", json=query, headers=READ)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def _marks_are_the_api_passages(page: Page, server: Server, name: str, kind: str) -> None:
+    """The checked file's text box holds the API's extracted text, and the marks cover
+    exactly the characters of the API's passages for that file, each for its best-ranked
+    source, every mark inside one of its source's passages and slicing the extracted text."""
+    page.locator("#summary").filter(has_text="of the text was found").wait_for()
+    data = base64.b64encode((FORMATS / name).read_bytes()).decode()
+    api = _containment(server, {"content_type": kind, "data": data, "return_text": True})
+    text = api["text"]
+    assert page.get_by_label("Text to check").input_value() == text
+    assert re.search(r"/ui/checks/[A-Za-z0-9_-]+$", page.url)  # kept, with its link
+    passages = {
+        (r["id"], p["query_start"], p["query_end"]) for r in api["results"] for p in r["passages"]
+    }
+    assert passages  # the essay holds stored articles
+    best: dict[int, str] = {}  # each character's best-ranked source, from the API alone
+    for r in api["results"]:
+        for p in r["passages"]:
+            for i in range(p["query_start"], p["query_end"]):
+                best.setdefault(i, r["id"])
+    marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
+    marked: dict[int, str] = {}
+    for source, start, end, shown in marks:
+        a, b = int(start), int(end)
+        assert shown == text[a:b]  # the offsets refer to the extracted text
+        assert any(s == source and ps <= a and b <= pe for s, ps, pe in passages)
+        marked.update((i, source) for i in range(a, b))
+    assert marked == best
+
+
+def test_a_chosen_pdf_is_checked_and_marked_at_the_api_offsets(
+    page: Page, server: Server, tmp_path: Path
+) -> None:
+    """Choosing a PDF (stored corpus articles as an essay) checks it at once, and the page
+    marks the API's passages for that file at the offsets of the extracted text."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    page.set_input_files("#file", str(FORMATS / "essay.pdf"))
+    _marks_are_the_api_passages(page, server, "essay.pdf", PDF)
+    page.screenshot(path=str(tmp_path / "ui-pdf.png"), full_page=True)
+
+
+def test_a_dropped_docx_is_checked_and_marked_at_the_api_offsets(
+    page: Page, server: Server
+) -> None:
+    """A DOCX dropped on the text box (with no type, as browsers often give) is checked
+    as DOCX, and the page marks the API's passages for that file."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    data = base64.b64encode((FORMATS / "essay.docx").read_bytes()).decode()
+    page.evaluate(
+        """([data, name]) => {
+            const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+            const drop = new DataTransfer();
+            drop.items.add(new File([bytes], name));
+            document.getElementById("text").dispatchEvent(
+                new DragEvent("drop", { dataTransfer: drop, bubbles: true, cancelable: true }));
+        }""",
+        [data, "essay.docx"],
+    )
+    _marks_are_the_api_passages(page, server, "essay.docx", DOCX)
+
+
+def test_a_refused_file_says_the_api_detail(page: Page, server: Server) -> None:
+    """An encrypted PDF chosen is not checked: the page says the API's 422 detail."""
+    data = base64.b64encode((FORMATS / "encrypted.pdf").read_bytes()).decode()
+    body = {"content_type": PDF, "data": data, "measure": "containment"}
+    refused = httpx.post(server.url + "/similar", json=body, headers=READ)
+    assert refused.status_code == 422
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    page.set_input_files("#file", str(FORMATS / "encrypted.pdf"))
+    status = page.locator("#status.alarm")
+    status.wait_for()
+    assert refused.json()["detail"] in status.inner_text()
+    assert "encrypted.pdf" in status.inner_text()
+    assert page.locator("#report").is_hidden()
+
+
+def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_path: Path) -> None:
+    """With "exclude quotes" on, a quoted copy is greyed with reason quote at the API's
+    excluded span and holds no mark, while an unquoted copy of the same source is marked
+    (axe finds no serious violation, the check's link shows the same); with the filter off,
+    the quoted copy is marked too."""
+    words = [f"qu{i}{'bcdfghjklmnpqrstvwz'[i % 19]}te" for i in range(90)]
+    put = httpx.put(
+        server.url + "/documents/quote-source", json={"text": " ".join(words)}, headers=WRITE
+    )
+    assert put.status_code in (200, 201), put.text
+    quoted = " ".join(words[0:35])
+    plain = " ".join(words[45:90])
+    text = (
+        "My own opening sentence about rivers and hills.\n\nAs the author wrote, \u201c"
+        + quoted
+        + ",\u201d and that was all.\n\nA paragraph of my own about the weather in spring.\n\n"
+        + plain
+        + "\n\nMy own closing words."
+    )
+    qs = text.index(quoted)
+    qe, ps = qs + len(quoted), text.index(plain)
+    pe = ps + len(plain)
+    try:
+        page.goto(server.url + "/ui/")
+        page.locator("#title", has_text="against").wait_for()
+        page.get_by_label("Exclude quotes").check()
+        _check(page, server, text, goto=False)
+        api = _containment(server, {"text": text, "exclude": {"quotes": True}})
+        grey = page.eval_on_selector_all(
+            "#checked .excluded",
+            "es => es.map(e => [e.dataset.reason, +e.dataset.start, +e.dataset.end, "
+            "e.textContent, e.title])",
+        )
+        assert {(r, a, b) for r, a, b, *_ in grey} == {
+            (e["reason"], e["query_start"], e["query_end"]) for e in api["excluded"]
+        }
+        quote = [g for g in grey if g[0] == "quote" and g[1] <= qs and qe <= g[2]]
+        assert len(quote) == 1  # the quoted copy, whole, is greyed as a quote
+        _, start, end, shown, title = quote[0]
+        assert shown == text[start:end] and "quotation" in title
+        marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
+        marked = {i for _, a, b, _ in marks for i in range(int(a), int(b))}
+        assert not marked & set(range(qs, qe))  # the quote is no passage
+        assert set(range(text.index(words[50]), text.index(words[85]))) <= marked
+        assert qe <= min(marked) and max(marked) < pe  # between the quote and the copy's end
+        assert {s for s, *_ in marks} == {"quote-source"}
+        legend = page.locator("#excluded-legend")
+        assert legend.is_visible() and "quotation" in legend.inner_text()
+        page.screenshot(path=str(tmp_path / "ui-excluded.png"), full_page=True)
+        report = page.url
+        found = Axe().run(page).response["violations"]  # greyed spans read and contrast too
+        assert [v["id"] for v in found if v["impact"] in ("serious", "critical")] == []
+
+        page.goto(server.url + "/ui/")  # the same text with the filter off
+        page.locator("#title", has_text="against").wait_for()
+        _check(page, server, text, goto=False)
+        marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
+        marked = {i for _, a, b, _ in marks for i in range(int(a), int(b))}
+        assert marked & set(range(qs, qe))
+        assert page.locator("#checked .excluded").count() == 0
+        page.goto(report)  # the check with the filter on, reopened from its link
+        page.locator("#checked .excluded").first.wait_for()
+        again = page.eval_on_selector_all(
+            "#checked .excluded",
+            "es => es.map(e => [e.dataset.reason, +e.dataset.start, +e.dataset.end, "
+            "e.textContent, e.title])",
+        )
+        assert again == grey
+    finally:
+        httpx.delete(server.url + "/documents/quote-source", headers=WRITE)

@@ -460,7 +460,8 @@ async function loadCollections() {
 
 async function checkText() {
   const text = $("text").value;
-  if (!text.trim()) {
+  const file = state.file; // a chosen PDF, DOCX or ODT is sent instead of the text (files in)
+  if (!file && !text.trim()) {
     say("Paste or type a text to check first.", true);
     $("text").focus();
     return;
@@ -477,12 +478,18 @@ async function checkText() {
     $("threshold").focus();
     return;
   }
-  say("Checking…");
-  const query = { text, limit: shown(), measure };
+  const exclude = measure === "containment" ? chosenExclusions() : null; // exclusions, below
+  if (exclude === false) return;
+  say(file ? "Checking " + file.name + "…" : "Checking…");
+  const query = file ? { ...file.body, limit: shown(), measure } : { text, limit: shown(), measure };
   if (threshold > 0) query.threshold = threshold;
   if (measure === "containment") query.evidence = true;
-  await showStored(await saveCheck(query)); // stored checks, below
-  say("Checked " + codePoints(text).length + " characters.");
+  if (exclude) query.exclude = exclude;
+  const made = await saveCheck(query); // stored checks, below
+  if (file) fileChecked(made.answer);
+  await showStored(made);
+  say("Checked " + (file ? file.name + ": " : "") +
+    codePoints(made.answer.text || text).length + " characters.");
 }
 
 async function showDocument(id) {
@@ -698,9 +705,176 @@ async function showStored(check) {
     list.append(item);
   }
   box.hidden = false;
+  showExcluded(answer.text, answer.excluded); // exclusions, below
 }
 
 window.addEventListener("popstate", () => location.reload()); // Back leaves a check's URL
+
+// --------------------------------------------------- files in: PDF, DOCX and ODT
+// A PDF, DOCX or ODT file is not read here: its bytes go to the service (base64 in `data`,
+// with its content_type and return_text), which extracts the text; the answer's `text`
+// then fills the text box, and every offset of the answer refers to that text.
+
+const FILE_TYPES = {
+  pdf: "application/pdf",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  odt: "application/vnd.oasis.opendocument.text",
+};
+
+// The content_type of a file the service extracts, by its name (browsers often give no
+// type for DOCX and ODT), or null.
+function fileType(file) {
+  const m = /\.([a-z]+)$/i.exec(file.name);
+  const byName = m ? FILE_TYPES[m[1].toLowerCase()] : undefined;
+  if (byName) return byName;
+  return Object.values(FILE_TYPES).includes(file.type) ? file.type : null;
+}
+
+function base64Of(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result); // data:TYPE;base64,DATA
+      resolve(url.slice(url.indexOf(",") + 1));
+    };
+    reader.onerror = () => reject(new Error("could not read " + file.name));
+    reader.readAsDataURL(file);
+  });
+}
+
+// Reads a chosen or dropped file and checks it at once (its text is the service's to
+// extract); a file the service refuses says the API's 422 detail.
+async function checkFile(file) {
+  const content_type = fileType(file);
+  say("Reading " + file.name + "…");
+  const data = await base64Of(file);
+  $("text").value = "";
+  state.file = { name: file.name, body: { content_type, data, return_text: true } };
+  try {
+    await checkText();
+  } catch (err) {
+    state.file = null;
+    if (err instanceof ApiError && err.status === 422) {
+      say(file.name + " could not be checked: " + err.message, true);
+      return;
+    }
+    throw err;
+  }
+}
+
+// After a file's check: the extracted text is the checked text, in the box to read or edit.
+function fileChecked(answer) {
+  state.file = null;
+  if (typeof answer.text === "string") $("text").value = answer.text;
+}
+
+// ----------------------------------------------- exclusions: quotes, bibliography, short
+// The check view's three filters become containment's `exclude`; the spans the answer's
+// `excluded` lists are greyed in the checked text with their reason, apart from the marks.
+
+const REASONS = {
+  quote: "inside quotation marks (exclude quotes)",
+  bibliography: "in the bibliography (exclude bibliography)",
+  short: "a match shorter than the least words (exclude matches under N words)",
+};
+
+function wireExclusions() {
+  const sync = () => {
+    const off = $("m-jaccard").checked;
+    for (const id of ["ex-quotes", "ex-bibliography", "ex-short", "ex-words"]) $(id).disabled = off;
+  };
+  for (const radio of document.querySelectorAll("input[name=measure]")) {
+    radio.addEventListener("change", sync);
+  }
+  $("ex-words").addEventListener("input", () => ($("ex-short").checked = true));
+  sync();
+}
+
+// The `exclude` of the chosen filters: null with none, false (said) when N is not a number.
+function chosenExclusions() {
+  const exclude = {};
+  if ($("ex-quotes").checked) exclude.quotes = true;
+  if ($("ex-bibliography").checked) exclude.bibliography = true;
+  if ($("ex-short").checked) {
+    const n = Number($("ex-words").value);
+    if (!(Number.isInteger(n) && n >= 1 && n <= 100000)) {
+      say("Exclude matches under N words: N is a whole number from 1 to 100000.", true);
+      $("ex-words").focus();
+      return false;
+    }
+    exclude.min_words = n;
+  }
+  return Object.keys(exclude).length ? exclude : null;
+}
+
+function excludedSpan(text, s) {
+  const span = el("span", "excluded", text);
+  span.dataset.reason = s.reason;
+  span.dataset.start = String(s.start);
+  span.dataset.end = String(s.end);
+  span.title = "Set aside, not counted: " + (REASONS[s.reason] || s.reason);
+  return span;
+}
+
+// Greys the excluded spans ({query_start, query_end, reason}) in the checked text that
+// markText wrote into box: only its plain text is touched (a passage's mark never holds an
+// excluded span), each excluded stretch a <span class="excluded">, its reason before it.
+function greyExcluded(box, excluded) {
+  const spans = excluded
+    .map((e) => ({ start: e.query_start, end: e.query_end, reason: e.reason }))
+    .sort((a, b) => a.start - b.start);
+  let at = 0;
+  for (const node of [...box.childNodes]) {
+    if (node.nodeType === Node.ELEMENT_NODE && node.tagName === "MARK") {
+      at = +node.dataset.end;
+      continue;
+    }
+    if (node.nodeType !== Node.TEXT_NODE) continue; // a badge: not part of the text
+    const cps = codePoints(node.data);
+    const from = at;
+    const to = at + cps.length;
+    at = to;
+    const inside = spans.filter((s) => s.start < to && from < s.end);
+    if (!inside.length) continue;
+    const out = document.createDocumentFragment();
+    let i = from;
+    for (const s of inside) {
+      const a = Math.max(s.start, i);
+      const b = Math.min(s.end, to);
+      if (b <= a) continue;
+      if (a > i) out.append(cps.slice(i - from, a - from).join(""));
+      if (a === s.start) {
+        const why = el("span", "exwhy", s.reason);
+        why.setAttribute("aria-hidden", "true");
+        out.append(why);
+      }
+      out.append(excludedSpan(cps.slice(a - from, b - from).join(""), s));
+      i = b;
+    }
+    if (i < to) out.append(cps.slice(i - from).join(""));
+    node.replaceWith(out);
+  }
+}
+
+// The greyed spans and the legend of their reasons, for a check's answer.
+function showExcluded(text, excluded) {
+  const list = Array.isArray(excluded) ? excluded : [];
+  $("excluded-box").hidden = !list.length;
+  const legend = $("excluded-legend");
+  legend.replaceChildren();
+  if (!list.length) return;
+  if (typeof text === "string") greyExcluded($("checked"), list);
+  $("excluded-note").textContent =
+    list.length + " span(s) of the text set aside by the filters, greyed below: they are no " +
+    "passage and count neither in a source's containment nor in the coverage.";
+  const counts = new Map();
+  for (const e of list) counts.set(e.reason, (counts.get(e.reason) || 0) + 1);
+  for (const [reason, n] of counts) {
+    const item = el("li");
+    item.append(el("span", "excluded", reason), " " + (REASONS[reason] || reason) + ": " + n);
+    legend.append(item);
+  }
+}
 
 // ----------------------------------------------------------- wiring, start
 
@@ -725,8 +899,9 @@ function downloadJson() {
 
 async function readFile(file) {
   if (!file) return;
+  if (fileType(file)) return guarded(() => checkFile(file)); // files in, below
   if (!(file.type === "text/plain" || /\.txt$/i.test(file.name))) {
-    say("Only .txt files can be read here: " + file.name + " is not one.", true);
+    say("Only .txt, .pdf, .docx and .odt files can be read here: " + file.name + " is none.", true);
     return;
   }
   $("text").value = await file.text();
@@ -769,8 +944,13 @@ function start() {
       $("threshold").value = String(defaultThreshold(state.collection));
     });
   }
-  $("file").addEventListener("change", (e) => readFile(e.target.files[0]));
+  $("file").addEventListener("change", (e) => {
+    readFile(e.target.files[0]);
+    e.target.value = ""; // choosing the same file again is a change too
+  });
   const area = $("text");
+  area.addEventListener("input", () => (state.file = null)); // typed text replaces a file
+  wireExclusions(); // exclusions, below
   area.addEventListener("dragover", (e) => {
     e.preventDefault();
     area.classList.add("drop");
