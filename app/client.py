@@ -13,7 +13,7 @@ The CLI's ``--url`` tools use it; so can any program::
 
     asyncio.run(main())
 
-Every method is one documented API call (see the README's API table) and returns
+Every method is one documented API call (docs/api.md lists them) and returns
 the JSON answer as the TypedDicts below describe it. A 503 or 429 (Redis away, a
 failover, a rate limit) is tried again after its Retry-After, up to ``retries``
 times, for every call that is safe to repeat: all but an ingest that lets the
@@ -334,7 +334,7 @@ class Client:
     ) -> dict[str, Any]:
         """Near-duplicates of a stored document (GET /similar/{id}, find_similar) or of a
         text (POST /similar, find_similar_to_text), or of a file's text (file: its bytes,
-        content_type: application/pdf, DOCX's or ODT's); see the README for the answer's
+        content_type: application/pdf, DOCX's or ODT's); see docs/api.md for the answer's
         shape (Similar for Jaccard; containment adds passages and coverage, and with
         exclude {quotes, bibliography, min_words} the spans set aside)."""
         options = {"threshold": threshold, "limit": limit, "measure": measure,

@@ -24,7 +24,7 @@ is from the mean, against issue #15's targets (±25% and ±15%).
 
 On a machine with few cores the cluster's six servers, their replication and the client
 share the same cores, so the cluster figures here show the cost of the cluster protocol,
-not the gain of more machines; the README's deployment section does that arithmetic.
+not the gain of more machines; docs/deployment.md does that arithmetic.
 
     python bench/cluster.py [--docs 20000 | --quick] [--json bench/out/cluster.json]
 """

@@ -29,7 +29,7 @@ __all__ = [
 
 
 class Settings(BaseSettings):
-    """Everything the service can be configured with; see the README's table."""
+    """Everything the service can be configured with; docs/configuration.md lists them."""
 
     model_config = SettingsConfigDict(env_prefix="NEARDUP_", extra="ignore", frozen=True)
 

@@ -12,8 +12,8 @@ dropped the page's own link lists, so two thin pages of one site were their temp
 A page without such markers goes to resiliparse's main-content extraction (a C++ DOM
 parser with boilerplate heuristics), which drops navigation, footers, cookie banners
 and asides, so two pages of one site do not share their template's shingles, and one
-article under two templates keeps the same text. It was chosen by measuring (README,
-"HTML in"): trafilatura kept mirrors a little closer but extracted about 7x slower;
+article under two templates keeps the same text. It was chosen by measuring (docs/html.md and
+the figures of round one): trafilatura kept mirrors a little closer but extracted about 7x slower;
 inscriptis keeps the boilerplate.
 
 The page arrives as a str (the API body is JSON), so its bytes were already decoded:
