@@ -91,6 +91,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/passages.py
 	$(BIN)/python bench/hotband.py
 	$(BIN)/python bench/html_in.py
+	$(BIN)/python bench/alignment.py
+	$(BIN)/python bench/sources.py
+	$(BIN)/python bench/templates.py
+	$(BIN)/python bench/languages.py
+	$(BIN)/python bench/formats.py
 	$(BIN)/python bench/issue.py
 
 clean:
