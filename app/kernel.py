@@ -66,7 +66,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -499,10 +499,13 @@ def winnow(
     return Winnowed(h, s, e, sel_offsets, window, f if folds else None)
 
 
-def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
+def pack_layouts(anchors: Winnowed, words: Winnowed, bits: int = 0) -> list[bytes]:
     """Each text's passage layout, byte for byte what app.index.passages.Layout.pack makes
     of it, in one C call: from its anchors (:func:`winnow` of the passage shingle) and its
-    words (:func:`winnow` with ``word:1`` and one word a window) of the same n texts."""
+    words (:func:`winnow` with ``word:1`` and one word a window) of the same n texts.
+    bits 0: format 1 (4-bit word hashes); 4 to 16: format 3 with that many bits a word."""
+    if bits and not lib.ND_LAYOUT_BITS_MIN <= bits <= lib.ND_LAYOUT_BITS_MAX:
+        raise InvalidParameterError(f"word hashes of {bits} bits; expected 0, or 4 to 16")
     n = len(anchors.offsets) - 1
     if n < 0 or len(words.offsets) != n + 1:
         raise InvalidParameterError("anchors and words must be of the same texts")
@@ -516,11 +519,7 @@ def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
     a_count, w_count = len(a_hashes), len(w_hashes)
     if len(a_starts) != a_count or len(w_starts) != w_count or len(w_ends) != w_count:
         raise InvalidParameterError("hashes, starts and ends must be of the same length")
-    # ND_LAYOUT_MAX summed over the texts, rounded up: 12 + 8 an anchor + 9.5 a word.
-    cap = 13 * n + 8 * a_count + 10 * w_count
-    out = np.empty(cap, dtype=np.uint8)
-    out_offsets = np.zeros(n + 1, dtype=np.uint64)
-    rc = lib.nd_layout_pack_batch(
+    inputs = (
         ffi.from_buffer("uint64_t[]", a_hashes),
         ffi.from_buffer("int64_t[]", a_starts),
         a_count,
@@ -531,12 +530,26 @@ def pack_layouts(anchors: Winnowed, words: Winnowed) -> list[bytes]:
         w_count,
         ffi.from_buffer("uint64_t[]", w_offs),
         n,
-        ffi.from_buffer("uint8_t[]", out, require_writable=True),
-        cap,
-        ffi.from_buffer("uint64_t[]", out_offsets, require_writable=True),
     )
+    out_offsets = np.zeros(n + 1, dtype=np.uint64)
+    outputs = (ffi.from_buffer("uint64_t[]", out_offsets, require_writable=True),)
+    if bits:
+        # ND_LAYOUT3_MAX summed over the texts: 20 + 8 an anchor + 12 a word.
+        cap = 20 * n + 8 * a_count + 12 * w_count
+        out = np.empty(cap, dtype=np.uint8)
+        buf = ffi.from_buffer("uint8_t[]", out, require_writable=True)
+        rc = lib.nd_layout_pack3_batch(*inputs, bits, buf, cap, *outputs)
+    else:
+        # ND_LAYOUT_MAX summed over the texts, rounded up: 12 + 8 an anchor + 9.5 a word.
+        cap = 13 * n + 8 * a_count + 10 * w_count
+        out = np.empty(cap, dtype=np.uint8)
+        buf = ffi.from_buffer("uint8_t[]", out, require_writable=True)
+        rc = lib.nd_layout_pack_batch(*inputs, buf, cap, *outputs)
     if rc == lib.ND_E_ARG:
-        raise InvalidParameterError("offsets must be non-decreasing and within the arrays")
+        raise InvalidParameterError(
+            "offsets must be non-decreasing and within the arrays"
+            + (f", and a text under {lib.ND_LAYOUT_HASHED:,} words" if bits else "")
+        )
     if rc != lib.ND_OK:  # pragma: no cover - cap is the documented bound
         raise KernelError(f"packing passage layouts failed (code {rc})")
     raw = out[: int(out_offsets[n])].tobytes()

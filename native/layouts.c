@@ -252,3 +252,149 @@ ND_EXPORT int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t 
     return ND_OK;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Passage layouts packed from winnow outputs (format 3, see neardup.h) */
+
+/* One text's format 3 layout into out (room for ND_LAYOUT3_MAX bytes); the bytes written.
+ * Arithmetic on spans in uint64 and comparisons on its int64 reading, as numpy's int64
+ * wraps and compares, so any input packs as Layout.pack packs it. */
+static uint64_t layout3_pack(const uint64_t *a_hashes, const int64_t *a_starts, uint64_t na,
+                             const uint64_t *w_hashes, const int64_t *w_starts,
+                             const int64_t *w_ends, uint64_t nw, unsigned bits, uint8_t *out) {
+    uint8_t *p = out + ND_LAYOUT_HEAD + 4;
+    for (uint64_t j = 0; j < na; j++, p += 4) store_le32(p, (uint32_t)a_hashes[j]);
+    /* anchor words as one-byte steps when every step is in [0, 256) */
+    unsigned kind = bits | ND_LAYOUT_STEPS;
+    uint64_t prev = 0;
+    for (uint64_t j = 0; j < na; j++) {
+        uint64_t w = first_at_or_after(w_starts, nw, a_starts[j]);
+        if (w < prev || w - prev > 255) {
+            kind = bits;
+            break;
+        }
+        p[j] = (uint8_t)(w - prev);
+        prev = w;
+    }
+    if (kind & ND_LAYOUT_STEPS) {
+        p += na;
+    } else {
+        int wide = nw >= 65536;
+        for (uint64_t j = 0; j < na; j++) {
+            uint64_t w = first_at_or_after(w_starts, nw, a_starts[j]);
+            if (wide) {
+                store_le32(p, (uint32_t)w);
+                p += 4;
+            } else {
+                p[0] = (uint8_t)w;
+                p[1] = (uint8_t)(w >> 8);
+                p += 2;
+            }
+        }
+    }
+    /* word hashes: the low `bits` bits of each, least significant first, little-endian */
+    uint64_t mask = (1u << bits) - 1;
+    if (bits == 8) {
+        for (uint64_t j = 0; j < nw; j++) p[j] = (uint8_t)w_hashes[j];
+        p += nw;
+    } else if (bits == 16) {
+        for (uint64_t j = 0; j < nw; j++, p += 2) {
+            p[0] = (uint8_t)w_hashes[j];
+            p[1] = (uint8_t)(w_hashes[j] >> 8);
+        }
+    } else {
+        uint64_t acc = 0;
+        unsigned held = 0;
+        for (uint64_t j = 0; j < nw; j++) {
+            acc |= (w_hashes[j] & mask) << held;
+            held += bits;
+            while (held >= 8) {
+                *p++ = (uint8_t)acc;
+                acc >>= 8;
+                held -= 8;
+            }
+        }
+        if (held) *p++ = (uint8_t)acc;
+    }
+    /* the spans: count first (the gap overflow values come before the length ones) */
+    uint64_t odd = 0, big_gaps = 0, big_lens = 0, prev_end = 0;
+    for (uint64_t j = 0; j < nw; j++) {
+        uint64_t gap = (uint64_t)w_starts[j] - prev_end;
+        uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
+        if (gap != 1) {
+            odd++;
+            big_gaps += (int64_t)gap >= 15;
+        }
+        big_lens += (int64_t)len >= 15;
+        prev_end = (uint64_t)w_ends[j];
+    }
+    uint8_t *lens = p, *bitmap = lens + (nw + 1) / 2, *gap_nibbles = bitmap + (nw + 7) / 8;
+    uint8_t *gap_values = gap_nibbles + (odd + 1) / 2, *len_values = gap_values + 4 * big_gaps;
+    memset(lens, 0, (uint64_t)(gap_values - lens));
+    uint64_t e = 0;
+    prev_end = 0;
+    for (uint64_t j = 0; j < nw; j++) {
+        uint64_t gap = (uint64_t)w_starts[j] - prev_end;
+        uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
+        unsigned len4 = (unsigned)len & 15u;
+        if ((int64_t)len >= 15) {
+            len4 = 15;
+            store_le32(len_values, (uint32_t)len);
+            len_values += 4;
+        }
+        lens[j / 2] |= (uint8_t)(j % 2 ? len4 : len4 << 4);
+        if (gap != 1) {
+            unsigned gap4 = (unsigned)gap & 15u;
+            if ((int64_t)gap >= 15) {
+                gap4 = 15;
+                store_le32(gap_values, (uint32_t)gap);
+                gap_values += 4;
+            }
+            bitmap[j / 8] |= (uint8_t)(1u << (j % 8));
+            gap_nibbles[e / 2] |= (uint8_t)(e % 2 ? gap4 : gap4 << 4);
+            e++;
+        }
+        prev_end = (uint64_t)w_ends[j];
+    }
+    store_le32(out, (uint32_t)na);
+    store_le32(out + 4, (uint32_t)nw | ND_LAYOUT_HASHED);
+    store_le32(out + 8, (uint32_t)(big_gaps + big_lens));
+    store_le32(out + ND_LAYOUT_HEAD, kind);
+    return (uint64_t)(len_values - out);
+}
+
+ND_EXPORT int nd_layout_pack3_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
+                                    uint64_t anchor_count, const uint64_t *anchor_offsets,
+                                    const uint64_t *word_hashes, const int64_t *word_starts,
+                                    const int64_t *word_ends, uint64_t word_count,
+                                    const uint64_t *word_offsets, size_t n, unsigned bits,
+                                    uint8_t *out, uint64_t out_cap, uint64_t *out_offsets) {
+    if (out_offsets == NULL) return ND_E_ARG;
+    out_offsets[0] = 0;
+    if (bits < ND_LAYOUT_BITS_MIN || bits > ND_LAYOUT_BITS_MAX) return ND_E_ARG;
+    if (n == 0) return ND_OK;
+    if (anchor_offsets == NULL || word_offsets == NULL) return ND_E_ARG;
+    if ((anchor_count && (anchor_hashes == NULL || anchor_starts == NULL)) ||
+        (word_count && (word_hashes == NULL || word_starts == NULL || word_ends == NULL)))
+        return ND_E_ARG;
+    if (anchor_offsets[n] > anchor_count || word_offsets[n] > word_count) return ND_E_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (anchor_offsets[i + 1] < anchor_offsets[i] || word_offsets[i + 1] < word_offsets[i])
+            return ND_E_ARG;
+        /* the word count shares its u32 with the format flags */
+        if (anchor_offsets[i + 1] - anchor_offsets[i] > UINT32_MAX ||
+            word_offsets[i + 1] - word_offsets[i] >= ND_LAYOUT_HASHED)
+            return ND_E_ARG;
+    }
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a0 = anchor_offsets[i], na = anchor_offsets[i + 1] - a0;
+        uint64_t w0 = word_offsets[i], nw = word_offsets[i + 1] - w0;
+        if (ND_LAYOUT3_MAX(na, nw) > out_cap - at || out == NULL) return ND_E_SPACE;
+        at += layout3_pack(na ? anchor_hashes + a0 : NULL, na ? anchor_starts + a0 : NULL, na,
+                           nw ? word_hashes + w0 : NULL, nw ? word_starts + w0 : NULL,
+                           nw ? word_ends + w0 : NULL, nw, bits, out + at);
+        out_offsets[i + 1] = at;
+    }
+    return ND_OK;
+}

@@ -30,7 +30,7 @@ extern "C" {
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for.
  */
-#define ND_ABI_VERSION 6
+#define ND_ABI_VERSION 7
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -337,6 +337,44 @@ int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_st
                          const int64_t *word_ends, uint64_t word_count,
                          const uint64_t *word_offsets, size_t n, uint8_t *out, uint64_t out_cap,
                          uint64_t *out_offsets);
+
+/*
+ * Passage layouts of n texts in format 3 (byte for byte what
+ * app.index.passages.Layout.pack makes of a layout with bits, _pack_hashed),
+ * from the same arrays as nd_layout_pack_batch, with bits (ND_LAYOUT_BITS_MIN
+ * to ND_LAYOUT_BITS_MAX) of each word hash kept. Text i's layout goes to
+ * out[out_offsets[i] .. out_offsets[i+1]), little-endian:
+ *   u32 anchors A, u32 words W | ND_LAYOUT_HASHED, u32 overflows O
+ *   u32 kind           bits | ND_LAYOUT_STEPS when the anchor words are steps
+ *   A x u32            the low 32 bits of each anchor hash
+ *   A x u8             each anchor's word (as format 1 finds it) minus the one
+ *                      before (the first minus 0), when every such step is in
+ *                      [0, 256); else A x u16 words (u32 when W >= 65536)
+ *   ceil(W * bits / 8) the low bits of each word hash, least significant bit
+ *                      first, packed little-endian
+ *   ceil(W / 2)        4-bit lengths (15: see the overflow), two to a byte,
+ *                      the first in the high half
+ *   ceil(W / 8)        bit i (least significant first) set where word i's gap
+ *                      (as format 1 computes it) is not 1
+ *   ceil(E / 2)        those E gaps, 4 bits each as the lengths (15: overflow)
+ *   O x u32            the overflowing gaps in word order, then the lengths
+ * ND_LAYOUT3_MAX(anchors, words) bytes always hold one text's layout.
+ * Returns ND_E_ARG for bits out of range, offsets that decrease or run past
+ * the counts, or a text of ND_LAYOUT_HASHED words or more; ND_E_SPACE if
+ * out_cap is too small (out_offsets up to the last text that fitted are
+ * written), else ND_OK.
+ */
+#define ND_LAYOUT_HASHED 0x20000000u
+#define ND_LAYOUT_STEPS 0x100u
+#define ND_LAYOUT_BITS_MIN 4u
+#define ND_LAYOUT_BITS_MAX 16u
+#define ND_LAYOUT3_MAX(anchors, words) (ND_LAYOUT_HEAD + 8u + 8u * (anchors) + 12u * (words))
+int nd_layout_pack3_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
+                          uint64_t anchor_count, const uint64_t *anchor_offsets,
+                          const uint64_t *word_hashes, const int64_t *word_starts,
+                          const int64_t *word_ends, uint64_t word_count,
+                          const uint64_t *word_offsets, size_t n, unsigned bits, uint8_t *out,
+                          uint64_t out_cap, uint64_t *out_offsets);
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);

@@ -448,7 +448,8 @@ def pack_batch(
     bits: int,
 ) -> list[bytes]:
     """Format 3 layouts of n texts at once, byte for byte what Layout.pack makes of
-    each (the ingest path; the kernel packs format 1 only): from their anchors (the
+    each (the numpy reference of kernel.pack_layouts with bits, which ingest uses,
+    tests/test_kernel_layouts.py): from their anchors (the
     passage shingle's winnowing: hashes, code-point starts) and words (hashes, spans),
     text i's entries offsets[i]:offsets[i + 1] of each, as kernel.winnow gives them.
 

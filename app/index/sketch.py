@@ -15,7 +15,7 @@ from app import kernel
 from app.index import records
 from app.index.errors import TooLargeError
 from app.index.params import Params
-from app.index.passages import Layout, layouts_of, pack_batch
+from app.index.passages import Layout, layouts_of
 
 # Sketching runs on a worker thread (the kernel releases the GIL) once a
 # request carries this much text; below it the thread hop costs more.
@@ -121,18 +121,13 @@ def sketch_now(
         return sketched
     if layouts:
         return replace(sketched, layouts=passage_layouts(p, texts))
-    # Packed in one kernel call (format 1), or one numpy pass over the batch (format
-    # 3): a Layout per text, packed by numpy, cost more than the rest of an ingest's Python.
+    # Packed in one kernel call, format 1 or 3 (passages.pack_batch is format 3's numpy
+    # reference): a Layout per text, packed by numpy, cost more than the rest of an
+    # ingest's Python, and the batch in numpy still cost the ingest about 9%.
     anchors, words = _winnowed(p, texts)
     low = (anchors.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     cuts = anchors.offsets.tolist()
-    if p.passage_bits:
-        a, w = anchors, words
-        packed = pack_batch(
-            a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
-        )
-    else:
-        packed = kernel.pack_layouts(anchors, words)
+    packed = kernel.pack_layouts(anchors, words, bits=p.passage_bits)
     return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
 
 
