@@ -166,12 +166,10 @@ static uint64_t first_at_or_after(const int64_t *starts, uint64_t n, int64_t val
     return lo;
 }
 
-/* One text's layout into out (room for ND_LAYOUT_MAX bytes); the bytes written. */
-static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, uint64_t na,
-                            const uint64_t *w_hashes, const int64_t *w_starts,
-                            const int64_t *w_ends, uint64_t nw, uint8_t *out) {
-    uint8_t *p = out + ND_LAYOUT_HEAD;
-    for (uint64_t j = 0; j < na; j++, p += 4) store_le32(p, (uint32_t)a_hashes[j]);
+/* Each anchor's word (the first word starting at or after it) at p: uint16, or uint32 in
+ * texts of 65,536 words or more (formats 1 and 3 alike); the byte after the last. */
+static uint8_t *store_anchor_words(uint8_t *p, const int64_t *a_starts, uint64_t na,
+                                   const int64_t *w_starts, uint64_t nw) {
     int wide = nw >= 65536;
     for (uint64_t j = 0; j < na; j++) {
         uint64_t w = first_at_or_after(w_starts, nw, a_starts[j]);
@@ -184,6 +182,16 @@ static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, u
             p += 2;
         }
     }
+    return p;
+}
+
+/* One text's layout into out (room for ND_LAYOUT_MAX bytes); the bytes written. */
+static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, uint64_t na,
+                            const uint64_t *w_hashes, const int64_t *w_starts,
+                            const int64_t *w_ends, uint64_t nw, uint8_t *out) {
+    uint8_t *p = out + ND_LAYOUT_HEAD;
+    for (uint64_t j = 0; j < na; j++, p += 4) store_le32(p, (uint32_t)a_hashes[j]);
+    p = store_anchor_words(p, a_starts, na, w_starts, nw);
     for (uint64_t j = 0; j < nw; j += 2) {
         unsigned hi = (unsigned)(w_hashes[j] & 15);
         unsigned lo = j + 1 < nw ? (unsigned)(w_hashes[j + 1] & 15) : 0;
@@ -279,18 +287,7 @@ static uint64_t layout3_pack(const uint64_t *a_hashes, const int64_t *a_starts, 
     if (kind & ND_LAYOUT_STEPS) {
         p += na;
     } else {
-        int wide = nw >= 65536;
-        for (uint64_t j = 0; j < na; j++) {
-            uint64_t w = first_at_or_after(w_starts, nw, a_starts[j]);
-            if (wide) {
-                store_le32(p, (uint32_t)w);
-                p += 4;
-            } else {
-                p[0] = (uint8_t)w;
-                p[1] = (uint8_t)(w >> 8);
-                p += 2;
-            }
-        }
+        p = store_anchor_words(p, a_starts, na, w_starts, nw);
     }
     /* word hashes: the low `bits` bits of each, least significant first, little-endian */
     uint64_t mask = (1u << bits) - 1;
