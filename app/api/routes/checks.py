@@ -17,8 +17,8 @@ from fastapi import APIRouter, Query, Request, Response
 from app.api import schemas
 from app.api.deps import get_index
 from app.api.problems import problem
-from app.api.routes.similar import similar_to_text
 from app.api.routing import Route
+from app.api.text_query import answer_text
 from app.index import reports
 
 router = APIRouter(tags=["checks"], route_class=Route)
@@ -76,13 +76,12 @@ async def create_check(
 ) -> Response:
     """Check a text as POST /similar does and keep the check, with its text, as a report
     that its link reopens until it expires."""
-    # POST /similar's own handler answers it, so a check is answered exactly as a query
-    # (whatever that learns later); it always returns the text, which is stored.
+    # Answered by what answers POST /similar, so a check is answered exactly as a query
+    # (whatever that learns later); it always returns the text, which is stored. The
+    # answer is stored as the JSON a query would have been sent.
     asked = body.model_copy(update={"return_text": True})
-    answered = await similar_to_text(asked, request, consistency)
-    if answered.status_code != 200:
-        return answered
-    answer = orjson.loads(answered.body)
+    answered = await answer_text(asked, request, consistency)
+    answer = orjson.loads(orjson.dumps(answered, option=orjson.OPT_SERIALIZE_NUMPY))
     text = answer.pop("text")
     index = await get_index(request)
     ttl = body.ttl or request.app.state.settings.check_ttl

@@ -9,10 +9,11 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from app.api import schemas
-from app.api.answers import containment_answer, excluded_answer, query_answer
+from app.api.answers import containment_answer, query_answer
 from app.api.deps import deadline_of, get_index
 from app.api.problems import problem
 from app.api.routing import Route, with_fast_path
+from app.api.text_query import answer_text, similar_answer
 from app.index import Index, QueryResult
 from app.index.filters import Filter
 from app.store import reads
@@ -124,7 +125,7 @@ async def _stored_fast(request: Request) -> Response | None:
 
 async def _text_fast(request: Request) -> Response | None:
     args = await _text_args(request)
-    return None if args is None else await _text_answer(request, *args)
+    return None if args is None else _answer(await similar_answer(request, *args))
 
 
 async def similar_to_stored(
@@ -182,43 +183,7 @@ async def similar_to_text(
 ) -> Response:
     """Stored near-duplicates of a text that is not stored; with measure=containment,
     the stored documents that hold passages of it."""
-    reads.strong(consistency == "strong")
-    where = None if body.filter is None else Filter.parse(body.filter.model_dump())
-    # The text as indexed: with text/html the page's main text, with a file its text;
-    # with a site, its own text (the site's template removed), which offsets refer to.
-    text = await body.extracted()
-    site = body.site if body.is_html else None  # a site's template is read from pages
-    shown = {}
-    if body.return_text:
-        shown = {"text": await (await get_index(request)).sites.query_text(text, site)}
-    if body.measure == "containment":
-        index = await get_index(request)
-        t = index.check_containment(body.threshold)
-        exclude = body.exclusions(text)
-        found = await index.containment_of_text(
-            text, t, body.limit, where, exclude, deadline_of(request), site=site
-        )
-        answer = containment_answer(found, t, body.evidence)
-        if exclude is not None:
-            answer["excluded"] = excluded_answer(exclude)
-        return _answer(answer | shown)
-    limit = DEFAULT_LIMIT if body.limit is None else body.limit
-    return await _text_answer(request, text, body.threshold, limit, where, shown, site)
-
-
-async def _text_answer(
-    request: Request,
-    text: str,
-    threshold: float | None,
-    limit: int,
-    where: Filter | None = None,
-    shown: dict[str, str] | None = None,
-    site: str | None = None,
-) -> Response:
-    index = await get_index(request)
-    used = index.check_threshold(threshold)
-    result = await index.similar_to_text(text, used, limit, where, site)
-    return _answer(query_answer(result, used) | (shown or {}))
+    return _answer(await answer_text(body, request, consistency))
 
 
 router.add_api_route(

@@ -1,0 +1,64 @@
+"""A text query's answer, as POST /similar gives it and a kept check stores it.
+
+Both routes build it here, so a check is answered exactly as a query is and no route
+module imports another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+
+from app.api import schemas
+from app.api.answers import containment_answer, excluded_answer, query_answer
+from app.api.deps import deadline_of, get_index
+from app.index.filters import Filter
+from app.store import reads
+
+DEFAULT_LIMIT = schemas.DEFAULT_LIMIT
+
+
+async def answer_text(
+    body: schemas.SimilarIn, request: Request, consistency: schemas.Consistency
+) -> dict[str, Any]:
+    """The answer to a text query: near-duplicates, or with measure=containment the
+    stored documents holding passages of it; with return_text, the text as indexed."""
+    reads.strong(consistency == "strong")
+    where = None if body.filter is None else Filter.parse(body.filter.model_dump())
+    # The text as indexed: with text/html the page's main text, with a file its text;
+    # with a site, its own text (the site's template removed), which offsets refer to.
+    text = await body.extracted()
+    site = body.site if body.is_html else None  # a site's template is read from pages
+    shown = {}
+    if body.return_text:
+        shown = {"text": await (await get_index(request)).sites.query_text(text, site)}
+    if body.measure == "containment":
+        index = await get_index(request)
+        t = index.check_containment(body.threshold)
+        exclude = body.exclusions(text)
+        found = await index.containment_of_text(
+            text, t, body.limit, where, exclude, deadline_of(request), site=site
+        )
+        answer = containment_answer(found, t, body.evidence)
+        if exclude is not None:
+            answer["excluded"] = excluded_answer(exclude)
+        return answer | shown
+    limit = DEFAULT_LIMIT if body.limit is None else body.limit
+    return await similar_answer(request, text, body.threshold, limit, where, shown, site)
+
+
+async def similar_answer(
+    request: Request,
+    text: str,
+    threshold: float | None,
+    limit: int,
+    where: Filter | None = None,
+    shown: dict[str, str] | None = None,
+    site: str | None = None,
+) -> dict[str, Any]:
+    """The near-duplicates of text (Jaccard), with shown's fields added."""
+    index = await get_index(request)
+    used = index.check_threshold(threshold)
+    result = await index.similar_to_text(text, used, limit, where, site)
+    return query_answer(result, used) | (shown or {})
