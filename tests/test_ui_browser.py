@@ -400,7 +400,8 @@ def test_keys_missing_wrong_then_read(
 
 
 def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -> None:
-    """The collection view shows the stored parameters, what the candidate cap did to the
+    """The collection view shows the stored parameters (tokenizer and site templates
+    too), what the candidate cap did to the
     queries so far, and the candidate probability
     1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
     query = {"text": " ".join(corpus[k] for k in list(corpus)[:3]), "limit": 5}
@@ -411,6 +412,9 @@ def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -
     page.locator("#curve polyline").wait_for()
     text = page.locator("#params").inner_text()
     assert f"{b} bands of {r} rows" in text and str(info["documents"]) in text
+    params = info["parameters"]
+    assert f"Tokenizer\n{params['tokenizer']}: " in text  # the version answers are read with
+    assert f"first {params['template_pages']} pages" in text
     seen = info["since_start"]
     assert seen["queries"] > 0
     assert f"{seen['queries']:,}, {seen['capped']:,} of them cut by the candidate cap" in text

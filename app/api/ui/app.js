@@ -594,6 +594,14 @@ async function showCollection() {
     ["Fingerprint (verification)", "bottom-" + p.fingerprint_size],
     ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
     ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
+    ["Tokenizer", p.tokenizer >= 2
+      ? p.tokenizer + ": case, compatibility forms, invisible characters, look-alike letters " +
+        "and line-end hyphens folded"
+      : (p.tokenizer || 1) + ": case folded only (made before tokenizer 2; re-ingest into a " +
+        "new collection to fold disguised characters)"],
+    ["Site templates", p.template_pages
+      ? "learned from a site's first " + p.template_pages + " pages and left out of its pages"
+      : "off (made before site templates)"],
     ["Candidate cap", info.candidate_cap + " candidates verified per query at most"],
     ["Hot band", "a band with more than " + info.hot_band_size + " documents; a query reads " +
       "every member of its bands up to " + info.discovery_budget.toLocaleString("en") +
