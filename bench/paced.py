@@ -284,6 +284,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     redis.client().config_set("slowlog-max-len", 1024)
     res: dict[str, Any] = {
         "meta": {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "size": n,
             "redis": redis.version(),
             "duration": args.duration,

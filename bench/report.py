@@ -12,21 +12,18 @@ from typing import Any
 
 from recall import RECALL_MARGIN, THRESHOLD
 
-# Issue #15's targets (same-run ratios against datasketch on this machine), and the
-# hot-key bound that must still hold.
+# Issue #29's targets (same-run ratios against datasketch on this machine, with the
+# defaults: passages on). Its other two, GET p99 at half the peak rate and containment's
+# p50 at 100k documents, are bench/paced.py's and bench/alignment.py's: bench/issue.py
+# prints them with these.
 TARGETS = {
-    "ingest_x": 20.0,
-    "get_qps_x": 10.0,
-    "get_p99_ms": 20.0,
-    "memory_ratio": 0.15,
-    "ceiling_pct": 50.0,
-    "hot_p99_ms": 50.0,
-    "p99_1m_ms": 20.0,
-    "slice_drop_pct": 20.0,
+    "ingest_x": 14.0,
+    "get_qps_x": 15.0,
+    "memory_ratio": 0.30,
+    "bytes_1m": 2500.0,
+    "slice_drop_pct": 15.0,
 }
-LOWER_IS_BETTER = frozenset(
-    {"get_p99_ms", "memory_ratio", "hot_p99_ms", "p99_1m_ms", "slice_drop_pct"}
-)
+LOWER_IS_BETTER = frozenset({"memory_ratio", "bytes_1m", "slice_drop_pct"})
 
 
 def _n(x: float | None, fmt: str = ",.0f") -> str:
@@ -209,7 +206,8 @@ def _met(rt: dict[str, Any], key: str) -> str:
 
 
 def issue_table(res: dict[str, Any]) -> list[str]:
-    """Every figure of issue #15's table and targets, each next to its target."""
+    """Issue #29's figures of this run, each next to its target, met or not; the figures of
+    earlier rounds' targets follow without one."""
     rt = res.get("ratios") or ratios(res)
     meta = res["meta"]
     w = str(rt["workers"])
@@ -217,8 +215,8 @@ def issue_table(res: dict[str, Any]) -> list[str]:
     ds = res.get("datasketch")
     how = "its defaults" if meta.get("serve_default") else "--workers"
     lines = [
-        f"issue #15: `neardup serve` with {how} ({w} worker{'s' if w != '1' else ''}) against "
-        f"datasketch MinHashLSH on its own redis-server, in-process, no HTTP; "
+        f"issue #29: `neardup serve` with {how} ({w} worker{'s' if w != '1' else ''}, passages "
+        f"on) against datasketch MinHashLSH on its own redis-server, in-process, no HTTP; "
         f"{meta['docs']:,} docs; load: {meta['tool']}, {meta['connections']} connections",
         f"{'figure':46}{'neardup':>10}{'datasketch':>16}{'ratio':>8}{'target':>10}  met",
     ]
@@ -238,32 +236,48 @@ def issue_table(res: dict[str, Any]) -> list[str]:
         _n(r["ingest"]["docs_per_s"]),
         dsv(lambda d: _n(d["ingest"]["docs_per_s"])),
         x("ingest_x"),
-        ">= 20x",
+        ">= 14x",
         "ingest_x",
-    )
-    row(
-        "verified GET /similar/{id} q/s",
-        _n(r["get"]["qps"]),
-        dsv(lambda d: _n(d["get"]["qps"])),
-        x("get_qps_x"),
-        ">= 10x",
-        "get_qps_x",
-    )
-    row(
-        f"GET p99 at {meta['connections']} connections, ms",
-        _n(r["get"]["p99_ms"], ".1f"),
-        dsv(lambda d: _n(d["get"]["p99_ms"], ".1f")),
-        "",
-        "<= 20 ms",
-        "get_p99_ms",
     )
     row(
         "Redis bytes per document",
         _n(r["memory"]["per_doc"]),
         dsv(lambda d: _n(d["memory"]["per_doc"])),
         x("memory_ratio", "{:.2f}x"),
-        "<= 0.15x",
+        "<= 0.30x",
         "memory_ratio",
+    )
+    row(
+        "verified GET /similar/{id} q/s",
+        _n(r["get"]["qps"]),
+        dsv(lambda d: _n(d["get"]["qps"])),
+        x("get_qps_x"),
+        ">= 15x",
+        "get_qps_x",
+    )
+    if "bytes_1m" in rt:
+        row("Redis bytes per document at 1M", _n(rt["bytes_1m"]), "", "", "<= 2,500", "bytes_1m")
+        row(
+            "ingest docs/s, last 100k slice vs first: fall",
+            f"{rt['slice_drop_pct']:.0f}%",
+            "",
+            "",
+            "<= 15%",
+            "slice_drop_pct",
+        )
+    else:
+        lines.append(
+            "(the 1M targets, bytes per document and the ingest rate per 100k slice, are "
+            "measured by --size 1m)"
+        )
+    lines.append("earlier rounds' figures (their targets were met or retired):")
+    row(
+        f"GET p99 at {meta['connections']} connections (saturation), ms",
+        _n(r["get"]["p99_ms"], ".1f"),
+        dsv(lambda d: _n(d["get"]["p99_ms"], ".1f")),
+        "",
+        "",
+        "",
     )
     ceil = res.get("ceiling", {}).get(w)
     row(
@@ -271,8 +285,8 @@ def issue_table(res: dict[str, Any]) -> list[str]:
         _n(r["get"]["qps"]),
         "-" if ceil is None else f"route: {_n(ceil['qps'])}",
         x("ceiling_pct", "{:.0f}%"),
-        ">= 50%",
-        "ceiling_pct",
+        "",
+        "",
     )
     hot = res.get("hot")
     row(
@@ -280,8 +294,8 @@ def issue_table(res: dict[str, Any]) -> list[str]:
         "-" if not hot else _n(hot["get"]["p99_ms"], ".1f"),
         "",
         "",
-        "< 50 ms",
-        "hot_p99_ms",
+        "",
+        "",
     )
     row(
         "POST /similar q/s (a text not stored)",
@@ -289,26 +303,12 @@ def issue_table(res: dict[str, Any]) -> list[str]:
         dsv(lambda d: _n(d["post"]["qps"])),
         x("post_qps_x"),
         "",
-        "post_qps_x",
+        "",
     )
     if "p99_1m_ms" in rt:
-        p99 = _n(rt["p99_1m_ms"], ".1f")
-        row("GET p99 at 1M documents, ms", p99, "", "", "<= 20 ms", "p99_1m_ms")
-        row(
-            "ingest docs/s, last 100k slice vs first: fall",
-            f"{rt['slice_drop_pct']:.0f}%",
-            "",
-            "",
-            "<= 20%",
-            "slice_drop_pct",
-        )
-    else:
-        lines.append(
-            "(the 1M targets, GET p99 and the ingest rate per 100k slice, are measured by "
-            "--size 1m)"
-        )
+        row("GET p99 at 1M documents (saturation), ms", _n(rt["p99_1m_ms"], ".1f"), "", "", "", "")
     lines.append(
-        "(the cluster targets, per-master command share and added memory, are bench/cluster.py's"
+        "(the cluster spread, per-master command share and added memory, is bench/cluster.py's"
         " and printed with these by bench/issue.py; 0 acknowledged documents lost in a failover"
         " is tests/test_cluster.py::test_failover_loses_no_acknowledged_document, make test)"
     )
@@ -337,6 +337,7 @@ def ratios(res: dict[str, Any]) -> dict[str, Any]:
     cps = scale.get("checkpoints", {})
     if "1000000" in cps:
         out["p99_1m_ms"] = cps["1000000"]["p99_ms"]
+        out["bytes_1m"] = r["memory"]["per_doc"]
         slices = scale["slices"]
         out["slice_drop_pct"] = 100 * (1 - slices[-1]["docs_per_s"] / slices[0]["docs_per_s"])
     met = {}

@@ -1,6 +1,6 @@
 """Service benchmark (figures, not tests): neardup over HTTP against datasketch on Redis.
 
-Run: ``make bench`` (``--size 20k``, the size of issue #15's table) or
+Run: ``make bench`` (``--size 20k``, the size of issue #29's table) or
 ``.venv/bin/python bench/service.py [--size 1k|10k|20k|100k|1m] [--workers 1,2] [--quick]``.
 
 One run, on this machine, each part in its own module:
@@ -24,7 +24,7 @@ One run, on this machine, each part in its own module:
 * with --size 100k or 1m: ingest docs/s per tenth of the corpus and GET p99 at 10k, 100k
   and 1M documents (scale.py).
 
-The table ends with issue #15's figures, each next to its target, met or not
+The table ends with issue #29's figures, each next to its target, met or not
 (report.issue_table; bench/issue.py prints them again with bench/cluster.py's at the end
 of ``make bench``).
 
