@@ -92,6 +92,20 @@ def test_each_exclusion_alone(client: TestClient, essay: dict[str, str]) -> None
     assert essay["cited"] not in ids and essay["quoted"] in ids
 
 
+def test_the_answer_echoes_the_exclusions_applied(
+    client: TestClient, essay: dict[str, str]
+) -> None:
+    """A containment answer with exclude names the exclusions it applied; one without has none."""
+    asked = {"quotes": True, "bibliography": False, "min_words": 12}
+    assert _ask(client, essay["text"], exclude=asked)["exclude"] == asked
+    assert _ask(client, essay["text"], exclude={"quotes": True})["exclude"] == {
+        "quotes": True,
+        "bibliography": False,
+        "min_words": 0,
+    }
+    assert "exclude" not in _ask(client, essay["text"])
+
+
 def test_a_pages_blockquote_is_a_quotation(client: TestClient, essay: dict[str, str]) -> None:
     """With text/html, a copy inside <blockquote> is set aside as a quote."""
     src = _sources()

@@ -731,5 +731,8 @@ def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_p
             "e.textContent, e.title])",
         )
         assert again == grey
+        # ... with the filter it was made with ticked again, the others not
+        assert page.get_by_label("Exclude quotes").is_checked()
+        assert not page.get_by_label("Exclude bibliography").is_checked()
     finally:
         httpx.delete(server.url + "/documents/quote-source", headers=WRITE)

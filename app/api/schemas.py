@@ -466,6 +466,12 @@ class PassageOut(BaseModel):
     )
 
 
+class ExcludeOut(BaseModel):
+    quotes: bool
+    bibliography: bool
+    min_words: int
+
+
 class ExcludedOut(BaseModel):
     query_start: int = Field(description="code-point offset into the query text (inclusive)")
     query_end: int = Field(description="code-point offset into the query text (exclusive)")
@@ -496,6 +502,9 @@ class ContainmentOut(BaseModel):
     text: str | None = Field(None, description=TEXT_OUT_DOC)
     excluded: list[ExcludedOut] | None = Field(
         None, description="with exclude: the spans of the text set aside, and why"
+    )
+    exclude: ExcludeOut | None = Field(
+        None, description="with exclude: the exclusions applied, so a kept check shows them"
     )
 
 

@@ -41,8 +41,9 @@ async def answer_text(
             text, t, body.limit, where, exclude, deadline_of(request), site=site
         )
         answer = containment_answer(found, t, body.evidence)
-        if exclude is not None:
+        if exclude is not None and body.exclude is not None:
             answer["excluded"] = excluded_answer(exclude)
+            answer["exclude"] = body.exclude.model_dump()
         return answer | shown
     limit = DEFAULT_LIMIT if body.limit is None else body.limit
     return await similar_answer(request, text, body.threshold, limit, where, shown, site)

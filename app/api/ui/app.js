@@ -714,6 +714,7 @@ async function showStored(check) {
   }
   box.hidden = false;
   showExcluded(answer.text, answer.excluded); // exclusions, below
+  tickExclusions(answer.exclude);
 }
 
 window.addEventListener("popstate", () => location.reload()); // Back leaves a check's URL
@@ -796,6 +797,18 @@ function wireExclusions() {
   }
   $("ex-words").addEventListener("input", () => ($("ex-short").checked = true));
   sync();
+}
+
+// A reopened check's filters, as its answer echoes them (`exclude`), ticked again so a
+// second check of the same text asks the same.
+function tickExclusions(exclude) {
+  if (!exclude) return;
+  $("m-containment").checked = true;
+  $("ex-quotes").checked = Boolean(exclude.quotes);
+  $("ex-bibliography").checked = Boolean(exclude.bibliography);
+  $("ex-short").checked = exclude.min_words > 0;
+  if (exclude.min_words > 0) $("ex-words").value = String(exclude.min_words);
+  for (const id of ["ex-quotes", "ex-bibliography", "ex-short", "ex-words"]) $(id).disabled = false;
 }
 
 // The `exclude` of the chosen filters: null with none, false (said) when N is not a number.
