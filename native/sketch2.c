@@ -2,13 +2,15 @@
  * (sketch.h says why); the rest of the sketch is sketch.c's.
  *
  * Plain ASCII reads the same with both tokenizers but for a hyphen that may
- * hold a word (block_scalar), and the shingles' hashes are the same: so runs
- * of such 64-byte blocks go to tokenizer 1's AVX2 loop, in sketch.c, which
- * ran half as fast again as the same loop compiled here (GCC's register
- * allocation of it differs; measured on AMD EPYC, bench/kernel.py). Only the
- * rolling window's form differs: tokenizer 1 keeps the last items and the
- * window's sum, tokenizer 2 (for its unspaced letters) the sums of all items
- * so far; roll_to_items and roll_to_sums convert, in O(16). */
+ * hold a word (block_scalar), and gives the same shingle hashes: so runs of
+ * such 64-byte blocks go to tokenizer 1's AVX2 word loop in sketch.c. The same
+ * loop compiled here ran at two thirds of its speed (GCC 12 allocates its
+ * registers differently in this file; AMD EPYC, bench/kernel.py; the sketch
+ * of tokenizer 2 went from 0.6x to 0.95x of tokenizer 1's). Only the rolling
+ * window's form differs: tokenizer 1 keeps the last items and the window's
+ * sum, tokenizer 2 (for its unspaced letters) the sums of all items so far;
+ * roll_to_items and roll_to_sums convert, in O(16). K = 16 (a window the
+ * 16-slot ring cannot convert) stays on tokenizer 2's own loop. */
 #define ND_SCAN_V2 1
 #include "sketch.h"
 
