@@ -265,7 +265,9 @@ def compare(rev: str, corpora: list[tuple[str, list[str]]], repeat: int) -> None
             line += (
                 f"; base: sketch {r['sketch t2 base']:.1f} MB/s "
                 f"({r['sketch t2 base'] / r['sketch base']:.2f}x its tokenizer 1), winnow "
-                f"{r['winnow t2 base']:.1f} MB/s ({r['winnow t2 base'] / r['winnow base']:.2f}x)"
+                f"{r['winnow t2 base']:.1f} MB/s ({r['winnow t2 base'] / r['winnow base']:.2f}x); "
+                f"this / base: sketch {r['sketch t2'] / r['sketch t2 base']:.2f}x, "
+                f"winnow {r['winnow t2'] / r['winnow t2 base']:.2f}x"
             )
         print(line)
 
