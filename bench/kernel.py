@@ -3,7 +3,9 @@
 Run: ``make bench`` or ``.venv/bin/python bench/kernel.py [--quick] [--baseline REV]``.
 
 Prints, for the shared articles corpus and a generated Zipf corpus (~300 words per text):
-sketch MB/s and docs/s on one thread and on all cores (threads: the C call releases the GIL);
+sketch MB/s and docs/s on one thread and on all cores (threads: the C call releases the GIL),
+with tokenizer 1 (what the ratios name) and, on one thread, tokenizer 2 (issue 26's folding) and
+its ratios to tokenizer 1 and to datasketch;
 jaccard_many pairs/s at N=128 and N=256, threshold 0.5, from plain fingerprints and from the
 compressed ones records keep (jaccard_many_encoded, decoding inside the call; with the bytes
 a fingerprint takes either way); and same-run ratios against datasketch
@@ -13,7 +15,8 @@ numpy baseline (np.intersect1d per pair).
 ``--baseline REV`` (e.g. ``main``) also builds that git revision's native/ into a scratch
 directory (bench/kernel_baseline.py) and times it in the same process, through the same Python
 wrappers, against this build: sketch, winnow and jaccard_many, 1 thread, SIMD and scalar;
-and this build's tokenizer 2 against its tokenizer 1 (sketch and winnow).
+tokenizer 2's sketch and winnow against the baseline's when it has tokenizer 2 (kernel ABI 7),
+and against this build's tokenizer 1 either way.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def bench_sketch(docs: list[str], repeat: int) -> dict[str, float]:
             kernel.sketch(b, simd=simd)
 
     t1 = best_time(lambda: one_thread(batches), repeat)
+    t1_tok2 = best_time(lambda: [kernel.sketch(b, tokenizer=2) for b in batches], repeat)
     t1_bytes = best_time(lambda: one_thread(raw_batches), repeat)
     t1_scalar = best_time(lambda: one_thread(raw_batches, False), repeat)
     t1_whole = best_time(lambda: kernel.sketch(docs), repeat)
@@ -127,6 +131,7 @@ def bench_sketch(docs: list[str], repeat: int) -> dict[str, float]:
         "docs": len(docs),
         "mb": nbytes / 1e6,
         "mbs_1": nbytes / t1 / 1e6,
+        "mbs_1_tok2": nbytes / t1_tok2 / 1e6,
         "docs_1": len(docs) / t1,
         "mbs_1_bytes": nbytes / t1_bytes / 1e6,
         "mbs_1_scalar": nbytes / t1_scalar / 1e6,
@@ -210,12 +215,15 @@ def bench_against(docs: list[str], base: object, repeat: int) -> dict[str, float
         ],
     }
     out: dict[str, float] = {}
-    # tokenizer 2, this build only (the baseline has tokenizer 1 alone): against its own 1
-    for name, job in {
+    tok2: dict[str, Callable[[], object]] = {
         "sketch t2": lambda: [kernel.sketch(b, tokenizer=2) for b in batches],
         "winnow t2": lambda: [kernel.winnow(b, tokenizer=2) for b in batches],
-    }.items():
-        out[name] = nbytes / 1e6 / min(best_time(job, 1) for _ in range(repeat))
+    }
+    if 2 in getattr(base, "tokenizers", (1,)):
+        jobs.update(tok2)
+    else:  # this build only: against its own tokenizer 1
+        for name, job in tok2.items():
+            out[name] = nbytes / 1e6 / min(best_time(job, 1) for _ in range(repeat))
     for name, job in jobs.items():
         mine, theirs = float("inf"), float("inf")
         for _ in range(repeat):
@@ -248,11 +256,20 @@ def compare(rev: str, corpora: list[tuple[str, list[str]]], repeat: int) -> None
             f"{r[n]:>7.1f} {r[n + ' base']:>7.1f} {r[n] / r[n + ' base']:>7.3f}x" for n in names
         ]
         print(f"{name:<18} | " + " | ".join(cells))
-        print(
-            f"{'':<18}   tokenizer 2 (this build): sketch {r['sketch t2']:.1f} MB/s "
+        line = (
+            f"{'':<18}   tokenizer 2, this build: sketch {r['sketch t2']:.1f} MB/s "
             f"({r['sketch t2'] / r['sketch']:.2f}x tokenizer 1), winnow "
             f"{r['winnow t2']:.1f} MB/s ({r['winnow t2'] / r['winnow']:.2f}x)"
         )
+        if "sketch t2 base" in r:
+            line += (
+                f"; base: sketch {r['sketch t2 base']:.1f} MB/s "
+                f"({r['sketch t2 base'] / r['sketch base']:.2f}x its tokenizer 1), winnow "
+                f"{r['winnow t2 base']:.1f} MB/s ({r['winnow t2 base'] / r['winnow base']:.2f}x); "
+                f"this / base: sketch {r['sketch t2'] / r['sketch t2 base']:.2f}x, "
+                f"winnow {r['winnow t2'] / r['winnow t2 base']:.2f}x"
+            )
+        print(line)
 
 
 def main() -> None:
@@ -296,7 +313,8 @@ def main() -> None:
     header = (
         f"{'corpus':<18} {'docs':>6} {'MB':>5} | {'1 thread MB/s':>13} {'docs/s':>7} "
         f"{'bytes in':>8} {'scalar':>6} {'one call':>8} | {'all cores MB/s':>14} {'docs/s':>7} | "
-        f"{'datasketch MB/s':>15} {'ratio':>5}"
+        f"{'datasketch MB/s':>15} {'ratio':>5} | {'tokenizer 2 MB/s':>16} {'vs 1':>5} "
+        f"{'vs ds':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -306,7 +324,8 @@ def main() -> None:
             f"{name:<18} {r['docs']:>6} {r['mb']:>5.1f} | {r['mbs_1']:>13.1f} {r['docs_1']:>7.0f} "
             f"{r['mbs_1_bytes']:>8.1f} {r['mbs_1_scalar']:>6.1f} {r['mbs_1_whole']:>8.1f} | "
             f"{r['mbs_n']:>14.1f} {r['docs_n']:>7.0f} | {r['mbs_ds']:>15.2f} "
-            f"{r['mbs_1'] / r['mbs_ds']:>4.0f}x"
+            f"{r['mbs_1'] / r['mbs_ds']:>4.0f}x | {r['mbs_1_tok2']:>16.1f} "
+            f"{r['mbs_1_tok2'] / r['mbs_1']:>4.2f}x {r['mbs_1_tok2'] / r['mbs_ds']:>4.0f}x"
         )
     print("\njaccard_many: one query against every text's fingerprint, threshold 0.5, 1 thread\n")
     header = (

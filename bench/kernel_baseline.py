@@ -6,10 +6,12 @@ native/build_ffi.py uses, as a cffi module of its own, and returns an object tha
 for ``app._native.lib`` inside :func:`swapped`: app.kernel's own wrappers then call the old C
 code, so both sides pay the same Python overhead and only the C code differs.
 
-The declarations are those of kernel ABI 4 (the revision before the split) and 5, written out here:
-an old header cannot be fed to the new cdef generator. Calls of a newer interface are adapted
-(the tokenizer argument dropped; only version 1 exists there), and constants come from the
-current build, whose values those ABIs share.
+The declarations are those of kernel ABI 4 (the revision before the split) and 5, and of ABI 7
+(tokenizer 2 with its unspaced scripts), written out here: an old header cannot be fed to the new
+cdef generator. Calls of a newer interface are adapted for ABI 4-5 (the tokenizer argument
+dropped; only version 1 exists there); ABI 7 takes the calls as they are, tokenizer 2 included
+(``tokenizers`` says which a baseline has). ABI 6 (tokenizer 2 before its unspaced scripts) is
+not read. Constants come from the current build, whose values those ABIs share.
 """
 
 from __future__ import annotations
@@ -44,11 +46,28 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                     const uint64_t *offsets, size_t n, uint32_t fp_size,
                     double threshold, unsigned flags, double *out);
 """
+CDEF_ABI7 = """
+unsigned nd_abi_version(void);
+int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t n,
+                           int shingle_kind, int tokenizer, uint32_t k, uint32_t num_perm,
+                           uint32_t fp_size, uint64_t seed, unsigned flags,
+                           uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
+                           uint64_t *fp_offsets, uint64_t *shingles, int32_t *status);
+int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size_t n, int shingle_kind,
+                    int tokenizer, uint32_t k, uint32_t window, uint64_t seed, unsigned flags,
+                    uint64_t *hashes, int64_t *starts, int64_t *ends, uint64_t cap,
+                    uint64_t *sel_offsets, int32_t *status, uint8_t *folds);
+int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
+                    const uint64_t *offsets, size_t n, uint32_t fp_size,
+                    double threshold, unsigned flags, double *out);
+"""
 FLAGS = ["-O3", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 
 
 class _Adapted:
     """The old library under the current names and signatures (for the calls above)."""
+
+    tokenizers: tuple[int, ...] = (1,)
 
     def __init__(self, old: Any, current: Any, sketch_args: int, winnow_args: int) -> None:
         self._old, self._current = old, current
@@ -75,7 +94,30 @@ class _Adapted:
         return getattr(self._current, name)  # constants, and calls the bench does not time
 
 
-def build(rev: str) -> _Adapted:
+class _Current:
+    """An ABI 7 library: the timed calls as they are, the rest from the current build."""
+
+    tokenizers: tuple[int, ...] = (1, 2)
+
+    def __init__(self, old: Any, current: Any) -> None:
+        self._old, self._current = old, current
+        self.nd_sketch_batch_packed = old.nd_sketch_batch_packed
+        self.nd_winnow_batch = old.nd_winnow_batch
+        self.nd_jaccard_many = old.nd_jaccard_many
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._current, name)
+
+
+def _abi(src: Path) -> int:
+    """ND_ABI_VERSION as rev's header defines it."""
+    for line in (src / "neardup.h").read_text().splitlines():
+        if line.startswith("#define ND_ABI_VERSION"):
+            return int(line.split()[2])
+    raise SystemExit("no ND_ABI_VERSION in the baseline's neardup.h")
+
+
+def build(rev: str) -> _Adapted | _Current:
     """Compile rev's native/ into a scratch directory and load it."""
     sha = subprocess.run(
         ["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True, text=True
@@ -88,8 +130,11 @@ def build(rev: str) -> _Adapted:
         tar.extractall(tmp, filter="data")
     src = tmp / "native"
     name = f"_nd_baseline_{sha}"
+    abi = _abi(src)
+    if abi not in (4, 5, 7):
+        raise SystemExit(f"{rev} is kernel ABI {abi}; this baseline reads 4, 5 and 7")
     ffi = cffi.FFI()
-    ffi.cdef(CDEF_ABI4)
+    ffi.cdef(CDEF_ABI4 if abi < 6 else CDEF_ABI7)
     ffi.set_source(
         name,
         '#include "neardup.h"',
@@ -103,10 +148,10 @@ def build(rev: str) -> _Adapted:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     old = module.lib
-    if old.nd_abi_version() not in (4, 5):  # 5 changed none of the calls declared here
-        raise SystemExit(f"{rev} is kernel ABI {old.nd_abi_version()}; this baseline reads 4-5")
     from app import kernel
 
+    if abi == 7:
+        return _Current(old, kernel.lib)
     return _Adapted(old, kernel.lib, sketch_args=15, winnow_args=14)  # as in CDEF_ABI4
 
 

@@ -428,6 +428,29 @@ __attribute__((always_inline)) static inline const uint8_t *scan_scalar(nd_scan 
     while (p < stop) {
         uint8_t b = *p;
         if (MODE_IS_V2(mode)) {
+            if (b < 0x80 && b != '-' && !w->hstate) {
+                /* what scan_cp2 makes of it, with no word on hold: its fold,
+                 * with no fold flags, as a letter or a separator */
+                uint8_t f = nd_ascii_fold[b];
+                if (MODE_KIND(mode) == MODE_WORD) {
+                    if (f) {
+                        if (MODE_FLAGS(mode) && !w->in_word) {
+                            w->wflags = w->pflags;
+                            w->pflags = 0;
+                        }
+                        word_span(w, mode);
+                        word_byte(w, f);
+                        w->in_word = 1;
+                    } else if (w->in_word) {
+                        word_end(c, r, w, mode);
+                    }
+                } else {
+                    char_cp(c, r, w, mode, f, f != 0, 0);
+                }
+                p++;
+                if (MODE_HAS_SPANS(mode)) w->cp++;
+                continue;
+            }
             uint32_t cp = b;
             size_t n = 1;
             if (b >= 0x80 && (n = utf8_decode(p, end, &cp)) == 0) return NULL;
@@ -566,19 +589,40 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
     }
 }
 
-/* Whether a 64-byte block must go through scan_scalar: a byte >= 0x80, or,
- * for tokenizer 2, a hyphen (which may put a word on hold), a word on hold
- * already, or flags waiting for the next word. */
-__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline int block_scalar(
-    __m256i x0, __m256i x1, const nd_word *w, int mode) {
-    int m = _mm256_movemask_epi8(_mm256_or_si256(x0, x1));
-    if (MODE_IS_V2(mode)) {
-        const __m256i dash = _mm256_set1_epi8('-');
-        m |= _mm256_movemask_epi8(
-            _mm256_or_si256(_mm256_cmpeq_epi8(x0, dash), _mm256_cmpeq_epi8(x1, dash)));
-        m |= w->hstate | w->pflags;
+/* Tokenizer 2, an all-ASCII block b with hyphens at the bits of d: whether
+ * one of them may join a word across a line end, which scan_scalar follows.
+ * A hyphen puts a word on hold only right after a letter or digit (or an
+ * ignorable inside a word: in_word, for the block's first byte), and the hold
+ * goes on only through spaces, tabs and a line break; any other next byte
+ * ends the word where it was, as any separator does (scan_cp2), which is what
+ * words_block_avx2 does. So a hyphen matters if a space, tab, CR or LF follows
+ * it, or it is the block's last byte. */
+static inline int hyphen_may_hold(const uint8_t *b, uint64_t d, int in_word) {
+    for (; d != 0; d &= d - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(d);
+        if (i == 63) return 1;
+        int held = i == 0 ? in_word : nd_ascii_fold[b[i - 1]] != 0;
+        uint8_t next = b[i + 1];
+        if (held && (next == ' ' || next == '\t' || next == '\r' || next == '\n')) return 1;
     }
-    return m != 0;
+    return 0;
+}
+
+/* Whether the 64-byte block b (x0, x1) must go through scan_scalar: a byte
+ * >= 0x80, or, for tokenizer 2, a hyphen that may put a word on hold
+ * (hyphen_may_hold), a word on hold already, or flags waiting for the next
+ * word. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline int block_scalar(
+    __m256i x0, __m256i x1, const uint8_t *b, const nd_word *w, int mode) {
+    if (_mm256_movemask_epi8(_mm256_or_si256(x0, x1)) != 0) return 1;
+    if (MODE_IS_V2(mode)) {
+        if (w->hstate | w->pflags) return 1;
+        const __m256i dash = _mm256_set1_epi8('-');
+        uint64_t d = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x0, dash)) |
+                     (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x1, dash)) << 32;
+        if (ND_UNLIKELY(d != 0)) return hyphen_may_hold(b, d, w->in_word);
+    }
+    return 0;
 }
 
 /* AVX2 word scanner for ASCII: fold and classify 64 bytes per step, then walk
@@ -592,7 +636,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
     while ((size_t)(end - p) >= 64) {
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-        if (ND_UNLIKELY(block_scalar(x0, x1, w, mode))) {
+        if (ND_UNLIKELY(block_scalar(x0, x1, p, w, mode))) {
             p = scan_scalar_block(c, r, w, mode, p, p + 64, end);
             if (p == NULL) return NULL;
             continue;
@@ -608,7 +652,7 @@ scan_words_avx2(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint
         memcpy(tail, p, rest);
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)tail);
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(tail + 32));
-        if (block_scalar(x0, x1, w, mode)) return scan_scalar_block(c, r, w, mode, p, end, end);
+        if (block_scalar(x0, x1, tail, w, mode)) return scan_scalar_block(c, r, w, mode, p, end, end);
         words_block_avx2(c, r, w, tail, mode);
         if (MODE_HAS_SPANS(mode)) w->cp += (int64_t)rest;
     }

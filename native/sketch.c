@@ -247,6 +247,13 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(
 }
 #endif
 
+#if ND_X86
+const uint8_t *nd_sketch_ascii1(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p,
+                                const uint8_t *end) {
+    return sketch_avx2(&c->scan, r, w, p, end);
+}
+#endif
+
 /* Optimal densification (Shrivastava 2017): empty bin i takes the value of
  * bin j = hash(seed, i, attempt) for the first attempt that hits a bin filled
  * by a shingle. Filling writes into empty bins, so the filled set is taken as

@@ -41,6 +41,12 @@ typedef struct {
 /* Shingle hashes -> distinct set; each new one updates its signature bin (sketch.c). */
 void nd_flush_shingles(nd_ctx *c, const uint64_t *hs, uint32_t nh);
 
+/* Tokenizer 1's AVX2 word loop (sketch.c) over [p, end), whole 64-byte blocks
+ * of plain ASCII that both tokenizers read alike: tokenizer 2's sketch hands it
+ * such runs (sketch2.c says why). */
+const uint8_t *nd_sketch_ascii1(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p,
+                                const uint8_t *end);
+
 /* A text through tokenizer 2 (sketch2.c): sketch_scan with its modes. */
 const uint8_t *nd_sketch_scan2(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, size_t len,
                                int kind, unsigned simd);

@@ -234,6 +234,58 @@ def test_simd_and_scalar_agree_on_long_ascii() -> None:
     assert np.array_equal(s1.fp_values, s2.fp_values)
 
 
+def _hyphens_at_block_edges(rng: random.Random) -> str:
+    """ASCII text with hyphens at every place a 64-byte block may put them (first byte, last
+    byte, next to the edge), after a letter or not, and followed by what may or may not hold
+    a word: a letter, a dot, another hyphen, a space, a tab, CR, LF."""
+    after = ["x", ".", "-", " ", "\t", "\r", "\n", "\r\n", " \n", "0"]
+    out: list[str] = []
+    size = 0
+    while size < 64 * 40:
+        edge = 64 - size % 64  # bytes left in this block
+        pad = rng.choice([edge - 1, edge - 2, edge, edge + 1, rng.randrange(1, 9)])
+        filler = "".join(rng.choice("abc d") for _ in range(max(pad - 1, 0)))
+        piece = filler + rng.choice(["q", "7", " ", ","]) + "-" + rng.choice(after)
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
+def test_simd_and_scalar_agree_on_hyphens_at_block_edges() -> None:
+    """A hyphen that cannot hold a word stays on the SIMD path, one that may goes through the
+    scalar one: either way the hashes, spans and folds are the scalar scanner's and the
+    oracle's, and so are the sketches."""
+    rng = random.Random(2626)
+    texts = [_hyphens_at_block_edges(rng) for _ in range(30)]
+    for spec, passage in (("word:1", 1), ("word:3", 4)):
+        a = kernel.winnow(texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True)
+        b = kernel.winnow(
+            texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True, simd=False
+        )
+        assert a.folds is not None and b.folds is not None
+        for x, y in ((a.hashes, b.hashes), (a.starts, b.starts), (a.ends, b.ends)):
+            assert np.array_equal(x, y)
+        assert np.array_equal(a.folds, b.folds)
+        for i, text in enumerate(texts[:8]):
+            lo, hi = int(a.offsets[i]), int(a.offsets[i + 1])
+            got = list(
+                zip(
+                    a.hashes[lo:hi].tolist(),
+                    a.starts[lo:hi].tolist(),
+                    a.ends[lo:hi].tolist(),
+                    a.folds[lo:hi].tolist(),
+                    strict=True,
+                )
+            )
+            assert got == oracle.winnow2(text, spec, passage)
+    s1 = kernel.sketch(texts, tokenizer=2)
+    s2 = kernel.sketch(texts, tokenizer=2, simd=False)
+    assert np.array_equal(s1.signatures, s2.signatures)
+    assert np.array_equal(s1.fp_values, s2.fp_values)
+    for i, text in enumerate(texts[:8]):
+        assert s1.fingerprints[i].tolist() == _fingerprint(oracle.sketch_hashes2(text, "word:3"))
+
+
 def test_every_code_point_folds_like_the_oracle() -> None:
     """Every code point (no surrogates), between letters and alone, reads as the oracle says."""
     cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]

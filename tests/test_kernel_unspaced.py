@@ -6,6 +6,7 @@ on tokenizer 2's folding (tests/support/oracle.py)."""
 from __future__ import annotations
 
 import gzip
+import random
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,56 @@ def test_sketch_matches_oracle_scalar_and_simd(batch: list[str], k: int, kc: int
         want = segmented.sketch_hashes(text, k, kc, 1)
         assert int(got.shingles[i]) == len(want)
         assert got.fingerprints[i].tolist() == sorted({h >> 32 for h in want})
+
+
+def _ascii_runs_between_ideographs(rng: random.Random) -> str:
+    """Runs of plain ASCII words long enough for whole 64-byte blocks (the sketch reads them
+    with tokenizer 1's loop), between ideographs and hyphens that hold words, so that the
+    rolling window changes form with few items in it, with many, and with unspaced letters
+    in it."""
+    parts = []
+    for _ in range(rng.randrange(1, 6)):
+        if rng.random() < 0.7:
+            parts.append(
+                "".join(rng.choice(UNSPACED_ALPHABET[:60]) for _ in range(rng.randrange(1, 20)))
+            )
+        n_words = rng.choice([1, 3, 10, 30, 80])
+        words = [
+            "".join(rng.choice("abcdefgh") for _ in range(rng.randrange(1, 12)))
+            for _ in range(n_words)
+        ]
+        if rng.random() < 0.3:
+            words[rng.randrange(n_words)] += "-\n"
+        parts.append(" ".join(words))
+    return rng.choice(["", " ", "x "]) + rng.choice([" ", ""]).join(parts)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8, 15, 16])
+def test_sketch_ascii_runs_match_oracle_and_scalar(k: int) -> None:
+    """Long ASCII runs between unspaced letters: the SIMD sketch, which hands the runs to
+    tokenizer 1's word loop and converts the rolling window there and back, is the scalar
+    sketch and the oracle's, for every K and unspaced K."""
+    rng = random.Random(31 + k)
+    batch = [_ascii_runs_between_ideographs(rng) for _ in range(24)]
+    for kc in sorted({1, 7, 16, 2 * k + 1 if k < 8 else 16}):
+        got = kernel.sketch(
+            batch, shingle=f"word:{k}", tokenizer=2, unspaced_k=kc, fingerprint_size=4096
+        )
+        scalar = kernel.sketch(
+            batch,
+            shingle=f"word:{k}",
+            tokenizer=2,
+            unspaced_k=kc,
+            fingerprint_size=4096,
+            simd=False,
+        )
+        assert np.array_equal(got.signatures, scalar.signatures)
+        assert np.array_equal(got.fp_values, scalar.fp_values)
+        assert np.array_equal(got.shingles, scalar.shingles)
+        for i, text in enumerate(batch):
+            want = segmented.sketch_hashes(text, k, kc, 1)
+            assert int(got.shingles[i]) == len(want), (k, kc, i)
+            assert got.fingerprints[i].tolist() == sorted({h >> 32 for h in want})[:4096]
 
 
 def test_long_pages_match_oracle_and_simd() -> None:
