@@ -147,8 +147,8 @@ async def _open(store: Store, bits: int, capacity: int) -> Index:
     field: format 1), else format 3 with bits a word."""
     params = Params.create("word:3", 128, 256, 1, 0.5, capacity, passage_words=30)
     if bits == 0:
-        raw = params.to_json().replace(b',"passage_bits":8', b"")
-        assert b"passage_bits" not in raw
+        raw = params.to_json().replace(b',"passage_bits":8', b"").replace(b',"short_anchors":true', b"")
+        assert b"passage_bits" not in raw and b"short_anchors" not in raw, raw
         await store.config(raw)
     wanted = Params.create(
         "word:3", 128, 256, 1, 0.5, capacity, passage_words=30, passage_bits=bits or 8

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 
+import hiredis
 import numpy as np
 import pytest
 
@@ -19,22 +20,75 @@ def _keys(rng: random.Random, n: int) -> np.ndarray:
     return np.array([rng.getrandbits(64) for _ in range(n)] + [0, 2**64 - 1], dtype=np.uint64)
 
 
+# A passage anchor's key, written out here (app.index.sketch makes them): a 32-bit hash
+# times an odd multiplier, salted, mod 2**64.
+_SPREAD, _SALT = 0xD6E8FEB86659FD93, 0x9E3779B97F4A7C15
+
+
+def _anchor_key(h: int) -> int:
+    return ((h * _SPREAD) % 2**64) ^ _SALT
+
+
+def _mixed_keys(rng: random.Random, n: int) -> tuple[np.ndarray, dict[int, bytes]]:
+    """Band keys and anchors' keys, interleaved, and the 4-byte field each anchor's key
+    must have in a collection with short anchor fields (its hash)."""
+    anchors = {}
+    for h in [rng.getrandbits(32) for _ in range(n)] + [0, 2**32 - 1]:
+        anchors[_anchor_key(h)] = h.to_bytes(4, "little")
+    keys = [k for pair in zip(_keys(rng, n).tolist(), anchors, strict=False) for k in pair]
+    return np.array(keys, dtype=np.uint64), anchors
+
+
+@pytest.mark.parametrize("short", [False, True])
 @pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
-def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int) -> None:
-    """band_commands' numpy-built commands are byte for byte what encode makes of each one."""
+def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: bool) -> None:
+    """band_commands' numpy-built commands are byte for byte what encode makes of each one
+    (with short anchor fields: band keys and anchors' keys mixed, in their order)."""
     layout = Layout("c-1_x")
     layout.use_band_buckets(buckets)
-    keys = _keys(random.Random(buckets), 50)
+    layout.use_short_anchors(short)
+    keys = _mixed_keys(random.Random(buckets), 25)[0] if short else _keys(random.Random(buckets), 50)
     handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
-    plain = b"".join(
-        encode(b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
+    sets = [
+        (b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
         for k, h in zip(keys.tolist(), handles.tolist(), strict=True)
-    )
-    assert layout.band_commands(b"HSETNX", keys, handles).packed() == (plain, len(keys))
-    plain = b"".join(encode(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist())
-    assert layout.band_commands(b"HGET", keys).packed() == (plain, len(keys))
+    ]
     one_by_one = [(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist()]
+    for batch, want in (
+        (layout.band_commands(b"HSETNX", keys, handles), sets),
+        (layout.band_commands(b"HGET", keys), one_by_one),
+    ):
+        raw, count = batch.packed()
+        if not short:  # one template: the commands in order
+            assert (raw, count) == (b"".join(encode(*c) for c in want), len(keys))
+        # As Redis reads them; the reply to each (here: the command itself) in order.
+        reader = hiredis.Reader()
+        reader.feed(raw)
+        sent = [tuple(reader.gets()) for _ in range(count)]
+        assert reader.gets() is False  # nothing more
+        assert batch.replies(sent) == want
     assert layout.band_commands(b"HGET", keys).commands() == one_by_one  # a cluster's
+    # As a script's arguments (the candidates script's tail): each row's, in order.
+    args = b"".join(encode(*c[1:])[len(b"*2\r\n") :] for c in one_by_one)
+    assert layout.band_commands(b"HGET", keys).arguments() == (args, 2 * len(keys))
+
+
+def test_short_anchor_fields_are_the_anchor_hash() -> None:
+    """With short anchor fields an anchor's key has its 32-bit hash as its field, any
+    other key its 8 bytes, in the same bucket; band_key reads every field back; without
+    them every field is 8 bytes."""
+    keys, anchors = _mixed_keys(random.Random(3), 200)
+    for short in (False, True):
+        layout = Layout("c")
+        layout.use_band_buckets(1 << 12)
+        layout.use_short_anchors(short)
+        for k in keys.tolist():
+            bucket, field, spill = layout.band_place(k)
+            want = anchors[k] if short and k in anchors else k.to_bytes(8, "little")
+            assert field == want
+            assert bucket == b"nd:c:B{%03x}" % (k >> 52)
+            assert spill == b"nd:c:S{%03x}" % (k >> 52) + want
+            assert layout.band_key(field) == k
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
@@ -46,16 +100,22 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
             assert entries / b <= ENTRIES_PER_BUCKET < 2 * entries / b
 
 
-def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str) -> None:
+@pytest.mark.parametrize("short", [False, True])
+def test_band_memberships_follow_a_dict_of_sets(
+    store_url: str, collection: str, short: bool
+) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
-    exactly like a dict of sets: through band_lookup, band_window and band_memberships."""
+    exactly like a dict of sets: through band_lookup, band_window and band_memberships
+    (with short anchor fields: anchors' keys among the band keys, each stored under its
+    4-byte hash)."""
     rng = random.Random(7)
 
     async def run() -> None:
         store = Store.connect(store_url, collection, 2.0)
-        store.use_band_buckets(16)  # few buckets: many band keys share each HASH
+        store.use_band_buckets(16, short)  # few buckets: many band keys share each HASH
         model: dict[int, set[int]] = {}
-        keys = _keys(rng, 40).tolist()
+        mixed, anchors = _mixed_keys(rng, 20)
+        keys = (mixed if short else _keys(rng, 40)).tolist()
         hot = keys[:3]
         try:
             for _ in range(12):
@@ -101,10 +161,25 @@ def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str)
                 for (k, _), start, got in zip(spilled, starts, windows, strict=True):
                     assert got.tolist() == sorted(model[k])[start : start + 4]
             assert any(len(v) > MAX_INLINE for v in model.values())  # the spill path ran
+            # Every field as stored: an anchor's hash, or the key's 8 bytes.
+            want = {
+                anchors[k] if short and k in anchors else k.to_bytes(8, "little") for k in model
+            }
+            assert await _fields(store) == want
+            assert {len(f) for f in want} == ({4, 8} if short else {8})
         finally:
             await store.close()
 
     asyncio.run(run())
+
+
+async def _fields(store: Store) -> set[bytes]:
+    """Every field of the collection's bucket HASHes, read with HKEYS."""
+    out: set[bytes] = set()
+    async for bucket in store.transport.scan(f"nd:{store.collection}:B{{*".encode()):
+        (fields,) = await store.transport.commands([(b"HKEYS", bucket)])
+        out |= set(fields)
+    return out
 
 
 def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> None:
