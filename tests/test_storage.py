@@ -9,6 +9,7 @@ import hiredis
 import numpy as np
 import pytest
 
+from app.index import records
 from app.store import MAX_INLINE, Store, StoreError, buckets_for
 from app.store.layout import ENTRIES_PER_BUCKET, Layout
 from app.store.resp import encode
@@ -190,6 +191,37 @@ def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> No
         try:
             with pytest.raises(StoreError, match="full"):
                 await store.add_bands([(2**32, np.array([1], dtype=np.uint64))])
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
+    redis_url: str, collection: str
+) -> None:
+    """A record whose band keys include anchors' keys (a band key is one with odds of
+    2**-32) gets, through the similar_by_id script's own field mapping, the handles the
+    store wrote under those keys' 4-byte fields: each key shared by one other handle."""
+    rng = random.Random(5)
+
+    async def run() -> None:
+        store = Store.connect(redis_url, collection, 2.0)
+        store.use_band_buckets(1 << 10, True)
+        try:
+            hashes = [0, 1, 2**31, 2**32 - 1] + [rng.getrandbits(32) for _ in range(20)]
+            keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
+            names = ["a"] + [f"b{i}" for i in range(len(keys))]
+            handles = await store.assign_handles(names)
+            raw = records.pack("a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None)
+            await store.put_records([(handles[0], raw)])
+            shares = [(h, np.array([k], np.uint64)) for h, k in zip(handles[1:], keys, strict=True)]
+            await store.add_bands([(handles[0], np.array(keys, np.uint64)), *shares])
+            handle, got_raw, found = await store.similar_by_id("a", 100, 1000, 1000)
+            assert handle == handles[0] and got_raw == raw and found is not None
+            assert sorted(found.handles.tolist()) == sorted(handles[1:])
+            widths = {len(f) for f in await _fields(store)}
+            assert widths == {4, 8}
         finally:
             await store.close()
 
