@@ -242,8 +242,7 @@ def test_short_anchor_fields_answer_as_a_collection_made_before_them(
             assert {f for f in fields[1] if len(f) == 8} <= fields[0]
             assert len(fields[1]) == len(fields[0])
             members = [
-                {k: sorted(v) async for k, v in index.store.band_memberships()}
-                for index in indexes
+                {k: sorted(v) async for k, v in index.store.band_memberships()} for index in indexes
             ]
             assert members[0] == members[1]
             for doc_id in ("d3", "d7"):  # each with a copy (d23, d27)

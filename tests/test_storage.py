@@ -48,7 +48,9 @@ def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: 
     layout = Layout("c-1_x")
     layout.use_band_buckets(buckets)
     layout.use_short_anchors(short)
-    keys = _mixed_keys(random.Random(buckets), 25)[0] if short else _keys(random.Random(buckets), 50)
+    keys = (
+        _mixed_keys(random.Random(buckets), 25)[0] if short else _keys(random.Random(buckets), 50)
+    )
     handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
     sets = [
         (b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
@@ -213,7 +215,9 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
             names = ["a"] + [f"b{i}" for i in range(len(keys))]
             handles = await store.assign_handles(names)
-            raw = records.pack("a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None)
+            raw = records.pack(
+                "a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None
+            )
             await store.put_records([(handles[0], raw)])
             shares = [(h, np.array([k], np.uint64)) for h, k in zip(handles[1:], keys, strict=True)]
             await store.add_bands([(handles[0], np.array(keys, np.uint64)), *shares])

@@ -241,7 +241,7 @@ class Layout:
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
         packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
         short, hashes = self.anchor_hashes(keys)
-        out = []
+        out: list[tuple[int, np.ndarray]] = []
         for chosen, width in ((~short, 8), (short, 4)):
             at = np.flatnonzero(chosen)
             if not len(at) and out:

@@ -521,7 +521,12 @@ class Store:
         bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
         limits = (cap, budget, hot_most, bits)
         head = (*self._keys.heads, self._keys.ids, doc_id.encode())
-        args = (*head, *(b"%d" % n for n in limits), digits, b"1" if self._keys.short_anchors else b"0")
+        args = (
+            *head,
+            *(b"%d" % n for n in limits),
+            digits,
+            b"1" if self._keys.short_anchors else b"0",
+        )
         # Its work: the id and record, then as candidates() for the record's band keys.
         reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)
         if not reply:
@@ -535,7 +540,11 @@ class Store:
         return handle, raw, _ranked(rest)
 
     async def _script(
-        self, script: scripts.Script, args: Sequence[bytes], tail: Rows | Interleaved | None, weight: int
+        self,
+        script: scripts.Script,
+        args: Sequence[bytes],
+        tail: Rows | Interleaved | None,
+        weight: int,
     ) -> Any:
         """A read script's reply (single server), in one exchange: EVALSHA alone, since
         SCRIPT LOAD hashes the whole script again on Redis' one thread; after a
