@@ -187,13 +187,12 @@ class Interleaved(Batch):
         return b"".join(rows.packed()[0] for rows, _ in self._parts), self.size
 
     def replies(self, replies: list[Any]) -> list[Any]:
-        out: list[Any] = [None] * self.size
-        taken = 0
-        for _, at in self._parts:
-            for i, reply in zip(at.tolist(), replies[taken : taken + len(at)], strict=True):
-                out[i] = reply
-            taken += len(at)
-        return out
+        # Where each command's reply is, taken in C: a Python loop cost an ingest ~6 us
+        # a document (and numpy would spread a reply that is a list).
+        where = np.argsort(np.concatenate([at for _, at in self._parts]), kind="stable")
+        if len(where) < 2:
+            return list(replies)
+        return list(itemgetter(*where.tolist())(replies))
 
     def commands(self) -> list[Command]:
         out: list[Command] = [()] * self.size
