@@ -47,13 +47,12 @@ from app.store.resp import Interleaved, Rows, Template
 # Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
 # Redis's default hash-max-listpack-value (64).
 MAX_INLINE = 12
-# Band entries per bucket HASH at the collection's capacity, at most (48 to 96, as the
-# bucket count is a power of two): under Redis's default hash-max-listpack-entries
-# (128), with room to grow past capacity by a third at least, 2.7x at most. Each HASH
-# costs about 130 bytes besides its entries (key, object, allocation): 96 rather than
-# 48 (collections made before) saves 80 bytes a document at 20,000 documents of ~60
-# entries (bench/alignment.py), and as much where the rounding halves the count.
-ENTRIES_PER_BUCKET = 96
+# Band entries per bucket HASH at the collection's capacity: under Redis's
+# default hash-max-listpack-entries (128) with room to grow 2x past it. Twice as many
+# (half the HASHes, each ~130 bytes besides its entries) saved 80 bytes a document at
+# 20,000 documents but cost 12% of the ingest rate: Redis scans a listpack to write
+# or read a field, so a write costs it time in proportion to the bucket's entries.
+ENTRIES_PER_BUCKET = 48
 # A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
 SPILLED = b"\xff\xff\xff\xff"
 # Handles are stored in 4 bytes, and SPILLED is not one.
