@@ -40,17 +40,20 @@ def _mixed_keys(rng: random.Random, n: int) -> tuple[np.ndarray, dict[int, bytes
     return np.array(keys, dtype=np.uint64), anchors
 
 
-@pytest.mark.parametrize("short", [False, True])
+@pytest.mark.parametrize("short", [None, "mixed", "bands first"])
 @pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
-def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: bool) -> None:
+def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: str | None) -> None:
     """band_commands' numpy-built commands are byte for byte what encode makes of each one
-    (with short anchor fields: band keys and anchors' keys mixed, in their order)."""
+    (with short anchor fields: band keys and anchors' keys mixed, or band keys first as an
+    ingest sends them, in their order)."""
     layout = Layout("c-1_x")
     layout.use_band_buckets(buckets)
-    layout.use_short_anchors(short)
-    keys = (
-        _mixed_keys(random.Random(buckets), 25)[0] if short else _keys(random.Random(buckets), 50)
-    )
+    layout.use_short_anchors(short is not None)
+    keys, anchors = _mixed_keys(random.Random(buckets), 25)
+    if short is None:
+        keys = _keys(random.Random(buckets), 50)
+    elif short == "bands first":
+        keys = np.array(sorted(keys.tolist(), key=lambda k: k in anchors), dtype=np.uint64)
     handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
     sets = [
         (b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
@@ -62,7 +65,7 @@ def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: 
         (layout.band_commands(b"HGET", keys), one_by_one),
     ):
         raw, count = batch.packed()
-        if not short:  # one template: the commands in order
+        if short is None:  # one template: the commands in order
             assert (raw, count) == (b"".join(encode(*c) for c in want), len(keys))
         # As Redis reads them; the reply to each (here: the command itself) in order.
         reader = hiredis.Reader()

@@ -200,12 +200,18 @@ class Layout:
         if n_short == len(keys):
             return self._rows(command, keys, fields, handles)
         parts = []
-        for chosen, width in ((short, 4), (~short, 8)):
-            at = np.flatnonzero(chosen)
+        n = len(keys)
+        if short[n - n_short :].all():  # band keys, then anchors (an ingest's): two slices
+            cuts = [(slice(0, n - n_short), 8), (slice(n - n_short, n), 4)]
+            places = [np.arange(0, n - n_short), np.arange(n - n_short, n)]
+        else:
+            places = [np.flatnonzero(~short), np.flatnonzero(short)]
+            cuts = [(places[0], 8), (places[1], 4)]
+        for (at, width), where in zip(cuts, places, strict=True):
             cut = fields[at] if width == 4 else keys[at].view(np.uint8).reshape(-1, 8)
             part = self._rows(command, keys[at], cut, None if handles is None else handles[at])
-            parts.append((part, at))
-        return Interleaved(parts, len(keys))
+            parts.append((part, where))
+        return Interleaved(parts, n)
 
     def _rows(
         self, command: bytes, keys: np.ndarray, fields: np.ndarray, handles: np.ndarray | None
