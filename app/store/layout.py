@@ -201,6 +201,7 @@ class Layout:
             return self._rows(command, keys, fields, handles)
         parts = []
         n = len(keys)
+        cuts: list[tuple[slice | np.ndarray, int]]
         if short[n - n_short :].all():  # band keys, then anchors (an ingest's): two slices
             cuts = [(slice(0, n - n_short), 8), (slice(n - n_short, n), 4)]
             places = [np.arange(0, n - n_short), np.arange(n - n_short, n)]
