@@ -43,6 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -142,18 +143,27 @@ async def _scale(redis: ThrowawayRedis, builds: list[int], size: int, queries: i
     return out
 
 
+def _buckets_before(entries: int) -> int:
+    """The band buckets main sized a collection with (48 entries a bucket at capacity)."""
+    need = max(1, -(-entries // 48))
+    return min(1 << 24, max(16, 1 << (need - 1).bit_length()))
+
+
 async def _open(store: Store, bits: int, capacity: int) -> Index:
     """A collection of this build: bits 0 is a config as main writes it (no passage_bits
     field: format 1), else format 3 with bits a word."""
     params = Params.create("word:3", 128, 256, 1, 0.5, capacity, passage_words=30)
     if bits == 0:
-        raw = params.to_json().replace(b',"passage_bits":8', b"")
-        assert b"passage_bits" not in raw
+        # As main made it: 8-byte anchor fields, and buckets sized for 48 entries each.
+        before = replace(params, band_buckets=_buckets_before(capacity * (params.bands + 24)))
+        raw = before.to_json().replace(b',"passage_bits":8', b"")
+        raw = raw.replace(b',"short_anchors":true', b"")
+        assert b"passage_bits" not in raw and b"short_anchors" not in raw, raw
         await store.config(raw)
     wanted = Params.create(
         "word:3", 128, 256, 1, 0.5, capacity, passage_words=30, passage_bits=bits or 8
     )
-    index = await Index.open(store, wanted, 200)
+    index = await Index.open(store, wanted, 200)  # a stored config's buckets win
     assert index.params.passage_bits == bits, index.params
     return index
 

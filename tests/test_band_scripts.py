@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.index import Document, Index, Params
+from app.index.passages import Layout
 from app.store import MAX_INLINE, Store
 from app.store.layout import SPILLED
 from app.store.store import ENTRIES_PER_CALL
@@ -89,14 +90,19 @@ class _Model:
         return out
 
 
+@pytest.mark.parametrize("short", [False, True])
 def test_band_scripts_write_what_the_per_entry_commands_write(
-    store_url: str, collection: str
+    store_url: str, collection: str, short: bool
 ) -> None:
     """Adds and removes in calls larger than a script call, with bands that spill within
     one call and entries named twice, leave the same buckets and spilled sets by either
-    path, and both equal a plain-Python model of the layout."""
+    path, and both equal a plain-Python model of the layout (with short anchor fields:
+    half the keys anchors' keys, stored under 4-byte fields)."""
     rng = random.Random(11)
     keys = [rng.getrandbits(64) for _ in range(300)]
+    if short:  # anchors' keys: a 32-bit hash spread and salted (app.index.sketch)
+        spread, salt = 0xD6E8FEB86659FD93, 0x9E3779B97F4A7C15
+        keys[::2] = [((rng.getrandbits(32) * spread) % 2**64) ^ salt for _ in keys[::2]]
     hot = keys[:4]
 
     async def run() -> None:
@@ -106,7 +112,7 @@ def test_band_scripts_write_what_the_per_entry_commands_write(
         model = _Model()
         try:
             for store in (scripted, pipelined):
-                store.use_band_buckets(64)  # buckets shared by many band keys
+                store.use_band_buckets(64, short)  # buckets shared by many band keys
             for step in range(4):
                 adds = []
                 for _ in range(60):
@@ -133,6 +139,8 @@ def test_band_scripts_write_what_the_per_entry_commands_write(
                 ours, theirs = await _dump(scripted), await _dump(pipelined)
                 assert ours == theirs
                 assert ours == model.dump(scripted)
+                widths = {len(f) for k, v in ours.items() if k.startswith(b"B{") for f in v}
+                assert widths == ({4, 8} if short else {8})
             assert any(len(m) > 2 * MAX_INLINE for m in model.spilled.values())
         finally:
             await scripted.close()
@@ -190,3 +198,62 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
 
 async def _handles(index: Index) -> list[tuple[str, int]]:
     return [(i, h) async for i, h in index.store.id_map()]
+
+
+def test_short_anchor_fields_answer_as_a_collection_made_before_them(
+    store_url: str, collection: str
+) -> None:
+    """A config without short_anchors (made before them) keeps 8-byte fields for every
+    key; a new collection stores each anchor under its 32-bit hash (4 bytes, the hashes
+    read from the records' layouts). Both hold the same memberships and give the same
+    similarity and containment answers."""
+    texts = [t for _, t in read_corpus()[:30]]
+    docs = [Document(texts[i % 20], f"d{i}") for i in range(30)]
+    query = texts[4][: len(texts[4]) // 2] + " " + texts[7]
+
+    async def run() -> None:
+        params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
+        old_raw = params.to_json().replace(b',"short_anchors":true', b"")
+        assert b"short_anchors" not in old_raw
+        indexes = []
+        for name in ("old", "new"):
+            store = Store.connect(store_url, collection + name, 5.0)
+            if name == "old":
+                await store.config(old_raw)
+            indexes.append(await Index.open(store, params, 200))
+        old, new = indexes
+        assert (old.params.short_anchors, new.params.short_anchors) == (False, True)
+        try:
+            for index in indexes:
+                await index.ingest(docs)
+                assert await index.delete("d25")
+            dumps = [await _dump(index.store) for index in indexes]
+            fields = [{f for k, v in d.items() if k.startswith(b"B{") for f in v} for d in dumps]
+            assert {len(f) for f in fields[0]} == {8}
+            # The new collection's 4-byte fields are exactly its records' anchor hashes.
+            hashes: set[bytes] = set()
+            for doc in docs:
+                got = await new.get(doc.id)
+                if got is not None:
+                    lay = Layout.unpack(got.passages)
+                    hashes |= {int(h).to_bytes(4, "little") for h in lay.anchor_hashes}
+            assert {f for f in fields[1] if len(f) == 4} == hashes
+            # Its 8-byte fields are the band keys: the old collection's other fields.
+            assert {f for f in fields[1] if len(f) == 8} <= fields[0]
+            assert len(fields[1]) == len(fields[0])
+            members = [
+                {k: sorted(v) async for k, v in index.store.band_memberships()} for index in indexes
+            ]
+            assert members[0] == members[1]
+            for doc_id in ("d3", "d7"):  # each with a copy (d23, d27)
+                a, b = [await index.similar_to_id(doc_id, 0.5, 10) for index in indexes]
+                assert a == b and a is not None and a.results
+                a, b = [await index.containment_of_id(doc_id, 0.01, 10) for index in indexes]
+                assert a == b and a is not None
+            c, d = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
+            assert c == d and len(c.results) >= 2
+        finally:
+            for index in indexes:
+                await index.store.close()
+
+    asyncio.run(run())

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 
+import hiredis
 import numpy as np
 import pytest
 
+from app.index import records
 from app.store import MAX_INLINE, Store, StoreError, buckets_for
 from app.store.layout import ENTRIES_PER_BUCKET, Layout
 from app.store.resp import encode
@@ -19,22 +21,80 @@ def _keys(rng: random.Random, n: int) -> np.ndarray:
     return np.array([rng.getrandbits(64) for _ in range(n)] + [0, 2**64 - 1], dtype=np.uint64)
 
 
+# A passage anchor's key, written out here (app.index.sketch makes them): a 32-bit hash
+# times an odd multiplier, salted, mod 2**64.
+_SPREAD, _SALT = 0xD6E8FEB86659FD93, 0x9E3779B97F4A7C15
+
+
+def _anchor_key(h: int) -> int:
+    return ((h * _SPREAD) % 2**64) ^ _SALT
+
+
+def _mixed_keys(rng: random.Random, n: int) -> tuple[np.ndarray, dict[int, bytes]]:
+    """Band keys and anchors' keys, interleaved, and the 4-byte field each anchor's key
+    must have in a collection with short anchor fields (its hash)."""
+    anchors = {}
+    for h in [rng.getrandbits(32) for _ in range(n)] + [0, 2**32 - 1]:
+        anchors[_anchor_key(h)] = h.to_bytes(4, "little")
+    keys = [k for pair in zip(_keys(rng, n).tolist(), anchors, strict=False) for k in pair]
+    return np.array(keys, dtype=np.uint64), anchors
+
+
+@pytest.mark.parametrize("short", [None, "mixed", "bands first"])
 @pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
-def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int) -> None:
-    """band_commands' numpy-built commands are byte for byte what encode makes of each one."""
+def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: str | None) -> None:
+    """band_commands' numpy-built commands are byte for byte what encode makes of each one
+    (with short anchor fields: band keys and anchors' keys mixed, or band keys first as an
+    ingest sends them, in their order)."""
     layout = Layout("c-1_x")
     layout.use_band_buckets(buckets)
-    keys = _keys(random.Random(buckets), 50)
+    layout.use_short_anchors(short is not None)
+    keys, anchors = _mixed_keys(random.Random(buckets), 25)
+    if short is None:
+        keys = _keys(random.Random(buckets), 50)
+    elif short == "bands first":
+        keys = np.array(sorted(keys.tolist(), key=lambda k: k in anchors), dtype=np.uint64)
     handles = np.arange(1, len(keys) + 1, dtype=np.int64) * 65_537
-    plain = b"".join(
-        encode(b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
+    sets = [
+        (b"HSETNX", *layout.band_place(k)[:2], int(h).to_bytes(4, "little"))
         for k, h in zip(keys.tolist(), handles.tolist(), strict=True)
-    )
-    assert layout.band_commands(b"HSETNX", keys, handles).packed() == (plain, len(keys))
-    plain = b"".join(encode(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist())
-    assert layout.band_commands(b"HGET", keys).packed() == (plain, len(keys))
+    ]
     one_by_one = [(b"HGET", *layout.band_place(k)[:2]) for k in keys.tolist()]
+    for batch, want in (
+        (layout.band_commands(b"HSETNX", keys, handles), sets),
+        (layout.band_commands(b"HGET", keys), one_by_one),
+    ):
+        raw, count = batch.packed()
+        if short is None:  # one template: the commands in order
+            assert (raw, count) == (b"".join(encode(*c) for c in want), len(keys))
+        # As Redis reads them; the reply to each (here: the command itself) in order.
+        reader = hiredis.Reader()
+        reader.feed(raw)
+        sent = [tuple(reader.gets()) for _ in range(count)]
+        assert reader.gets() is False  # nothing more
+        assert batch.replies(sent) == want
     assert layout.band_commands(b"HGET", keys).commands() == one_by_one  # a cluster's
+    # As a script's arguments (the candidates script's tail): each row's, in order.
+    args = b"".join(encode(*c[1:])[len(b"*2\r\n") :] for c in one_by_one)
+    assert layout.band_commands(b"HGET", keys).arguments() == (args, 2 * len(keys))
+
+
+def test_short_anchor_fields_are_the_anchor_hash() -> None:
+    """With short anchor fields an anchor's key has its 32-bit hash as its field, any
+    other key its 8 bytes, in the same bucket; band_key reads every field back; without
+    them every field is 8 bytes."""
+    keys, anchors = _mixed_keys(random.Random(3), 200)
+    for short in (False, True):
+        layout = Layout("c")
+        layout.use_band_buckets(1 << 12)
+        layout.use_short_anchors(short)
+        for k in keys.tolist():
+            bucket, field, spill = layout.band_place(k)
+            want = anchors[k] if short and k in anchors else k.to_bytes(8, "little")
+            assert field == want
+            assert bucket == b"nd:c:B{%03x}" % (k >> 52)
+            assert spill == b"nd:c:S{%03x}" % (k >> 52) + want
+            assert layout.band_key(field) == k
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
@@ -46,16 +106,22 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
             assert entries / b <= ENTRIES_PER_BUCKET < 2 * entries / b
 
 
-def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str) -> None:
+@pytest.mark.parametrize("short", [False, True])
+def test_band_memberships_follow_a_dict_of_sets(
+    store_url: str, collection: str, short: bool
+) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
-    exactly like a dict of sets: through band_lookup, band_window and band_memberships."""
+    exactly like a dict of sets: through band_lookup, band_window and band_memberships
+    (with short anchor fields: anchors' keys among the band keys, each stored under its
+    4-byte hash)."""
     rng = random.Random(7)
 
     async def run() -> None:
         store = Store.connect(store_url, collection, 2.0)
-        store.use_band_buckets(16)  # few buckets: many band keys share each HASH
+        store.use_band_buckets(16, short)  # few buckets: many band keys share each HASH
         model: dict[int, set[int]] = {}
-        keys = _keys(rng, 40).tolist()
+        mixed, anchors = _mixed_keys(rng, 20)
+        keys = (mixed if short else _keys(rng, 40)).tolist()
         hot = keys[:3]
         try:
             for _ in range(12):
@@ -101,10 +167,25 @@ def test_band_memberships_follow_a_dict_of_sets(store_url: str, collection: str)
                 for (k, _), start, got in zip(spilled, starts, windows, strict=True):
                     assert got.tolist() == sorted(model[k])[start : start + 4]
             assert any(len(v) > MAX_INLINE for v in model.values())  # the spill path ran
+            # Every field as stored: an anchor's hash, or the key's 8 bytes.
+            want = {
+                anchors[k] if short and k in anchors else k.to_bytes(8, "little") for k in model
+            }
+            assert await _fields(store) == want
+            assert {len(f) for f in want} == ({4, 8} if short else {8})
         finally:
             await store.close()
 
     asyncio.run(run())
+
+
+async def _fields(store: Store) -> set[bytes]:
+    """Every field of the collection's bucket HASHes, read with HKEYS."""
+    out: set[bytes] = set()
+    async for bucket in store.transport.scan(f"nd:{store.collection}:B{{*".encode()):
+        (fields,) = await store.transport.commands([(b"HKEYS", bucket)])
+        out |= set(fields)
+    return out
 
 
 def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> None:
@@ -115,6 +196,39 @@ def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> No
         try:
             with pytest.raises(StoreError, match="full"):
                 await store.add_bands([(2**32, np.array([1], dtype=np.uint64))])
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
+    redis_url: str, collection: str
+) -> None:
+    """A record whose band keys include anchors' keys (a band key is one with odds of
+    2**-32) gets, through the similar_by_id script's own field mapping, the handles the
+    store wrote under those keys' 4-byte fields: each key shared by one other handle."""
+    rng = random.Random(5)
+
+    async def run() -> None:
+        store = Store.connect(redis_url, collection, 2.0)
+        store.use_band_buckets(1 << 10, True)
+        try:
+            hashes = [0, 1, 2**31, 2**32 - 1] + [rng.getrandbits(32) for _ in range(20)]
+            keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
+            names = ["a"] + [f"b{i}" for i in range(len(keys))]
+            handles = await store.assign_handles(names)
+            raw = records.pack(
+                "a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None
+            )
+            await store.put_records([(handles[0], raw)])
+            shares = [(h, np.array([k], np.uint64)) for h, k in zip(handles[1:], keys, strict=True)]
+            await store.add_bands([(handles[0], np.array(keys, np.uint64)), *shares])
+            handle, got_raw, found = await store.similar_by_id("a", 100, 1000, 1000)
+            assert handle == handles[0] and got_raw == raw and found is not None
+            assert sorted(found.handles.tolist()) == sorted(handles[1:])
+            widths = {len(f) for f in await _fields(store)}
+            assert widths == {4, 8}
         finally:
             await store.close()
 

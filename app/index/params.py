@@ -54,6 +54,9 @@ class Params:
     # Bits of each word's hash in the passage layout (format 3, app.index.align); 0: the
     # 4-bit format 1 and its alignment (collections made before format 3).
     passage_bits: int = DEFAULT_PASSAGE_BITS
+    # Whether the band buckets keep a passage anchor's key as its 4-byte hash rather
+    # than 8 bytes (app.store.layout); False in collections made before.
+    short_anchors: bool = True
 
     @classmethod
     def create(
@@ -70,6 +73,7 @@ class Params:
         template_pages: int = DEFAULT_TEMPLATE_PAGES,
         tokenizer: int = kernel.LATEST_TOKENIZER,
         passage_bits: int = DEFAULT_PASSAGE_BITS,
+        short_anchors: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -89,6 +93,7 @@ class Params:
             template_pages,
             tokenizer,
             passage_bits,
+            short_anchors,
         )
 
     @property
@@ -131,6 +136,8 @@ class Params:
         fields.setdefault("tokenizer", 1)
         # ... and one made before format 3 keeps 4-bit word hashes, aligned as then.
         fields.setdefault("passage_bits", 0)
+        # ... and one made before short anchor fields keeps 8-byte ones.
+        fields.setdefault("short_anchors", False)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -145,6 +152,7 @@ class Params:
             params = replace(params, template_pages=0)
         # The passage layout's format is the stored one (old collections answer as before).
         params = replace(params, passage_bits=stored.passage_bits)
+        params = replace(params, short_anchors=stored.short_anchors)
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(

@@ -16,14 +16,17 @@ from app.index import records
 from app.index.errors import TooLargeError
 from app.index.params import Params
 from app.index.passages import Layout, layouts_of
+from app.store import ANCHOR_SALT as _SALT
+from app.store import ANCHOR_SPREAD as _SPREAD
 
 # Sketching runs on a worker thread (the kernel releases the GIL) once a
 # request carries this much text; below it the thread hop costs more.
 THREAD_TEXT_BYTES = 256 * 1024
-# XORed into anchor hashes (app.index.passages) to make their keys in the band buckets.
-ANCHOR_SALT = np.uint64(0x9E3779B97F4A7C15)
-# An odd multiplier: moves a 32-bit anchor's bits into the top bits that pick its bucket.
-ANCHOR_SPREAD = np.uint64(0xD6E8FEB86659FD93)
+# XORed into anchor hashes (app.index.passages) to make their keys in the band buckets,
+# after an odd multiplier that moves a 32-bit anchor's bits into the top bits that pick
+# its bucket (the store's, which keeps an anchor's key as its hash: app.store.layout).
+ANCHOR_SALT = np.uint64(_SALT)
+ANCHOR_SPREAD = np.uint64(_SPREAD)
 
 
 def anchor_keys(hashes: np.ndarray) -> np.ndarray:

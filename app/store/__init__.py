@@ -7,10 +7,12 @@ chosen at connect), errors.py what the store raises.
 """
 
 from app.store.errors import ReplicationError, StoreError, StoreFullError, StoreUnavailableError
-from app.store.layout import MAX_INLINE, buckets_for
+from app.store.layout import ANCHOR_SALT, ANCHOR_SPREAD, MAX_INLINE, buckets_for
 from app.store.store import Candidates, Memory, Store
 
 __all__ = [
+    "ANCHOR_SALT",
+    "ANCHOR_SPREAD",
     "MAX_INLINE",
     "Candidates",
     "Memory",

@@ -13,7 +13,9 @@ Every key is under ``nd:{collection}:``:
                           epoch): the sweeper's queue (app.index.expiry)
     c:{id}        STRING  a stored check, zlib(JSON), expired by Redis (app.store.checks)
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
-                          once the band outgrew MAX_INLINE handles, SPILLED and its size
+                          once the band outgrew MAX_INLINE handles, SPILLED and its size.
+                          In a collection with short anchor fields (use_short_anchors),
+                          a passage anchor's key is its 32-bit anchor hash (4 bytes)
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
@@ -24,6 +26,13 @@ per band per document. A bucket and its spilled sets share a hash tag, so they
 share a cluster slot and a band script touches one slot. A spilled set is
 sorted by handle because a query reads a bounded window of it, in one
 O(log n) ZRANGE.
+
+A passage anchor's key (app.index.sketch) is its 32-bit hash h spread and salted,
+(h * ANCHOR_SPREAD) ^ ANCHOR_SALT mod 2**64: its bucket comes from those 64 bits, but
+only 32 of them are information. New collections store such a key's field as h in 4
+bytes, any other key in 8: a bijection of the key space (a field's length says which
+it was), so the band entries, lookups and buckets are the same as in 8-byte fields,
+minus 4 of an anchor entry's 16 bytes in a listpack (80 bytes a document of ~20 anchors).
 """
 
 from __future__ import annotations
@@ -33,19 +42,30 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from app.store.resp import Rows, Template
+from app.store.resp import Interleaved, Rows, Template
 
 # Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
 # Redis's default hash-max-listpack-value (64).
 MAX_INLINE = 12
 # Band entries per bucket HASH at the collection's capacity: under Redis's
-# default hash-max-listpack-entries (128) with room to grow 2x past it.
+# default hash-max-listpack-entries (128) with room to grow 2x past it. Twice as many
+# (half the HASHes, each ~130 bytes besides its entries) saved 80 bytes a document at
+# 20,000 documents but cost 12% of the ingest rate: Redis scans a listpack to write
+# or read a field, so a write costs it time in proportion to the bucket's entries.
 ENTRIES_PER_BUCKET = 48
 # A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
 SPILLED = b"\xff\xff\xff\xff"
 # Handles are stored in 4 bytes, and SPILLED is not one.
 MAX_HANDLE = 2**32 - 2
 BAND_KEY = struct.Struct("<Q")  # a band key as its HASH field
+ANCHOR_FIELD = struct.Struct("<I")  # an anchor's key as its HASH field (short anchors)
+# A passage anchor's key is (hash * ANCHOR_SPREAD) ^ ANCHOR_SALT mod 2**64 (the odd
+# multiplier moves a 32-bit hash's bits into the top bits that pick its bucket; the salt
+# keeps anchors from meeting band keys). ANCHOR_UNSPREAD undoes the multiplication.
+ANCHOR_SALT = 0x9E3779B97F4A7C15
+ANCHOR_SPREAD = 0xD6E8FEB86659FD93
+ANCHOR_UNSPREAD = pow(ANCHOR_SPREAD, -1, 1 << 64)
+_U64 = (1 << 64) - 1
 HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
 # The same packing in the struct library of Redis's Lua (app/store/scripts).
 HANDLE_FORMAT_LUA = "<I4"
@@ -79,7 +99,8 @@ class Layout:
         self._bucket_shift_u64 = np.uint64(64)
         self._bucket_format = b"%x"
         self._nibble_shifts = np.zeros(1, dtype=np.intp)
-        self._templates: dict[tuple[bytes, bool], tuple[Template, int, int, int]] = {}
+        self._templates: dict[tuple[bytes, bool, int], tuple[Template, int, int, int]] = {}
+        self.short_anchors = False
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
@@ -92,6 +113,27 @@ class Layout:
         self._bucket_format = b"%%0%dx" % digits
         self._nibble_shifts = np.arange(4 * (digits - 1), -1, -4, dtype=np.intp)
         self._templates.clear()
+
+    def use_short_anchors(self, on: bool) -> None:
+        """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
+        self.short_anchors = on
+
+    def anchor_hashes(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which keys are anchors' keys stored as 4-byte fields (bool each; none unless
+        short_anchors) and every key's would-be anchor hash (uint64)."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        if not self.short_anchors:
+            return np.zeros(len(keys), dtype=bool), keys
+        hashes = (keys ^ np.uint64(ANCHOR_SALT)) * np.uint64(ANCHOR_UNSPREAD)  # wraps mod 2**64
+        return (hashes >> np.uint64(32)) == 0, hashes
+
+    def field(self, key: int) -> bytes:
+        """A 64-bit band key's HASH field: 8 bytes, or an anchor's 4 (short_anchors)."""
+        if self.short_anchors:
+            h = ((key ^ ANCHOR_SALT) * ANCHOR_UNSPREAD) & _U64
+            if h >> 32 == 0:
+                return ANCHOR_FIELD.pack(h)
+        return BAND_KEY.pack(key)
 
     @property
     def heads(self) -> tuple[bytes, bytes, bytes]:
@@ -124,11 +166,13 @@ class Layout:
         """(bucket HASH, field, spill ZSET) of a 64-bit band key."""
         # A shift by 64 (one bucket) leaves 0 for every key.
         digits = self._bucket_format % (key >> self._bucket_shift)
-        field = BAND_KEY.pack(key)
+        field = self.field(key)
         return self._hash_head + digits + b"}", field, self._spill_head + digits + b"}" + field
 
     def band_key(self, field: bytes) -> int:
         """The band key a bucket HASH's field stands for."""
+        if len(field) == ANCHOR_FIELD.size:
+            return ((ANCHOR_FIELD.unpack(field)[0] * ANCHOR_SPREAD) & _U64) ^ ANCHOR_SALT
         return int(BAND_KEY.unpack(field)[0])
 
     def band_calls(self, handle: int, keys: Iterable[int]) -> list[tuple[bytes, ...]]:
@@ -140,15 +184,44 @@ class Layout:
 
     def band_commands(
         self, command: bytes, keys: np.ndarray, handles: np.ndarray | None = None
-    ) -> Rows:
+    ) -> Rows | Interleaved:
         """`command HASH field [handle]` for each band key (and its handle, uint32 LE).
 
         Built at once by numpy from a template row, since building each command
-        in Python costs more than Redis takes to run it.
+        in Python costs more than Redis takes to run it (a template per field width:
+        anchors' 4-byte fields and other keys' 8 come as two, interleaved in order).
         """
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
-        template, at_digits, at_field, at_handle = self._template(command, handles is not None)
-        fields = keys.view(np.uint8).reshape(-1, 8)
+        short, hashes = self.anchor_hashes(keys)
+        n_short = int(short.sum())
+        if n_short == 0:
+            return self._rows(command, keys, keys.view(np.uint8).reshape(-1, 8), handles)
+        fields = hashes.astype("<u4").view(np.uint8).reshape(-1, 4)
+        if n_short == len(keys):
+            return self._rows(command, keys, fields, handles)
+        parts = []
+        n = len(keys)
+        cuts: list[tuple[slice | np.ndarray, int]]
+        if short[n - n_short :].all():  # band keys, then anchors (an ingest's): two slices
+            cuts = [(slice(0, n - n_short), 8), (slice(n - n_short, n), 4)]
+            places = [np.arange(0, n - n_short), np.arange(n - n_short, n)]
+        else:
+            places = [np.flatnonzero(~short), np.flatnonzero(short)]
+            cuts = [(places[0], 8), (places[1], 4)]
+        for (at, width), where in zip(cuts, places, strict=True):
+            cut = fields[at] if width == 4 else keys[at].view(np.uint8).reshape(-1, 8)
+            part = self._rows(command, keys[at], cut, None if handles is None else handles[at])
+            parts.append((part, where))
+        return Interleaved(parts, n)
+
+    def _rows(
+        self, command: bytes, keys: np.ndarray, fields: np.ndarray, handles: np.ndarray | None
+    ) -> Rows:
+        """band_commands of keys whose fields (one row each) have one width."""
+        width = fields.shape[1]
+        template, at_digits, at_field, at_handle = self._template(
+            command, handles is not None, width
+        )
         columns = [(at_digits, self._bucket_digits(keys)), (at_field, fields)]
         if handles is not None:
             packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
@@ -166,13 +239,26 @@ class Layout:
         the spill sets' head and how many hex digits name a bucket (decimal)."""
         return self._hash_head, self._spill_head, b"%d" % len(self._nibble_shifts)
 
-    def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> np.ndarray:
-        """One row per band key and handle for a band_*_many script: the bucket's hex
-        digits, the field (8 bytes) and the handle (uint32 LE); built by numpy at once."""
+    def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Rows for a band_*_many script, one per band key and handle: the bucket's hex
+        digits, the field and the handle (uint32 LE); built by numpy at once, a block of
+        rows per field width (8, then anchors' 4 with short_anchors), in order inside
+        each: (width, rows) for each width some key has."""
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
         packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
-        fields = keys.view(np.uint8).reshape(-1, 8)
-        return np.hstack([self._bucket_digits(keys).astype(np.uint8), fields, packed])
+        short, hashes = self.anchor_hashes(keys)
+        out: list[tuple[int, np.ndarray]] = []
+        for chosen, width in ((~short, 8), (short, 4)):
+            at = np.flatnonzero(chosen)
+            if not len(at) and out:
+                continue
+            if width == 8:
+                fields = keys[at].view(np.uint8).reshape(-1, 8)
+            else:
+                fields = hashes[at].astype("<u4").view(np.uint8).reshape(-1, 4)
+            digits = self._bucket_digits(keys[at]).astype(np.uint8)
+            out.append((width, np.hstack([digits, fields, packed[at]])))
+        return out
 
     def _bucket_digits(self, keys: np.ndarray) -> np.ndarray:
         """The hex digits (ASCII) of each band key's bucket, one row a key."""
@@ -182,14 +268,18 @@ class Layout:
             buckets = np.zeros(len(keys), dtype=np.intp)
         return _HEX[(buckets[:, None] >> self._nibble_shifts) & 15]
 
-    def _template(self, command: bytes, with_handle: bool) -> tuple[Template, int, int, int]:
-        """A band_commands template and where its bucket digits, field and handle go."""
-        made = self._templates.get((command, with_handle))
+    def _template(
+        self, command: bytes, with_handle: bool, width: int = 8
+    ) -> tuple[Template, int, int, int]:
+        """A band_commands template (fields of width bytes) and where its bucket digits,
+        field and handle go."""
+        made = self._templates.get((command, with_handle, width))
         if made is None:
-            bucket, field, _ = self.band_place(0)
+            bucket, _, _ = self.band_place(0)
+            field = bytes(width)
             args: Sequence[bytes] = [command, bucket, field] + ([bytes(4)] if with_handle else [])
             template = Template(*args)
             at_digits = template.at(1) + len(self._hash_head)
             made = (template, at_digits, template.at(2), template.at(3) if with_handle else 0)
-            self._templates[command, with_handle] = made
+            self._templates[command, with_handle, width] = made
         return made

@@ -123,13 +123,27 @@ class Rows(Batch):
         self.size = count
         self.read_only = template.name in READ_ONLY
 
-    def packed(self) -> tuple[bytes, int]:
+    def matrix(self) -> np.ndarray:
+        """The commands in RESP, one row each (uint8)."""
         row = self._template.row
         rows = np.empty((self.size, len(row)), dtype=np.uint8)
         rows[:] = row
         for start, column in self._columns:
             rows[:, start : start + column.shape[1]] = column
-        return rows.tobytes(), self.size
+        return rows
+
+    @property
+    def name_end(self) -> int:
+        """Where a row's arguments after the command's name start."""
+        return self._template.spans[0][1] + 2  # past the name and its CRLF
+
+    @property
+    def arity(self) -> int:
+        """Arguments a row has after the command's name."""
+        return len(self._template.spans) - 1
+
+    def packed(self) -> tuple[bytes, int]:
+        return self.matrix().tobytes(), self.size
 
     def commands(self) -> list[Command]:
         raw, args, width = self.packed()[0], self._template.args, len(self._template.row)
@@ -140,9 +154,59 @@ class Rows(Batch):
         tail of another command: Eval), and how many arguments that is."""
         if not self.size:
             return b"", 0
-        name_end = self._template.spans[0][1] + 2  # past the name and its CRLF
-        rows = np.frombuffer(self.packed()[0], dtype=np.uint8).reshape(self.size, -1)
-        return rows[:, name_end:].tobytes(), self.size * (len(self._template.spans) - 1)
+        return self.matrix()[:, self.name_end :].tobytes(), self.size * self.arity
+
+
+class Interleaved(Batch):
+    """Rows batches of one command (their templates differ in the width of an argument)
+    as one batch in a given order: part (rows, at) gives command at[i] its row i.
+
+    Packed part after part (the replies put back in order after), which costs a join;
+    as a script's arguments, where the order is the script's, row by row in order."""
+
+    def __init__(self, parts: Sequence[tuple[Rows, np.ndarray]], count: int) -> None:
+        self._parts = parts
+        self.size = count
+        self.read_only = all(rows.read_only for rows, _ in parts)
+
+    def _arguments(self) -> bytes:
+        """Every part's rows without the command's name, in the given order."""
+        mats = []
+        widths = np.zeros(self.size, dtype=np.int64)
+        for rows, at in self._parts:
+            mat = rows.matrix()[:, rows.name_end :]
+            widths[at] = mat.shape[1]
+            mats.append((mat, at))
+        starts = np.cumsum(widths) - widths
+        out = np.empty(int(widths.sum()), dtype=np.uint8)
+        for mat, at in mats:
+            out[starts[at][:, None] + np.arange(mat.shape[1])] = mat
+        return out.tobytes()
+
+    def packed(self) -> tuple[bytes, int]:
+        return b"".join(rows.packed()[0] for rows, _ in self._parts), self.size
+
+    def replies(self, replies: list[Any]) -> list[Any]:
+        # Where each command's reply is, taken in C: a Python loop cost an ingest ~6 us
+        # a document (and numpy would spread a reply that is a list).
+        order = np.concatenate([at for _, at in self._parts])
+        if len(order) < 2 or bool(np.all(order[1:] > order[:-1])):  # in order already
+            return list(replies)
+        where = np.argsort(order, kind="stable")
+        return list(itemgetter(*where.tolist())(replies))
+
+    def commands(self) -> list[Command]:
+        out: list[Command] = [()] * self.size
+        for rows, at in self._parts:
+            for i, command in zip(at.tolist(), rows.commands(), strict=True):
+                out[i] = command
+        return out
+
+    def arguments(self) -> tuple[bytes, int]:
+        """As Rows.arguments, every part's rows in the given order."""
+        if not self.size:
+            return b"", 0
+        return self._arguments(), sum(len(at) * rows.arity for rows, at in self._parts)
 
 
 class Eval(Batch):
@@ -157,7 +221,7 @@ class Eval(Batch):
         self,
         script: Script,
         args: Sequence[bytes],
-        tail: Rows | None,
+        tail: Rows | Interleaved | None,
         weight: int,
         load: bool,
         read_only: bool = False,

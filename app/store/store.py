@@ -19,7 +19,7 @@ from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
 from app.store.layout import HANDLE, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
-from app.store.resp import Eval, MGet, Rows, pairs
+from app.store.resp import Eval, Interleaved, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
 from app.store.templates import SiteTemplates
@@ -161,9 +161,11 @@ class Store:
             )
         return cls(transport, collection)
 
-    def use_band_buckets(self, buckets: int) -> None:
-        """Set the collection's number of band buckets (a power of two)."""
+    def use_band_buckets(self, buckets: int, short_anchors: bool = False) -> None:
+        """Set the collection's number of band buckets (a power of two), and whether its
+        anchors' keys are 4-byte fields (layout.Layout.use_short_anchors)."""
         self._keys.use_band_buckets(buckets)
+        self._keys.use_short_anchors(short_anchors)
 
     @property
     def cluster(self) -> bool:
@@ -452,15 +454,14 @@ class Store:
     async def _band_script(self, script: Script, keys: np.ndarray, handles: np.ndarray) -> None:
         """Run a band_*_many script over the entries in order, ENTRIES_PER_CALL a call,
         every call in one exchange: one reply per call instead of one per entry."""
-        rows = self._keys.band_entries(keys, handles)
-        if not len(rows):
-            return
         head = (*self._keys.band_heads, b"%d" % MAX_INLINE)
         calls = [
-            (*head, rows[at : at + ENTRIES_PER_CALL].tobytes())
+            (*head, rows[at : at + ENTRIES_PER_CALL].tobytes(), b"%d" % width)
+            for width, rows in self._keys.band_entries(keys, handles)
             for at in range(0, len(rows), ENTRIES_PER_CALL)
         ]
-        await self.transport.eval(script, calls, write=True, weight=len(rows))
+        if calls:
+            await self.transport.eval(script, calls, write=True, weight=len(keys))
 
     async def band_lookup(self, keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """The inline handles of all the band keys, concatenated (uint32; a handle once
@@ -520,7 +521,12 @@ class Store:
         bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
         limits = (cap, budget, hot_most, bits)
         head = (*self._keys.heads, self._keys.ids, doc_id.encode())
-        args = (*head, *(b"%d" % n for n in limits), digits)
+        args = (
+            *head,
+            *(b"%d" % n for n in limits),
+            digits,
+            b"1" if self._keys.short_anchors else b"0",
+        )
         # Its work: the id and record, then as candidates() for the record's band keys.
         reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)
         if not reply:
@@ -534,7 +540,11 @@ class Store:
         return handle, raw, _ranked(rest)
 
     async def _script(
-        self, script: scripts.Script, args: Sequence[bytes], tail: Rows | None, weight: int
+        self,
+        script: scripts.Script,
+        args: Sequence[bytes],
+        tail: Rows | Interleaved | None,
+        weight: int,
     ) -> Any:
         """A read script's reply (single server), in one exchange: EVALSHA alone, since
         SCRIPT LOAD hashes the whole script again on Redis' one thread; after a

@@ -4,19 +4,21 @@
 -- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
 -- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
 -- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
--- field (BAND_KEY_BYTES, the band key) and the handle (HANDLE_BYTES, packed).
+-- field (ARGV[6] bytes: BAND_KEY_BYTES, a band key, or an anchor's 4 bytes in a
+-- collection with short anchor fields) and the handle (HANDLE_BYTES, packed).
 local hash_head, spill_head = ARGV[1], ARGV[2]
 local digits = tonumber(ARGV[3])
 local packed = ARGV[5]
+local width = tonumber(ARGV[6] or BAND_KEY_BYTES)
 local function entries()
-  local step = digits + BAND_KEY_BYTES + HANDLE_BYTES
+  local step = digits + width + HANDLE_BYTES
   local at = 1 - step
   return function()
     at = at + step
     if at > #packed then return nil end
     local tag = string.sub(packed, at, at + digits - 1) .. '}'
-    local field = string.sub(packed, at + digits, at + digits + BAND_KEY_BYTES - 1)
-    local h = at + digits + BAND_KEY_BYTES
+    local field = string.sub(packed, at + digits, at + digits + width - 1)
+    local h = at + digits + width
     local handle = string.sub(packed, h, h + HANDLE_BYTES - 1)
     return hash_head .. tag, spill_head .. tag .. field, field, handle
   end

@@ -6,7 +6,8 @@
 -- ARGV[3] the spill ZSET head (nd:{c}:S{), ARGV[4] the ids HASH, ARGV[5] the id,
 -- ARGV[6] the cap, ARGV[7] how many hot members are read in full, ARGV[8] the most hot
 -- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
--- number (Layout.use_band_buckets).
+-- number (Layout.use_band_buckets), ARGV[11] '1' when the collection stores anchors'
+-- keys as 4-byte fields (Layout.use_short_anchors).
 -- Returns {} for an unknown id; {handle} when it has no record; {handle, record, -2}
 -- when the record's band keys cannot be read here (the caller parses it and says
 -- why); {handle, record, -1} when the hot keys' members are more than ARGV[8]; else
@@ -33,14 +34,30 @@ if bands_n == 0 or bands_at + 8 * bands_n > #rec then return {handle, rec, -2} e
 -- little-endian field), in `digits` hex digits.
 local scale = 2 ^ (24 - tonumber(ARGV[9]))
 local digits = '%0' .. ARGV[10] .. 'x'
+-- With short anchor fields, a key that is an anchor's ((h * SPREAD) ^ SALT mod 2^64,
+-- h of 32 bits: Layout.field) has the field h, 4 bytes: the key unsalted, times
+-- SPREAD's inverse mod 2^64, in 16-bit limbs (every sum below 2^36: exact in Lua's
+-- doubles), is h when its top half is 0. A band key is one with odds of 2^-32.
+local short = ARGV[11] == '1'
+local function field_of(key)
+  if not short then return key end
+  local a, c = {struct.unpack('<I2I2I2I2', key)}, ANCHOR_UNSPREAD_LIMBS
+  for i = 1, 4 do a[i] = bit.bxor(a[i], ANCHOR_SALT_LIMBS[i]) end
+  local r0 = a[1] * c[1]
+  local r1 = a[1] * c[2] + a[2] * c[1] + math.floor(r0 / 65536)
+  local r2 = a[1] * c[3] + a[2] * c[2] + a[3] * c[1] + math.floor(r1 / 65536)
+  local r3 = a[1] * c[4] + a[2] * c[3] + a[3] * c[2] + a[4] * c[1] + math.floor(r2 / 65536)
+  if r2 % 65536 ~= 0 or r3 % 65536 ~= 0 then return key end
+  return struct.pack('<I2I2', r0 % 65536, r1 % 65536)
+end
 local bands = {}
 for i = 0, bands_n - 1 do
   local at = bands_at + 8 * i
-  local field = string.sub(rec, at + 1, at + 8)
-  local b6, b7, b8 = string.byte(field, 6, 8)
+  local key = string.sub(rec, at + 1, at + 8)
+  local b6, b7, b8 = string.byte(key, 6, 8)
   local bucket = math.floor((b8 * 65536 + b7 * 256 + b6) / scale)
   bands[#bands + 1] = hash_head .. string.format(digits, bucket) .. '}'
-  bands[#bands + 1] = field
+  bands[#bands + 1] = field_of(key)
 end
 local exclude, cap, budget = tonumber(handle), tonumber(ARGV[6]), tonumber(ARGV[7])
 local hot_most = tonumber(ARGV[8])
