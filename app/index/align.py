@@ -94,6 +94,8 @@ def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
     h = np.asarray(hashes, np.int64)
     if len(h) < n:
         return np.zeros(0, np.int64)
+    if n == 2:  # 6 bits a word or more (most collections): the pair's smaller first
+        return (np.minimum(h[:-1], h[1:]) << bits) | np.maximum(h[:-1], h[1:])
     runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
     keys = np.zeros(len(runs), np.int64)
     for j in range(n):
@@ -108,6 +110,7 @@ class Query(legacy.Query):
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout)
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
@@ -127,6 +130,15 @@ class Query(legacy.Query):
             order = np.argsort(keys, kind="stable")
             self._seeds[bits] = (keys[order], order.astype(np.int64))
         return self._seeds[bits]
+
+    def distinct_seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct seed keys ascending, where each starts in seeds' keys, how many)."""
+        if bits not in self._distinct:
+            keys = self.seeds(bits)[0]
+            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            counts = np.diff(np.concatenate((first, [len(keys)])))
+            self._distinct[bits] = (keys[first], first, counts)
+        return self._distinct[bits]
 
 
 def align(
@@ -260,11 +272,19 @@ def _seeds(
     s_keys = seed_keys(source.word_hashes, bits)
     if not len(s_keys) or not len(q_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), False
-    lo = np.searchsorted(q_keys, s_keys, "left")
-    hi = np.searchsorted(q_keys, s_keys, "right")
-    in_query = hi - lo
-    _, inverse, counts = np.unique(s_keys, return_inverse=True, return_counts=True)
-    in_source = counts[inverse]
+    # Each source key's place among the query's distinct keys: one search, not two.
+    distinct, q_first, q_count = query.distinct_seeds(bits)
+    at = np.minimum(np.searchsorted(distinct, s_keys), len(distinct) - 1)
+    found = distinct[at] == s_keys
+    in_query = np.where(found, q_count[at], 0)
+    lo = q_first[at]
+    # How often each source key occurs in the source: run lengths of the sorted keys.
+    order = np.argsort(s_keys, kind="stable")
+    ranked = s_keys[order]
+    new = np.concatenate(([True], ranked[1:] != ranked[:-1]))
+    group = np.cumsum(new) - 1
+    in_source = np.empty(len(s_keys), np.int64)
+    in_source[order] = np.bincount(group)[group]
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
