@@ -140,6 +140,9 @@ STRONG_HITS = 3
 # text of common phrases none.
 LANE = 8
 RARE_DF = 64
+# ... and at most LANE_POOL x cap more in all, whatever the text's length (a thesis
+# shares it among its windows, so its work stays within a few windows' more).
+LANE_POOL = 32
 
 
 def anchor_weight(df: np.ndarray) -> np.ndarray:
@@ -215,7 +218,8 @@ def chosen(
     """The candidates a query verifies (handles ascending), and whether a cut dropped
     one that could matter (capped). Per window of WINDOW_WORDS, best clusters first
     (most anchors, then most weight, then oldest): the `each` best, then, up to LANE x
-    each more, every further one whose evidence could be a copy's: a cluster of
+    each more (LANE_POOL x each in all, shared evenly among the windows), every further
+    one whose evidence could be a copy's: a cluster of
     STRONG_HITS anchors, or one holding an anchor of at most RARE_DF documents (rare:
     clusters' count of them). A short copy
     edited down to one shared anchor ranks among hundreds of documents that share two
@@ -231,15 +235,18 @@ def chosen(
     firsts = np.concatenate(([0], edges))
     lasts = np.concatenate((edges, [len(window)]))
     keep = np.zeros(len(cand), bool)
-    capped = False
-    lane = LANE * each
+    lanes = []
     for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
         keep[a : min(b, a + each)] = True
-        if b - a <= each:
-            continue
-        more = a + each + np.flatnonzero(worth[a + each : b])
-        keep[more[:lane]] = True
-        capped = capped or len(more) > lane
+        lanes.append(a + each + np.flatnonzero(worth[a + each : b]))
+    wanted = [len(more) for more in lanes]
+    if sum(wanted) <= LANE_POOL * each and max(wanted) <= LANE * each:
+        shares = wanted
+    else:  # the windows share the pool evenly, what some leave over going to others
+        shares = hot_shares(wanted, LANE_POOL * each, LANE * each)
+    for more, n in zip(lanes, shares, strict=True):
+        keep[more[:n]] = True
+    capped = any(n < w for n, w in zip(shares, wanted, strict=True))
     return np.sort(cand[keep]), capped
 
 
