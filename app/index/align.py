@@ -206,7 +206,7 @@ def _shared_around(q: list[int], qi: int, s: list[int], si: int) -> bool:
     edits or swaps stop an ungapped extension early)."""
     window = q[max(0, qi - GATE_WINDOW) : qi + GATE_WINDOW + 1]
     near = set(s[max(0, si - GATE_WINDOW) : si + GATE_WINDOW + 1])
-    return sum(h in near for h in window) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
+    return len([h for h in window if h in near]) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
 
 
 def _anchor_diagonals(
@@ -278,19 +278,20 @@ def _seeds(
     found = distinct[at] == s_keys
     in_query = np.where(found, q_count[at], 0)
     lo = q_first[at]
-    # How often each source key occurs in the source: run lengths of the sorted keys.
-    order = np.argsort(s_keys, kind="stable")
-    ranked = s_keys[order]
-    new = np.concatenate(([True], ranked[1:] != ranked[:-1]))
-    group = np.cumsum(new) - 1
-    in_source = np.empty(len(s_keys), np.int64)
-    in_source[order] = np.bincount(group)[group]
+    # Source keys occurring more than MAX_OCC times in the source (run lengths of the
+    # sorted keys; in most sources none does).
+    ranked = np.sort(s_keys)
+    edges = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1
+    bounds = np.concatenate(([0], edges, [len(ranked)]))
+    runs = np.diff(bounds)
+    often = ranked[bounds[:-1][runs > MAX_OCC]]
+    in_source_over = np.isin(s_keys, often) if len(often) else np.zeros(len(s_keys), bool)
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
     # (thousands of each key, whatever its length) still is not. MAX_SEEDS bounds the rest.
     q_bound = MAX_OCC * max(1, len(query.hashes) // QUERY_BLOCK)
-    repeats = (in_query > q_bound) | (in_source > MAX_OCC)
+    repeats = (in_query > q_bound) | in_source_over
     capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
     keep = (in_query > 0) & ~repeats
     s_pos = np.flatnonzero(keep)
