@@ -170,14 +170,16 @@ async def passage_candidates(
     rarity (anchor_weight). A copied passage is a cluster of anchors in a row; common
     phrases meet a document one or two at a time, and weigh little. The text is read
     in windows of WINDOW_WORDS, each keeping the cap of its best clusters, so one
-    region cannot starve another. capped: a window cut a cluster of STRONG_HITS
-    anchors or more (more such documents than the cap in 1,000 words: boilerplate or
-    an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
+    region cannot starve another, and past them a lane (chosen) for every further
+    cluster that could be a copy's: STRONG_HITS anchors, or one rare anchor. capped:
+    the lane cut such a cluster (boilerplate or an attack); a cut of the rest (common
+    phrases met one or two at a time) is not flagged. Hot anchors are read in full,
     rarest first, while their members stay within HOT_READ x cap per window (for at
     most HOT_WINDOWS windows); the commoner ones are left unread and counted (common).
     A text of more than MOST_WINDOWS windows shares that many windows' budget among
-    all of its windows, so the work of any query is bounded: at most MOST_WINDOWS x cap
-    records read and aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
+    all of its windows, so the work of any query is bounded: at most (MOST_WINDOWS +
+    LANE_POOL) x cap records read and aligned ((1 + LANE) x cap in one window),
+    HOT_WINDOWS x HOT_READ x cap hot members read.
     """
     windows = max(1, -(-words // WINDOW_WORDS))
     paid = min(windows, MOST_WINDOWS)
