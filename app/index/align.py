@@ -78,6 +78,11 @@ MAX_RUNS = 20_000
 REPEAT_SHARE = 0.1
 # ... a seed key repeating in the query counts per this many of its words (see _seeds).
 QUERY_BLOCK = 1000
+# Seed keys of at most this many bits (two words of 8) are looked up in a table of the
+# query's (2 x 65,536 int32: 512 kB, made once per query) when it has at least
+# TABLE_WORDS words; wider keys and shorter queries are searched.
+TABLE_BITS = 16
+TABLE_WORDS = 4000
 # When repeats leave a pair unseeded, at most this many of its verified anchor hits are
 # extended instead (ungapped, X-drop), each only where no extension reached yet.
 REPEAT_HITS = 16
@@ -111,6 +116,7 @@ class Query(legacy.Query):
         super().__init__(layout)
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
@@ -139,6 +145,21 @@ class Query(legacy.Query):
             counts = np.diff(np.concatenate((first, [len(keys)])))
             self._distinct[bits] = (keys[first], first, counts)
         return self._distinct[bits]
+
+    def seed_table(self, bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For keys of at most TABLE_BITS bits in a query of TABLE_WORDS words or more:
+        (where each key's seeds start in seeds' keys, how many: 0 for a key the query
+        lacks), indexed by the key itself, so a source's keys are looked up in one step,
+        not searched among thousands. None otherwise (searched)."""
+        if seed_length(bits) * bits > TABLE_BITS or len(self.hashes) < TABLE_WORDS:
+            return None
+        if bits not in self._table:
+            keys, first, counts = self.distinct_seeds(bits)
+            size = 1 << (seed_length(bits) * bits)
+            where, many = np.zeros(size, np.int32), np.zeros(size, np.int32)
+            where[keys], many[keys] = first, counts
+            self._table[bits] = (where, many)
+        return self._table[bits]
 
 
 def align(
@@ -272,12 +293,15 @@ def _seeds(
     s_keys = seed_keys(source.word_hashes, bits)
     if not len(s_keys) or not len(q_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), False
-    # Each source key's place among the query's distinct keys: one search, not two.
-    distinct, q_first, q_count = query.distinct_seeds(bits)
-    at = np.minimum(np.searchsorted(distinct, s_keys), len(distinct) - 1)
-    found = distinct[at] == s_keys
-    in_query = np.where(found, q_count[at], 0)
-    lo = q_first[at]
+    # Each source key's seeds in the query: looked up (narrow keys) or searched once.
+    table = query.seed_table(bits)
+    if table is not None:
+        lo, in_query = table[0][s_keys].astype(np.int64), table[1][s_keys].astype(np.int64)
+    else:
+        distinct, q_first, q_count = query.distinct_seeds(bits)
+        at = np.minimum(np.searchsorted(distinct, s_keys), len(distinct) - 1)
+        in_query = np.where(distinct[at] == s_keys, q_count[at], 0)
+        lo = q_first[at]
     # Source keys occurring more than MAX_OCC times in the source (run lengths of the
     # sorted keys; in most sources none does).
     ranked = np.sort(s_keys)

@@ -193,19 +193,15 @@ async def contained(
             0.0,
             fingerprint_size=p.fingerprint_size,
         )
-    order = sorted(
-        range(len(scored)),
-        key=lambda j: (-scored[j][3].sum(), -sims[j], scored[j][0]),
-    )
+    sizes = [int(s[3].sum()) for s in scored]  # shingles each source covers, once
+    order = sorted(range(len(scored)), key=lambda j: (-sizes[j], -sims[j], scored[j][0]))
     results: list[Containment] = []
     union = np.zeros(shingles, dtype=bool)
     most = len(order) if limit is None else limit
     for j, doc_id in ranked(order, lambda j: scored[j][1], most):
         _, _, passages, covered = scored[j]
         union |= covered
-        results.append(
-            Containment(doc_id, float(covered.sum() / shingles), float(sims[j]), passages)
-        )
+        results.append(Containment(doc_id, float(sizes[j] / shingles), float(sims[j]), passages))
     return ContainmentResult(
         results, len(handles), capped or bool(cut), common, float(union.sum() / shingles)
     )
