@@ -78,6 +78,9 @@ MAX_RUNS = 20_000
 REPEAT_SHARE = 0.1
 # ... a seed key repeating in the query counts per this many of its words (see _seeds).
 QUERY_BLOCK = 1000
+# A pair's seeds are taken band by band of its anchors' diagonals when the seeds of its
+# kept keys outnumber GROUPED searches per key and band (long queries).
+GROUPED = 8
 # Seed keys of at most this many bits (two words of 8) are looked up in a table of the
 # query's (2 x 65,536 int32: 512 kB, made once per query) when it has at least
 # TABLE_WORDS words; wider keys and shorter queries are searched.
@@ -117,6 +120,7 @@ class Query(legacy.Query):
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._placed: dict[int, np.ndarray] = {}
         self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
@@ -136,6 +140,14 @@ class Query(legacy.Query):
             order = np.argsort(keys, kind="stable")
             self._seeds[bits] = (keys[order], order.astype(np.int64))
         return self._seeds[bits]
+
+    def placed_seeds(self, bits: int) -> np.ndarray:
+        """Each seed as key x (words + 1) + the word it starts at, ascending (seeds'
+        order): one key's seeds within a range of words are one searchsorted away."""
+        if bits not in self._placed:
+            keys, words = self.seeds(bits)
+            self._placed[bits] = keys * np.int64(len(self.hashes) + 1) + words
+        return self._placed[bits]
 
     def distinct_seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(distinct seed keys ascending, where each starts in seeds' keys, how many)."""
@@ -323,9 +335,22 @@ def _seeds(
     total = int(per.sum())
     if not total:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
-    # Every (source word, query occurrence) pair of the kept keys.
+    lo = lo[keep]
+    if total > GROUPED * len(s_pos):
+        # A long query repeats common keys far from where the source lies: of each kept
+        # key's occurrences, only those in a band of the anchors' diagonals are taken
+        # (one search per key and band) when that is fewer steps.
+        splits = np.flatnonzero(np.diff(diagonals) > 2 * BAND) + 1
+        d_lo = diagonals[np.concatenate(([0], splits))] - BAND
+        d_hi = diagonals[np.concatenate((splits, [len(diagonals)])) - 1] + BAND
+        if len(s_pos) * len(d_lo) * GROUPED < total:
+            s_pos, lo, per = _in_bands(query, bits, s_keys[keep], s_pos, d_lo, d_hi)
+            total = int(per.sum())
+            if not total:
+                return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+    # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
-    first = np.repeat(lo[keep] - np.concatenate(([0], np.cumsum(per)[:-1])), per)
+    first = np.repeat(lo - np.concatenate(([0], np.cumsum(per)[:-1])), per)
     q_hit = q_words[first + np.arange(total)]
     diag = s_hit - q_hit
     at = np.searchsorted(diagonals, diag)
@@ -338,6 +363,29 @@ def _seeds(
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
     return q_hit, s_hit, capped
+
+
+def _in_bands(
+    query: Query,
+    bits: int,
+    keys: np.ndarray,
+    s_pos: np.ndarray,
+    d_lo: np.ndarray,
+    d_hi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each source seed (key, word) and each band of diagonals [d_lo, d_hi]: the
+    source word, where its key's query seeds in that band start (in seeds' order) and
+    how many there are, rows by seed then band."""
+    placed = query.placed_seeds(bits)
+    width = np.int64(len(query.hashes) + 1)
+    first = s_pos[:, None] - d_hi[None, :]  # the query words s - d of the band
+    last = s_pos[:, None] - d_lo[None, :]
+    empty = (last < 0) | (first > width - 2)
+    base = (keys * width)[:, None]
+    lo = np.searchsorted(placed, (base + np.clip(first, 0, width - 2)).ravel())
+    hi = np.searchsorted(placed, (base + np.clip(last, 0, width - 2)).ravel(), "right")
+    per = np.where(empty.ravel(), 0, hi - lo)
+    return np.repeat(s_pos, len(d_lo)), lo, per
 
 
 def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
