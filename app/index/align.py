@@ -78,6 +78,14 @@ MAX_RUNS = 20_000
 REPEAT_SHARE = 0.1
 # ... a seed key repeating in the query counts per this many of its words (see _seeds).
 QUERY_BLOCK = 1000
+# A pair's seeds are taken band by band of its anchors' diagonals when the seeds of its
+# kept keys outnumber GROUPED searches per key and band (long queries).
+GROUPED = 8
+# Seed keys of at most this many bits (two words of 8) are looked up in a table of the
+# query's (2 x 65,536 int32: 512 kB, made once per query) when it has at least
+# TABLE_WORDS words; wider keys and shorter queries are searched.
+TABLE_BITS = 16
+TABLE_WORDS = 4000
 # When repeats leave a pair unseeded, at most this many of its verified anchor hits are
 # extended instead (ungapped, X-drop), each only where no extension reached yet.
 REPEAT_HITS = 16
@@ -94,6 +102,8 @@ def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
     h = np.asarray(hashes, np.int64)
     if len(h) < n:
         return np.zeros(0, np.int64)
+    if n == 2:  # 6 bits a word or more (most collections): the pair's smaller first
+        return (np.minimum(h[:-1], h[1:]) << bits) | np.maximum(h[:-1], h[1:])
     runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
     keys = np.zeros(len(runs), np.int64)
     for j in range(n):
@@ -108,6 +118,9 @@ class Query(legacy.Query):
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout)
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._placed: dict[int, np.ndarray] = {}
         self._cut: dict[int, Query] = {}
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
@@ -127,6 +140,38 @@ class Query(legacy.Query):
             order = np.argsort(keys, kind="stable")
             self._seeds[bits] = (keys[order], order.astype(np.int64))
         return self._seeds[bits]
+
+    def placed_seeds(self, bits: int) -> np.ndarray:
+        """Each seed as key x (words + 1) + the word it starts at, ascending (seeds'
+        order): one key's seeds within a range of words are one searchsorted away."""
+        if bits not in self._placed:
+            keys, words = self.seeds(bits)
+            self._placed[bits] = keys * np.int64(len(self.hashes) + 1) + words
+        return self._placed[bits]
+
+    def distinct_seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distinct seed keys ascending, where each starts in seeds' keys, how many)."""
+        if bits not in self._distinct:
+            keys = self.seeds(bits)[0]
+            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            counts = np.diff(np.concatenate((first, [len(keys)])))
+            self._distinct[bits] = (keys[first], first, counts)
+        return self._distinct[bits]
+
+    def seed_table(self, bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For keys of at most TABLE_BITS bits in a query of TABLE_WORDS words or more:
+        (where each key's seeds start in seeds' keys, how many: 0 for a key the query
+        lacks), indexed by the key itself, so a source's keys are looked up in one step,
+        not searched among thousands. None otherwise (searched)."""
+        if seed_length(bits) * bits > TABLE_BITS or len(self.hashes) < TABLE_WORDS:
+            return None
+        if bits not in self._table:
+            keys, first, counts = self.distinct_seeds(bits)
+            size = 1 << (seed_length(bits) * bits)
+            where, many = np.zeros(size, np.int32), np.zeros(size, np.int32)
+            where[keys], many[keys] = first, counts
+            self._table[bits] = (where, many)
+        return self._table[bits]
 
 
 def align(
@@ -194,7 +239,7 @@ def _shared_around(q: list[int], qi: int, s: list[int], si: int) -> bool:
     edits or swaps stop an ungapped extension early)."""
     window = q[max(0, qi - GATE_WINDOW) : qi + GATE_WINDOW + 1]
     near = set(s[max(0, si - GATE_WINDOW) : si + GATE_WINDOW + 1])
-    return sum(h in near for h in window) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
+    return len([h for h in window if h in near]) >= GATE_SHARE * (2 * GATE_WINDOW + 1)
 
 
 def _anchor_diagonals(
@@ -260,17 +305,29 @@ def _seeds(
     s_keys = seed_keys(source.word_hashes, bits)
     if not len(s_keys) or not len(q_keys):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), False
-    lo = np.searchsorted(q_keys, s_keys, "left")
-    hi = np.searchsorted(q_keys, s_keys, "right")
-    in_query = hi - lo
-    _, inverse, counts = np.unique(s_keys, return_inverse=True, return_counts=True)
-    in_source = counts[inverse]
+    # Each source key's seeds in the query: looked up (narrow keys) or searched once.
+    table = query.seed_table(bits)
+    if table is not None:
+        lo, in_query = table[0][s_keys].astype(np.int64), table[1][s_keys].astype(np.int64)
+    else:
+        distinct, q_first, q_count = query.distinct_seeds(bits)
+        at = np.minimum(np.searchsorted(distinct, s_keys), len(distinct) - 1)
+        in_query = np.where(distinct[at] == s_keys, q_count[at], 0)
+        lo = q_first[at]
+    # Source keys occurring more than MAX_OCC times in the source (run lengths of the
+    # sorted keys; in most sources none does).
+    ranked = np.sort(s_keys)
+    edges = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1
+    bounds = np.concatenate(([0], edges, [len(ranked)]))
+    runs = np.diff(bounds)
+    often = ranked[bounds[:-1][runs > MAX_OCC]]
+    in_source_over = np.isin(s_keys, often) if len(often) else np.zeros(len(s_keys), bool)
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
     # (thousands of each key, whatever its length) still is not. MAX_SEEDS bounds the rest.
     q_bound = MAX_OCC * max(1, len(query.hashes) // QUERY_BLOCK)
-    repeats = (in_query > q_bound) | (in_source > MAX_OCC)
+    repeats = (in_query > q_bound) | in_source_over
     capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
     keep = (in_query > 0) & ~repeats
     s_pos = np.flatnonzero(keep)
@@ -278,9 +335,22 @@ def _seeds(
     total = int(per.sum())
     if not total:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
-    # Every (source word, query occurrence) pair of the kept keys.
+    lo = lo[keep]
+    if total > GROUPED * len(s_pos):
+        # A long query repeats common keys far from where the source lies: of each kept
+        # key's occurrences, only those in a band of the anchors' diagonals are taken
+        # (one search per key and band) when that is fewer steps.
+        splits = np.flatnonzero(np.diff(diagonals) > 2 * BAND) + 1
+        d_lo = diagonals[np.concatenate(([0], splits))] - BAND
+        d_hi = diagonals[np.concatenate((splits, [len(diagonals)])) - 1] + BAND
+        if len(s_pos) * len(d_lo) * GROUPED < total:
+            s_pos, lo, per = _in_bands(query, bits, s_keys[keep], s_pos, d_lo, d_hi)
+            total = int(per.sum())
+            if not total:
+                return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+    # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
-    first = np.repeat(lo[keep] - np.concatenate(([0], np.cumsum(per)[:-1])), per)
+    first = np.repeat(lo - np.concatenate(([0], np.cumsum(per)[:-1])), per)
     q_hit = q_words[first + np.arange(total)]
     diag = s_hit - q_hit
     at = np.searchsorted(diagonals, diag)
@@ -293,6 +363,29 @@ def _seeds(
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
     return q_hit, s_hit, capped
+
+
+def _in_bands(
+    query: Query,
+    bits: int,
+    keys: np.ndarray,
+    s_pos: np.ndarray,
+    d_lo: np.ndarray,
+    d_hi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each source seed (key, word) and each band of diagonals [d_lo, d_hi]: the
+    source word, where its key's query seeds in that band start (in seeds' order) and
+    how many there are, rows by seed then band."""
+    placed = query.placed_seeds(bits)
+    width = np.int64(len(query.hashes) + 1)
+    first = s_pos[:, None] - d_hi[None, :]  # the query words s - d of the band
+    last = s_pos[:, None] - d_lo[None, :]
+    empty = (last < 0) | (first > width - 2)
+    base = (keys * width)[:, None]
+    lo = np.searchsorted(placed, (base + np.clip(first, 0, width - 2)).ravel())
+    hi = np.searchsorted(placed, (base + np.clip(last, 0, width - 2)).ravel(), "right")
+    per = np.where(empty.ravel(), 0, hi - lo)
+    return np.repeat(s_pos, len(d_lo)), lo, per
 
 
 def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:

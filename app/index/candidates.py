@@ -134,6 +134,15 @@ HOT_WINDOWS = 16
 # A cluster of this many anchors within the span is a copied passage's mark: more such
 # documents in one window than its budget means boilerplate or an attack (capped).
 STRONG_HITS = 3
+# Beyond a window's cap of best clusters, at most LANE x cap more are verified: those
+# of STRONG_HITS anchors or holding an anchor of at most RARE_DF documents. At 100k
+# documents a window of ordinary prose holds a few hundred such (bench/sources.py), a
+# text of common phrases none.
+LANE = 8
+RARE_DF = 64
+# ... and at most LANE_POOL x cap more in all, whatever the text's length (a thesis
+# shares it among its windows, so its work stays within a few windows' more).
+LANE_POOL = 32
 
 
 def anchor_weight(df: np.ndarray) -> np.ndarray:
@@ -161,14 +170,16 @@ async def passage_candidates(
     rarity (anchor_weight). A copied passage is a cluster of anchors in a row; common
     phrases meet a document one or two at a time, and weigh little. The text is read
     in windows of WINDOW_WORDS, each keeping the cap of its best clusters, so one
-    region cannot starve another. capped: a window cut a cluster of STRONG_HITS
-    anchors or more (more such documents than the cap in 1,000 words: boilerplate or
-    an attack); a cut of weaker ones is not flagged. Hot anchors are read in full,
+    region cannot starve another, and past them a lane (chosen) for every further
+    cluster that could be a copy's: STRONG_HITS anchors, or one rare anchor. capped:
+    the lane cut such a cluster (boilerplate or an attack); a cut of the rest (common
+    phrases met one or two at a time) is not flagged. Hot anchors are read in full,
     rarest first, while their members stay within HOT_READ x cap per window (for at
     most HOT_WINDOWS windows); the commoner ones are left unread and counted (common).
     A text of more than MOST_WINDOWS windows shares that many windows' budget among
-    all of its windows, so the work of any query is bounded: at most MOST_WINDOWS x cap
-    records read and aligned, HOT_WINDOWS x HOT_READ x cap hot members read.
+    all of its windows, so the work of any query is bounded: at most (MOST_WINDOWS +
+    LANE_POOL) x cap records read and aligned ((1 + LANE) x cap in one window),
+    HOT_WINDOWS x HOT_READ x cap hot members read.
     """
     windows = max(1, -(-words // WINDOW_WORDS))
     paid = min(windows, MOST_WINDOWS)
@@ -191,24 +202,54 @@ async def passage_candidates(
             got = await store.band_window(unique[read], [0] * len(read), sizes)
             for i, m in zip(read, got, strict=True):
                 members[i] = m
-    cand, hits, mass, at = clusters(members, df, inverse, positions, words, span, exclude)
+    cand, hits, mass, at, rare = clusters(members, df, inverse, positions, words, span, exclude)
     if len(cand) == 0:
         return np.zeros(0, np.int64), [], False, common
-    # Per window, best clusters first: most anchors, then most weight, then oldest.
+    picked, capped = chosen(cand, hits, mass, at, rare, cap * paid // windows)
+    return picked, await live_records(store, picked.tolist()), capped, common
+
+
+def chosen(
+    cand: np.ndarray,
+    hits: np.ndarray,
+    mass: np.ndarray,
+    at: np.ndarray,
+    rare: np.ndarray,
+    each: int,
+) -> tuple[np.ndarray, bool]:
+    """The candidates a query verifies (handles ascending), and whether a cut dropped
+    one that could matter (capped). Per window of WINDOW_WORDS, best clusters first
+    (most anchors, then most weight, then oldest): the `each` best, then, up to LANE x
+    each more (LANE_POOL x each in all, shared evenly among the windows), every further
+    one whose evidence could be a copy's: a cluster of
+    STRONG_HITS anchors, or one holding an anchor of at most RARE_DF documents (rare:
+    clusters' count of them). A short copy
+    edited down to one shared anchor ranks among hundreds of documents that share two
+    common ones, and only verification tells them apart; the documents that share
+    nothing rarer than common phrases are cut, unflagged, as before. capped: the lane
+    itself cut such evidence (boilerplate or an attack)."""
+    each = max(1, each)
     window = at // WINDOW_WORDS
     rank = np.lexsort((cand, -mass, -hits, window))
-    cand, hits, window = cand[rank], hits[rank], window[rank]
-    each = max(1, cap * paid // windows)
+    cand, window = cand[rank], window[rank]
+    worth = (hits[rank] >= STRONG_HITS) | (rare[rank] > 0)
     edges = np.flatnonzero(np.diff(window)) + 1
     firsts = np.concatenate(([0], edges))
     lasts = np.concatenate((edges, [len(window)]))
     keep = np.zeros(len(cand), bool)
-    capped = False
+    lanes = []
     for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
         keep[a : min(b, a + each)] = True
-        capped = capped or (b - a > each and bool(hits[a + each] >= STRONG_HITS))
-    picked = np.sort(cand[keep])
-    return picked, await live_records(store, picked.tolist()), capped, common
+        lanes.append(a + each + np.flatnonzero(worth[a + each : b]))
+    wanted = [len(more) for more in lanes]
+    if sum(wanted) <= LANE_POOL * each and max(wanted) <= LANE * each:
+        shares = wanted
+    else:  # the windows share the pool evenly, what some leave over going to others
+        shares = hot_shares(wanted, LANE_POOL * each, LANE * each)
+    for more, n in zip(lanes, shares, strict=True):
+        keep[more[:n]] = True
+    capped = any(n < w for n, w in zip(shares, wanted, strict=True))
+    return np.sort(cand[keep]), capped
 
 
 def clusters(
@@ -219,17 +260,18 @@ def clusters(
     words: int,
     span: int,
     exclude: int | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each document's best cluster: the handles that meet the text (ascending), and for
     each the most anchors it shares within `span` words of the text, their weight
-    (anchor_weight of each key's document count df) and the word the cluster starts at.
+    (anchor_weight of each key's document count df), the word the cluster starts at and
+    how many of its anchors are rare (held by at most RARE_DF documents).
     members[i]: the handles of distinct key i; inverse: each anchor's key; positions:
     each anchor's word."""
     counts = np.array([len(m) for m in members], dtype=np.int64)
     occ = counts[inverse]
     empty = np.zeros(0, np.int64)
     if occ.sum() == 0:
-        return empty, empty, np.zeros(0), empty
+        return empty, empty, np.zeros(0), empty, empty
     flat = np.concatenate(members)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     # Anchor j meets the members of its key: flat[starts[inverse[j]] + 0 .. occ[j] - 1].
@@ -237,24 +279,27 @@ def clusters(
     offs = np.arange(int(occ.sum())) - np.repeat(np.cumsum(occ) - occ, occ)
     handles = flat[starts[inverse[rep]] + offs]
     pos = positions[rep].astype(np.int64)
-    weight = anchor_weight(df[inverse[rep]])
+    held = df[inverse[rep]]
     if exclude is not None:
         keep = handles != exclude
-        handles, pos, weight = handles[keep], pos[keep], weight[keep]
+        handles, pos, held = handles[keep], pos[keep], held[keep]
         if len(handles) == 0:
-            return empty, empty, np.zeros(0), empty
+            return empty, empty, np.zeros(0), empty, empty
     # Sorted by (handle, word): each meeting's cluster is its handle's meetings from its
     # word to span words further.
     order = np.lexsort((pos, handles))
-    handles, pos, weight = handles[order], pos[order], weight[order]
+    handles, pos, held = handles[order], pos[order], held[order]
+    weight = anchor_weight(held)
     line = handles * np.int64(words + span + 1) + pos
     end = np.searchsorted(line, line + span, side="right")
     cum = np.concatenate(([0.0], np.cumsum(weight)))
     hits = end - np.arange(len(line))
     mass = cum[end] - cum[: len(line)]
+    rare_cum = np.concatenate(([0], np.cumsum(held <= RARE_DF)))
+    rare = rare_cum[end] - rare_cum[: len(line)]
     # Each handle's best cluster: most anchors, then most weight.
     best = np.lexsort((-mass, -hits, handles))
     first = np.ones(len(best), bool)
     first[1:] = handles[best][1:] != handles[best][:-1]
     pick = best[first]
-    return handles[pick], hits[pick], mass[pick], pos[pick]
+    return handles[pick], hits[pick], mass[pick], pos[pick], rare[pick]

@@ -24,7 +24,7 @@ from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
 from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
-from app.index.passages import Layout, Overdue, covered_shingles
+from app.index.passages import Layout, Overdue, covered_runs
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
@@ -151,7 +151,8 @@ async def contained(
     )
     shingles = max(1, layout.words - k + 1)
     indexed = Query(layout)
-    scored: list[tuple[int, str, list, np.ndarray]] = []
+    # (handle, id, passages, covered shingles as merged ranges, how many)
+    scored: list[tuple[int, str, list, list[tuple[int, int]], int]] = []
     raws: list[bytes] = []
     cut: list[int] = []  # sources whose alignment a work bound cut (capped)
 
@@ -179,9 +180,10 @@ async def contained(
             # A source shorter than the least passage counts when it is copied whole.
             if threshold == NO_THRESHOLD and longest < min(least, max(piece_words, source.words)):
                 continue
-            covered = covered_shingles(passages, layout.words, k)
-            if covered.sum() / shingles >= threshold:
-                scored.append((h, records.id_of(raw), passages, covered))
+            covered = covered_runs(passages, k)
+            size = sum(b - a for a, b in covered)
+            if size / shingles >= threshold:
+                scored.append((h, records.id_of(raw), passages, covered, size))
                 raws.append(raw)
 
     await asyncio.to_thread(aligned)
@@ -193,19 +195,24 @@ async def contained(
             0.0,
             fingerprint_size=p.fingerprint_size,
         )
-    order = sorted(
-        range(len(scored)),
-        key=lambda j: (-scored[j][3].sum(), -sims[j], scored[j][0]),
-    )
+    order = sorted(range(len(scored)), key=lambda j: (-scored[j][4], -sims[j], scored[j][0]))
     results: list[Containment] = []
-    union = np.zeros(shingles, dtype=bool)
+    union: list[tuple[int, int]] = []
     most = len(order) if limit is None else limit
     for j, doc_id in ranked(order, lambda j: scored[j][1], most):
-        _, _, passages, covered = scored[j]
-        union |= covered
-        results.append(
-            Containment(doc_id, float(covered.sum() / shingles), float(sims[j]), passages)
-        )
+        _, _, passages, covered, size = scored[j]
+        union += covered
+        results.append(Containment(doc_id, float(size / shingles), float(sims[j]), passages))
     return ContainmentResult(
-        results, len(handles), capped or bool(cut), common, float(union.sum() / shingles)
+        results, len(handles), capped or bool(cut), common, _spanned(union) / shingles
     )
+
+
+def _spanned(ranges: list[tuple[int, int]]) -> int:
+    """How many integers the [first, end) ranges cover together."""
+    total, reach = 0, -1
+    for a, b in sorted(ranges):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total

@@ -407,6 +407,21 @@ def spans_of(kept: Sequence[Sequence[int]], query: Layout, source: Layout) -> li
     ]
 
 
+def covered_runs(passages: Sequence[Passage], k: int) -> list[tuple[int, int]]:
+    """The query shingles wholly inside one of the passages, as merged [first, end)
+    ranges ascending: covered_shingles without an array as long as the query (a long
+    query names thousands of sources)."""
+    runs = sorted((a, b - k + 1) for a, b in (p.query_words for p in passages) if b - k + 1 > a)
+    merged: list[tuple[int, int]] = []
+    for a, b in runs:
+        if merged and a <= merged[-1][1]:
+            if b > merged[-1][1]:
+                merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    return merged
+
+
 def covered_shingles(passages: list[Passage], words: int, k: int) -> np.ndarray:
     """Which of a query's shingles lie wholly inside one of the passages (bool per shingle)."""
     n = max(1, words - k + 1)
