@@ -152,7 +152,7 @@ async def measure(args: argparse.Namespace, redis_url: str, data_dir: Path) -> d
                 await what(i)
             prof.disable()
             out = io.StringIO()
-            stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
+            stats = pstats.Stats(prof, stream=out).sort_stats(os.environ.get("EDGE_SORT", "tottime"))
             stats.print_stats(40)
             profile = out.getvalue()
     return {"us": res, "routing": res_routing, "profile": profile, "requests": n}

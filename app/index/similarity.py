@@ -151,9 +151,11 @@ async def query(
     handles, raws, sims, found, capped = await verified(
         pieces, fingerprint, band_keys, exclude, threshold, gathered
     )
+    if not raws:  # most queries of a corpus: nothing near; no ranking to do
+        return QueryResult([], found, capped)
     # Most similar first, ties oldest first; ids parsed for the answer only.
     best = ranked(
-        np.lexsort((handles, -sims)).tolist(),
+        [0] if len(raws) == 1 else np.lexsort((handles, -sims)).tolist(),
         lambda i: records.id_of(raws[i]),
         limit,
         None if where is None else lambda i: where.matches_record(raws[i]),
