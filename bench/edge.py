@@ -160,7 +160,8 @@ async def measure(args: argparse.Namespace, redis_url: str, data_dir: Path) -> d
                 await what(i)
             prof.disable()
             out = io.StringIO()
-            stats = pstats.Stats(prof, stream=out).sort_stats(os.environ.get("EDGE_SORT", "tottime"))
+            order = os.environ.get("EDGE_SORT", "tottime")  # or cumulative
+            stats = pstats.Stats(prof, stream=out).sort_stats(order)
             stats.print_stats(40)
             profile = out.getvalue()
     return {"us": res, "cpu": cpu, "routing": res_routing, "profile": profile, "requests": n}

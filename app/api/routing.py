@@ -159,7 +159,7 @@ class Route(APIRoute):
             router = scope.get("router") or scope["app"].router
             allow = ", ".join(allowed_methods(router.routes, scope))
             raise HTTPException(405, headers={"Allow": allow})
-        fast = self.fast
+        fast = type(self).fast
         # FastAPI's OpenTelemetry instrumentation, when on, sees every request whole.
         if fast is not None and get_telemetry_data() is None:
             # Answered here, not inside FastAPI's request_response: its two exit stacks
