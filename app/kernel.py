@@ -737,7 +737,14 @@ def _encoded_args(enc: Encoded) -> tuple[Any, int, U64, U64, U32]:
     return data, len(data), starts, ends, counts
 
 
+# Up to this many values, a short array is summed or scanned in plain Python: a numpy
+# reduction's fixed cost (about a microsecond) is more than the work (a query's few).
+_FEW = 64
+
+
 def _malformed(status: npt.NDArray[np.int32]) -> None:
+    if len(status) <= _FEW and not any(status.tolist()):
+        return
     bad = np.flatnonzero(status)
     if bad.size:
         raise MalformedFingerprintError(
@@ -752,7 +759,7 @@ def decode_fingerprints(enc: Encoded) -> tuple[U32, U64]:
     """
     data, size, starts, ends, counts = _encoded_args(enc)
     n = len(counts)
-    total = int(counts.sum(dtype=np.uint64))
+    total = sum(counts.tolist()) if n <= _FEW else int(counts.sum(dtype=np.uint64))
     out = np.empty(total, dtype=np.uint32)
     offsets = np.zeros(n + 1, dtype=np.uint64)
     status = np.zeros(n, dtype=np.int32)

@@ -1,5 +1,6 @@
-"""app.api.routing: twins carry every field of their originals, and the FastAPI
-internal it reads (Dependant) still holds what it reads there."""
+"""app.api.routing: twins carry every field of their originals, the FastAPI internal it
+reads (Dependant) still holds what it reads there, and a fast path answered in
+Route.handle leaves a body it declined, and its exceptions, to FastAPI as before."""
 
 from __future__ import annotations
 
@@ -111,3 +112,100 @@ def test_the_default_collection_is_one_resource(client: TestClient, collection: 
         "limit": 10,
         "max_limit": 1000,
     }
+
+
+class _Body(BaseModel):
+    text: str
+
+
+def _fast_app(fast: Any) -> FastAPI:
+    """A small app with one POST route whose route class has fast as its fast path."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+
+    from app.api.routing import with_fast_path
+
+    class Mapped(Exception):
+        pass
+
+    app = FastAPI()
+
+    @app.exception_handler(Mapped)
+    async def mapped(request: Request, exc: Mapped) -> JSONResponse:
+        return JSONResponse({"mapped": str(exc)}, status_code=418)
+
+    async def echo(body: _Body) -> dict[str, str]:
+        return {"slow": body.text}
+
+    app.router.add_api_route(
+        "/echo", echo, methods=["POST"], route_class_override=with_fast_path(fast)
+    )
+    app.state.mapped = Mapped
+    return app
+
+
+def test_a_fast_path_that_read_the_body_and_declined_leaves_it_to_fastapi_whole() -> None:
+    """The body the fast path read is given again to FastAPI's handler, byte for byte."""
+    import asyncio
+    import json
+
+    seen: list[bytes] = []
+
+    async def fast(request: Any) -> None:
+        seen.append(await request.body())
+        return None
+
+    app = _fast_app(fast)
+    text = "x" * 70_000 + "é"  # not ASCII
+    body = json.dumps({"text": text}).encode()
+    chunks = [body[:1000], body[1000:]]  # as a server may hand it over: in parts
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if chunks:
+            part = chunks.pop(0)
+            return {"type": "http.request", "body": part, "more_body": bool(chunks)}
+        return {"type": "http.disconnect"}  # the client's body is all taken already
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/echo",
+        "raw_path": b"/echo",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+
+    async def run() -> None:
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    asyncio.run(run())
+    assert sent[0]["status"] == 200
+    assert json.loads(b"".join(m.get("body", b"") for m in sent[1:])) == {"slow": text}
+    assert seen == [body]
+
+
+def test_an_exception_of_a_fast_path_reaches_the_app_s_handlers() -> None:
+    """Answered in Route.handle, a fast path's exception still gets its mapped answer."""
+    holder: dict[str, Any] = {}
+
+    async def fast(request: Any) -> None:
+        raise holder["app"].state.mapped("from the fast path")
+
+    app = _fast_app(fast)
+    holder["app"] = app
+    with TestClient(app) as client:
+        resp = client.post("/echo", json={"text": "a"})
+        unknown = client.post("/echo?nope=1", json={"text": "a"})
+    assert resp.status_code == 418 and resp.json() == {"mapped": "from the fast path"}
+    assert unknown.status_code == 422 and "'nope'" in unknown.json()["detail"]

@@ -89,6 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.supervised_dir = supervised_dir(settings.redis_url, settings.data_dir)
     problems.install(app)
     extend_openapi(app, openapi.document)
+    # The schema's and the docs' own routes, none of them in the schema.
+    docs_routes = list(app.router.routes)
     routers = (bulk, documents, similar, checks, duplicates, health, ui, collections)
     for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched
@@ -100,6 +102,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # the same handlers, whose get_index reads the name from the path.
     for r in (bulk, documents, similar, checks, duplicates):
         app.router.routes.extend(twins(r.router.routes))
+    # ...asked last: they match with whole regexes, and the router asked them before
+    # every API route of every request. No path of theirs is an API route's, so the
+    # order changes no match, and the schema (built in route order) leaves them out.
+    del app.router.routes[: len(docs_routes)]
+    app.router.routes.extend(docs_routes)
     keys = auth.install(app, settings)
     if settings.rate_limit:
         # Inside Edge: a request without a valid key is refused before it costs a token.

@@ -9,9 +9,10 @@ the methods a route class overrides):
   GET /similar/{id} a dozen full checks before its own;
 - `get_route_handler` refuses query parameters the route does not declare (422 naming
   them), read from FastAPI's model of the route, so a route added later is covered;
-  then a route class made by `with_fast_path` may answer a plain request itself;
 - `handle` answers a method the route lacks with a 405 whose Allow lists every method
   of every route of the path (the router asks only the first route that matches it);
+  then a route class made by `with_fast_path` may answer a plain request itself,
+  before FastAPI's request handling (whose per-request cost it is there to save);
 - `twins` copies routes under /collections/{name}, every APIRoute field carried over.
 
 The one FastAPI internal read is `Dependant` (its query_params and dependencies);
@@ -34,7 +35,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.routing import Route as StarletteRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.api.deps import COLLECTION_PREFIX, collection_path
 from app.api.problems import problem
@@ -108,6 +109,7 @@ class Route(APIRoute):
     """An APIRoute with the service's rules (see the module docstring)."""
 
     fast: ClassVar[FastPath | None] = None
+    refused: Callable[[bytes], Response | None]
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
@@ -133,23 +135,22 @@ class Route(APIRoute):
         full = super().get_route_handler()
         allowed = declared(self.dependant)
         takes = ", ".join(sorted(allowed)) or "none"
-        fast = type(self).fast
+
+        def refused(query: bytes) -> Response | None:
+            """The 422 for query parameters the route does not declare, or None."""
+            unknown = unknown_names(query, allowed) if query else None
+            if not unknown:
+                return None
+            named = ", ".join(repr(n) for n in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
+            return problem(422, "Invalid request", detail)
+
+        self.refused = refused
 
         async def handler(request: Request) -> Response:
-            query = request.scope["query_string"]
-            if query:
-                unknown = unknown_names(query, allowed)
-                if unknown:
-                    named = ", ".join(repr(n) for n in unknown)
-                    plural = "s" if len(unknown) > 1 else ""
-                    detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
-                    return problem(422, "Invalid request", detail)
-            # FastAPI's OpenTelemetry instrumentation, when on, sees every request whole.
-            if fast is not None and get_telemetry_data() is None:
-                answered = await fast(request)
-                if answered is not None:
-                    return answered
-            return await full(request)
+            answer = refused(request.scope["query_string"])
+            return answer if answer is not None else await full(request)
 
         return handler
 
@@ -158,7 +159,41 @@ class Route(APIRoute):
             router = scope.get("router") or scope["app"].router
             allow = ", ".join(allowed_methods(router.routes, scope))
             raise HTTPException(405, headers={"Allow": allow})
+        fast = type(self).fast
+        # FastAPI's OpenTelemetry instrumentation, when on, sees every request whole.
+        if fast is not None and get_telemetry_data() is None:
+            # Answered here, not inside FastAPI's request_response: its two exit stacks
+            # and exception wrapper cost a plain request more than the fast path saves
+            # elsewhere. An exception goes on to the app's ExceptionMiddleware, which
+            # maps it with the same handlers.
+            taken: list[Message] = []
+
+            async def recorded() -> Message:
+                message = await receive()
+                taken.append(message)
+                return message
+
+            answer = self.refused(scope["query_string"])
+            if answer is None:
+                answer = await fast(Request(scope, recorded, send))
+            if answer is not None:
+                await answer(scope, receive, send)
+                return
+            if taken:  # the body the fast path read, given again to FastAPI's handler
+                receive = _replay(taken, receive)
         await super().handle(scope, receive, send)
+
+
+def _replay(taken: list[Message], receive: Receive) -> Receive:
+    """receive, after the messages already taken from it are given again."""
+    pending = iter(taken)
+
+    async def replay() -> Message:
+        for message in pending:
+            return message
+        return await receive()
+
+    return replay
 
 
 def with_fast_path(fast: FastPath) -> type[Route]:

@@ -125,16 +125,15 @@ async def verified(
         threshold,
         fingerprint_size=pieces.params.fingerprint_size,
     )
-    kept = np.flatnonzero(sims >= threshold)
+    # A query's candidates are few (most often 0-2, at most the cap): picked in plain Python;
+    # a numpy call on arrays this small costs more than its work (the same comparisons).
+    kept = [i for i, sim in enumerate(sims.tolist()) if sim >= threshold]
     metrics.CANDIDATES_VERIFIED.inc(len(raws))
     metrics.CANDIDATES_KEPT.inc(len(kept))
-    return (
-        handles[np.asarray(present, dtype=np.int64)[kept]],
-        [raws[i] for i in kept.tolist()],  # type: ignore[misc]
-        sims[kept],
-        len(handles),
-        capped,
-    )
+    at = np.array(kept, dtype=np.int64)
+    picked = np.array([present[i] for i in kept], dtype=np.int64)
+    found = [raws[i] for i in kept]
+    return handles[picked], found, sims[at], len(handles), capped  # type: ignore[return-value]
 
 
 async def query(
@@ -151,9 +150,11 @@ async def query(
     handles, raws, sims, found, capped = await verified(
         pieces, fingerprint, band_keys, exclude, threshold, gathered
     )
+    if not raws:  # most queries of a corpus: nothing near; no ranking to do
+        return QueryResult([], found, capped)
     # Most similar first, ties oldest first; ids parsed for the answer only.
     best = ranked(
-        np.lexsort((handles, -sims)).tolist(),
+        [0] if len(raws) == 1 else np.lexsort((handles, -sims)).tolist(),
         lambda i: records.id_of(raws[i]),
         limit,
         None if where is None else lambda i: where.matches_record(raws[i]),
