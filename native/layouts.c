@@ -226,6 +226,28 @@ static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, u
     return (uint64_t)(overflow - out);
 }
 
+/* Whether a batch packer's arrays are consistent: n texts' anchor and word ranges, each
+ * within its array and in order, at most UINT32_MAX anchors and max_words words a text. */
+static int batch_ok(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
+                    uint64_t anchor_count, const uint64_t *anchor_offsets,
+                    const uint64_t *word_hashes, const int64_t *word_starts,
+                    const int64_t *word_ends, uint64_t word_count, const uint64_t *word_offsets,
+                    size_t n, uint64_t max_words) {
+    if (anchor_offsets == NULL || word_offsets == NULL) return 0;
+    if ((anchor_count && (anchor_hashes == NULL || anchor_starts == NULL)) ||
+        (word_count && (word_hashes == NULL || word_starts == NULL || word_ends == NULL)))
+        return 0;
+    if (anchor_offsets[n] > anchor_count || word_offsets[n] > word_count) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (anchor_offsets[i + 1] < anchor_offsets[i] || word_offsets[i + 1] < word_offsets[i])
+            return 0;
+        if (anchor_offsets[i + 1] - anchor_offsets[i] > UINT32_MAX ||
+            word_offsets[i + 1] - word_offsets[i] > max_words)
+            return 0;
+    }
+    return 1;
+}
+
 ND_EXPORT int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t *anchor_starts,
                                    uint64_t anchor_count, const uint64_t *anchor_offsets,
                                    const uint64_t *word_hashes, const int64_t *word_starts,
@@ -235,18 +257,9 @@ ND_EXPORT int nd_layout_pack_batch(const uint64_t *anchor_hashes, const int64_t 
     if (out_offsets == NULL) return ND_E_ARG;
     out_offsets[0] = 0;
     if (n == 0) return ND_OK;
-    if (anchor_offsets == NULL || word_offsets == NULL) return ND_E_ARG;
-    if ((anchor_count && (anchor_hashes == NULL || anchor_starts == NULL)) ||
-        (word_count && (word_hashes == NULL || word_starts == NULL || word_ends == NULL)))
+    if (!batch_ok(anchor_hashes, anchor_starts, anchor_count, anchor_offsets, word_hashes,
+                  word_starts, word_ends, word_count, word_offsets, n, UINT32_MAX))
         return ND_E_ARG;
-    if (anchor_offsets[n] > anchor_count || word_offsets[n] > word_count) return ND_E_ARG;
-    for (size_t i = 0; i < n; i++) {
-        if (anchor_offsets[i + 1] < anchor_offsets[i] || word_offsets[i + 1] < word_offsets[i])
-            return ND_E_ARG;
-        if (anchor_offsets[i + 1] - anchor_offsets[i] > UINT32_MAX ||
-            word_offsets[i + 1] - word_offsets[i] > UINT32_MAX)
-            return ND_E_ARG;
-    }
     uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t a0 = anchor_offsets[i], na = anchor_offsets[i + 1] - a0;
@@ -370,19 +383,10 @@ ND_EXPORT int nd_layout_pack3_batch(const uint64_t *anchor_hashes, const int64_t
     out_offsets[0] = 0;
     if (bits < ND_LAYOUT_BITS_MIN || bits > ND_LAYOUT_BITS_MAX) return ND_E_ARG;
     if (n == 0) return ND_OK;
-    if (anchor_offsets == NULL || word_offsets == NULL) return ND_E_ARG;
-    if ((anchor_count && (anchor_hashes == NULL || anchor_starts == NULL)) ||
-        (word_count && (word_hashes == NULL || word_starts == NULL || word_ends == NULL)))
+    /* the word count shares its u32 with the format flags */
+    if (!batch_ok(anchor_hashes, anchor_starts, anchor_count, anchor_offsets, word_hashes,
+                  word_starts, word_ends, word_count, word_offsets, n, ND_LAYOUT_HASHED - 1))
         return ND_E_ARG;
-    if (anchor_offsets[n] > anchor_count || word_offsets[n] > word_count) return ND_E_ARG;
-    for (size_t i = 0; i < n; i++) {
-        if (anchor_offsets[i + 1] < anchor_offsets[i] || word_offsets[i + 1] < word_offsets[i])
-            return ND_E_ARG;
-        /* the word count shares its u32 with the format flags */
-        if (anchor_offsets[i + 1] - anchor_offsets[i] > UINT32_MAX ||
-            word_offsets[i + 1] - word_offsets[i] >= ND_LAYOUT_HASHED)
-            return ND_E_ARG;
-    }
     uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t a0 = anchor_offsets[i], na = anchor_offsets[i + 1] - a0;
