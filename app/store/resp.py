@@ -277,14 +277,6 @@ _INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
 _SLICE = 1024
 
 
-def _first_incomplete(got: list[Any]) -> int:
-    """Where got's replies end: the index of its first _INCOMPLETE (one is there)."""
-    for i, reply in enumerate(got):
-        if reply is _INCOMPLETE:
-            return i
-    return len(got)
-
-
 async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
     """Send payload on a connected redis-py connection in one write and read the next
     count replies, error replies as exception objects.
@@ -309,7 +301,7 @@ async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
             # Past the data read so far each call answers _INCOMPLETE at once.
             got = [gets() for _ in range(min(count - len(replies), _SLICE))]
             if got[-1] is _INCOMPLETE:
-                got = got[: _first_incomplete(got)]
+                got = got[: got.index(_INCOMPLETE)]  # list.index matches it by identity first
                 if not got:
                     await parser.read_from_socket()  # type: ignore[union-attr]
                     continue

@@ -787,16 +787,18 @@ const REASONS = {
   short: "a match shorter than the least words (exclude matches under N words)",
 };
 
+// The filters apply to containment only: off while Jaccard is chosen.
+function syncExclusions() {
+  const off = $("m-jaccard").checked;
+  for (const id of ["ex-quotes", "ex-bibliography", "ex-short", "ex-words"]) $(id).disabled = off;
+}
+
 function wireExclusions() {
-  const sync = () => {
-    const off = $("m-jaccard").checked;
-    for (const id of ["ex-quotes", "ex-bibliography", "ex-short", "ex-words"]) $(id).disabled = off;
-  };
   for (const radio of document.querySelectorAll("input[name=measure]")) {
-    radio.addEventListener("change", sync);
+    radio.addEventListener("change", syncExclusions);
   }
   $("ex-words").addEventListener("input", () => ($("ex-short").checked = true));
-  sync();
+  syncExclusions();
 }
 
 // A reopened check's filters, as its answer echoes them (`exclude`), ticked again so a
@@ -808,7 +810,7 @@ function tickExclusions(exclude) {
   $("ex-bibliography").checked = Boolean(exclude.bibliography);
   $("ex-short").checked = exclude.min_words > 0;
   if (exclude.min_words > 0) $("ex-words").value = String(exclude.min_words);
-  for (const id of ["ex-quotes", "ex-bibliography", "ex-short", "ex-words"]) $(id).disabled = false;
+  syncExclusions();
 }
 
 // The `exclude` of the chosen filters: null with none, false (said) when N is not a number.
