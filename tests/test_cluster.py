@@ -37,7 +37,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from support.cluster import LocalCluster, free_cluster_port, sync_client
 from support.corpus import read_corpus, read_truth
-from support.procs import neardup_check, serving, wait_until
+from support.procs import RedisProc, neardup_check, serving, wait_until
 from support.textgen import mutate
 
 from app.core.redis_url import parse_cluster_url
@@ -316,37 +316,48 @@ def test_durability_always_reaches_every_node(
 
 
 def test_min_replicas_without_replicas_is_503_that_says_retry(
-    redis_url: str, collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """On a Redis with no replica, NEARDUP_MIN_REPLICAS=1 makes every write a 503 after
     NEARDUP_REPLICA_TIMEOUT that says the write may not be replicated; reads still work,
     and start-up warns."""
     from app.api.app import create_app
 
-    settings = load_settings(
-        redis_url=redis_url,
-        collection=collection,
-        data_dir=tmp_path,
-        min_replicas=1,
-        replica_timeout=0.2,
-    )
-    with TestClient(create_app(settings)) as c:
-        assert "NEARDUP_MIN_REPLICAS=1, but a Redis master has 0 replicas" in capfd.readouterr().err
-        for method, path, body in [
-            ("PUT", "/documents/a", {"text": TEXT}),
-            ("POST", "/documents", {"id": "b", "text": TEXT}),
-            ("POST", "/documents/batch", {"documents": [{"id": "c", "text": TEXT}]}),
-        ]:
-            started = time.monotonic()
-            resp = c.request(method, path, json=body)
-            took = time.monotonic() - started
-            assert resp.status_code == 503 and resp.headers["retry-after"] == "1", resp.text
-            detail = resp.json()["detail"]
-            assert "NEARDUP_MIN_REPLICAS" in detail and "retry" in detail
-            assert 0.2 <= took < 1.5
-        assert c.get("/documents/a").status_code == 404
-        assert c.post("/similar", json={"text": TEXT}).status_code == 200
-        assert c.get("/readyz").status_code == 200
+    # A Redis of its own: its replica count is this test's alone (the session's Redis
+    # is shared with every other test; CI once saw start-up find nothing to warn of there).
+    server = RedisProc(tmp_path / "redis", "--appendonly", "no").start()
+    try:
+        settings = load_settings(
+            redis_url=server.url,
+            collection=collection,
+            data_dir=tmp_path,
+            min_replicas=1,
+            replica_timeout=0.2,
+        )
+        with TestClient(create_app(settings)) as c:
+            assert (
+                "NEARDUP_MIN_REPLICAS=1, but a Redis master has 0 replicas"
+                in capfd.readouterr().err
+            )
+            for method, path, body in [
+                ("PUT", "/documents/a", {"text": TEXT}),
+                ("POST", "/documents", {"id": "b", "text": TEXT}),
+                ("POST", "/documents/batch", {"documents": [{"id": "c", "text": TEXT}]}),
+            ]:
+                started = time.monotonic()
+                resp = c.request(method, path, json=body)
+                took = time.monotonic() - started
+                assert resp.status_code == 503 and resp.headers["retry-after"] == "1", resp.text
+                detail = resp.json()["detail"]
+                assert "NEARDUP_MIN_REPLICAS" in detail and "retry" in detail
+                assert 0.2 <= took < 1.5
+            assert c.get("/documents/a").status_code == 404
+            assert c.post("/similar", json={"text": TEXT}).status_code == 200
+            assert c.get("/readyz").status_code == 200
+        replicas = server.client().info("replication")["connected_slaves"]
+    finally:
+        server.stop()
+    assert replicas == 0, "the test's own Redis had a replica"
 
 
 # --- failover -----------------------------------------------------------------------------------
