@@ -184,7 +184,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
             for doc_id, h in await _handles(indexes[0]):
                 rec = await indexes[0].get(doc_id)
                 assert rec is not None
-                for k in rec.band_keys.tolist():
+                for k in indexes[0].store.entry_keys(rec.band_keys).tolist():
                     named.setdefault(k, set()).add(h)
             stored = {k: set(hs) async for k, hs in indexes[0].store.band_memberships()}
             for k, hs in named.items():
@@ -200,58 +200,69 @@ async def _handles(index: Index) -> list[tuple[str, int]]:
     return [(i, h) async for i, h in index.store.id_map()]
 
 
-def test_short_anchor_fields_answer_as_a_collection_made_before_them(
+def test_short_fields_answer_as_collections_made_before_them(
     store_url: str, collection: str
 ) -> None:
-    """A config without short_anchors (made before them) keeps 8-byte fields for every
-    key; a new collection stores each anchor under its 32-bit hash (4 bytes, the hashes
-    read from the records' layouts). Both hold the same memberships and give the same
-    similarity and containment answers."""
+    """Three generations of band fields hold the same memberships and give the same
+    similarity and containment answers: a config without short_anchors (8 bytes a key),
+    one without short_fields (each anchor under its 32-bit hash, read from the records'
+    layouts; band keys in 8 bytes) and a new one (every key's low 4 bytes, in its bucket)."""
     texts = [t for _, t in read_corpus()[:30]]
     docs = [Document(texts[i % 20], f"d{i}") for i in range(30)]
     query = texts[4][: len(texts[4]) // 2] + " " + texts[7]
 
     async def run() -> None:
         params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
-        old_raw = params.to_json().replace(b',"short_anchors":true', b"")
-        assert b"short_anchors" not in old_raw
+        fields_raw = params.to_json().replace(b',"short_fields":true', b"")
+        long_raw = fields_raw.replace(b',"short_anchors":true', b"")
+        assert b"short_fields" not in fields_raw and b"short_anchors" not in long_raw
         indexes = []
-        for name in ("old", "new"):
+        for name, raw in (("long", long_raw), ("anchors", fields_raw), ("new", None)):
             store = Store.connect(store_url, collection + name, 5.0)
-            if name == "old":
-                await store.config(old_raw)
+            if raw is not None:
+                await store.config(raw)
             indexes.append(await Index.open(store, params, 200))
-        old, new = indexes
-        assert (old.params.short_anchors, new.params.short_anchors) == (False, True)
+        _, anchors, new = indexes
+        assert [(i.params.short_anchors, i.params.short_fields) for i in indexes] == [
+            (False, False),
+            (True, False),
+            (True, True),
+        ]
         try:
             for index in indexes:
                 await index.ingest(docs)
                 assert await index.delete("d25")
             dumps = [await _dump(index.store) for index in indexes]
-            fields = [{f for k, v in d.items() if k.startswith(b"B{") for f in v} for d in dumps]
+            buckets = [{k: set(v) for k, v in d.items() if k.startswith(b"B{")} for d in dumps]
+            fields = [{f for v in b.values() for f in v} for b in buckets]
             assert {len(f) for f in fields[0]} == {8}
-            # The new collection's 4-byte fields are exactly its records' anchor hashes.
+            # The anchors' 4-byte fields are exactly the records' anchor hashes.
             hashes: set[bytes] = set()
             for doc in docs:
-                got = await new.get(doc.id)
+                got = await anchors.get(doc.id)
                 if got is not None:
                     lay = Layout.unpack(got.passages)
                     hashes |= {int(h).to_bytes(4, "little") for h in lay.anchor_hashes}
             assert {f for f in fields[1] if len(f) == 4} == hashes
-            # Its 8-byte fields are the band keys: the old collection's other fields.
+            # Its 8-byte fields are the band keys: the long collection's other fields.
             assert {f for f in fields[1] if len(f) == 8} <= fields[0]
             assert len(fields[1]) == len(fields[0])
+            # The new one's fields are, bucket by bucket, the long ones' low 4 bytes.
+            assert {k: {f[:4] for f in v} for k, v in buckets[0].items()} == buckets[2]
+            assert {len(f) for f in fields[2]} == {4}
             members = [
                 {k: sorted(v) async for k, v in index.store.band_memberships()} for index in indexes
             ]
             assert members[0] == members[1]
+            as_new = new.store.entry_keys(np.array(list(members[0]), dtype=np.uint64))
+            assert dict(zip(as_new.tolist(), members[0].values(), strict=True)) == members[2]
             for doc_id in ("d3", "d7"):  # each with a copy (d23, d27)
-                a, b = [await index.similar_to_id(doc_id, 0.5, 10) for index in indexes]
-                assert a == b and a is not None and a.results
-                a, b = [await index.containment_of_id(doc_id, 0.01, 10) for index in indexes]
-                assert a == b and a is not None
-            c, d = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
-            assert c == d and len(c.results) >= 2
+                a, b, c = [await index.similar_to_id(doc_id, 0.5, 10) for index in indexes]
+                assert a == b == c and a is not None and a.results
+                a, b, c = [await index.containment_of_id(doc_id, 0.01, 10) for index in indexes]
+                assert a == b == c and a is not None
+            a, b, c = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
+            assert a == b == c and len(a.results) >= 2
         finally:
             for index in indexes:
                 await index.store.close()

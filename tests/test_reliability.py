@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import orjson
 import pytest
 import redis
@@ -346,12 +347,16 @@ def test_sigterm_finishes_the_request_in_flight(tmp_path: Path) -> None:
         assert httpx.get(again.url + "/readyz").json()["documents"] == len(docs)
 
 
-async def _bands_holding(url: str, collection: str, params: Params, handle: int) -> set[int]:
-    """Every band key whose members include the handle, read from Redis."""
+async def _bands_holding(
+    url: str, collection: str, params: Params, handle: int, want: np.ndarray
+) -> tuple[set[int], set[int]]:
+    """Every band key whose members include the handle, read from Redis, and the keys
+    wanted as band_memberships gives them (Store.entry_keys)."""
     store = Store.connect(url, collection, 2.0)
-    store.use_band_buckets(params.band_buckets)
+    store.use_band_buckets(params.band_buckets, params.short_anchors, params.short_fields)
     try:
-        return {key async for key, handles in store.band_memberships() if handle in handles}
+        got = {key async for key, handles in store.band_memberships() if handle in handles}
+        return got, set(store.entry_keys(want).tolist())
     finally:
         await store.close()
 
@@ -412,8 +417,11 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
                 passage_words=params.passage_words,
                 seed=params.seed,
             ).hashes
-            holding = asyncio.run(_bands_holding(redis_url, collection, params, handle))
-            assert holding == set(want.tolist()) | set(anchor_keys(anchors).tolist())
+            keys = np.concatenate([want, anchor_keys(anchors)]).astype(np.uint64)
+            holding, wanted = asyncio.run(
+                _bands_holding(redis_url, collection, params, handle, keys)
+            )
+            assert holding == wanted and len(wanted) == len(set(keys.tolist()))
             assert not list(r.scan_iter(match=prefix + b"l:*"))  # every write lock released
         r.close()
 

@@ -94,7 +94,33 @@ def test_short_anchor_fields_are_the_anchor_hash() -> None:
             assert field == want
             assert bucket == b"nd:c:B{%03x}" % (k >> 52)
             assert spill == b"nd:c:S{%03x}" % (k >> 52) + want
-            assert layout.band_key(field) == k
+            assert layout.band_key(bucket, field) == k
+        assert layout.entry_keys(keys).tolist() == keys.tolist()
+
+
+@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
+def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(buckets: int) -> None:
+    """With short fields every key (band key or anchor's) has its low 4 bytes as its field,
+    in the bucket of its top bits; band_key reads back the key with only those bits, which
+    is what entry_keys makes of it, and two keys differing only between them share a place."""
+    keys, _ = _mixed_keys(random.Random(buckets), 200)
+    layout = Layout("c")
+    layout.use_band_buckets(buckets)
+    layout.use_short_anchors(True)
+    layout.use_short_fields(True)
+    bits = buckets.bit_length() - 1
+    top = ((1 << bits) - 1) << (64 - bits) if bits else 0
+    for k in keys.tolist():
+        bucket, field, spill = layout.band_place(k)
+        assert field == (k & 0xFFFFFFFF).to_bytes(4, "little")
+        digits = b"%x" % (k >> (64 - bits)) if bits else b"0"
+        assert bucket == b"nd:c:B{" + digits.rjust(max(1, -(-bits // 4)), b"0") + b"}"
+        assert spill == b"nd:c:S{" + bucket[len(b"nd:c:B{") :] + field
+        place = k & (top | 0xFFFFFFFF)
+        assert layout.band_key(bucket, field) == place
+        twin = k ^ (1 << 40) if bits < 24 else k ^ (1 << 35)  # a bit neither keeps
+        assert layout.band_place(twin) == (bucket, field, spill)
+    assert layout.entry_keys(keys).tolist() == [k & (top | 0xFFFFFFFF) for k in keys.tolist()]
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
@@ -106,19 +132,21 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
             assert entries / b <= ENTRIES_PER_BUCKET < 2 * entries / b
 
 
-@pytest.mark.parametrize("short", [False, True])
+@pytest.mark.parametrize("short", [False, True, "fields"])
 def test_band_memberships_follow_a_dict_of_sets(
-    store_url: str, collection: str, short: bool
+    store_url: str, collection: str, short: bool | str
 ) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
     exactly like a dict of sets: through band_lookup, band_window and band_memberships
     (with short anchor fields: anchors' keys among the band keys, each stored under its
-    4-byte hash)."""
+    4-byte hash; with short fields, every key under its low 4 bytes, memberships read
+    back as entry_keys)."""
     rng = random.Random(7)
 
     async def run() -> None:
         store = Store.connect(store_url, collection, 2.0)
-        store.use_band_buckets(16, short)  # few buckets: many band keys share each HASH
+        # Few buckets: many band keys share each HASH.
+        store.use_band_buckets(16, bool(short), short == "fields")
         model: dict[int, set[int]] = {}
         mixed, anchors = _mixed_keys(rng, 20)
         keys = (mixed if short else _keys(rng, 40)).tolist()
@@ -145,7 +173,8 @@ def test_band_memberships_follow_a_dict_of_sets(
                 model = {k: v for k, v in model.items() if v}
 
                 stored = {k: set(hs) async for k, hs in store.band_memberships()}
-                assert stored == model
+                places = store.entry_keys(np.array(list(model), dtype=np.uint64)).tolist()
+                assert stored == dict(zip(places, model.values(), strict=True))
                 spilled = []
                 for k in keys:
                     inline, sized = await store.band_lookup(np.array([k], dtype=np.uint64))
@@ -171,8 +200,11 @@ def test_band_memberships_follow_a_dict_of_sets(
             want = {
                 anchors[k] if short and k in anchors else k.to_bytes(8, "little") for k in model
             }
+            if short == "fields":
+                want = {(k & 0xFFFFFFFF).to_bytes(4, "little") for k in model}
             assert await _fields(store) == want
-            assert {len(f) for f in want} == ({4, 8} if short else {8})
+            widths = {"fields": {4}, True: {4, 8}, False: {8}}[short]
+            assert {len(f) for f in want} == widths
         finally:
             await store.close()
 

@@ -43,11 +43,13 @@ from app.core import metrics
 from app.index import expiry, records, texts
 from app.index.index import Index
 from app.index.sketch import anchors_of
+from app.store import Store
 
 
-def entries_of(rec: records.Record) -> np.ndarray:
-    """Every entry a live document has in the band buckets: its bands and its anchors."""
-    return np.union1d(rec.band_keys, anchors_of(rec))
+def entries_of(rec: records.Record, store: Store) -> np.ndarray:
+    """Every entry a live document has in the band buckets (its bands and its anchors),
+    each key as the store's band_memberships gives it back (Store.entry_keys)."""
+    return store.entry_keys(np.union1d(rec.band_keys, anchors_of(rec)))
 
 
 KINDS = (
@@ -144,11 +146,11 @@ async def check(
         if rec.expires_ms > at + 1000 * expiry.MAX_TTL_S:  # stored before ttl was bounded
             report.note("far_expiries", f"handle {h}: expires at ms {rec.expires_ms}")
         if mapping.get(rec.id) == h:
-            live[h] = entries_of(rec)
+            live[h] = entries_of(rec, store)
             if h in texted:
                 digests[h] = texts.digest(raw)
         else:
-            orphans[h] = (rec.id, entries_of(rec))
+            orphans[h] = (rec.id, entries_of(rec, store))
             report.note("orphan_records", f"handle {h} says id {rec.id!r}")
     dangling = [(i, h) for i, h in mapping.items() if h not in live and h not in due]
     for doc_id, h in dangling:
@@ -331,13 +333,13 @@ async def _repair(
         async with index.locked([owner[h]]):
             (raw,) = await store.records([h])
             if raw is not None:
-                wrong = np.setdiff1d(keys, entries_of(records.unpack(raw)))
+                wrong = np.setdiff1d(keys, entries_of(records.unpack(raw), store))
                 await store.remove_bands([(h, wrong)])
                 fixed("stray_bands", len(wrong))
     for h, keys in missing.items():
         async with index.locked([owner[h]]):
             (raw,) = await store.records([h])
             if raw is not None:
-                keep = np.intersect1d(keys, entries_of(records.unpack(raw)))
+                keep = np.intersect1d(keys, entries_of(records.unpack(raw), store))
                 await store.add_bands([(h, keep)])  # idempotent: present entries stay as they are
                 fixed("missing_bands", len(keep))

@@ -67,7 +67,7 @@ class Index:
     ) -> None:
         self.store = store
         self.params = params
-        store.use_band_buckets(params.band_buckets, params.short_anchors)
+        store.use_band_buckets(params.band_buckets, params.short_anchors, params.short_fields)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
         self.pieces = Pieces(store, params, candidate_cap, max_text_bytes)

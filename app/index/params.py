@@ -57,6 +57,9 @@ class Params:
     # Whether the band buckets keep a passage anchor's key as its 4-byte hash rather
     # than 8 bytes (app.store.layout); False in collections made before.
     short_anchors: bool = True
+    # Whether every band entry's field is its key's low 4 bytes (app.store.layout);
+    # False in collections made before.
+    short_fields: bool = True
 
     @classmethod
     def create(
@@ -74,6 +77,7 @@ class Params:
         tokenizer: int = kernel.LATEST_TOKENIZER,
         passage_bits: int = DEFAULT_PASSAGE_BITS,
         short_anchors: bool = True,
+        short_fields: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -94,6 +98,7 @@ class Params:
             tokenizer,
             passage_bits,
             short_anchors,
+            short_fields,
         )
 
     @property
@@ -138,6 +143,8 @@ class Params:
         fields.setdefault("passage_bits", 0)
         # ... and one made before short anchor fields keeps 8-byte ones.
         fields.setdefault("short_anchors", False)
+        # ... and one made before short fields keeps band keys' 8 bytes.
+        fields.setdefault("short_fields", False)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -152,7 +159,9 @@ class Params:
             params = replace(params, template_pages=0)
         # The passage layout's format is the stored one (old collections answer as before).
         params = replace(params, passage_bits=stored.passage_bits)
-        params = replace(params, short_anchors=stored.short_anchors)
+        params = replace(
+            params, short_anchors=stored.short_anchors, short_fields=stored.short_fields
+        )
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(

@@ -15,7 +15,9 @@ Every key is under ``nd:{collection}:``:
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size.
                           In a collection with short anchor fields (use_short_anchors),
-                          a passage anchor's key is its 32-bit anchor hash (4 bytes)
+                          a passage anchor's key is its 32-bit anchor hash (4 bytes);
+                          with short fields (use_short_fields), every key's field is
+                          its low 32 bits (4 bytes)
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
@@ -33,6 +35,15 @@ only 32 of them are information. New collections store such a key's field as h i
 bytes, any other key in 8: a bijection of the key space (a field's length says which
 it was), so the band entries, lookups and buckets are the same as in 8-byte fields,
 minus 4 of an anchor entry's 16 bytes in a listpack (80 bytes a document of ~20 anchors).
+
+Collections made since short fields keep every key's field as its low 32 bits: a key is
+then known by its place, the bucket's top bits and those 32 (Layout.entry_keys), which
+for an anchor's key is still a bijection (the multiplier is odd, so the low 32 bits of
+h * SPREAD are a permutation of h). Two band keys that share a place share an entry, with
+odds of 2**-(32 + bits) a pair (about one pair in a million-document collection): each
+then brings the other's handles as candidates, which the fingerprint Jaccard or the
+alignment verifies like any other, so answers are unchanged. This saves 4 of a band
+entry's 16 bytes as well (~170 bytes a document of ~42 bands).
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ ANCHOR_SALT = 0x9E3779B97F4A7C15
 ANCHOR_SPREAD = 0xD6E8FEB86659FD93
 ANCHOR_UNSPREAD = pow(ANCHOR_SPREAD, -1, 1 << 64)
 _U64 = (1 << 64) - 1
+_LOW32 = 0xFFFFFFFF
 HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
 # The same packing in the struct library of Redis's Lua (app/store/scripts).
 HANDLE_FORMAT_LUA = "<I4"
@@ -101,6 +113,7 @@ class Layout:
         self._nibble_shifts = np.zeros(1, dtype=np.intp)
         self._templates: dict[tuple[bytes, bool, int], tuple[Template, int, int, int]] = {}
         self.short_anchors = False
+        self.short_fields = False
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
@@ -118,6 +131,19 @@ class Layout:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
         self.short_anchors = on
 
+    def use_short_fields(self, on: bool) -> None:
+        """Whether every key's field is its low 32 bits (collections made since)."""
+        self.short_fields = on
+
+    def entry_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Each key as its band entry knows it: itself, or with short fields only its
+        place (bucket bits and low 32 bits; band_key reads the same back)."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        if not self.short_fields:
+            return keys
+        top = 0 if self._bucket_shift >= 64 else (_U64 >> self._bucket_shift) << self._bucket_shift
+        return keys & np.uint64(top | _LOW32)
+
     def anchor_hashes(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which keys are anchors' keys stored as 4-byte fields (bool each; none unless
         short_anchors) and every key's would-be anchor hash (uint64)."""
@@ -128,7 +154,10 @@ class Layout:
         return (hashes >> np.uint64(32)) == 0, hashes
 
     def field(self, key: int) -> bytes:
-        """A 64-bit band key's HASH field: 8 bytes, or an anchor's 4 (short_anchors)."""
+        """A 64-bit band key's HASH field: 8 bytes, an anchor's 4 (short_anchors), or any
+        key's low 4 (short_fields)."""
+        if self.short_fields:
+            return ANCHOR_FIELD.pack(key & _LOW32)
         if self.short_anchors:
             h = ((key ^ ANCHOR_SALT) * ANCHOR_UNSPREAD) & _U64
             if h >> 32 == 0:
@@ -169,8 +198,14 @@ class Layout:
         field = self.field(key)
         return self._hash_head + digits + b"}", field, self._spill_head + digits + b"}" + field
 
-    def band_key(self, field: bytes) -> int:
-        """The band key a bucket HASH's field stands for."""
+    def band_key(self, bucket: bytes, field: bytes) -> int:
+        """The band key a bucket HASH's field stands for (with short fields: its
+        entry_keys form, from the bucket's name)."""
+        if self.short_fields:
+            if self._bucket_shift >= 64:
+                return int(ANCHOR_FIELD.unpack(field)[0])
+            number = int(bucket[len(self._hash_head) : -1], 16)
+            return (number << self._bucket_shift) | ANCHOR_FIELD.unpack(field)[0]
         if len(field) == ANCHOR_FIELD.size:
             return ((ANCHOR_FIELD.unpack(field)[0] * ANCHOR_SPREAD) & _U64) ^ ANCHOR_SALT
         return int(BAND_KEY.unpack(field)[0])
@@ -192,6 +227,8 @@ class Layout:
         anchors' 4-byte fields and other keys' 8 come as two, interleaved in order).
         """
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
+        if self.short_fields:
+            return self._rows(command, keys, self._low_fields(keys), handles)
         short, hashes = self.anchor_hashes(keys)
         n_short = int(short.sum())
         if n_short == 0:
@@ -213,6 +250,11 @@ class Layout:
             part = self._rows(command, keys[at], cut, None if handles is None else handles[at])
             parts.append((part, where))
         return Interleaved(parts, n)
+
+    @staticmethod
+    def _low_fields(keys: np.ndarray) -> np.ndarray:
+        """Each key's low 4 bytes (little-endian), a row each."""
+        return np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 8)[:, :4])
 
     def _rows(
         self, command: bytes, keys: np.ndarray, fields: np.ndarray, handles: np.ndarray | None
@@ -242,10 +284,13 @@ class Layout:
     def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Rows for a band_*_many script, one per band key and handle: the bucket's hex
         digits, the field and the handle (uint32 LE); built by numpy at once, a block of
-        rows per field width (8, then anchors' 4 with short_anchors), in order inside
-        each: (width, rows) for each width some key has."""
+        rows per field width (8, then anchors' 4 with short_anchors; only 4 with
+        short_fields), in order inside each: (width, rows) for each width some key has."""
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
         packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
+        if self.short_fields:
+            digits = self._bucket_digits(keys).astype(np.uint8)
+            return [(4, np.hstack([digits, self._low_fields(keys), packed]))]
         short, hashes = self.anchor_hashes(keys)
         out: list[tuple[int, np.ndarray]] = []
         for chosen, width in ((~short, 8), (short, 4)):

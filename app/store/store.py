@@ -161,11 +161,19 @@ class Store:
             )
         return cls(transport, collection)
 
-    def use_band_buckets(self, buckets: int, short_anchors: bool = False) -> None:
+    def use_band_buckets(
+        self, buckets: int, short_anchors: bool = False, short_fields: bool = False
+    ) -> None:
         """Set the collection's number of band buckets (a power of two), and whether its
-        anchors' keys are 4-byte fields (layout.Layout.use_short_anchors)."""
+        anchors' keys are 4-byte fields (layout.Layout.use_short_anchors) or every key's
+        (layout.Layout.use_short_fields)."""
         self._keys.use_band_buckets(buckets)
         self._keys.use_short_anchors(short_anchors)
+        self._keys.use_short_fields(short_fields)
+
+    def entry_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Each band key as band_memberships gives it back (layout.Layout.entry_keys)."""
+        return self._keys.entry_keys(keys)
 
     @property
     def cluster(self) -> bool:
@@ -525,7 +533,7 @@ class Store:
             *head,
             *(b"%d" % n for n in limits),
             digits,
-            b"1" if self._keys.short_anchors else b"0",
+            b"2" if self._keys.short_fields else b"1" if self._keys.short_anchors else b"0",
         )
         # Its work: the id and record, then as candidates() for the record's band keys.
         reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)
@@ -623,7 +631,8 @@ class Store:
         return out, complete
 
     async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
-        """Every band key with its handles, in no order: for checks and tools, not queries."""
+        """Every band key (as entry_keys gives it) with its handles, in no order: for
+        checks and tools, not queries."""
         buckets: list[bytes] = []
         async for bucket in self.transport.scan(self._keys.buckets_pattern):
             buckets.append(bucket)
@@ -640,9 +649,10 @@ class Store:
         if not buckets:
             return
         commands = self.transport.commands
-        for fields in await commands([(b"HGETALL", b) for b in buckets]):
+        replies = await commands([(b"HGETALL", b) for b in buckets])
+        for bucket, fields in zip(buckets, replies, strict=True):
             for field, value in pairs(fields):
-                key = self._keys.band_key(field)
+                key = self._keys.band_key(bucket, field)
                 if value[:_MARK] != SPILLED:
                     yield key, np.frombuffer(value, dtype="<u4").tolist()
                 else:
