@@ -187,6 +187,15 @@ def render(res: dict[str, Any]) -> str:
             "ingest docs/s per slice: "
             + ", ".join(f"{s['upto']:,}: {s['docs_per_s']:,.0f}" for s in scale["slices"])
         )
+        for s in scale["slices"]:
+            if "redis_us" not in s:  # a JSON of an older run
+                continue
+            top = list(s["redis_commands"].items())[:4]
+            lines.append(
+                f"  slice to {s['upto']:,}: CPU per doc server {s['server_us']:,.0f} us, "
+                f"redis {s['redis_us']:,.0f} us; redis commands per doc: "
+                + ", ".join(f"{c} {v['calls']:.1f} calls {v['usec']:.0f} us" for c, v in top)
+            )
         lines.append(
             "GET p99 at: "
             + ", ".join(f"{k} docs: {v['p99_ms']:.1f} ms" for k, v in scale["checkpoints"].items())

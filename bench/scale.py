@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from common import Corpus, log
 from ingest import ingest
-from load import Req, Runner
+from load import Req, Runner, commandstats, per_query
 from servers import Server
 from stores import ThrowawayRedis
 
@@ -42,19 +42,35 @@ def ingest_in_slices(
     res: dict[str, Any] = {"slices": [], "checkpoints": {}}
     total_secs = piece_secs = server_cpu = redis_cpu = 0.0
     retried_503 = 0
+    # What Redis spends per document, slice by slice: where a slowing ingest goes.
+    stats_at = commandstats(redis)
+    piece_cpu = {"server": 0.0, "redis": 0.0}
     for lo, hi in itertools.pairwise(bounds):
         sl = ingest(server, corpus, lo, hi, args.ingest_clients, redis)
         total_secs += sl["seconds"]
         piece_secs += sl["seconds"]
         server_cpu += sl["server_cpu"] * sl["seconds"]
         redis_cpu += sl["redis_cpu"] * sl["seconds"]
+        piece_cpu["server"] += sl["server_cpu"] * sl["seconds"]
+        piece_cpu["redis"] += sl["redis_cpu"] * sl["seconds"]
         retried_503 += sl["retried_503"]
         if hi in tenths:
             start = tenths[tenths.index(hi) - 1]
+            now = commandstats(redis)
             res["slices"].append(
-                {"upto": hi, "docs": hi - start, "docs_per_s": (hi - start) / piece_secs}
+                {
+                    "upto": hi,
+                    "docs": hi - start,
+                    "docs_per_s": (hi - start) / piece_secs,
+                    # CPU-seconds per document (us), each process's
+                    "server_us": 1e6 * piece_cpu["server"] / (hi - start),
+                    "redis_us": 1e6 * piece_cpu["redis"] / (hi - start),
+                    "redis_commands": per_query(stats_at, now, hi - start),
+                }
             )
             piece_secs = 0.0
+            piece_cpu = {"server": 0.0, "redis": 0.0}
+            stats_at = now
         log(f"neardup {workers}w: ingested {hi} docs at {sl['docs_per_s']:.0f} docs/s")
         # the last checkpoint is the main GET load itself (see service.run_neardup)
         if hi in checkpoints and hi != n:

@@ -31,19 +31,21 @@ O(log n) ZRANGE.
 
 A passage anchor's key (app.index.sketch) is its 32-bit hash h spread and salted,
 (h * ANCHOR_SPREAD) ^ ANCHOR_SALT mod 2**64: its bucket comes from those 64 bits, but
-only 32 of them are information. New collections store such a key's field as h in 4
-bytes, any other key in 8: a bijection of the key space (a field's length says which
-it was), so the band entries, lookups and buckets are the same as in 8-byte fields,
-minus 4 of an anchor entry's 16 bytes in a listpack (80 bytes a document of ~20 anchors).
+only 32 of them are information. Collections made since short anchors store its field
+as h in 4 bytes, any other key in 8: a bijection of the key space (a field's length says
+which it was), so the band entries, lookups and buckets are the same as in 8-byte
+fields, minus 4 of an anchor entry's 16 bytes in a listpack (80 bytes a document of ~20
+anchors).
 
 Collections made since short fields keep every key's field as its low 32 bits: a key is
 then known by its place, the bucket's top bits and those 32 (Layout.entry_keys), which
 for an anchor's key is still a bijection (the multiplier is odd, so the low 32 bits of
-h * SPREAD are a permutation of h). Two band keys that share a place share an entry, with
-odds of 2**-(32 + bits) a pair (about one pair in a million-document collection): each
-then brings the other's handles as candidates, which the fingerprint Jaccard or the
-alignment verifies like any other, so answers are unchanged. This saves 4 of a band
-entry's 16 bytes as well (~170 bytes a document of ~42 bands).
+h * SPREAD are a permutation of h). Two keys that share a place share an entry, with
+odds of 2**-(32 + bits) a pair: with buckets sized to ~48 entries, about 24 * entries /
+2**32 pairs, 0.4 in a million documents of ~66 entries. Each then brings the other's
+handles as candidates, which the fingerprint Jaccard or the alignment verifies like
+any other, so answers are the same unless a query's candidates were cut at its cap.
+This saves 4 of a band entry's 16 bytes as well (~160 bytes a document of ~42 bands).
 """
 
 from __future__ import annotations
