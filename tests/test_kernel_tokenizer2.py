@@ -202,21 +202,22 @@ def _long_ascii(rng: random.Random) -> str:
     return " ".join(words).replace("-\n ", "-\n")
 
 
-def test_simd_and_scalar_agree_on_long_ascii() -> None:
-    """Across 64-byte blocks (a word on hold at a block's end, a hyphen at its edge), the
-    SIMD scanner gives the scalar one's hashes, spans and folds, which are the oracle's."""
-    rng = random.Random(26)
-    texts = [_long_ascii(rng) for _ in range(40)]
-    for spec, passage in (("word:1", 1), ("word:3", 6)):
+def _assert_scanners_agree(
+    texts: list[str], cases: tuple[tuple[str, int], ...], checked: int
+) -> kernel.Sketch:
+    """Tokenizer 2's SIMD and scalar scanners give the same winnowed hashes, spans and
+    folds for each (shingle, passage words) case, and the first `checked` texts' are the
+    oracle's; the same for the sketches, whose SIMD result is returned."""
+    for spec, passage in cases:
         a = kernel.winnow(texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True)
         b = kernel.winnow(
             texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True, simd=False
         )
+        assert a.folds is not None and b.folds is not None
         for x, y in ((a.hashes, b.hashes), (a.starts, b.starts), (a.ends, b.ends)):
             assert np.array_equal(x, y)
-        assert a.folds is not None and b.folds is not None
         assert np.array_equal(a.folds, b.folds)
-        for i, text in enumerate(texts[:10]):
+        for i, text in enumerate(texts[:checked]):
             lo, hi = int(a.offsets[i]), int(a.offsets[i + 1])
             got = list(
                 zip(
@@ -232,6 +233,15 @@ def test_simd_and_scalar_agree_on_long_ascii() -> None:
     s2 = kernel.sketch(texts, tokenizer=2, simd=False)
     assert np.array_equal(s1.signatures, s2.signatures)
     assert np.array_equal(s1.fp_values, s2.fp_values)
+    return s1
+
+
+def test_simd_and_scalar_agree_on_long_ascii() -> None:
+    """Across 64-byte blocks (a word on hold at a block's end, a hyphen at its edge), the
+    SIMD scanner gives the scalar one's hashes, spans and folds, which are the oracle's."""
+    rng = random.Random(26)
+    texts = [_long_ascii(rng) for _ in range(40)]
+    _assert_scanners_agree(texts, (("word:1", 1), ("word:3", 6)), checked=10)
 
 
 def _hyphens_at_block_edges(rng: random.Random) -> str:
@@ -257,31 +267,7 @@ def test_simd_and_scalar_agree_on_hyphens_at_block_edges() -> None:
     oracle's, and so are the sketches."""
     rng = random.Random(2626)
     texts = [_hyphens_at_block_edges(rng) for _ in range(30)]
-    for spec, passage in (("word:1", 1), ("word:3", 4)):
-        a = kernel.winnow(texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True)
-        b = kernel.winnow(
-            texts, shingle=spec, passage_words=passage, tokenizer=2, folds=True, simd=False
-        )
-        assert a.folds is not None and b.folds is not None
-        for x, y in ((a.hashes, b.hashes), (a.starts, b.starts), (a.ends, b.ends)):
-            assert np.array_equal(x, y)
-        assert np.array_equal(a.folds, b.folds)
-        for i, text in enumerate(texts[:8]):
-            lo, hi = int(a.offsets[i]), int(a.offsets[i + 1])
-            got = list(
-                zip(
-                    a.hashes[lo:hi].tolist(),
-                    a.starts[lo:hi].tolist(),
-                    a.ends[lo:hi].tolist(),
-                    a.folds[lo:hi].tolist(),
-                    strict=True,
-                )
-            )
-            assert got == oracle.winnow2(text, spec, passage)
-    s1 = kernel.sketch(texts, tokenizer=2)
-    s2 = kernel.sketch(texts, tokenizer=2, simd=False)
-    assert np.array_equal(s1.signatures, s2.signatures)
-    assert np.array_equal(s1.fp_values, s2.fp_values)
+    s1 = _assert_scanners_agree(texts, (("word:1", 1), ("word:3", 4)), checked=8)
     for i, text in enumerate(texts[:8]):
         assert s1.fingerprints[i].tolist() == _fingerprint(oracle.sketch_hashes2(text, "word:3"))
 
