@@ -24,7 +24,7 @@ from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
 from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
-from app.index.passages import Layout, Overdue, covered_runs
+from app.index.passages import Layout, Overdue, covered_runs, merge
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
@@ -210,9 +210,4 @@ async def contained(
 
 def _spanned(ranges: list[tuple[int, int]]) -> int:
     """How many integers the [first, end) ranges cover together."""
-    total, reach = 0, -1
-    for a, b in sorted(ranges):
-        if b > reach:
-            total += b - max(a, reach)
-            reach = b
-    return total
+    return sum(b - a for a, b in merge(ranges))

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from app.index.passages import merge
+
 if TYPE_CHECKING:
     from app.index.passages import Layout, Passage
 
@@ -128,17 +130,6 @@ def _paragraphs(text: str) -> list[tuple[int, int]]:
         start = m.end()
     out.append((start, len(text)))
     return out
-
-
-def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Overlapping or touching spans as one, in order."""
-    out: list[list[int]] = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 def quote_spans(text: str) -> list[Span]:

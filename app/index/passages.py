@@ -407,19 +407,22 @@ def spans_of(kept: Sequence[Sequence[int]], query: Layout, source: Layout) -> li
     ]
 
 
+def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching [start, end) spans as one, in order."""
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
 def covered_runs(passages: Sequence[Passage], k: int) -> list[tuple[int, int]]:
     """The query shingles wholly inside one of the passages, as merged [first, end)
     ranges ascending: covered_shingles without an array as long as the query (a long
     query names thousands of sources)."""
-    runs = sorted((a, b - k + 1) for a, b in (p.query_words for p in passages) if b - k + 1 > a)
-    merged: list[tuple[int, int]] = []
-    for a, b in runs:
-        if merged and a <= merged[-1][1]:
-            if b > merged[-1][1]:
-                merged[-1] = (merged[-1][0], b)
-        else:
-            merged.append((a, b))
-    return merged
+    return merge([(a, b - k + 1) for a, b in (p.query_words for p in passages) if b - k + 1 > a])
 
 
 def covered_shingles(passages: list[Passage], words: int, k: int) -> np.ndarray:
