@@ -13,6 +13,7 @@ used_memory, and the records split by section (from their headers).
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -32,7 +33,8 @@ def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) 
     """What the memory is made of, from MEMORY USAGE of sampled keys, per document."""
     r = redis.client()
     prefix = f"nd:{collection}:".encode()
-    handles = [int(v) for v in r.hrandfield(prefix + b"ids", 300, withvalues=True)[1::2]]
+    handles = _sampled_handles(r, prefix, 300)
+    handles = [h for h in handles if r.exists(prefix + b"d:%d" % h)]  # replaced or removed
     rec_usage = [int(r.memory_usage(prefix + b"d:%d" % h, samples=0) or 0) for h in handles]
     rec_len = [int(r.strlen(prefix + b"d:%d" % h)) for h in handles]
     buckets = list(r.scan_iter(match=prefix + b"B{*", count=5000))
@@ -42,7 +44,9 @@ def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) 
     bucket_fields = [int(r.hlen(k)) for k in sample]
     encodings = Counter(r.object("encoding", k).decode() for k in sample[:100])
     spill_usage = sum(int(r.memory_usage(k, samples=0) or 0) for k in spills)
-    ids_usage = int(r.memory_usage(prefix + b"ids", samples=0) or 0)
+    # One ids HASH, or id buckets (I{...}; collections made since), each a key.
+    id_keys = [prefix + b"ids", *r.scan_iter(match=prefix + b"I{*", count=5000)]
+    ids_usage = sum(int(r.memory_usage(k, samples=0) or 0) for k in id_keys)
     mean_fields = statistics.fmean(bucket_fields) if bucket_fields else 0.0
     per = {
         "records": statistics.fmean(rec_usage) if rec_usage else 0.0,
@@ -60,6 +64,12 @@ def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) 
         "bucket_encodings": dict(encodings),
         "spilled_sets": len(spills),
     }
+
+
+def _sampled_handles(r: Any, prefix: bytes, n: int) -> list[int]:
+    """Up to n handles drawn at random from those handed out (some may have no record)."""
+    last = int(r.get(prefix + b"next") or 0)
+    return random.Random(7).sample(range(1, last + 1), min(n, last))
 
 
 def datasketch_memory_breakdown(redis: ThrowawayRedis, docs: int) -> dict[str, Any]:
@@ -96,6 +106,7 @@ def _kind(key: bytes, prefix: bytes) -> str:
         (b"S{", "spilled_sets"),
         (b"t:", "texts"),
         (b"ids", "ids"),
+        (b"I{", "ids"),
     ):
         if rest.startswith(head):
             return kind
@@ -133,7 +144,7 @@ def record_split(redis: ThrowawayRedis, collection: str, sample: int = 2000) -> 
     sections = support("sections")
     r = redis.client()
     prefix = f"nd:{collection}:".encode()
-    handles = [int(v) for v in r.hrandfield(prefix + b"ids", sample, withvalues=True)[1::2]]
+    handles = _sampled_handles(r, prefix, sample)
     raws = [raw for raw in r.mget([prefix + b"d:%d" % h for h in handles]) if raw]
     total: Counter[str] = Counter()
     for raw in raws:

@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
+from support.ids import handle_of
 
 TEXT = "the lighthouse keeper wound the clock twice a day and logged every passing ship"
 HUNDRED_YEARS_S = 100 * 365 * 24 * 3600  # NEARDUP_DEFAULT_TTL's bound, typed here
@@ -63,7 +64,7 @@ def test_a_stored_out_of_range_expiry_still_reads_and_check_reports_it(
     # its expiry (app.index.records, version 2), rewritten here in Redis itself.
     far = int(time.time() * 1000) + 1000 * 99999999999999
     with redis.Redis.from_url(store_url) as r:
-        handle = int(r.hget(f"nd:{collection}:ids", "old"))
+        handle = handle_of(r, collection, "old")
         key = f"nd:{collection}:d:{handle}"
         raw = r.get(key)
         r.set(key, raw[:-8] + far.to_bytes(8, "little"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from typing import Any
 
 import numpy as np
@@ -213,9 +214,12 @@ def test_short_fields_answer_as_collections_made_before_them(
 
     async def run() -> None:
         params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
-        fields_raw = params.to_json().replace(b',"short_fields":true', b"")
+        # Configs as releases before short fields (and before id buckets) wrote them.
+        older = re.sub(rb'"id_buckets":\d+,', b"", params.to_json())
+        fields_raw = older.replace(b',"short_fields":true', b"")
         long_raw = fields_raw.replace(b',"short_anchors":true', b"")
         assert b"short_fields" not in fields_raw and b"short_anchors" not in long_raw
+        assert b"id_buckets" not in fields_raw and params.id_buckets > 0
         indexes = []
         for name, raw in (("long", long_raw), ("anchors", fields_raw), ("new", None)):
             store = Store.connect(store_url, collection + name, 5.0)
@@ -228,6 +232,7 @@ def test_short_fields_answer_as_collections_made_before_them(
             (True, False),
             (True, True),
         ]
+        assert [i.params.id_buckets for i in indexes] == [0, 0, params.id_buckets]
         try:
             for index in indexes:
                 await index.ingest(docs)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 from support.corpus import CORPUS, neardup_cmd, read_truth
+from support.ids import unmap
 from support.procs import Server
 
 
@@ -133,7 +134,7 @@ def test_check_reports_by_kind_and_repairs(env: dict) -> None:
     from app.service.embedded import EmbeddedRedis
 
     with EmbeddedRedis(Path(env["NEARDUP_DATA_DIR"])) as rds, redis.Redis.from_url(rds.url) as r:
-        assert r.hdel("nd:default:ids", "s1") == 1  # s1's record now answers for nobody
+        assert unmap(r, "default", "s1") == 1  # s1's record now answers for nobody
     found = run("check", "--json", env=env)
     assert found.returncode == 3, found.stderr
     report = json.loads(found.stdout)

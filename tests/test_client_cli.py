@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from support import oracle
 from support.corpus import neardup_cmd
+from support.ids import all_ids
 from support.procs import Server
 
 from app.cli.main import build_parser, main
@@ -266,8 +267,8 @@ def test_client_tries_again_after_503_only_when_repeating_is_safe(tmp_path: Path
             assert asyncio.run(attempt(5, "again")) == "stored"
         finally:
             rds.resume()
-        ids = rds.client().hkeys("nd:default:ids")
-        assert sorted(ids) == [b"again"]
+        ids = all_ids(rds.client(), "default")
+        assert sorted(ids) == ["again"]
 
 
 def test_cli_collections_and_collection_flag(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import random
 import threading
 import time
@@ -37,6 +38,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from support.cluster import LocalCluster, free_cluster_port, sync_client
 from support.corpus import read_corpus, read_truth
+from support.ids import id_key
 from support.procs import RedisProc, neardup_check, serving, wait_until
 from support.textgen import mutate
 
@@ -456,8 +458,9 @@ def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
             for a, b in truth:
                 assert b in {r["id"] for r in before[a]["results"]}
 
-            # 2. kill -9 the master of the id index, which every request reads
-            victim = cluster.master_of(b"nd:default:ids")
+            # 2. kill -9 the master of the first pair's id bucket, which its requests read
+            with contextlib.closing(cluster.client()) as r:
+                victim = cluster.master_of(id_key(r, "default", pair_ids[0]))
             with _Load(server.url, pair_ids) as load:
                 time.sleep(0.5)
                 killed_at = time.monotonic()

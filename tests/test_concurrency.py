@@ -23,7 +23,7 @@ import pytest
 from support.keys import scan_keys
 
 from app.index import Document, Index, Params
-from app.index.check import check
+from app.index.check import check, check_ids
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores
@@ -148,7 +148,7 @@ def test_contended_writes_leave_a_sequential_outcome(
             for text in TEXTS:
                 assert (await index.similar_to_text(text)).results == []
             left = {key.rsplit(b":", 1)[-1] async for key in scan_keys(index.store)}
-            assert left <= {b"config", b"next"}, left
+            assert left <= {b"config", b"next", b"count"}, left
             assert (await check(index)).clean
         finally:
             await index.store.close()
@@ -183,6 +183,8 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             await store.remove_bands([(live, live_rec.band_keys[:1])])
             # A delete of an expiring document that stopped before its queue entry.
             await store.add_expiries([(20_000, 1)])
+            # Two deletes that stopped between their HDEL and their DECRBY.
+            await store.fix_id_count(2)
 
             found = await check(index)
             assert found.found == {
@@ -195,6 +197,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "stale_texts": 0,
                 "stale_expiries": 1,
                 "far_expiries": 0,
+                "id_count": 2,
             }
             assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
             repaired = await check(index, repair=True)
@@ -204,6 +207,32 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             assert [m.id for m in (await index.similar_to_text(TEXTS[0])).results] == ["live"]
             assert await store.handles(["half"]) == [None]
             assert await store.expiries() == []
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("drift", [-3, 4])
+def test_start_up_pass_mends_the_kept_id_count(store_url: str, collection: str, drift: int) -> None:
+    """A kept id count a crash left off (an INCRBY or DECRBY lost after its HSETNX or
+    HDEL) is found and set right by the start-up pass, with a dangling id dropped in the
+    same pass, so the count /readyz gives is the ids GET can read."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
+        try:
+            await index.ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS[:4])])
+            await store.assign_handles(["half"])  # a write cut before its bands and record
+            await store.fix_id_count(drift)
+            found = await check_ids(index)
+            assert found.found["id_count"] == abs(drift) and found.found["dangling_ids"] == 1
+            assert await store.count_ids() == max(0, 5 + drift)  # nothing repaired yet
+            repaired = await check_ids(index, repair=True)
+            assert repaired.repaired == repaired.found
+            assert await store.count_ids() == 4 == len({i async for i, _ in store.id_map()})
+            assert (await check(index)).clean
         finally:
             await store.close()
 

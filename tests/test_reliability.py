@@ -24,6 +24,7 @@ import orjson
 import pytest
 import redis
 from support.corpus import read_corpus
+from support.ids import handle_of
 from support.procs import RedisProc, Server, neardup_check, serving, wait_until
 
 from app.index import Params
@@ -191,7 +192,7 @@ def test_redis_down_at_start_up(tmp_path: Path) -> None:
             assert resp.status_code == 503 and "threshold" in resp.json()["detail"]
         with rds.client() as c:
             assert c.get(f"nd:{other}:config") == stored
-            assert c.exists(f"nd:{other}:ids") == 0
+            assert list(c.scan_iter(f"nd:{other}:*")) == [f"nd:{other}:config".encode()]
     finally:
         good.stop()
         bad.stop()
@@ -395,7 +396,7 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
                 statuses = list(pool.map(put, range(len(texts))))
             assert sorted(statuses) == [200] * 49 + [201], statuses
 
-            handle = int(r.hget(prefix + b"ids", doc_id))
+            handle = handle_of(r, collection, doc_id)
             rec = records.unpack(r.get(prefix + b"d:%d" % handle))
             winner = httpx.get(f"{server.url}/documents/{doc_id}").json()["metadata"]["n"]
             assert rec.metadata == {"n": winner}

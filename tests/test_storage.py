@@ -8,6 +8,8 @@ import random
 import hiredis
 import numpy as np
 import pytest
+from support.cluster import sync_client
+from support.ids import key_for
 
 from app.index import records
 from app.store import MAX_INLINE, Store, StoreError, buckets_for
@@ -41,7 +43,7 @@ def _mixed_keys(rng: random.Random, n: int) -> tuple[np.ndarray, dict[int, bytes
 
 
 @pytest.mark.parametrize("short", [None, "mixed", "bands first"])
-@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
+@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24, 1 << 29, 1 << 32])
 def test_vectorised_band_commands_equal_the_plain_encoding(buckets: int, short: str | None) -> None:
     """band_commands' numpy-built commands are byte for byte what encode makes of each one
     (with short anchor fields: band keys and anchors' keys mixed, or band keys first as an
@@ -98,7 +100,7 @@ def test_short_anchor_fields_are_the_anchor_hash() -> None:
         assert layout.entry_keys(keys).tolist() == keys.tolist()
 
 
-@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24])
+@pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24, 1 << 29, 1 << 32])
 def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(buckets: int) -> None:
     """With short fields every key (band key or anchor's) has its low 4 bytes as its field,
     in the bucket of its top bits; band_key reads back the key with only those bits, which
@@ -118,18 +120,23 @@ def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(buckets: i
         assert spill == b"nd:c:S{" + bucket[len(b"nd:c:B{") :] + field
         place = k & (top | 0xFFFFFFFF)
         assert layout.band_key(bucket, field) == place
-        twin = k ^ (1 << 40) if bits < 24 else k ^ (1 << 35)  # a bit neither keeps
-        assert layout.band_place(twin) == (bucket, field, spill)
+        if bits < 32:  # at 32 bits the place is the whole key
+            twin = k ^ (1 << 32)  # a bit neither keeps
+            assert layout.band_place(twin) == (bucket, field, spill)
     assert layout.entry_keys(keys).tolist() == [k & (top | 0xFFFFFFFF) for k in keys.tolist()]
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
-    """buckets_for keeps ~ENTRIES_PER_BUCKET entries a bucket, within its bounds."""
-    for entries in [0, 1, 1000, 4_200_000, 42 * 10**9]:
+    """buckets_for keeps ~ENTRIES_PER_BUCKET entries a bucket, within its bounds, up to a
+    billion documents' entries (past 2**24 buckets) and no further than 2**32."""
+    for entries in [0, 1, 1000, 4_200_000, 66 * 10**9, 10**15]:
         b = buckets_for(entries)
-        assert b & (b - 1) == 0 and 16 <= b <= 1 << 24
-        if 16 < b < 1 << 24:
+        assert b & (b - 1) == 0 and 16 <= b <= 1 << 32
+        if 16 < b < 1 << 32:
             assert entries / b <= ENTRIES_PER_BUCKET < 2 * entries / b
+    assert buckets_for(66 * 10**9) == 1 << 31  # a billion documents of ~66 entries
+    with pytest.raises(ValueError):
+        Layout("c").use_band_buckets(1 << 33)
 
 
 @pytest.mark.parametrize("short", [False, True, "fields"])
@@ -234,17 +241,19 @@ def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> No
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("buckets", [1 << 10, 1 << 29, 1 << 32])
 def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
-    redis_url: str, collection: str
+    redis_url: str, collection: str, buckets: int
 ) -> None:
     """A record whose band keys include anchors' keys (a band key is one with odds of
-    2**-32) gets, through the similar_by_id script's own field mapping, the handles the
-    store wrote under those keys' 4-byte fields: each key shared by one other handle."""
+    2**-32) gets, through the similar_by_id script's own field mapping and bucket
+    numbers (past 24 bits too), the handles the store wrote under those keys' 4-byte
+    fields: each key shared by one other handle."""
     rng = random.Random(5)
 
     async def run() -> None:
         store = Store.connect(redis_url, collection, 2.0)
-        store.use_band_buckets(1 << 10, True)
+        store.use_band_buckets(buckets, True)
         try:
             hashes = [0, 1, 2**31, 2**32 - 1] + [rng.getrandbits(32) for _ in range(20)]
             keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
@@ -265,3 +274,43 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             await store.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("buckets", [0, 16])
+def test_ids_live_where_their_rule_says_and_the_count_follows(
+    store_url: str, collection: str, buckets: int
+) -> None:
+    """Each id's handle is in the HASH the documented rule names (one ids HASH, or the
+    id bucket crc32(id) mod buckets), written and read back through the store, and the
+    count follows new ids, repeated ones and removals."""
+    names = [f"doc-{i}" for i in range(200)] + ["ü/ß é", "x" * 512]
+    handles: list[int] = []
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        store.use_id_buckets(buckets)
+        try:
+            handles[:] = await store.assign_handles(names)
+            assert len(set(handles)) == len(names)
+            assert await store.assign_handles(names[:50]) == handles[:50]  # known: the same
+            assert await store.count_ids() == len(names)
+            await store.forget_ids(names[:30], handles[:30])
+            await store.forget_ids(names[30:40], [h + 10_000 for h in handles[30:40]])  # moved
+            assert await store.count_ids() == len(names) - 30
+            assert await store.handles(names[25:35]) == [None] * 5 + handles[30:35]
+            mapped = {i: h async for i, h in store.id_map(batch=64)}
+            assert mapped == dict(zip(names[30:], handles[30:], strict=True))
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+    r = sync_client(store_url)
+    try:
+        for name, h in zip(names, handles, strict=True):
+            want = None if name in names[:30] else str(h).encode()
+            assert r.hget(key_for(collection, buckets, name), name) == want
+        if buckets:
+            assert r.exists(f"nd:{collection}:ids") == 0
+            assert int(r.get(f"nd:{collection}:count")) == len(names) - 30
+    finally:
+        r.close()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import redis
 from fastapi.testclient import TestClient
+from support.ids import all_ids, handle_of, unmap
 
 
 def test_background_check_removes_a_ghost(redis_url: str, collection: str, tmp_path: Path) -> None:
@@ -24,7 +25,7 @@ def test_background_check_removes_a_ghost(redis_url: str, collection: str, tmp_p
         assert c.put("/documents/ghost", json={"text": ghost_text}).status_code == 201
         assert c.put("/documents/live", json={"text": "a live text of its own"}).status_code == 201
         with redis.Redis.from_url(redis_url) as r:
-            assert r.hdel(f"nd:{collection}:ids", "ghost") == 1
+            assert unmap(r, collection, "ghost") == 1
         deadline = time.monotonic() + 10
         while c.post("/similar", json={"text": ghost_text}).json()["results"]:
             assert time.monotonic() < deadline, "the background check never ran"
@@ -53,8 +54,8 @@ def test_start_up_pass_drops_dangling_ids_only(
     with redis.Redis.from_url(redis_url) as r:
         prefix = f"nd:{collection}:"
         for name in ("cut1", "cut2"):  # as if the crash came between bands and record
-            assert r.delete(prefix + "d:" + r.hget(prefix + "ids", name).decode()) == 1
-        assert r.hlen(prefix + "ids") == 3
+            assert r.delete(f"{prefix}d:{handle_of(r, collection, name)}") == 1
+        assert len(all_ids(r, collection)) == 3
     with TestClient(create_app(settings)) as c:
         assert c.get("/readyz").json()["documents"] == 1
         assert c.get("/documents/cut1").status_code == 404

@@ -23,6 +23,7 @@ import redis
 from support import oracle
 from support.corpus import read_corpus
 from support.disguise import disguise
+from support.ids import handle_of
 from support.procs import Server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -366,7 +367,7 @@ def test_a_lost_text_is_said_not_shown(page: Page, server: Server, redis_url: st
     by offset, and the page says in one sentence why its text is not shown."""
     doc_id = list(corpus)[15]
     client = redis.Redis.from_url(redis_url)
-    handle = int(client.hget(f"nd:{COLLECTION}:ids", doc_id))
+    handle = handle_of(client, COLLECTION, doc_id)
     assert client.delete(f"nd:{COLLECTION}:t:{handle}") == 1
     _check(page, server, _words(corpus[doc_id], 5, 60))
     page.locator("#checked mark").first.click()

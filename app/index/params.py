@@ -11,7 +11,7 @@ from app.core.shingles import parse_shingle
 from app.index.errors import ConfigMismatchError, DeletingError
 from app.index.lsh import BandPlan, plan_bands
 from app.index.templates import DEFAULT_TEMPLATE_PAGES
-from app.store import buckets_for
+from app.store import buckets_for, id_buckets_for
 
 # Documents a collection's band buckets are sized for unless told otherwise.
 DEFAULT_CAPACITY = 100_000
@@ -60,6 +60,9 @@ class Params:
     # Whether every band entry's field is its key's low 4 bytes (app.store.layout);
     # False in collections made before.
     short_fields: bool = True
+    # Id buckets (app.store.layout): the id map split into this many HASHes, a power of
+    # two fixed from the capacity; 0: one ids HASH (collections made before).
+    id_buckets: int = 0
 
     @classmethod
     def create(
@@ -78,6 +81,7 @@ class Params:
         passage_bits: int = DEFAULT_PASSAGE_BITS,
         short_anchors: bool = True,
         short_fields: bool = True,
+        split_ids: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -99,6 +103,7 @@ class Params:
             passage_bits,
             short_anchors,
             short_fields,
+            id_buckets_for(capacity) if split_ids else 0,
         )
 
     @property
@@ -145,14 +150,21 @@ class Params:
         fields.setdefault("short_anchors", False)
         # ... and one made before short fields keeps band keys' 8 bytes.
         fields.setdefault("short_fields", False)
+        # ... and one made before id buckets keeps one ids HASH.
+        fields.setdefault("id_buckets", 0)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
         """These (configured) parameters as the stored collection has them, or a
         ConfigMismatchError naming every field that differs."""
-        # The bucket count is the stored one: a changed NEARDUP_CAPACITY sizes new
+        # The bucket counts are the stored ones: a changed NEARDUP_CAPACITY sizes new
         # collections only; so is the passage length of a collection made without one.
-        params = replace(self, band_buckets=stored.band_buckets, tokenizer=stored.tokenizer)
+        params = replace(
+            self,
+            band_buckets=stored.band_buckets,
+            id_buckets=stored.id_buckets,
+            tokenizer=stored.tokenizer,
+        )
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
         if stored.template_pages == 0:  # made before site templates: none

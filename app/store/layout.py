@@ -4,7 +4,13 @@ Every key is under ``nd:{collection}:``:
 
     config        STRING  JSON of the collection's fixed sketch parameters
     next          STRING  INCR counter handing out integer document handles
-    ids           HASH    external id -> handle
+    ids           HASH    external id -> handle (collections made before id buckets)
+    I{bucket}     HASH    the same, split: an id lives in bucket crc32(id) mod 2**bits
+                          (Params.id_buckets), so no one key, and no one cluster
+                          master, holds every id of a collection
+    count         STRING  the number of ids in the id buckets, kept by every writer
+                          (INCRBY after its HSETNXs, DECRBY after its HDELs); a crash
+                          between the two drifts it, which the check repairs
     d:{handle}    STRING  packed document record (app.index.records)
     t:{handle}    STRING  the document's text, compressed (collections that keep texts;
                           app.index.texts)
@@ -51,6 +57,7 @@ This saves 4 of a band entry's 16 bytes as well (~160 bytes a document of ~42 ba
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -60,6 +67,17 @@ from app.store.resp import Interleaved, Rows, Template
 # Handles a band keeps inline before it spills to a ZSET: 48 bytes, under
 # Redis's default hash-max-listpack-value (64).
 MAX_INLINE = 12
+# The most band buckets: a bucket is a key's top bits, at most 32, so that a key's place
+# (bucket and low 32 bits, short fields) never overlaps. 2**24, the bound until
+# 2026-11-26, left a billion documents' ~66 billion entries ~3,900 a bucket, far past
+# hash-max-listpack-entries (128): every bucket a hashtable, a dict entry per field.
+MOST_BUCKETS = 1 << 32
+# The most id buckets: 2**32 handles at 64 ids a bucket.
+MOST_ID_BUCKETS = 1 << 26
+# Ids per id bucket HASH at the collection's capacity: under hash-max-listpack-entries
+# (128) with room to grow 2x past it, as band buckets. An id over hash-max-listpack-value
+# (64 bytes) turns its bucket into a hashtable, which costs what one ids HASH did.
+IDS_PER_BUCKET = 48
 # Band entries per bucket HASH at the collection's capacity: under Redis's
 # default hash-max-listpack-entries (128) with room to grow 2x past it. Twice as many
 # (half the HASHes, each ~130 bytes besides its entries) saved 80 bytes a document at
@@ -89,7 +107,13 @@ _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 def buckets_for(entries: int) -> int:
     """The number of band buckets (a power of two) for this many band entries."""
     need = max(1, -(-entries // ENTRIES_PER_BUCKET))
-    return min(1 << 24, max(16, 1 << (need - 1).bit_length()))
+    return min(MOST_BUCKETS, max(16, 1 << (need - 1).bit_length()))
+
+
+def id_buckets_for(ids: int) -> int:
+    """The number of id buckets (a power of two) for this many ids."""
+    need = max(1, -(-ids // IDS_PER_BUCKET))
+    return min(MOST_ID_BUCKETS, max(16, 1 << (need - 1).bit_length()))
 
 
 class Layout:
@@ -100,6 +124,9 @@ class Layout:
         self.config = self.prefix + b"config"
         self.next = self.prefix + b"next"
         self.ids = self.prefix + b"ids"
+        self.id_count = self.prefix + b"count"
+        self._id_head = self.prefix + b"I{"
+        self.id_buckets = 0
         self.expiries = self.prefix + b"exp"
         self._doc = self.prefix + b"d:"
         self._text = self.prefix + b"t:"
@@ -119,8 +146,8 @@ class Layout:
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
-        if buckets < 1 or buckets & (buckets - 1):
-            raise ValueError(f"band buckets must be a power of two, got {buckets}")
+        if buckets < 1 or buckets & (buckets - 1) or buckets > MOST_BUCKETS:
+            raise ValueError(f"band buckets must be a power of two to 2**32, got {buckets}")
         bits = buckets.bit_length() - 1
         self._bucket_shift = 64 - bits
         self._bucket_shift_u64 = np.uint64(64 - bits)
@@ -128,6 +155,25 @@ class Layout:
         self._bucket_format = b"%%0%dx" % digits
         self._nibble_shifts = np.arange(4 * (digits - 1), -1, -4, dtype=np.intp)
         self._templates.clear()
+
+    def use_id_buckets(self, buckets: int) -> None:
+        """Set the collection's number of id buckets (a power of two; 0: one ids HASH)."""
+        if buckets < 0 or buckets & (buckets - 1):
+            raise ValueError(f"id buckets must be 0 or a power of two, got {buckets}")
+        self.id_buckets = buckets
+
+    def id_key(self, doc_id: bytes) -> bytes:
+        """The HASH that maps this id to its handle."""
+        if not self.id_buckets:
+            return self.ids
+        # CRC-32: fixed for ever by its standard, so an id's bucket never moves.
+        return self._id_head + b"%x}" % (zlib.crc32(doc_id) & (self.id_buckets - 1))
+
+    def id_keys(self) -> list[bytes]:
+        """Every HASH of the id map."""
+        if not self.id_buckets:
+            return [self.ids]
+        return [self._id_head + b"%x}" % b for b in range(self.id_buckets)]
 
     def use_short_anchors(self, on: bool) -> None:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
@@ -274,7 +320,7 @@ class Layout:
 
     @property
     def bucket_bits(self) -> int:
-        """How many top bits of a band key number its bucket (0 to 24)."""
+        """How many top bits of a band key number its bucket (0 to 32)."""
         return 64 - self._bucket_shift
 
     @property

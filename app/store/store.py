@@ -18,7 +18,7 @@ from app.core.redis_url import parse_cluster_url
 from app.store import scripts
 from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
-from app.store.layout import HANDLE, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
+from app.store.layout import HANDLE, IDS_PER_BUCKET, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
 from app.store.resp import Eval, Interleaved, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
@@ -270,12 +270,21 @@ class Store:
 
     # ids and handles ------------------------------------------------------
 
+    def use_id_buckets(self, buckets: int) -> None:
+        """Split the id map into this many HASHes (a power of two; 0: one ids HASH)."""
+        self._keys.use_id_buckets(buckets)
+
     async def handles(self, ids: Sequence[str]) -> list[int | None]:
         """The handle of each id, None where the id is unknown."""
         if not ids:
             return []
-        command = (b"HMGET", self._keys.ids, *(i.encode() for i in ids))
-        (raw,) = await self.transport.commands([command])
+        keys = self._keys
+        if keys.id_buckets:
+            names = [i.encode() for i in ids]
+            raw = await self.transport.commands([(b"HGET", keys.id_key(n), n) for n in names])
+        else:
+            command = (b"HMGET", keys.ids, *(i.encode() for i in ids))
+            (raw,) = await self.transport.commands([command])
         return [None if h is None else int(h) for h in raw]
 
     async def assign_handles(self, ids: Sequence[str]) -> list[int]:
@@ -287,18 +296,28 @@ class Store:
         known = await self.handles(ids)
         missing = [i for i, h in enumerate(known) if h is None]
         if missing:
-            commands = self.transport.commands
-            counter = (b"INCRBY", self._keys.next, b"%d" % len(missing))
+            keys, commands = self._keys, self.transport.commands
+            counter = (b"INCRBY", keys.next, b"%d" % len(missing))
             (last,) = await commands([counter], write=True)
             first = last - len(missing) + 1
             wanted = {ids[i]: first + n for n, i in enumerate(missing)}
-            await commands(
-                [(b"HSETNX", self._keys.ids, i.encode(), b"%d" % h) for i, h in wanted.items()],
-                write=True,
-            )
-            settled = await self.handles([ids[i] for i in missing])
-            for i, h in zip(missing, settled, strict=True):
-                known[i] = h
+            names = [i.encode() for i in wanted]
+            sets = [
+                (b"HSETNX", keys.id_key(n), n, b"%d" % h)
+                for n, h in zip(names, wanted.values(), strict=True)
+            ]
+            won = dict(zip(wanted, await commands(sets, write=True), strict=True))
+            if keys.id_buckets and any(won.values()):
+                added = (b"INCRBY", keys.id_count, b"%d" % sum(won.values()))
+                await commands([added], write=True)
+            lost = [i for i in missing if not won[ids[i]]]
+            for i in missing:
+                if won[ids[i]]:
+                    known[i] = wanted[ids[i]]
+            if lost:
+                settled = await self.handles([ids[i] for i in lost])
+                for i, h in zip(lost, settled, strict=True):
+                    known[i] = h
         if any(h is None for h in known):  # deleted between the two reads
             return await self.assign_handles(ids)
         return [int(h) for h in known]  # type: ignore[arg-type]
@@ -312,14 +331,19 @@ class Store:
                 return None, None
             (raw,) = await self.records([handle])
             return handle, raw
-        call = (self._keys.ids, doc_id.encode(), self._keys.heads[0])
+        name = doc_id.encode()
+        call = (self._keys.id_key(name), name, self._keys.heads[0])
         handle, raw = await self._script(scripts.STORED, call, None, 2)
         return (None if handle is None else int(handle)), raw
 
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
         """Drop id -> handle mappings that still point at these handles."""
-        calls = [(self._keys.ids, i.encode(), b"%d" % h) for i, h in zip(ids, handles, strict=True)]
-        await self.transport.eval(scripts.FORGET_ID, calls, write=True)
+        keys = self._keys
+        names = [i.encode() for i in ids]
+        calls = [(keys.id_key(n), n, b"%d" % h) for n, h in zip(names, handles, strict=True)]
+        gone = sum(await self.transport.eval(scripts.FORGET_ID, calls, write=True))
+        if keys.id_buckets and gone:
+            await self.transport.commands([(b"DECRBY", keys.id_count, b"%d" % gone)], write=True)
 
     async def last_handle(self) -> int:
         """The largest handle handed out so far (0 for an empty collection)."""
@@ -327,13 +351,43 @@ class Store:
         return int(raw or 0)
 
     async def count_ids(self) -> int:
+        """How many ids the collection maps: its id buckets' kept count (never below 0),
+        or the HLEN of its one ids HASH."""
+        kept = await self.kept_id_count()
+        if kept is not None:
+            return max(0, kept)
         (n,) = await self.transport.commands([(b"HLEN", self._keys.ids)])
         return int(n)
 
+    async def kept_id_count(self) -> int | None:
+        """The id buckets' kept count as stored (a crash can leave it off, even below 0);
+        None for a collection with one ids HASH, whose HLEN needs no keeping."""
+        if not self._keys.id_buckets:
+            return None
+        (n,) = await self.transport.commands([(b"GET", self._keys.id_count)])
+        return int(n or 0)
+
+    async def fix_id_count(self, by: int) -> None:
+        """Move the id buckets' kept count by this much (the check's repair of a drift)."""
+        if self._keys.id_buckets and by:
+            move = (b"INCRBY", self._keys.id_count, b"%d" % by)
+            await self.transport.commands([move], write=True)
+
     async def id_map(self, batch: int = 1000) -> AsyncIterator[tuple[str, int]]:
-        """Every (id, handle) mapping, in no order, a batch at a time (HSCAN)."""
-        async for doc_id, handle in self.transport.hscan(self._keys.ids, batch):
-            yield doc_id.decode(), int(handle)
+        """Every (id, handle) mapping, in no order, a batch at a time (HSCAN of the ids
+        HASH, or HGETALL of about `batch` ids' worth of id buckets an exchange)."""
+        keys = self._keys
+        if not keys.id_buckets:
+            async for doc_id, handle in self.transport.hscan(keys.ids, batch):
+                yield doc_id.decode(), int(handle)
+            return
+        buckets = keys.id_keys()
+        step = max(1, batch // IDS_PER_BUCKET)
+        for first in range(0, len(buckets), step):
+            part = buckets[first : first + step]
+            for reply in await self.transport.commands([(b"HGETALL", k) for k in part]):
+                for doc_id, handle in pairs(reply):
+                    yield doc_id.decode(), int(handle)
 
     # locks ----------------------------------------------------------------
 
@@ -528,7 +582,8 @@ class Store:
             raise StoreError("the similar_by_id script reads keys of many slots: one server only")
         bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
         limits = (cap, budget, hot_most, bits)
-        head = (*self._keys.heads, self._keys.ids, doc_id.encode())
+        name = doc_id.encode()
+        head = (*self._keys.heads, self._keys.id_key(name), name)
         args = (
             *head,
             *(b"%d" % n for n in limits),

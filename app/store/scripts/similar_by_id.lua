@@ -3,7 +3,7 @@
 -- candidates.lua), where stored.lua and then candidates.lua took two.
 -- Single server only: it reads keys it builds itself.
 -- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),
--- ARGV[3] the spill ZSET head (nd:{c}:S{), ARGV[4] the ids HASH, ARGV[5] the id,
+-- ARGV[3] the spill ZSET head (nd:{c}:S{), ARGV[4] the id's HASH (Layout.id_key), ARGV[5] the id,
 -- ARGV[6] the cap, ARGV[7] how many hot members are read in full, ARGV[8] the most hot
 -- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
 -- number (Layout.use_band_buckets), ARGV[11] '1' when the collection stores anchors'
@@ -31,9 +31,9 @@ else
 end
 local bands_at = fp_at + fp_bytes + (4 - fp_bytes % 4) % 4
 if bands_n == 0 or bands_at + 8 * bands_n > #rec then return {handle, rec, -2} end
--- A band key's bucket is its top `bits` bits (at most 24: the top three bytes of the
--- little-endian field), in `digits` hex digits.
-local scale = 2 ^ (24 - tonumber(ARGV[9]))
+-- A band key's bucket is its top `bits` bits (at most 32: the top four bytes of the
+-- little-endian field, a number Lua's doubles hold exactly), in `digits` hex digits.
+local scale = 2 ^ (32 - tonumber(ARGV[9]))
 local digits = '%0' .. ARGV[10] .. 'x'
 -- With short anchor fields, a key that is an anchor's ((h * SPREAD) ^ SALT mod 2^64,
 -- h of 32 bits: Layout.field) has the field h, 4 bytes: the key unsalted, times
@@ -57,8 +57,8 @@ local bands = {}
 for i = 0, bands_n - 1 do
   local at = bands_at + 8 * i
   local key = string.sub(rec, at + 1, at + 8)
-  local b6, b7, b8 = string.byte(key, 6, 8)
-  local bucket = math.floor((b8 * 65536 + b7 * 256 + b6) / scale)
+  local b5, b6, b7, b8 = string.byte(key, 5, 8)
+  local bucket = math.floor((((b8 * 256 + b7) * 256 + b6) * 256 + b5) / scale)
   bands[#bands + 1] = hash_head .. string.format(digits, bucket) .. '}'
   bands[#bands + 1] = field_of(key)
 end
