@@ -30,6 +30,20 @@ def test_pack_unpack_round_trip() -> None:
         assert np.array_equal(rec.fingerprint, fp) and np.array_equal(rec.band_keys, keys)
 
 
+def test_fingerprints_encoded_in_one_batch_pack_the_same_records() -> None:
+    """encode_many (one kernel call, an ingest's way) gives each fingerprint the bytes a
+    record packed alone stores, empty fingerprints included, and the records read back."""
+    rng = np.random.default_rng(3)
+    fields = [_random_record(rng, i) for i in range(60)]
+    fields.append(("empty", np.zeros(0, np.uint32), fields[0][2], 1, None))
+    encoded = records.encode_many([f[1] for f in fields])
+    assert records.encode_many([]) == []
+    for f, enc in zip(fields, encoded, strict=True):
+        raw = records.pack(*f, encoded=enc)
+        assert raw == records.pack(*f)
+        assert np.array_equal(records.unpack(raw).fingerprint, f[1])
+
+
 def test_fingerprints_of_matches_unpacking_each_record() -> None:
     """The batch extraction gives every record's packed fingerprint, for a few records
     (read one by one) and for many (the vectorised way) alike."""

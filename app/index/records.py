@@ -32,6 +32,7 @@ without another round trip (app.index.expiry).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,11 +75,15 @@ def pack(
     metadata: dict | None,
     passages: bytes = b"",
     expires_ms: int = 0,
+    encoded: bytes | None = None,
 ) -> bytes:
-    """Serialise one document record (the current version)."""
+    """Serialise one document record (the current version); encoded, when given, is the
+    fingerprint already compressed (encode_many)."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
-    fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
+    fp = encoded
+    if fp is None:
+        fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
     if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
         passages = kernel.compact_layout(passages)
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
@@ -103,6 +108,18 @@ def pack(
             _EXPIRES.pack(expires_ms) if expires_ms else b"",
         )
     )
+
+
+def encode_many(fingerprints: Sequence[np.ndarray]) -> list[bytes]:
+    """Each fingerprint compressed as pack() stores it, in one kernel call: a batch's
+    ingest spent ~6 us a document on the call overhead of one call each."""
+    if not fingerprints:
+        return []
+    offsets = np.zeros(len(fingerprints) + 1, dtype=np.uint64)
+    np.cumsum([len(f) for f in fingerprints], out=offsets[1:])
+    data, ends = kernel.encode_fingerprints(np.concatenate(fingerprints), offsets)
+    joined, cuts = data.tobytes(), ends.tolist()
+    return [joined[cuts[i] : cuts[i + 1]] for i in range(len(fingerprints))]
 
 
 class CorruptRecordError(ValueError):

@@ -127,17 +127,21 @@ async def write(
         old = await store.records(handles)
         # Queued before anything else is written, so no record expires unqueued.
         await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
+        fingerprints = [sk.fingerprint(i) for i, _ in items]
         new = [
             records.pack(
                 doc_id,
-                sk.fingerprint(i),
+                fp,
                 sk.band_keys[i],
                 int(sk.shingles[i]),
                 meta,
                 sk.passages(i),
                 end,
+                encoded,
             )
-            for doc_id, (i, meta), end in zip(ids, items, ends, strict=True)
+            for doc_id, (i, meta), end, fp, encoded in zip(
+                ids, items, ends, fingerprints, records.encode_many(fingerprints), strict=True
+            )
         ]
         pairs = list(zip(handles, items, strict=True))
         # Band keys, then passage anchors: one exchange (one script reply per
