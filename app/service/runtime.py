@@ -91,7 +91,11 @@ class UncheckedIndex(Index):
 
     async def check(self) -> None:
         if not self.checked:
-            await _first_contact(self.store, self._settings)
+            opened = await _first_contact(self.store, self._settings)
+            # The stored parameters win where a collection keeps its own (made before
+            # tokenizer 2, id buckets...): this index reads and writes as that one would.
+            stored = (opened.params, opened.candidate_cap, opened.max_text_bytes)
+            Index.__init__(self, self.store, *stored)
             self.checked = True
             log.info("Redis answers again; collection %s checked", self._settings.collection)
 

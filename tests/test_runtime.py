@@ -1,0 +1,55 @@
+"""The service's index when Redis was away at start-up: checked on first contact."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from support.ids import key_for
+from support.procs import RedisProc
+
+from app.core.settings import load_settings
+from app.index import Document
+from app.service.runtime import UncheckedIndex, params_of
+from app.store import Store
+
+TEXT = "the harbour master counted the boats that came in before the storm reached the town"
+
+
+def test_an_index_opened_while_redis_was_away_takes_the_stored_parameters(
+    tmp_path: Path,
+) -> None:
+    """A service that started while Redis was away reads and writes a collection made by
+    an older release as that release did, once Redis answers: its stored tokenizer and
+    its one ids HASH, not the configured ones."""
+    redis = RedisProc(tmp_path / "redis", "--appendonly", "no")  # away at start-up
+    settings = load_settings(redis_url=redis.url, collection="old", data_dir=tmp_path)
+    configured = params_of(settings)
+    assert configured.tokenizer == 2 and configured.id_buckets > 0
+    # What an older release stored: tokenizer 1, no id buckets.
+    older = re.sub(rb',?"id_buckets":\d+', b"", replace(configured, tokenizer=1).to_json())
+
+    async def run() -> None:
+        store = Store.connect(redis.url, "old", 2.0)
+        index = UncheckedIndex(store, settings)
+        try:
+            redis.start()
+            with redis.client() as r:
+                r.set("nd:old:config", older)
+            await index.check()
+            assert index.params.tokenizer == 1 and index.params.id_buckets == 0
+            assert index.pieces.params == index.params
+            await index.ingest([Document(TEXT, "a")])
+            with redis.client() as r:
+                assert r.hget(key_for("old", 0, "a"), "a") is not None
+                assert not list(r.scan_iter("nd:old:I{*"))
+            assert await index.count() == 1
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        redis.stop()
