@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
+from support.cluster import sync_client
 from support.keys import scan_keys
 
 from app.index import Document, Index, Params
@@ -183,8 +184,8 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             await store.remove_bands([(live, live_rec.band_keys[:1])])
             # A delete of an expiring document that stopped before its queue entry.
             await store.add_expiries([(20_000, 1)])
-            # Two deletes that stopped between their HDEL and their DECRBY.
-            await store.fix_id_count(2)
+            # Two deletes that stopped between their HDEL and their DECRBY (a cluster's).
+            _move_count(store_url, collection, 2)
 
             found = await check(index)
             assert found.found == {
@@ -225,7 +226,7 @@ def test_start_up_pass_mends_the_kept_id_count(store_url: str, collection: str, 
         try:
             await index.ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS[:4])])
             await store.assign_handles(["half"])  # a write cut before its bands and record
-            await store.fix_id_count(drift)
+            _move_count(store_url, collection, drift)
             found = await check_ids(index)
             assert found.found["id_count"] == abs(drift) and found.found["dangling_ids"] == 1
             assert await store.count_ids() == max(0, 5 + drift)  # nothing repaired yet
@@ -235,5 +236,37 @@ def test_start_up_pass_mends_the_kept_id_count(store_url: str, collection: str, 
             assert (await check(index)).clean
         finally:
             await store.close()
+
+    asyncio.run(run())
+
+
+def _move_count(store_url: str, collection: str, by: int) -> None:
+    """Move a collection's kept id count from outside, as a write cut between its HSETNX
+    and its INCRBY (or HDEL and DECRBY) leaves it."""
+    r = sync_client(store_url)
+    try:
+        r.incrby(f"nd:{collection}:count", by)
+    finally:
+        r.close()
+
+
+def test_passes_that_find_one_drift_mend_it_once(store_url: str, collection: str) -> None:
+    """Every worker runs the start-up pass: four of them finding the same drift at once
+    set the count right once, not four times."""
+
+    async def run() -> None:
+        stores = [Store.connect(store_url, collection, 5.0) for _ in range(4)]
+        params = Params.create("word:3", 64, 128, 1, 0.5)
+        indexes = [await Index.open(s, params, 200) for s in stores]
+        try:
+            await indexes[0].ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS)])
+            _move_count(store_url, collection, -3)
+            reports = await asyncio.gather(*(check_ids(i, repair=True) for i in indexes))
+            assert sum(r.repaired["id_count"] for r in reports) == 3
+            assert await stores[0].count_ids() == len(TEXTS)
+            assert (await check(indexes[0])).clean
+        finally:
+            for s in stores:
+                await s.close()
 
     asyncio.run(run())

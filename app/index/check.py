@@ -20,8 +20,11 @@ band entry belongs to a live document's record. What breaks it, by kind:
                     longer than a write lock lives (a delete that stopped before
                     its last step)
     id_count        how far the id buckets' kept count is from the ids they hold
-                    (a write that stopped between its HSETNX and its INCRBY, or a
-                    delete between its HDEL and its DECRBY)
+                    (on a cluster, a write that stopped between its HSETNX and its
+                    INCRBY, or a delete between its HDEL and its DECRBY; one server
+                    does both in one script); mended only while no writer moved the
+                    count during the scan, so a count under steady writes waits for
+                    a quieter pass
 
 A document that has expired is the sweeper's (app.index.expiry): whatever of it
 is left, mid-sweep or not yet swept, is not a finding.
@@ -245,8 +248,9 @@ async def _id_count(
         return
     drift = held - now
     report.note("id_count", f"kept count {now}, ids in the buckets {held}", abs(drift))
-    if repair:
-        await index.store.fix_id_count(drift)
+    # Set only while still what this pass saw: the passes of several workers that found
+    # the same drift mend it once.
+    if repair and await index.store.set_id_count(now, held):
         report.repaired["id_count"] += abs(drift)
         metrics.ORPHANS_REPAIRED.labels("id_count").inc(abs(drift))
 

@@ -169,11 +169,10 @@ class Layout:
         # CRC-32: fixed for ever by its standard, so an id's bucket never moves.
         return self._id_head + b"%x}" % (zlib.crc32(doc_id) & (self.id_buckets - 1))
 
-    def id_keys(self) -> list[bytes]:
-        """Every HASH of the id map."""
-        if not self.id_buckets:
-            return [self.ids]
-        return [self._id_head + b"%x}" % b for b in range(self.id_buckets)]
+    def id_keys(self, first: int, stop: int) -> list[bytes]:
+        """The id buckets numbered first to stop - 1 (a part at a time: a collection may
+        have millions)."""
+        return [self._id_head + b"%x}" % b for b in range(first, min(stop, self.id_buckets))]
 
     def use_short_anchors(self, on: bool) -> None:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""

@@ -64,6 +64,9 @@ BUCKETS_PER_READ = 500
 # bench/band_calls.py larger calls cost Redis more CPU per entry and saved the client
 # nothing more.
 ENTRIES_PER_CALL = 64
+# Ids a call of the ids_add / ids_forget scripts maps or drops (single server): the
+# same bound on a call's time for a batch of thousands.
+IDS_PER_CALL = 500
 
 
 @dataclass(frozen=True)
@@ -301,15 +304,9 @@ class Store:
             (last,) = await commands([counter], write=True)
             first = last - len(missing) + 1
             wanted = {ids[i]: first + n for n, i in enumerate(missing)}
-            names = [i.encode() for i in wanted]
-            sets = [
-                (b"HSETNX", keys.id_key(n), n, b"%d" % h)
-                for n, h in zip(names, wanted.values(), strict=True)
-            ]
-            won = dict(zip(wanted, await commands(sets, write=True), strict=True))
-            if keys.id_buckets and any(won.values()):
-                added = (b"INCRBY", keys.id_count, b"%d" % sum(won.values()))
-                await commands([added], write=True)
+            named = [(i.encode(), h) for i, h in wanted.items()]
+            places = [(keys.id_key(n), n, b"%d" % h) for n, h in named]
+            won = dict(zip(wanted, await self._map_ids(places), strict=True))
             lost = [i for i in missing if not won[ids[i]]]
             for i in missing:
                 if won[ids[i]]:
@@ -336,14 +333,45 @@ class Store:
         handle, raw = await self._script(scripts.STORED, call, None, 2)
         return (None if handle is None else int(handle)), raw
 
+    async def _map_ids(self, places: list[tuple[bytes, bytes, bytes]]) -> list[int]:
+        """HSETNX of each (HASH, id, handle): 1 where it mapped the id, 0 where another
+        writer had. With id buckets the kept count follows: in the same script on a
+        single server (nothing can come between), after the replies on a cluster (a
+        crash between the two is the check's id_count)."""
+        keys, transport = self._keys, self.transport
+        if keys.id_buckets and self.scripted:
+            return await self._id_script(scripts.IDS_ADD, places)
+        sets = [(b"HSETNX", *place) for place in places]
+        won = [int(w) for w in await transport.commands(sets, write=True)]
+        if keys.id_buckets and any(won):
+            await transport.commands([(b"INCRBY", keys.id_count, b"%d" % sum(won))], write=True)
+        return won
+
+    async def _id_script(
+        self, script: Script, places: list[tuple[bytes, bytes, bytes]]
+    ) -> list[int]:
+        """An ids_add / ids_forget script over the places, IDS_PER_CALL a call, every call
+        in one exchange; each place's reply, in order."""
+        count = self._keys.id_count
+        calls = [
+            (count, *(part for place in places[at : at + IDS_PER_CALL] for part in place))
+            for at in range(0, len(places), IDS_PER_CALL)
+        ]
+        replies = await self.transport.eval(script, calls, write=True, weight=len(places))
+        return [int(r) for reply in replies for r in reply]
+
     async def forget_ids(self, ids: Sequence[str], handles: Sequence[int]) -> None:
-        """Drop id -> handle mappings that still point at these handles."""
-        keys = self._keys
+        """Drop id -> handle mappings that still point at these handles (with id buckets,
+        the kept count follows, as in _map_ids)."""
+        keys, transport = self._keys, self.transport
         names = [i.encode() for i in ids]
-        calls = [(keys.id_key(n), n, b"%d" % h) for n, h in zip(names, handles, strict=True)]
-        gone = sum(await self.transport.eval(scripts.FORGET_ID, calls, write=True))
+        places = [(keys.id_key(n), n, b"%d" % h) for n, h in zip(names, handles, strict=True)]
+        if keys.id_buckets and self.scripted:
+            await self._id_script(scripts.IDS_FORGET, places)
+            return
+        gone = sum(await transport.eval(scripts.FORGET_ID, places, write=True))
         if keys.id_buckets and gone:
-            await self.transport.commands([(b"DECRBY", keys.id_count, b"%d" % gone)], write=True)
+            await transport.commands([(b"DECRBY", keys.id_count, b"%d" % gone)], write=True)
 
     async def last_handle(self) -> int:
         """The largest handle handed out so far (0 for an empty collection)."""
@@ -367,11 +395,14 @@ class Store:
         (n,) = await self.transport.commands([(b"GET", self._keys.id_count)])
         return int(n or 0)
 
-    async def fix_id_count(self, by: int) -> None:
-        """Move the id buckets' kept count by this much (the check's repair of a drift)."""
-        if self._keys.id_buckets and by:
-            move = (b"INCRBY", self._keys.id_count, b"%d" % by)
-            await self.transport.commands([move], write=True)
+    async def set_id_count(self, expected: int, value: int) -> bool:
+        """Set the id buckets' kept count to value if it is still expected (the check's
+        repair of a drift: concurrent passes mend it once); whether it did."""
+        if not self._keys.id_buckets:
+            return False
+        call = (self._keys.id_count, b"%d" % expected, b"%d" % value)
+        (done,) = await self.transport.eval(scripts.ID_COUNT_SET, [call], write=True)
+        return bool(done)
 
     async def id_map(self, batch: int = 1000) -> AsyncIterator[tuple[str, int]]:
         """Every (id, handle) mapping, in no order, a batch at a time (HSCAN of the ids
@@ -381,10 +412,9 @@ class Store:
             async for doc_id, handle in self.transport.hscan(keys.ids, batch):
                 yield doc_id.decode(), int(handle)
             return
-        buckets = keys.id_keys()
         step = max(1, batch // IDS_PER_BUCKET)
-        for first in range(0, len(buckets), step):
-            part = buckets[first : first + step]
+        for first in range(0, keys.id_buckets, step):
+            part = keys.id_keys(first, first + step)
             for reply in await self.transport.commands([(b"HGETALL", k) for k in part]):
                 for doc_id, handle in pairs(reply):
                     yield doc_id.decode(), int(handle)

@@ -69,6 +69,7 @@ def _load(name: str, *tail: str, head: tuple[str, ...] = ()) -> Script:
 
 UNLOCK = _load("unlock")
 FORGET_ID = _load("forget_id")
+ID_COUNT_SET = _load("id_count_set")
 # One add and one remove body (band_ops.lua) for the one-entry and many-entry scripts.
 BAND_ADD = _load("band_add", head=("band_ops",))
 BAND_REMOVE = _load("band_remove", head=("band_ops",))
@@ -77,5 +78,7 @@ BAND_REMOVE = _load("band_remove", head=("band_ops",))
 CANDIDATES = _load("candidates", "rank")
 SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")
+IDS_ADD = _load("ids_add")
+IDS_FORGET = _load("ids_forget")
 BAND_ADD_MANY = _load("band_add_many", head=("band_ops", "band_entries"))
 BAND_REMOVE_MANY = _load("band_remove_many", head=("band_ops", "band_entries"))
