@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -154,11 +155,13 @@ async def _open(store: Store, bits: int, capacity: int) -> Index:
     field: format 1), else format 3 with bits a word."""
     params = Params.create("word:3", 128, 256, 1, 0.5, capacity, passage_words=30)
     if bits == 0:
-        # As main made it: 8-byte fields, and buckets sized for 48 entries each.
+        # As main made it: 8-byte fields, buckets sized for 48 entries each, one ids HASH.
         before = replace(params, band_buckets=_buckets_before(capacity * (params.bands + 24)))
         raw = before.to_json().replace(b',"passage_bits":8', b"")
         raw = raw.replace(b',"short_anchors":true', b"").replace(b',"short_fields":true', b"")
-        assert all(f not in raw for f in (b"passage_bits", b"short_anchors", b"short_fields"))
+        raw = re.sub(rb'"id_buckets":\d+,', b"", raw)  # one ids HASH, as then
+        kept = (b"passage_bits", b"short_anchors", b"short_fields", b"id_buckets")
+        assert all(f not in raw for f in kept)
         await store.config(raw)
     wanted = Params.create(
         "word:3", 128, 256, 1, 0.5, capacity, passage_words=30, passage_bits=bits or 8

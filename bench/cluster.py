@@ -132,7 +132,9 @@ def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, fl
     fields = statistics.fmean(int(client.hlen(k)) for k in sampled)
     spills = list(client.scan_iter(match=f"{prefix}S{{*", count=10_000))
     spilled = sum(int(client.memory_usage(k, samples=0) or 0) for k in spills)
-    ids = int(client.memory_usage(f"{prefix}ids", samples=0) or 0)
+    # One ids HASH (collections made before id buckets), or its id buckets.
+    id_keys = [f"{prefix}ids", *client.scan_iter(match=f"{prefix}I{{*", count=10_000)]
+    ids = sum(int(client.memory_usage(k, samples=0) or 0) for k in id_keys)
     return {
         "record": record,
         "buckets": len(buckets),
