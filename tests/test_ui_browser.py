@@ -401,8 +401,8 @@ def test_keys_missing_wrong_then_read(
 
 
 def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -> None:
-    """The collection view shows the stored parameters (tokenizer and site templates
-    too), what the candidate cap did to the
+    """The collection view shows the stored parameters (tokenizer, site templates and id
+    buckets too), what the candidate cap did to the
     queries so far, and the candidate probability
     1 - (1 - s^r)^b at the threshold, with the threshold marked on the curve."""
     query = {"text": " ".join(corpus[k] for k in list(corpus)[:3]), "limit": 5}
@@ -416,6 +416,7 @@ def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -
     params = info["parameters"]
     assert f"Tokenizer\n{params['tokenizer']}: " in text  # the version answers are read with
     assert f"first {params['template_pages']} pages" in text
+    assert f"Id buckets\n{params['id_buckets']:,}" in text  # the id map's HASHes
     seen = info["since_start"]
     assert seen["queries"] > 0
     assert f"{seen['queries']:,}, {seen['capped']:,} of them cut by the candidate cap" in text

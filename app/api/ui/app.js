@@ -607,6 +607,9 @@ async function showCollection() {
       "every member of its bands up to " + info.discovery_budget.toLocaleString("en") +
       " together, then an even share of each"],
     ["Band buckets", p.band_buckets.toLocaleString("en")],
+    ["Id buckets", p.id_buckets
+      ? p.id_buckets.toLocaleString("en")
+      : "one HASH of every id (made before id buckets)"],
   ];
   const seen = info.since_start;
   if (seen) {
