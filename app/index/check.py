@@ -21,10 +21,11 @@ band entry belongs to a live document's record. What breaks it, by kind:
                     its last step)
     id_count        how far the id buckets' kept count is from the ids they hold
                     (on a cluster, a write that stopped between its HSETNX and its
-                    INCRBY, or a delete between its HDEL and its DECRBY; one server
-                    does both in one script); mended only while no writer moved the
-                    count during the scan, so a count under steady writes waits for
-                    a quieter pass
+                    INCRBY, or a delete between its HDEL and its DECRBY: a crash, or
+                    an exchange that failed after Redis ran it, such as a WAIT short
+                    of NEARDUP_MIN_REPLICAS; one server does both in one script);
+                    mended only while no writer moved the count during the scan, so
+                    a count under steady writes waits for a quieter pass
 
 A document that has expired is the sweeper's (app.index.expiry): whatever of it
 is left, mid-sweep or not yet swept, is not a finding.

@@ -337,7 +337,8 @@ class Store:
         """HSETNX of each (HASH, id, handle): 1 where it mapped the id, 0 where another
         writer had. With id buckets the kept count follows: in the same script on a
         single server (nothing can come between), after the replies on a cluster (a
-        crash between the two is the check's id_count)."""
+        crash between the two, or an exchange that fails after Redis ran it, is the
+        check's id_count)."""
         keys, transport = self._keys, self.transport
         if keys.id_buckets and self.scripted:
             return await self._id_script(scripts.IDS_ADD, places)
