@@ -245,7 +245,7 @@ def _move_count(store_url: str, collection: str, by: int) -> None:
     and its INCRBY (or HDEL and DECRBY) leaves it."""
     r = sync_client(store_url)
     try:
-        r.incrby(f"nd:{collection}:count", by)
+        r.hincrby(f"nd:{collection}:count", "n", by)
     finally:
         r.close()
 

@@ -311,6 +311,37 @@ def test_ids_live_where_their_rule_says_and_the_count_follows(
             assert r.hget(key_for(collection, buckets, name), name) == want
         if buckets:
             assert r.exists(f"nd:{collection}:ids") == 0
-            assert int(r.get(f"nd:{collection}:count")) == len(names) - 30
+            count = r.hgetall(f"nd:{collection}:count")
+            assert int(count[b"n"]) == len(names) - 30
+            assert int(count[b"gen"]) == len(names) + 30  # every mapping and unmapping
     finally:
         r.close()
+
+
+def test_the_count_is_set_only_while_the_id_map_is_unchanged(
+    store_url: str, collection: str
+) -> None:
+    """The check's compare-and-set of the kept id count refuses once an id was mapped or
+    dropped since the generation it was given (an add and a delete that leave the count
+    as it was too) or once the count moved, and sets it otherwise."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        store.use_id_buckets(16)
+        try:
+            handles = await store.assign_handles(["a", "b"])
+            n, gen = await store.kept_id_count() or (0, 0)
+            assert (n, gen) == (2, 2)
+            (c,) = await store.assign_handles(["c"])
+            await store.forget_ids(["a"], [handles[0]])  # the count is 2 again
+            assert await store.kept_id_count() == (2, 4)
+            assert not await store.set_id_count(gen, 2, 7)  # the map changed
+            assert not await store.set_id_count(4, 3, 7)  # the count is not 3
+            assert await store.set_id_count(4, 2, 7)
+            assert await store.kept_id_count() == (7, 4) and await store.count_ids() == 7
+            assert not await store.set_id_count(4, 2, 7)  # a second pass: already mended
+            assert c not in handles
+        finally:
+            await store.close()
+
+    asyncio.run(run())

@@ -20,12 +20,13 @@ band entry belongs to a live document's record. What breaks it, by kind:
                     longer than a write lock lives (a delete that stopped before
                     its last step)
     id_count        how far the id buckets' kept count is from the ids they hold
-                    (on a cluster, a write that stopped between its HSETNX and its
-                    INCRBY, or a delete between its HDEL and its DECRBY: a crash, or
+                    (on a cluster, a write or delete that stopped between its HSETNX
+                    or HDEL and the count's HINCRBY: a crash, or
                     an exchange that failed after Redis ran it, such as a WAIT short
                     of NEARDUP_MIN_REPLICAS; one server does both in one script);
-                    mended only while no writer moved the count during the scan, so
-                    a count under steady writes waits for a quieter pass
+                    mended only when no id was mapped or dropped during the scan (the
+                    map's generation says so), so a count under steady writes waits
+                    for a quieter pass
 
 A document that has expired is the sweeper's (app.index.expiry): whatever of it
 is left, mid-sweep or not yet swept, is not a finding.
@@ -141,8 +142,7 @@ async def check(
     kept = await store.kept_id_count()
     mapping = {doc_id: h async for doc_id, h in store.id_map()}
     report.ids = len(mapping)
-    # Only a count that no writer moved during the scan can be compared with it.
-    await _id_count(index, report, kept, len(mapping), repair)
+    await _id_count(index, report, kept, len(mapping), 0, repair)
     live: dict[int, np.ndarray] = {}
     digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
@@ -232,26 +232,32 @@ async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> Ch
             part = []
     await _dangling_ids(index, part, report, repair)
     report.records = report.ids - report.found["dangling_ids"]
-    if kept is not None:
-        ours = report.repaired["dangling_ids"]  # each moved the count by one
-        await _id_count(index, report, kept - ours, report.ids - ours, repair)
+    ours = report.repaired["dangling_ids"]  # each unmapped one id
+    await _id_count(index, report, kept, report.ids - ours, ours, repair)
     return report
 
 
 async def _id_count(
-    index: Index, report: CheckReport, expected: int | None, held: int, repair: bool
+    index: Index,
+    report: CheckReport,
+    began: tuple[int, int] | None,
+    held: int,
+    moved: int,
+    repair: bool,
 ) -> None:
     """Note (and with repair, undo) a drift of the kept id count from the `held` ids a
-    scan saw, when the count is still what the scan expects it to be (`expected`): a
-    count some writer moved meanwhile is left for the next pass."""
+    scan saw. began: the count and the id map's generation when the scan began; moved:
+    the ids this pass itself unmapped since (each moved the generation by one). Only a
+    map no other writer changed during the scan (the generation says so, adds and
+    deletes that cancel out included) is compared; else the next pass does it."""
     now = await index.store.kept_id_count()
-    if now is None or now != expected or now == held:
+    if began is None or now is None or now[1] != began[1] + moved or now[0] == held:
         return
-    drift = held - now
-    report.note("id_count", f"kept count {now}, ids in the buckets {held}", abs(drift))
-    # Set only while still what this pass saw: the passes of several workers that found
-    # the same drift mend it once.
-    if repair and await index.store.set_id_count(now, held):
+    drift = held - now[0]
+    report.note("id_count", f"kept count {now[0]}, ids in the buckets {held}", abs(drift))
+    # Set only while the generation and the count are still these: passes of several
+    # workers that found the same drift mend it once.
+    if repair and await index.store.set_id_count(now[1], now[0], held):
         report.repaired["id_count"] += abs(drift)
         metrics.ORPHANS_REPAIRED.labels("id_count").inc(abs(drift))
 

@@ -8,9 +8,11 @@ Every key is under ``nd:{collection}:``:
     I{bucket}     HASH    the same, split: an id lives in bucket crc32(id) mod 2**bits
                           (Params.id_buckets), so no one key, and no one cluster
                           master, holds every id of a collection
-    count         STRING  the number of ids in the id buckets, kept by every writer
-                          (INCRBY after its HSETNXs, DECRBY after its HDELs); a crash
-                          between the two drifts it, which the check repairs
+    count         HASH    n: the number of ids in the id buckets; gen: how many times
+                          an id was mapped or dropped. Moved with the ids in one script
+                          on a single server; on a cluster after them (a crash between
+                          drifts n, which the check repairs while gen shows the id map
+                          unchanged during its scan)
     d:{handle}    STRING  packed document record (app.index.records)
     t:{handle}    STRING  the document's text, compressed (collections that keep texts;
                           app.index.texts)

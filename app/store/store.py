@@ -345,8 +345,15 @@ class Store:
         sets = [(b"HSETNX", *place) for place in places]
         won = [int(w) for w in await transport.commands(sets, write=True)]
         if keys.id_buckets and any(won):
-            await transport.commands([(b"INCRBY", keys.id_count, b"%d" % sum(won))], write=True)
+            await self._move_id_count(sum(won))
         return won
+
+    async def _move_id_count(self, by: int) -> None:
+        """A cluster's count after its HSETNXes or HDELs: 'n' by their net change, the
+        generation by the ids changed (both one key, one exchange)."""
+        count, move = self._keys.id_count, b"%d" % by
+        steps = [(b"HINCRBY", count, b"n", move), (b"HINCRBY", count, b"gen", b"%d" % abs(by))]
+        await self.transport.commands(steps, write=True)
 
     async def _id_script(
         self, script: Script, places: list[tuple[bytes, bytes, bytes]]
@@ -372,7 +379,7 @@ class Store:
             return
         gone = sum(await transport.eval(scripts.FORGET_ID, places, write=True))
         if keys.id_buckets and gone:
-            await transport.commands([(b"DECRBY", keys.id_count, b"%d" % gone)], write=True)
+            await self._move_id_count(-gone)
 
     async def last_handle(self) -> int:
         """The largest handle handed out so far (0 for an empty collection)."""
@@ -384,24 +391,26 @@ class Store:
         or the HLEN of its one ids HASH."""
         kept = await self.kept_id_count()
         if kept is not None:
-            return max(0, kept)
+            return max(0, kept[0])
         (n,) = await self.transport.commands([(b"HLEN", self._keys.ids)])
         return int(n)
 
-    async def kept_id_count(self) -> int | None:
-        """The id buckets' kept count as stored (a crash can leave it off, even below 0);
-        None for a collection with one ids HASH, whose HLEN needs no keeping."""
+    async def kept_id_count(self) -> tuple[int, int] | None:
+        """The id buckets' kept count as stored (a crash can leave it off, even below 0)
+        and the id map's generation, which every mapping and unmapping moves up; None
+        for a collection with one ids HASH, whose HLEN needs no keeping."""
         if not self._keys.id_buckets:
             return None
-        (n,) = await self.transport.commands([(b"GET", self._keys.id_count)])
-        return int(n or 0)
+        (raw,) = await self.transport.commands([(b"HMGET", self._keys.id_count, b"n", b"gen")])
+        return int(raw[0] or 0), int(raw[1] or 0)
 
-    async def set_id_count(self, expected: int, value: int) -> bool:
-        """Set the id buckets' kept count to value if it is still expected (the check's
-        repair of a drift: concurrent passes mend it once); whether it did."""
+    async def set_id_count(self, generation: int, was: int, value: int) -> bool:
+        """Set the id buckets' kept count from was to value while the id map's generation
+        is still this one (the check's repair of a drift: nothing mapped or dropped since
+        its scan began, and concurrent passes mend it once); whether it did."""
         if not self._keys.id_buckets:
             return False
-        call = (self._keys.id_count, b"%d" % expected, b"%d" % value)
+        call = (self._keys.id_count, b"%d" % generation, b"%d" % was, b"%d" % value)
         (done,) = await self.transport.eval(scripts.ID_COUNT_SET, [call], write=True)
         return bool(done)
 

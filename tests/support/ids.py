@@ -42,7 +42,8 @@ def unmap(r: Any, collection: str, doc_id: str) -> int:
     it was there."""
     gone = int(r.hdel(id_key(r, collection, doc_id), doc_id))
     if gone and id_buckets(r, collection):
-        r.decrby(_prefix(collection) + b"count", gone)
+        r.hincrby(_prefix(collection) + b"count", "n", -gone)
+        r.hincrby(_prefix(collection) + b"count", "gen", gone)
     return gone
 
 

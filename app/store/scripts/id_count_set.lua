@@ -1,6 +1,12 @@
--- The check's repair of the kept id count: set it to ARGV[2] only while it is still
--- ARGV[1], what the check's scan saw, so two passes that found the same drift (every
--- worker runs one) mend it once. KEYS[1] the count. Returns 1 when it set it, else 0.
-if (tonumber(redis.call('GET', KEYS[1])) or 0) ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
+-- The check's repair of the kept id count: set its 'n' from ARGV[2] to ARGV[3] only while
+-- the id map's generation is still ARGV[1], the one the check's scan began and ended
+-- with (no id mapped or dropped meanwhile, adds and deletes that cancel out included, so
+-- the scan saw the map as it is), and 'n' is still ARGV[2] (so the passes of several
+-- workers that found the same drift mend it once). KEYS[1] the count HASH. Returns 1
+-- when it set it, else 0.
+local gen, n = unpack(redis.call('HMGET', KEYS[1], 'gen', 'n'))
+if (tonumber(gen) or 0) ~= tonumber(ARGV[1]) or (tonumber(n) or 0) ~= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'n', ARGV[3])
 return 1

@@ -2,8 +2,9 @@
 -- since given it a new handle keeps it), and uncounted in the same step
 -- (Store.forget_ids). Single server only: it writes keys of many slots, named in its
 -- arguments.
--- ARGV[1] the kept count's key, then for each id: its bucket HASH, the id, the handle
--- (decimal). Returns, for each id, 1 when this dropped it, else 0.
+-- ARGV[1] the kept count's HASH (Layout.id_count), then for each id: its bucket HASH, the
+-- id, the handle (decimal). Returns, for each id, 1 when this dropped it, else 0; the
+-- count ('n') goes down and the generation ('gen') up by the ones dropped.
 local gone, out = 0, {}
 for i = 2, #ARGV, 3 do
   local dropped = 0
@@ -13,5 +14,8 @@ for i = 2, #ARGV, 3 do
   gone = gone + dropped
   out[#out + 1] = dropped
 end
-if gone > 0 then redis.call('DECRBY', ARGV[1], gone) end
+if gone > 0 then
+  redis.call('HINCRBY', ARGV[1], 'n', -gone)
+  redis.call('HINCRBY', ARGV[1], 'gen', gone)
+end
 return out
