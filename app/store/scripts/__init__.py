@@ -68,7 +68,8 @@ def _load(name: str, *tail: str, head: tuple[str, ...] = ()) -> Script:
 
 
 UNLOCK = _load("unlock")
-FORGET_ID = _load("forget_id")
+# One unmapping body (id_ops.lua) for the one-id and many-id scripts.
+FORGET_ID = _load("forget_id", head=("id_ops",))
 ID_COUNT_SET = _load("id_count_set")
 # One add and one remove body (band_ops.lua) for the one-entry and many-entry scripts.
 BAND_ADD = _load("band_add", head=("band_ops",))
@@ -79,6 +80,6 @@ CANDIDATES = _load("candidates", "rank")
 SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")
 IDS_ADD = _load("ids_add")
-IDS_FORGET = _load("ids_forget")
+IDS_FORGET = _load("ids_forget", head=("id_ops",))
 BAND_ADD_MANY = _load("band_add_many", head=("band_ops", "band_entries"))
 BAND_REMOVE_MANY = _load("band_remove_many", head=("band_ops", "band_entries"))

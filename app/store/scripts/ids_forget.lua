@@ -1,16 +1,12 @@
--- Ids unmapped, each only while it still points at the given handle (a writer that has
--- since given it a new handle keeps it), and uncounted in the same step
--- (Store.forget_ids). Single server only: it writes keys of many slots, named in its
--- arguments.
+-- Ids unmapped, each only while it still points at the given handle (id_ops.lua), and
+-- uncounted in the same step (Store.forget_ids). Single server only: it writes keys of
+-- many slots, named in its arguments.
 -- ARGV[1] the kept count's HASH (Layout.id_count), then for each id: its bucket HASH, the
 -- id, the handle (decimal). Returns, for each id, 1 when this dropped it, else 0; the
 -- count ('n') goes down and the generation ('gen') up by the ones dropped.
 local gone, out = 0, {}
 for i = 2, #ARGV, 3 do
-  local dropped = 0
-  if redis.call('HGET', ARGV[i], ARGV[i + 1]) == ARGV[i + 2] then
-    dropped = redis.call('HDEL', ARGV[i], ARGV[i + 1])
-  end
+  local dropped = forget_id(ARGV[i], ARGV[i + 1], ARGV[i + 2])
   gone = gone + dropped
   out[#out + 1] = dropped
 end
