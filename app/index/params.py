@@ -81,7 +81,6 @@ class Params:
         passage_bits: int = DEFAULT_PASSAGE_BITS,
         short_anchors: bool = True,
         short_fields: bool = True,
-        split_ids: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -103,7 +102,7 @@ class Params:
             passage_bits,
             short_anchors,
             short_fields,
-            id_buckets_for(capacity) if split_ids else 0,
+            id_buckets_for(capacity),
         )
 
     @property

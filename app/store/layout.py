@@ -106,16 +106,20 @@ HANDLE_FORMAT_LUA = "<I4"
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
+def _power_of_two_for(items: int, per_bucket: int, most: int) -> int:
+    """Buckets (a power of two, 16 to most) that hold items at most per_bucket each."""
+    need = max(1, -(-items // per_bucket))
+    return min(most, max(16, 1 << (need - 1).bit_length()))
+
+
 def buckets_for(entries: int) -> int:
     """The number of band buckets (a power of two) for this many band entries."""
-    need = max(1, -(-entries // ENTRIES_PER_BUCKET))
-    return min(MOST_BUCKETS, max(16, 1 << (need - 1).bit_length()))
+    return _power_of_two_for(entries, ENTRIES_PER_BUCKET, MOST_BUCKETS)
 
 
 def id_buckets_for(ids: int) -> int:
     """The number of id buckets (a power of two) for this many ids."""
-    need = max(1, -(-ids // IDS_PER_BUCKET))
-    return min(MOST_ID_BUCKETS, max(16, 1 << (need - 1).bit_length()))
+    return _power_of_two_for(ids, IDS_PER_BUCKET, MOST_ID_BUCKETS)
 
 
 class Layout:
@@ -169,12 +173,15 @@ class Layout:
         if not self.id_buckets:
             return self.ids
         # CRC-32: fixed for ever by its standard, so an id's bucket never moves.
-        return self._id_head + b"%x}" % (zlib.crc32(doc_id) & (self.id_buckets - 1))
+        return self._id_bucket(zlib.crc32(doc_id) & (self.id_buckets - 1))
 
     def id_keys(self, first: int, stop: int) -> list[bytes]:
         """The id buckets numbered first to stop - 1 (a part at a time: a collection may
         have millions)."""
-        return [self._id_head + b"%x}" % b for b in range(first, min(stop, self.id_buckets))]
+        return [self._id_bucket(b) for b in range(first, min(stop, self.id_buckets))]
+
+    def _id_bucket(self, number: int) -> bytes:
+        return self._id_head + b"%x}" % number
 
     def use_short_anchors(self, on: bool) -> None:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
