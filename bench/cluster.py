@@ -48,6 +48,7 @@ from typing import Any
 
 import redis
 from common import OUT, chunks, read_articles
+from memory import id_map_bytes, keys_bytes
 from stores import LocalCluster, TcpRedis, free_tcp_port
 
 from app.index import Document, Index, Params
@@ -131,10 +132,8 @@ def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, fl
     bucket = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in sampled)
     fields = statistics.fmean(int(client.hlen(k)) for k in sampled)
     spills = list(client.scan_iter(match=f"{prefix}S{{*", count=10_000))
-    spilled = sum(int(client.memory_usage(k, samples=0) or 0) for k in spills)
-    # One ids HASH (collections made before id buckets), or its id buckets.
-    id_keys = [f"{prefix}ids", *client.scan_iter(match=f"{prefix}I{{*", count=10_000)]
-    ids = sum(int(client.memory_usage(k, samples=0) or 0) for k in id_keys)
+    spilled = keys_bytes(client, spills)
+    ids = id_map_bytes(client, prefix.encode())
     return {
         "record": record,
         "buckets": len(buckets),

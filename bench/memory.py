@@ -29,6 +29,17 @@ def used_memory(redis: ThrowawayRedis) -> int:
     return int(redis.client().info("memory")["used_memory"])
 
 
+def keys_bytes(r: Any, keys: list[bytes]) -> int:
+    """MEMORY USAGE of these keys, summed (a key gone meanwhile counts 0)."""
+    return sum(int(r.memory_usage(k, samples=0) or 0) for k in keys)
+
+
+def id_map_bytes(r: Any, prefix: bytes) -> int:
+    """The id map's bytes: one ids HASH (collections made before id buckets) or its id
+    buckets (I{...}), each a key."""
+    return keys_bytes(r, [prefix + b"ids", *r.scan_iter(match=prefix + b"I{*", count=10_000)])
+
+
 def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) -> dict[str, Any]:
     """What the memory is made of, from MEMORY USAGE of sampled keys, per document."""
     r = redis.client()
@@ -43,10 +54,8 @@ def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) 
     bucket_usage = [int(r.memory_usage(k, samples=0) or 0) for k in sample]
     bucket_fields = [int(r.hlen(k)) for k in sample]
     encodings = Counter(r.object("encoding", k).decode() for k in sample[:100])
-    spill_usage = sum(int(r.memory_usage(k, samples=0) or 0) for k in spills)
-    # One ids HASH, or id buckets (I{...}; collections made since), each a key.
-    id_keys = [prefix + b"ids", *r.scan_iter(match=prefix + b"I{*", count=5000)]
-    ids_usage = sum(int(r.memory_usage(k, samples=0) or 0) for k in id_keys)
+    spill_usage = keys_bytes(r, spills)
+    ids_usage = id_map_bytes(r, prefix)
     mean_fields = statistics.fmean(bucket_fields) if bucket_fields else 0.0
     per = {
         "records": statistics.fmean(rec_usage) if rec_usage else 0.0,

@@ -57,7 +57,7 @@ async def _kept_bytes(redis: EmbeddedRedis, texts: list[str]) -> dict[str, float
             await index.ingest([Document(texts[i], ids[i]) for i in part])
         out[f"bytes_keep_{keep}"] = (used_memory(redis) - before) / len(texts)
         if keep:
-            handles = await store.handles(ids)
+            handles = await store.ids.handles(ids)
             stored = await store.texts([h for h in handles if h is not None])
             out["text_utf8"] = statistics.mean(len(t.encode()) for t in texts)
             out["text_stored"] = statistics.mean(len(s or b"") for s in stored)

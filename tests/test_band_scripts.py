@@ -198,7 +198,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
 
 
 async def _handles(index: Index) -> list[tuple[str, int]]:
-    return [(i, h) async for i, h in index.store.id_map()]
+    return [(i, h) async for i, h in index.store.ids.mappings()]
 
 
 def test_short_fields_answer_as_collections_made_before_them(

@@ -166,17 +166,17 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
         index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
         try:
             await index.ingest([Document(TEXTS[0], "live"), Document(TEXTS[1], "ghost")])
-            (ghost,) = await store.handles(["ghost"])
+            (ghost,) = await store.ids.handles(["ghost"])
             ghost_rec = await index.get("ghost")
             assert ghost is not None and ghost_rec is not None
             # A handle that lost its id: the mapping goes, record and bands stay.
-            await store.forget_ids(["ghost"], [ghost])
+            await store.ids.forget(["ghost"], [ghost])
             # A write that stopped after its bands: an id, bands, no record.
-            (dangling,) = await store.assign_handles(["half"])
+            (dangling,) = await store.ids.assign(["half"])
             await store.add_bands([(dangling, ghost_rec.band_keys[:5])])
             # Bands of a handle nobody has.
             await store.add_bands([(10_000, ghost_rec.band_keys[:3])])
-            (live,) = await store.handles(["live"])
+            (live,) = await store.ids.handles(["live"])
             live_rec = await index.get("live")
             assert live is not None and live_rec is not None
             # A replace that stopped before removing its stale bands; one band lost.
@@ -206,7 +206,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             assert (await check(index)).clean
             assert (await index.similar_to_text(TEXTS[1])).results == []
             assert [m.id for m in (await index.similar_to_text(TEXTS[0])).results] == ["live"]
-            assert await store.handles(["half"]) == [None]
+            assert await store.ids.handles(["half"]) == [None]
             assert await store.expiries() == []
         finally:
             await store.close()
@@ -225,14 +225,14 @@ def test_start_up_pass_mends_the_kept_id_count(store_url: str, collection: str, 
         index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
         try:
             await index.ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS[:4])])
-            await store.assign_handles(["half"])  # a write cut before its bands and record
+            await store.ids.assign(["half"])  # a write cut before its bands and record
             _move_count(store_url, collection, drift)
             found = await check_ids(index)
             assert found.found["id_count"] == abs(drift) and found.found["dangling_ids"] == 1
-            assert await store.count_ids() == max(0, 5 + drift)  # nothing repaired yet
+            assert await store.ids.count() == max(0, 5 + drift)  # nothing repaired yet
             repaired = await check_ids(index, repair=True)
             assert repaired.repaired == repaired.found
-            assert await store.count_ids() == 4 == len({i async for i, _ in store.id_map()})
+            assert await store.ids.count() == 4 == len({i async for i, _ in store.ids.mappings()})
             assert (await check(index)).clean
         finally:
             await store.close()
@@ -263,7 +263,7 @@ def test_passes_that_find_one_drift_mend_it_once(store_url: str, collection: str
             _move_count(store_url, collection, -3)
             reports = await asyncio.gather(*(check_ids(i, repair=True) for i in indexes))
             assert sum(r.repaired["id_count"] for r in reports) == 3
-            assert await stores[0].count_ids() == len(TEXTS)
+            assert await stores[0].ids.count() == len(TEXTS)
             assert (await check(indexes[0])).clean
         finally:
             for s in stores:

@@ -292,11 +292,11 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
         from app.index.sketch import anchors_of
 
         async with open_index(settings) as index:
-            (h,) = await index.store.handles(["e0"])
+            (h,) = await index.store.ids.handles(["e0"])
             (raw,) = await index.store.records([h])
             rec = records.unpack(raw)
             await index.store.remove_bands([(h, rec.band_keys), (h, anchors_of(rec))])
-            await index.store.forget_ids(["e0"], [h])
+            await index.store.ids.forget(["e0"], [h])
 
     ends = asyncio.run(load())
     asyncio.run(cut_one())
@@ -334,7 +334,7 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
     async def after() -> tuple[bool, list[str]]:
         async with open_index(settings) as index:
             report = await check(index)
-            ids = [doc_id async for doc_id, _ in index.store.id_map()]
+            ids = [doc_id async for doc_id, _ in index.store.ids.mappings()]
             return report.clean, sorted(ids)
 
     clean, ids = asyncio.run(after())

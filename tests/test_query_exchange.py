@@ -65,7 +65,7 @@ def loaded(redis_url: str) -> Iterator[str]:
         try:
             await index.ingest([Document(text=t, id=i) for i, t in DOCS.items()])
             store = index.store
-            gone, late = await store.handles([RECORDLESS, EXPIRED])
+            gone, late = await store.ids.handles([RECORDLESS, EXPIRED])
             (raw,) = await store.records([late])
             rec = records.unpack(raw)
             expired = records.pack(

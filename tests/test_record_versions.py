@@ -38,7 +38,7 @@ async def _answers(index: Index, ids: list[str]) -> list:
 
 
 async def _rewrite_as_version_1(index: Index, ids: list[str]) -> None:
-    handles = await index.store.handles(ids)
+    handles = await index.store.ids.handles(ids)
     raws = await index.store.records(handles)  # type: ignore[arg-type]
     old = []
     for h, raw in zip(handles, raws, strict=True):
@@ -61,11 +61,11 @@ def test_old_records_answer_like_new_ones(store_url: str, collection: str) -> No
         index = await Index.open(store, Params.create("word:3", 128, 256, 1, 0.3), 1000)
         try:
             await index.ingest([Document(text=t, id=i) for i, t in docs])
-            raws = await store.records(await store.handles(ids))  # type: ignore[arg-type]
+            raws = await store.records(await store.ids.handles(ids))  # type: ignore[arg-type]
             versions = {r[:4] for r in raws}  # type: ignore[index]
             new = await _answers(index, ids)
             await _rewrite_as_version_1(index, ids)
-            raws = await store.records(await store.handles(ids))  # type: ignore[arg-type]
+            raws = await store.records(await store.ids.handles(ids))  # type: ignore[arg-type]
             versions |= {r[:4] for r in raws}  # type: ignore[index]
             old = await _answers(index, ids)
             await index.ingest([Document(text=texts["b0"], id="b0")])  # rewritten as version 2

@@ -8,14 +8,11 @@ import random
 import hiredis
 import numpy as np
 import pytest
-from support.cluster import sync_client
-from support.ids import key_for
 
 from app.index import records
 from app.store import MAX_INLINE, Store, StoreError, buckets_for
 from app.store.layout import ENTRIES_PER_BUCKET, Layout
 from app.store.resp import encode
-from app.store.store import IDS_PER_CALL
 
 pytestmark = pytest.mark.both_stores
 
@@ -259,7 +256,7 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             hashes = [0, 1, 2**31, 2**32 - 1] + [rng.getrandbits(32) for _ in range(20)]
             keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
             names = ["a"] + [f"b{i}" for i in range(len(keys))]
-            handles = await store.assign_handles(names)
+            handles = await store.ids.assign(names)
             raw = records.pack(
                 "a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None
             )
@@ -271,79 +268,6 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             assert sorted(found.handles.tolist()) == sorted(handles[1:])
             widths = {len(f) for f in await _fields(store)}
             assert widths == {4, 8}
-        finally:
-            await store.close()
-
-    asyncio.run(run())
-
-
-@pytest.mark.parametrize("buckets", [0, 16])
-def test_ids_live_where_their_rule_says_and_the_count_follows(
-    store_url: str, collection: str, buckets: int
-) -> None:
-    """Each id's handle is in the HASH the documented rule names (one ids HASH, or the
-    id bucket crc32(id) mod buckets), written and read back through the store, and the
-    count follows new ids, repeated ones and removals (more ids than one script call
-    takes, on a single server)."""
-    names = [f"doc-{i}" for i in range(1200)] + ["ü/ß é", "x" * 512]
-    assert len(names) > 2 * IDS_PER_CALL
-    handles: list[int] = []
-
-    async def run() -> None:
-        store = Store.connect(store_url, collection, 5.0)
-        store.use_id_buckets(buckets)
-        try:
-            handles[:] = await store.assign_handles(names)
-            assert len(set(handles)) == len(names)
-            assert await store.assign_handles(names[:50]) == handles[:50]  # known: the same
-            assert await store.count_ids() == len(names)
-            await store.forget_ids(names[:30], handles[:30])
-            await store.forget_ids(names[30:40], [h + 10_000 for h in handles[30:40]])  # moved
-            assert await store.count_ids() == len(names) - 30
-            assert await store.handles(names[25:35]) == [None] * 5 + handles[30:35]
-            mapped = {i: h async for i, h in store.id_map(batch=64)}
-            assert mapped == dict(zip(names[30:], handles[30:], strict=True))
-        finally:
-            await store.close()
-
-    asyncio.run(run())
-    r = sync_client(store_url)
-    try:
-        for name, h in zip(names, handles, strict=True):
-            want = None if name in names[:30] else str(h).encode()
-            assert r.hget(key_for(collection, buckets, name), name) == want
-        if buckets:
-            assert r.exists(f"nd:{collection}:ids") == 0
-            count = r.hgetall(f"nd:{collection}:count")
-            assert int(count[b"n"]) == len(names) - 30
-            assert int(count[b"gen"]) == len(names) + 30  # every mapping and unmapping
-    finally:
-        r.close()
-
-
-def test_the_count_is_set_only_while_the_id_map_is_unchanged(
-    store_url: str, collection: str
-) -> None:
-    """The check's compare-and-set of the kept id count refuses once an id was mapped or
-    dropped since the generation it was given (an add and a delete that leave the count
-    as it was too) or once the count moved, and sets it otherwise."""
-
-    async def run() -> None:
-        store = Store.connect(store_url, collection, 5.0)
-        store.use_id_buckets(16)
-        try:
-            handles = await store.assign_handles(["a", "b"])
-            n, gen = await store.kept_id_count() or (0, 0)
-            assert (n, gen) == (2, 2)
-            (c,) = await store.assign_handles(["c"])
-            await store.forget_ids(["a"], [handles[0]])  # the count is 2 again
-            assert await store.kept_id_count() == (2, 4)
-            assert not await store.set_id_count(gen, 2, 7)  # the map changed
-            assert not await store.set_id_count(4, 3, 7)  # the count is not 3
-            assert await store.set_id_count(4, 2, 7)
-            assert await store.kept_id_count() == (7, 4) and await store.count_ids() == 7
-            assert not await store.set_id_count(4, 2, 7)  # a second pass: already mended
-            assert c not in handles
         finally:
             await store.close()
 

@@ -64,7 +64,7 @@ def test_text_is_compressed_and_goes_with_delete(store_url: str, collection: str
         try:
             await index.ingest([Document(TEXT, "x"), Document(OTHER, "y")])
             await index.ingest([Document(OTHER + " Updated.", "x")])
-            (h,) = await index.store.handles(["x"])
+            (h,) = await index.store.ids.handles(["x"])
             (raw,) = await index.store.records([h])
             (stored,) = await index.store.texts([h])
             assert stored is not None and raw is not None
@@ -91,7 +91,7 @@ def test_a_replace_cut_after_its_text_never_shows_the_wrong_text(
         index = await _open(store_url, collection)
         try:
             await index.ingest([Document(TEXT, "x")])
-            (h,) = await index.store.handles(["x"])
+            (h,) = await index.store.ids.handles(["x"])
             # What the cut replace wrote: the new text, with the digest of the new record.
             old = records.unpack((await index.store.records([h]))[0] or b"")
             new = records.pack("x", old.fingerprint, old.band_keys, old.shingles, {"v": 2})
@@ -119,9 +119,9 @@ def test_unreachable_texts_are_found_and_removed(store_url: str, collection: str
         index = await _open(store_url, collection)
         try:
             await index.ingest([Document(TEXT, "live")])
-            lost = await index.store.assign_handles(["gone"])
+            lost = await index.store.ids.assign(["gone"])
             await index.store.put_texts([(lost[0], texts.pack(OTHER, b"no record"))])
-            await index.store.forget_ids(["gone"], lost)
+            await index.store.ids.forget(["gone"], lost)
             report = await check(index, repair=True)
             assert report.found["orphan_texts"] == 1 and report.repaired["orphan_texts"] == 1
             assert len(await _text_keys(index)) == 1

@@ -110,7 +110,7 @@ class CheckReport:
 
 async def _records(index: Index, batch: int, pause: float) -> AsyncIterator[tuple[int, bytes]]:
     """Every (handle, record) there is, in handle order (handles are dense integers)."""
-    last = await index.store.last_handle()
+    last = await index.store.ids.last_handle()
     for first in range(1, last + 1, batch):
         handles = list(range(first, min(first + batch, last + 1)))
         for h, raw in zip(handles, await index.store.records(handles), strict=True):
@@ -139,8 +139,8 @@ async def check(
     keeps = index.params.keep_text
     texted = {h async for h in store.text_handles()} if keeps else set()
     # 2. ids, 3. records
-    kept = await store.kept_id_count()
-    mapping = {doc_id: h async for doc_id, h in store.id_map()}
+    kept = await store.ids.kept_count()
+    mapping = {doc_id: h async for doc_id, h in store.ids.mappings()}
     report.ids = len(mapping)
     await _id_count(index, report, kept, len(mapping), 0, repair)
     live: dict[int, np.ndarray] = {}
@@ -223,9 +223,9 @@ async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> Ch
     nothing (no record); the full check removes them as orphan_bands.
     """
     report = CheckReport()
-    kept = await index.store.kept_id_count()
+    kept = await index.store.ids.kept_count()
     part: list[tuple[str, int]] = []
-    async for pair in index.store.id_map(batch):
+    async for pair in index.store.ids.mappings(batch):
         part.append(pair)
         if len(part) == batch:
             await _dangling_ids(index, part, report, repair)
@@ -250,14 +250,14 @@ async def _id_count(
     the ids this pass itself unmapped since (each moved the generation by one). Only a
     map no other writer changed during the scan (the generation says so, adds and
     deletes that cancel out included) is compared; else the next pass does it."""
-    now = await index.store.kept_id_count()
+    now = await index.store.ids.kept_count()
     if began is None or now is None or now[1] != began[1] + moved or now[0] == held:
         return
     drift = held - now[0]
     report.note("id_count", f"kept count {now[0]}, ids in the buckets {held}", abs(drift))
     # Set only while the generation and the count are still these: passes of several
     # workers that found the same drift mend it once.
-    if repair and await index.store.set_id_count(now[1], now[0], held):
+    if repair and await index.store.ids.set_count(now[1], now[0], held):
         report.repaired["id_count"] += abs(drift)
         metrics.ORPHANS_REPAIRED.labels("id_count").inc(abs(drift))
 
@@ -276,11 +276,11 @@ async def _dangling_ids(
             continue
         # Again under the id's lock: a write in flight maps its id before its record.
         async with index.locked([doc_id]):
-            (now,) = await store.handles([doc_id])
+            (now,) = await store.ids.handles([doc_id])
             if now == h and not (await store.have_records([h]))[0]:
                 if index.params.keep_text:
                     await store.delete_texts([h])
-                await store.forget_ids([doc_id], [h])
+                await store.ids.forget([doc_id], [h])
                 report.repaired["dangling_ids"] += 1
                 metrics.ORPHANS_REPAIRED.labels("dangling_ids").inc()
 
@@ -302,7 +302,7 @@ async def _repair_texts(
     """Remove unreachable texts, and texts that belong to no version of their record."""
     store = index.store
     if lost:
-        still = {h async for _, h in store.id_map()}
+        still = {h async for _, h in store.ids.mappings()}
         gone = [h for h in lost if h not in still]
         present = await store.records(gone)
         gone = [h for h, raw in zip(gone, present, strict=True) if raw is None]
@@ -339,7 +339,7 @@ async def _repair(
 
     # Handles no id has pointed at since before the band scan: nothing can write them.
     if unreachable:
-        still = {h async for _, h in store.id_map()}
+        still = {h async for _, h in store.ids.mappings()}
         gone = [h for h in unreachable if h not in still]
         if gone:
             present = await store.records(gone)
@@ -349,17 +349,17 @@ async def _repair(
     # Everything else is checked again under the lock of the id it concerns.
     for doc_id, h in dangling:
         async with index.locked([doc_id]):
-            (now,) = await store.handles([doc_id])
+            (now,) = await store.ids.handles([doc_id])
             (raw,) = await store.records([h])
             if now == h and raw is None:
                 if index.params.keep_text:
                     await store.delete_texts([h])
                 await store.remove_bands([(h, np.asarray(bands.get(h, []), np.uint64))])
-                await store.forget_ids([doc_id], [h])
+                await store.ids.forget([doc_id], [h])
                 fixed("dangling_ids")
     for h, (doc_id, keys) in orphans.items():
         async with index.locked([doc_id]):
-            (now,) = await store.handles([doc_id])
+            (now,) = await store.ids.handles([doc_id])
             (raw,) = await store.records([h])
             if now != h and raw is not None:
                 await store.delete_records([h])

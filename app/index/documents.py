@@ -47,7 +47,7 @@ async def read(
 async def delete(store: Store, params: Params, doc_id: str) -> bool:
     """Remove a document; False if there was none (or it had expired)."""
     async with locked(store, [doc_id]):
-        (handle,) = await store.handles([doc_id])
+        (handle,) = await store.ids.handles([doc_id])
         if handle is None:
             return False
         (raw,) = await store.records([handle])
@@ -60,7 +60,7 @@ async def expire(store: Store, params: Params, doc_id: str, handle: int, at_ms: 
     as DELETE removes it if it has expired by at_ms; else its queue entry is set
     right (a replace that changed the expiry and stopped before its last step)."""
     async with locked(store, [doc_id]):
-        (current,) = await store.handles([doc_id])
+        (current,) = await store.ids.handles([doc_id])
         (raw,) = await store.records([handle])
         if raw is None:
             await store.drop_expiries([handle])
@@ -96,7 +96,7 @@ async def remove(store: Store, params: Params, doc_id: str, handle: int, raw: by
         await Sites(store, params.template_pages).forget_page(doc_id, rec.metadata)
     # A mapping without a record (a write that crashed before its record)
     # goes too: the id is free again either way.
-    await store.forget_ids([doc_id], [handle])
+    await store.ids.forget([doc_id], [handle])
     if raw is not None and not visible:
         await store.delete_records([handle])
     if raw is not None and records.expires_of(raw):

@@ -68,7 +68,7 @@ class Index:
         self.store = store
         self.params = params
         store.use_band_buckets(params.band_buckets, params.short_anchors, params.short_fields)
-        store.use_id_buckets(params.id_buckets)
+        store.ids.use_buckets(params.id_buckets)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
         self.pieces = Pieces(store, params, candidate_cap, max_text_bytes)
@@ -185,7 +185,7 @@ class Index:
 
     async def count(self) -> int:
         """The number of stored documents."""
-        return await self.store.count_ids()
+        return await self.store.ids.count()
 
     async def ping(self) -> None:
         """Raise errors.Unavailable unless the store answers."""

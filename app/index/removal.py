@@ -44,7 +44,7 @@ async def _delete_locked(
         return 0
     store = index.store
     async with index.locked(ids):
-        handles = await store.handles(ids)
+        handles = await store.ids.handles(ids)
         known = [
             (i, h)
             for i, h in zip(ids, handles, strict=True)
@@ -69,7 +69,7 @@ async def _delete_locked(
         # when deleting by id: the id is free again either way.
         forget = [(i, h) for i, h, _ in gone] + (dangling if where is None else [])
         if forget:
-            await store.forget_ids([i for i, _ in forget], [h for _, h in forget])
+            await store.ids.forget([i for i, _ in forget], [h for _, h in forget])
         # Last, as Index.delete does: the sweeper has nothing left to do for them.
         await store.drop_expiries([h for _, h, rec in gone if rec.expires_ms])
     # An expired document answered nothing already: it was not there to delete.
@@ -96,7 +96,7 @@ async def delete_where(index: Index, where: Filter, cursor: str | None, step: in
     if not 1 <= step <= MAX_STEP:
         raise errors.Invalid(f"step must be 1 to {MAX_STEP}")
     first = parse_cursor(cursor)
-    last = await index.store.last_handle()
+    last = await index.store.ids.last_handle()
     end = min(first + step, last + 1)
     handles = list(range(first, end))
     raws = await index.store.records(handles)

@@ -103,7 +103,7 @@ async def versions(index: Index, ids: Sequence[str]) -> dict[str, str | None]:
     (deleted, or expired and not swept yet). Two exchanges whatever the number of ids."""
     if not ids:
         return {}
-    handles = await index.store.handles(list(ids))
+    handles = await index.store.ids.handles(list(ids))
     known = [h for h in handles if h is not None]
     raws = iter(await expiry.live_records(index.store, known))
     out: dict[str, str | None] = {}

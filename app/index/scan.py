@@ -179,7 +179,7 @@ class Scanner:
         start_a, start_b = parse_after(after)
         left = max_pairs
         done = (start_a, start_b)  # the last pair streamed
-        last = await self.store.last_handle()
+        last = await self.store.ids.last_handle()
         for first in range(max(1, start_a), last + 1, SCAN_BLOCK):
             docs = await self._block(first, min(first + SCAN_BLOCK - 1, last))
             docs = [(h, r) for h, r in docs if h >= start_a]
@@ -286,7 +286,7 @@ class Scanner:
         (handles, ids), oldest first, in the order of their oldest members; with after,
         only those whose oldest member's handle is above it (a resumed stream: the
         components are computed again, as they need the whole graph)."""
-        last = await self.store.last_handle()
+        last = await self.store.ids.last_handle()
         grouping = _Groups(self.store, last, threshold, self.fp_size)
         for first in range(1, last + 1, SCAN_BLOCK):
             docs = await self._block(first, min(first + SCAN_BLOCK - 1, last))

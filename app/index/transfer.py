@@ -88,7 +88,7 @@ async def export(
     """The header, every document (matching where) in handle order, a batch at a time,
     and the end line with their count: a file without it was cut short."""
     yield header(index.params)
-    last = await index.store.last_handle()
+    last = await index.store.ids.last_handle()
     count = 0
     for first in range(1, last + 1, batch):
         handles = list(range(first, min(first + batch, last + 1)))

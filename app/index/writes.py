@@ -56,7 +56,7 @@ async def ingest(
             judged.errors[i] = r.error
     good = [i for i, r in enumerate(results) if r.error is None]
     if similar:
-        known = dict(zip(ids, await store.handles(ids), strict=True))
+        known = dict(zip(ids, await store.ids.handles(ids), strict=True))
         for i in good:
             results[i].similar = await query(
                 pieces, sk.fingerprint(i), sk.band_keys[i], known[ids[i]], threshold, limit
@@ -123,7 +123,7 @@ async def write(
     None: never). Returns whether each id was new."""
     ends = expires if expires is not None else [0] * len(ids)
     async with locked(store, ids):
-        handles = await store.assign_handles(ids)
+        handles = await store.ids.assign(ids)
         old = await store.records(handles)
         # Queued before anything else is written, so no record expires unqueued.
         await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])

@@ -1,6 +1,7 @@
 """The one Redis speaker: a collection's keys, and every command sent to Redis.
 
-store.py holds the domain operations, layout.py where each thing lives,
+store.py holds the domain operations (ids.py the id map's, templates.py site
+templates', checks.py stored checks'), layout.py where each thing lives,
 scripts/ the Lua scripts, resp.py the packed encoding and bulk reply reading,
 single.py and cluster.py the two transports (one interface, transport.py,
 chosen at connect), errors.py what the store raises.

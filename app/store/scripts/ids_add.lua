@@ -1,6 +1,6 @@
 -- New ids mapped to their handles and counted in one step, so no crash or failed WAIT
--- can leave the id buckets' kept count behind them (Store.assign_handles). Single server
--- only: it writes keys of many slots, named in its arguments.
+-- can leave the id buckets' kept count behind them (IdMap.assign, app/store/ids.py).
+-- Single server only: it writes keys of many slots, named in its arguments.
 -- ARGV[1] the kept count's HASH (Layout.id_count), then for each id: its bucket HASH, the
 -- id, its handle (decimal). Returns, for each id, 1 when this mapped it and 0 when
 -- another writer had; the count ('n') and the id map's generation ('gen', which every

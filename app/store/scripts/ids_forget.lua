@@ -1,6 +1,6 @@
 -- Ids unmapped, each only while it still points at the given handle (id_ops.lua), and
--- uncounted in the same step (Store.forget_ids). Single server only: it writes keys of
--- many slots, named in its arguments.
+-- uncounted in the same step (IdMap.forget, app/store/ids.py). Single server only: it
+-- writes keys of many slots, named in its arguments.
 -- ARGV[1] the kept count's HASH (Layout.id_count), then for each id: its bucket HASH, the
 -- id, the handle (decimal). Returns, for each id, 1 when this dropped it, else 0; the
 -- count ('n') goes down and the generation ('gen') up by the ones dropped.

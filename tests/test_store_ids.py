@@ -1,0 +1,88 @@
+"""The id map (app/store/ids.py): where each id lives, its kept count, and the
+count's compare-and-set, on one Redis and on a cluster."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support.cluster import sync_client
+from support.ids import key_for
+
+from app.store import Store
+from app.store.ids import IDS_PER_CALL
+
+pytestmark = pytest.mark.both_stores
+
+
+@pytest.mark.parametrize("buckets", [0, 16])
+def test_ids_live_where_their_rule_says_and_the_count_follows(
+    store_url: str, collection: str, buckets: int
+) -> None:
+    """Each id's handle is in the HASH the documented rule names (one ids HASH, or the
+    id bucket crc32(id) mod buckets), written and read back through the store, and the
+    count follows new ids, repeated ones and removals (more ids than one script call
+    takes, on a single server)."""
+    names = [f"doc-{i}" for i in range(1200)] + ["ü/ß é", "x" * 512]
+    assert len(names) > 2 * IDS_PER_CALL
+    handles: list[int] = []
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        store.ids.use_buckets(buckets)
+        try:
+            handles[:] = await store.ids.assign(names)
+            assert len(set(handles)) == len(names)
+            assert await store.ids.assign(names[:50]) == handles[:50]  # known: the same
+            assert await store.ids.count() == len(names)
+            await store.ids.forget(names[:30], handles[:30])
+            await store.ids.forget(names[30:40], [h + 10_000 for h in handles[30:40]])  # moved
+            assert await store.ids.count() == len(names) - 30
+            assert await store.ids.handles(names[25:35]) == [None] * 5 + handles[30:35]
+            mapped = {i: h async for i, h in store.ids.mappings(batch=64)}
+            assert mapped == dict(zip(names[30:], handles[30:], strict=True))
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+    r = sync_client(store_url)
+    try:
+        for name, h in zip(names, handles, strict=True):
+            want = None if name in names[:30] else str(h).encode()
+            assert r.hget(key_for(collection, buckets, name), name) == want
+        if buckets:
+            assert r.exists(f"nd:{collection}:ids") == 0
+            count = r.hgetall(f"nd:{collection}:count")
+            assert int(count[b"n"]) == len(names) - 30
+            assert int(count[b"gen"]) == len(names) + 30  # every mapping and unmapping
+    finally:
+        r.close()
+
+
+def test_the_count_is_set_only_while_the_id_map_is_unchanged(
+    store_url: str, collection: str
+) -> None:
+    """The check's compare-and-set of the kept id count refuses once an id was mapped or
+    dropped since the generation it was given (an add and a delete that leave the count
+    as it was too) or once the count moved, and sets it otherwise."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        store.ids.use_buckets(16)
+        try:
+            handles = await store.ids.assign(["a", "b"])
+            n, gen = await store.ids.kept_count() or (0, 0)
+            assert (n, gen) == (2, 2)
+            (c,) = await store.ids.assign(["c"])
+            await store.ids.forget(["a"], [handles[0]])  # the count is 2 again
+            assert await store.ids.kept_count() == (2, 4)
+            assert not await store.ids.set_count(gen, 2, 7)  # the map changed
+            assert not await store.ids.set_count(4, 3, 7)  # the count is not 3
+            assert await store.ids.set_count(4, 2, 7)
+            assert await store.ids.kept_count() == (7, 4) and await store.ids.count() == 7
+            assert not await store.ids.set_count(4, 2, 7)  # a second pass: already mended
+            assert c not in handles
+        finally:
+            await store.close()
+
+    asyncio.run(run())
