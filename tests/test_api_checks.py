@@ -104,7 +104,8 @@ def test_a_check_is_stored_answered_again_and_deleted(client: TestClient, corpus
 def test_defaults_follow_the_body_like_post_similar(client: TestClient, corpus) -> None:  # type: ignore[no-untyped-def]
     """return_text=false leaves the text out of the 201 (GET still has it, the report needs
     it); measure=jaccard is kept as a Jaccard answer without evidence; evidence with
-    Jaccard, a ttl of 0 or past 100 years, and an unknown field are 422s naming the field."""
+    Jaccard, exclude with Jaccard, a site without text/html (as POST /similar refuses them),
+    a ttl of 0 or past 100 years, and an unknown field are 422s naming the field."""
     text, _ = _essay(corpus)
     quiet = client.post("/checks", json={"text": text, "return_text": False}).json()
     assert "text" not in quiet["answer"] and quiet["answer"]["results"]
@@ -116,6 +117,8 @@ def test_defaults_follow_the_body_like_post_similar(client: TestClient, corpus) 
     assert "measure" not in jaccard.json()["answer"]  # POST /similar's Jaccard shape
     for body, field in [
         ({"text": text, "measure": "jaccard", "evidence": True}, "evidence"),
+        ({"text": text, "measure": "jaccard", "exclude": {"quotes": True}}, "exclude"),
+        ({"text": text, "site": "example.com"}, "site"),
         ({"text": text, "ttl": 0}, "ttl"),
         ({"text": text, "ttl": 100 * 366 * 24 * 3600}, "ttl"),
         ({"text": text, "ttl": "60"}, "ttl"),

@@ -405,13 +405,17 @@ class SimilarIn(_Text):
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> SimilarIn:
         check_measure(self.measure, self.evidence)
+        self._check_options()
+        return self
+
+    def _check_options(self) -> None:
+        """Refuse options the measure or the content type has no use for."""
         if self.exclude is not None and self.measure != "containment":
             raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
         if self.site is not None and not self.is_html:
             raise ValueError(
                 "site goes with content_type text/html (a template is read from pages)"
             )
-        return self
 
     def exclusions(self, text: str) -> Exclusions | None:
         """What exclude sets aside in the extracted text, or None without exclude."""
@@ -706,12 +710,14 @@ class CheckIn(SimilarIn):
         None, description=CHECK_TTL_DOC
     )
 
-    # Replaces SimilarIn's validator of the same name: evidence left out follows the measure.
+    # Replaces SimilarIn's validator of the same name: evidence left out follows the
+    # measure; the other options are refused as POST /similar refuses them.
     @model_validator(mode="after")
     def _evidence_needs_containment(self) -> CheckIn:
         if self.evidence is None:
             self.evidence = self.measure == "containment"
         check_measure(self.measure, self.evidence)
+        self._check_options()
         return self
 
 
