@@ -17,10 +17,10 @@ Every method is one documented API call (docs/api.md lists them) and returns
 the JSON answer as the TypedDicts below describe it. A 503 or 429 (Redis away, a
 failover, a rate limit) is tried again after its Retry-After, up to ``retries``
 times, for every call that is safe to repeat: all but an ingest that lets the
-service name the document, which a repeat could store twice. A refused or failed request
-raises ClientError with the status and the service's problem ``detail``; an unknown
-id is None (get) or False (delete). It imports nothing else of app: a client
-needs only httpx.
+service name the document and a check, which a repeat could store twice, and
+ready(), whose 503 is its answer. A refused or failed request raises ClientError
+with the status and the service's problem ``detail``; an unknown id is None (get)
+or False (delete). It imports nothing else of app: a client needs only httpx.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ band entry belongs to a live document's record. What breaks it, by kind:
     stale_expiries  an expiry queue entry of a handle with no record, due for
                     longer than a write lock lives (a delete that stopped before
                     its last step)
+    far_expiries    a record whose expiry is more than 100 years away (stored before
+                    expiries were bounded); reported, not repaired: it is a valid
+                    document, which the next write of its id bounds
     id_count        how far the id buckets' kept count is from the ids they hold
                     (on a cluster, a write or delete that stopped between its HSETNX
                     or HDEL and the count's HINCRBY: a crash, or

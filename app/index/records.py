@@ -12,7 +12,8 @@ run of records joined end to end can be read as one uint32 array):
 
 The passage layout is stored in the kernel's format 2 where that is smaller
 (kernel.compact_layout: word spans in about 5/8 of a byte instead of one, anchor
-words as one-byte steps); Record.passages is always format 1, what
+words as one-byte steps); Record.passages is never format 2: format 1, or format 3 in
+collections with passage_bits (stored as packed, already compact), what
 app.index.passages reads. Records written before format 2 hold format 1.
 
 Version 1 (written by releases before 2) has no fp_bytes word and keeps the

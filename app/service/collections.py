@@ -49,7 +49,7 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
 
 async def describe(index: Index, name: str) -> dict[str, Any]:
     """A collection's fixed parameters, its size, and the bounds of a query's work
-    (GET /collections/{name}, the report page's GET /collection, neardup collections)."""
+    (GET /collections/{name}, which the report page reads, and neardup collections)."""
     return {
         "name": name,
         "documents": await index.count(),

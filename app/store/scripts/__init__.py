@@ -74,8 +74,8 @@ ID_COUNT_SET = _load("id_count_set")
 # One add and one remove body (band_ops.lua) for the one-entry and many-entry scripts.
 BAND_ADD = _load("band_add", head=("band_ops",))
 BAND_REMOVE = _load("band_remove", head=("band_ops",))
-# Single server only: these read keys they build themselves (Store.candidates, stored,
-# add_bands, remove_bands).
+# Single server only: these read keys they build themselves (Store.candidates,
+# similar_by_id, stored, add_bands, remove_bands; Store.ids' assign and forget).
 CANDIDATES = _load("candidates", "rank")
 SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")

@@ -4,8 +4,9 @@
 -- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill sets' head
 -- (prefix .. 'S{'), ARGV[3] how many hex digits name a bucket, ARGV[4] the most
 -- handles kept inline, ARGV[5] the entries: each the bucket's hex digits, the
--- field (ARGV[6] bytes: BAND_KEY_BYTES, a band key, or an anchor's 4 bytes in a
--- collection with short anchor fields) and the handle (HANDLE_BYTES, packed).
+-- field (ARGV[6] bytes: BAND_KEY_BYTES, a band key; 4 for every field of a collection
+-- with short fields, and for anchors' with short anchor fields) and the handle
+-- (HANDLE_BYTES, packed).
 local hash_head, spill_head = ARGV[1], ARGV[2]
 local digits = tonumber(ARGV[3])
 local packed = ARGV[5]
