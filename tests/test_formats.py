@@ -3,6 +3,7 @@ and every bad file refused with a FileError that names what is wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import zipfile
@@ -13,7 +14,7 @@ from support import oracle
 from support.pdfgen import SCAN, pdf, text_at
 
 from app.core.errors import Invalid
-from app.index import formats
+from app.index import formats, html
 from app.index.formats import DOCX, ODT, PDF, FileError, decode, extract, office
 from app.index.formats import pdf as pdf_text
 from app.index.formats.workers import Extractors
@@ -221,3 +222,25 @@ def test_roman_page_numbers_but_not_words_of_their_letters() -> None:
     letters ("Civil") at its top is text."""
     page = pdf_text.Page(["Civil", "war and peace in the body", "xii"], [0.95, 0.5, 0.04])
     assert pdf_text.clean([page]) == "Civil\nwar and peace in the body"
+
+
+def test_workers_read_pages_as_this_process_would_and_give_up_on_slow_ones() -> None:
+    """A page read by a worker is html.read_page's answer (text and quotations); a page
+    that cannot be read is an HTMLError, and one over the time limit costs its worker."""
+    page = (Path(__file__).parent / "data" / "html" / "site_bridge.html").read_text()
+    quoted = page.replace("</p>", " <q>a quoted line here</q></p>", 1)
+    pool = Extractors(workers=1, timeout=30)
+    try:
+        assert asyncio.run(pool.page(quoted, True)) == html.read_page(quoted, True)
+        assert asyncio.run(pool.page(page, False)) == (html.extract(page), None)
+        with pytest.raises(html.HTMLError, match="no text"):
+            asyncio.run(pool.page("<p><img src=x></p>", False))
+        # One element with 20,000 attributes: the parser's time grows with their square.
+        hostile = "<p " + " ".join(f"a{i}=x" for i in range(20_000)) + ">words</p>"
+        pool.timeout = 0.05
+        with pytest.raises(html.HTMLError, match="page took longer than"):
+            asyncio.run(pool.page(hostile, False))
+        pool.timeout = 30
+        assert asyncio.run(pool.page(page, False)) == (html.extract(page), None)
+    finally:
+        pool.close()

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from support import oracle
 
-from app.index.html import HTMLError, extract
+from app.index.html import MAX_DEPTH, HTMLError, extract, quoted_texts, too_deep
 
 PAGES = Path(__file__).parent / "data" / "html"
 # The article paragraphs the fixture pages were written from (tests/data/html/*.html).
@@ -270,3 +270,30 @@ def test_the_marked_main_content_is_believed_with_its_link_lists() -> None:
         f"<html><body>{nav}<article>{inner}</article><article><p>{_OWN}</p></article></body></html>"
     )
     assert "exit status of the tool" in extract(two)
+
+
+def test_a_page_nested_past_the_bound_is_read_whole() -> None:
+    """Nesting past MAX_DEPTH under <body> (and not at it) turns the boilerplate heuristics
+    off, whose time grows with the square of the depth: a page nested 30,000 deep still
+    gives its text, and a page at the bound still loses its template."""
+    assert not too_deep("<div>" * MAX_DEPTH + "x" + "</div>" * MAX_DEPTH)
+    assert too_deep("<div>" * (MAX_DEPTH + 1) + "x" + "</div>" * (MAX_DEPTH + 1))
+    deep = 30_000
+    assert extract("<div>" * deep + "The quick brown fox" + "</div>" * deep) == (
+        "The quick brown fox"
+    )
+    page = _page("site_bridge")
+    at_bound = page.replace("<body>", "<body>" + "<div>" * (MAX_DEPTH - 20), 1)
+    assert not too_deep(at_bound)
+    text = extract(at_bound)
+    assert BRIDGE_START in text and not any(phrase in text for phrase in BOILERPLATE)
+
+
+def test_nested_quotations_are_read_once_as_their_outermost() -> None:
+    """A quotation inside another is part of the outer one's text, read once: 2,000 nested
+    <q>s give one quotation (each read on its own took 10 s)."""
+    page = "<p>a <q>one <q>inner</q> x</q> b <blockquote>two <q>in2</q></blockquote> c</p>"
+    assert [q.split() for q in quoted_texts(page)] == [["one", "inner", "x"], ["two", "in2"]]
+    n = 2000
+    (only,) = quoted_texts("<p>" + "<q>" * n + "quoted words" + "</q>" * n + "</p>")
+    assert only.split() == ["quoted", "words"]

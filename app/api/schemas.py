@@ -28,7 +28,7 @@ from app.index import formats
 from app.index.exclusions import Exclusions, detect
 from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.formats import workers
-from app.index.html import HTML, PLAIN, quoted_texts, text_of
+from app.index.html import HTML, PLAIN, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
@@ -137,7 +137,8 @@ class _Text(_In):
         },
     )
     _file: bytes | None = PrivateAttr(None)
-    _page: str | None = PrivateAttr(None)  # a text/html body as sent (its <q>, <blockquote>)
+    _page: str | None = PrivateAttr(None)  # a text/html body as sent, until it is read
+    _quotes: list[str] | None = PrivateAttr(None)  # its <q>s and <blockquote>s, if wanted
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> JsonDict:
@@ -185,18 +186,25 @@ class _Text(_In):
             self._file = formats.decode(self.data)  # FileError: a 422 naming the field
             self.data = None  # the bytes are kept once
         elif self.content_type == HTML and self.text is not None:
+            check_page(self.text)  # HTMLError: a 422 naming the field
             self._page = self.text
-            self.text = text_of(self.text, HTML)  # HTMLError: a 422 naming the field
         return self
 
     async def extracted(self) -> str:
-        """What to index: the text, or the file's text read by a worker process
-        (FileError, a 422, naming what is wrong with the file)."""
+        """What to index: the text, or the page's main text or the file's text, read by a
+        worker process (HTMLError or FileError, a 422, naming what is wrong)."""
         if self._file is not None:
             self.text = await workers.shared().text(self.content_type, self._file)
             self._file = None
+        elif self._page is not None:
+            self.text, self._quotes = await workers.shared().page(self._page, self._quoting())
+            self._page = None
         assert self.text is not None
         return self.text
+
+    def _quoting(self) -> bool:
+        """Whether a page's quotations are wanted too (read with the page)."""
+        return False
 
     @property
     def is_html(self) -> bool:
@@ -417,14 +425,15 @@ class SimilarIn(_Text):
                 "site goes with content_type text/html (a template is read from pages)"
             )
 
+    def _quoting(self) -> bool:
+        return self.exclude is not None and self.exclude.quotes
+
     def exclusions(self, text: str) -> Exclusions | None:
-        """What exclude sets aside in the extracted text, or None without exclude."""
+        """What exclude sets aside in the extracted text (after extracted(), which reads
+        a page's quotations), or None without exclude."""
         if self.exclude is None:
             return None
-        quoted = (
-            quoted_texts(self._page) if self._page is not None and self.exclude.quotes else None
-        )
-        spans = detect(text, self.exclude.quotes, self.exclude.bibliography, quoted)
+        spans = detect(text, self.exclude.quotes, self.exclude.bibliography, self._quotes)
         return Exclusions(spans, self.exclude.min_words)
 
 

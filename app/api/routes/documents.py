@@ -15,6 +15,7 @@ from app.api.routes.similar import similar_out
 from app.api.routing import Route
 from app.index import Document, Index, IngestResult, NoShinglesError
 from app.index.formats import FileError
+from app.index.html import HTMLError
 
 router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -49,12 +50,12 @@ async def ingest(
 
 
 async def _item_text(i: int, item: schemas.DocumentIn) -> str:
-    """A batch item's text; a file that cannot be read is the whole request's 422,
-    naming the item, as a body that does not validate is."""
+    """A batch item's text; a file or page that cannot be read is the whole request's
+    422, naming the item, as a body that does not validate is."""
     try:
         return await item.extracted()
-    except FileError as exc:
-        raise FileError(f"documents[{i}]: {exc}") from None
+    except (FileError, HTMLError) as exc:
+        raise type(exc)(f"documents[{i}]: {exc}") from None
 
 
 @router.post("/documents/batch", response_model=schemas.BatchOut)

@@ -1,4 +1,4 @@
-"""Extraction in worker processes, each file with a time and a memory limit.
+"""Extraction in worker processes, each file or page with a time and a memory limit.
 
 A PDF parser is a large C++ library handed untrusted bytes: a hostile file may
 loop, allocate without end or crash the process. So files are read in separate
@@ -6,6 +6,10 @@ processes (spawned, never forked from the service's threads), one file at a time
 each, at most `workers` at once; a file that takes longer than `timeout` seconds
 gets its worker killed and a FileError, and a worker that dies is replaced. The
 service's own process never parses a file, and its event loop only awaits.
+
+HTML pages (content_type text/html) are read the same way (`page`; HTMLError): the
+HTML parser's and main-content heuristics' time grows with the square of a hostile
+page's nesting or of one element's attributes.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from app.core.errors import Invalid
+from app.index import html
 from app.index.formats import NAMES, FileError, extract
 
 DEFAULT_WORKERS = 2
@@ -26,8 +31,23 @@ DEFAULT_TIMEOUT = 20.0
 DEFAULT_MEMORY = 2 * 1024 * 1024 * 1024
 
 
+# The kind of a page's read (html.read_page), beside the file types.
+PAGE = "text/html"
+_NAMES = {**NAMES, PAGE: "page"}
+
+
+def _read(kind: str, payload: Any) -> Any:
+    """A file's text (payload: its bytes), or a page's (payload: the page and whether its
+    quotations are wanted: html.read_page's answer)."""
+    if kind == PAGE:
+        page, quotes = payload
+        return html.read_page(page, quotes)
+    return extract(kind, payload)
+
+
 def _serve(conn: Connection, memory: int) -> None:
-    """A worker's loop: (content_type, bytes) in, ("ok", text) or ("error", message) out."""
+    """A worker's loop: (kind, payload) in, ("ok", what _read answers) or ("error",
+    message) out."""
     try:
         import resource
 
@@ -41,13 +61,13 @@ def _serve(conn: Connection, memory: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            answer: tuple[str, str] = ("ok", extract(content_type, raw))
+            answer: tuple[str, Any] = ("ok", _read(content_type, raw))
         except Invalid as exc:
             answer = ("error", str(exc))
         except MemoryError:
-            answer = ("error", f"the {NAMES[content_type]} needs more memory than allowed to read")
+            answer = ("error", f"the {_NAMES[content_type]} needs more memory than allowed to read")
         except Exception as exc:  # a library's own error on a malformed file
-            answer = ("error", f"the {NAMES[content_type]} cannot be read: {exc}")
+            answer = ("error", f"the {_NAMES[content_type]} cannot be read: {exc}")
         try:
             conn.send(answer)
         except (OSError, ValueError):
@@ -87,14 +107,21 @@ class Extractors:
 
     def run(self, content_type: str, raw: bytes) -> str:
         """The file's text (blocking: from a thread, or the CLI); FileError otherwise."""
-        return self._threads.submit(self._run, content_type, raw).result()
+        return str(self._threads.submit(self._run, content_type, raw).result())
 
     async def text(self, content_type: str, raw: bytes) -> str:
         """The file's text, awaited: the event loop goes on while a worker reads it."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._threads, self._run, content_type, raw)
+        return str(await loop.run_in_executor(self._threads, self._run, content_type, raw))
 
-    def _run(self, content_type: str, raw: bytes) -> str:
+    async def page(self, page: str, quotes: bool) -> tuple[str, list[str] | None]:
+        """A page's main text and, with quotes, its quotations (html.read_page), read by a
+        worker within the same limits (HTMLError otherwise)."""
+        loop = asyncio.get_running_loop()
+        text, quoted = await loop.run_in_executor(self._threads, self._run, PAGE, (page, quotes))
+        return text, quoted
+
+    def _run(self, content_type: str, raw: Any) -> Any:
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is not None and not worker.process.is_alive():
@@ -102,24 +129,25 @@ class Extractors:
             worker = None
         if worker is None:
             worker = _Worker(self.memory)
-        kind = NAMES.get(content_type, "file")
+        kind = _NAMES.get(content_type, "file")
+        failed = html.HTMLError if content_type == PAGE else FileError
         try:
             worker.conn.send((content_type, raw))
             if not worker.conn.poll(self.timeout):
                 worker.kill()
-                raise FileError(
+                raise failed(
                     f"the {kind} took longer than {self.timeout:g} s to read and was given up"
                 )
             answer: Any = worker.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             worker.kill()
-            raise FileError(f"the {kind} cannot be read: the extractor failed on it") from None
+            raise failed(f"the {kind} cannot be read: the extractor failed on it") from None
         with self._lock:
             self._idle.append(worker)
         status, value = answer
         if status != "ok":
-            raise FileError(value)
-        return str(value)
+            raise failed(value)
+        return value
 
     def close(self) -> None:
         """Stop every worker (they are daemons too: they end with the service)."""
