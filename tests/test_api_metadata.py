@@ -167,9 +167,14 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
 
 
 def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
-    """An export made with other sketch parameters, or a damaged line, stores nothing."""
+    """An export made with other sketch parameters, or a damaged line, stores nothing; one
+    whose shingle spec is spelt otherwise (an older collection's " WORD:03") is taken."""
     client.put("/documents/a", json={"text": BASE})
     head, doc, _ = _ndjson(client.get("/export"))
+    spelt = {**head, "params": {**head["params"], "shingle": " WORD:03"}}
+    taken = client.post("/import", json={"header": spelt, "documents": [{**doc, "id": "s"}]})
+    assert taken.status_code == 200, taken.text
+    assert client.delete("/documents/s").status_code == 204
     other = load_settings(
         redis_url=settings.redis_url, collection=settings.collection + "t8",
         data_dir=settings.data_dir, threshold=0.8,

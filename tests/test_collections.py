@@ -96,6 +96,22 @@ def test_parameters_stored_and_conflicts_are_409(client: TestClient, collection:
     assert client.post("/collections", json={"name": collection}).status_code == 200
 
 
+def test_a_shingle_spec_is_stored_in_one_spelling(client: TestClient, collection: str) -> None:
+    """Spellings of word:3 (case, spaces, a leading zero) make a collection that stores
+    "word:3" and equals one asked plainly; digits other than ASCII ones, an underscore
+    and a sign are 422s naming the shingle."""
+    name = f"{collection}-s"
+    made = client.post("/collections", json={"name": name, "shingle": " WORD:03\n"})
+    assert made.status_code == 201, made.text
+    assert made.json()["parameters"]["shingle"] == "word:3"
+    assert client.post("/collections", json={"name": name, "shingle": "word:3"}).status_code == 200
+    for bad in ("word:\u0663", "word:\U0001d7d1", "char:1_0", "word:+3", "word:"):
+        asked = {"name": f"{name}x", "shingle": bad}
+        refused = _problem(client.post("/collections", json=asked), 422)
+        assert "shingle" in refused["detail"], (bad, refused)
+    assert client.get(f"/collections/{name}x").status_code == 404
+
+
 @pytest.mark.parametrize("bad", ["", "a:b", "x" * 65, "{tag}", "a*", "caf\u00e9", "a b"])
 def test_names_outside_the_rule_are_422(client: TestClient, bad: str) -> None:
     """A name that is not 1-64 letters, digits, '_' or '-' is refused with the rule."""

@@ -363,6 +363,9 @@ def test_other_bad_arguments() -> None:
             [1], np.array([1, 2, 3], np.uint32), np.array([0, 2, 1], np.uint64)
         )
     assert kernel.parse_shingle(" Word:3 ") == ("word", 3)
+    for bad in ("word:\u0663", "char:1_0", "word:+3", "word:3.0"):  # int() takes the first 3
+        with pytest.raises(ValueError, match="ASCII digits"):
+            kernel.parse_shingle(bad)
     assert kernel.parse_shingle("char:16") == ("char", 16)
 
 

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.core import keys
 from app.core.names import COLLECTION_PATTERN, COLLECTION_RULE, valid_collection
 from app.core.redis_url import check_redis_url
-from app.core.shingles import parse_shingle
+from app.core.shingles import canonical_shingle, parse_shingle
 
 __all__ = [
     "COLLECTION_PATTERN",
@@ -140,8 +140,7 @@ class Settings(BaseSettings):
     @field_validator("shingle")
     @classmethod
     def _valid_shingle(cls, value: str) -> str:
-        parse_shingle(value)  # raises ValueError with the reason
-        return value
+        return canonical_shingle(value)  # raises ValueError with the reason
 
     @model_validator(mode="after")
     def _passages_hold_a_shingle(self) -> Settings:

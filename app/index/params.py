@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, replace
 import orjson
 
 from app import kernel
-from app.core.shingles import parse_shingle
+from app.core.shingles import canonical_shingle, parse_shingle
 from app.index.errors import ConfigMismatchError, DeletingError
 from app.index.lsh import BandPlan, plan_bands
 from app.index.templates import DEFAULT_TEMPLATE_PAGES
@@ -86,7 +86,7 @@ class Params:
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
         buckets = buckets_for(capacity * per_document)
         return cls(
-            shingle,
+            canonical_shingle(shingle),
             num_perm,
             fingerprint_size,
             seed,

@@ -32,6 +32,7 @@ import numpy as np
 import orjson
 
 from app.core import errors
+from app.core.shingles import canonical_shingle
 from app.index import records
 from app.index.expiry import MAX_TTL_S, live_records, now_ms
 from app.index.filters import Filter
@@ -59,7 +60,16 @@ class ImportRefused(errors.Invalid):
 def header(params: Params) -> dict[str, Any]:
     """The first line of an export."""
     p = asdict(params)
-    return {"format": FORMAT, "version": VERSION, "params": {k: p[k] for k in SHARED}}
+    return {"format": FORMAT, "version": VERSION, "params": _spelt({k: p[k] for k in SHARED})}
+
+
+def _spelt(params: dict[str, Any]) -> dict[str, Any]:
+    """params with the shingle spec in its one spelling (a collection made before specs
+    were stored so may hold " word:3"); a spec that does not parse is left to differ."""
+    try:
+        return {**params, "shingle": canonical_shingle(params["shingle"])}
+    except (KeyError, ValueError):
+        return params
 
 
 def _b64(data: bytes) -> str:
@@ -107,7 +117,7 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     ours = header(index.params)["params"]
     if not isinstance(given, dict):
         raise ImportRefused("the header has no params object")
-    given = {"tokenizer": 1, **given}  # exports made before tokenizer 2 read texts with 1
+    given = _spelt({"tokenizer": 1, **given})  # exports before tokenizer 2 read texts with 1
     diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
             if given.get(k) != ours[k]]  # fmt: skip
     if diff:
