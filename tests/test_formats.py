@@ -244,3 +244,19 @@ def test_workers_read_pages_as_this_process_would_and_give_up_on_slow_ones() -> 
         assert asyncio.run(pool.page(page, False)) == (html.extract(page), None)
     finally:
         pool.close()
+
+
+def test_a_file_past_the_memory_limit_is_named_and_the_next_one_read() -> None:
+    """A file whose reading needs more than the workers' address space kills its worker
+    and gets a FileError naming the limit; the next file is read by a new worker."""
+    small = pdf([text_at([(72, 700, "a few words on one page of a small file")])])
+    line = "abcdefghij klmnopqrst " * 40
+    big = pdf([text_at([(72, 800 - (i % 70) * 11, line) for i in range(3000)])])
+    pool = Extractors(workers=1, timeout=60, memory=2**29)
+    try:
+        assert pool.run(PDF, small) == extract(PDF, small)
+        with pytest.raises(FileError, match=r"more than 0\.5 GiB of memory"):
+            pool.run(PDF, big)
+        assert pool.run(PDF, small) == extract(PDF, small)
+    finally:
+        pool.close()

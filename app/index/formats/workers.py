@@ -141,7 +141,13 @@ class Extractors:
             answer: Any = worker.conn.recv()
         except (EOFError, OSError, BrokenPipeError):
             worker.kill()
-            raise failed(f"the {kind} cannot be read: the extractor failed on it") from None
+            # A reader that runs out of its address space mostly dies (a C++ library
+            # aborts), so the limit is named: a huge text is the usual cause.
+            limit = f"{self.memory / 2**30:g} GiB" if self.memory else "the memory it had"
+            raise failed(
+                f"the {kind} cannot be read: the extractor failed on it (it crashed, or "
+                f"needed more than {limit} of memory: a text of many megabytes can)"
+            ) from None
         with self._lock:
             self._idle.append(worker)
         status, value = answer
