@@ -111,6 +111,14 @@ def test_hand_made_pdf_keeps_its_text_and_drops_the_page_numbers() -> None:
     )
 
 
+def test_pages_that_are_all_furniture_keep_their_lines() -> None:
+    """Two pages holding the same line near their top (a line that would be a running
+    header) are read as that line, not refused as having no text layer."""
+    page = text_at([(72, 760, "Minutes of the parish council meeting")])
+    text = extract(PDF, pdf([page, page]))
+    assert oracle.words(text) == oracle.words("Minutes of the parish council meeting") * 2
+
+
 def _refused(kind: str, raw: bytes) -> str:
     with pytest.raises(FileError) as info:
         extract(kind, raw)

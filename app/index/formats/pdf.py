@@ -134,8 +134,15 @@ def join_hyphenated(text: str) -> str:
 
 def clean(pages: list[Page], page_height: float = 792.0) -> str:
     """A document's text from its pages: furniture dropped, hyphenation joined; a
-    line that ends in a hyphen runs on into the next without a space."""
-    drops = running_lines(pages, page_height)
+    line that ends in a hyphen runs on into the next without a space. A document that
+    would be all furniture (pages that repeat the same few lines) keeps its lines."""
+    text = _joined(pages, running_lines(pages, page_height))
+    if not any(c.isalnum() for c in text):
+        text = _joined(pages, [set() for _ in pages])
+    return text
+
+
+def _joined(pages: list[Page], drops: list[set[int]]) -> str:
     kept = []
     for page, drop in zip(pages, drops, strict=True):
         lines = [line for i, line in enumerate(page.lines) if i not in drop]
