@@ -76,6 +76,26 @@ def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
         assert {r["id"] for r in found} == ids & set(_expected(docs, BASE, "example.com"))
 
 
+def test_metadata_over_its_bound_is_422_and_nothing_is_stored(client: TestClient) -> None:
+    """Metadata up to MAX_METADATA_BYTES of JSON is kept as sent; one byte more is a 422
+    naming the bound, on a put, a post and a batch item, and nothing is stored."""
+    from app.api.schemas import MAX_METADATA_BYTES
+
+    overhead = len(b'{"note":""}')
+    fits = {"note": "x" * (MAX_METADATA_BYTES - overhead)}
+    over = {"note": "x" * (MAX_METADATA_BYTES - overhead + 1)}
+    put = client.put("/documents/m", json={"text": BASE, "metadata": fits})
+    assert put.status_code == 201 and client.get("/documents/m").json()["metadata"] == fits
+    for method, path, body in (
+        ("put", "/documents/m2", {"text": BASE, "metadata": over}),
+        ("post", "/documents", {"id": "m2", "text": BASE, "metadata": over}),
+        ("post", "/documents/batch", {"documents": [{"id": "m2", "text": BASE, "metadata": over}]}),
+    ):
+        r = client.request(method, path, json=body)
+        assert r.status_code == 422 and f"{MAX_METADATA_BYTES:,}" in r.json()["detail"], r.text
+    assert client.get("/documents/m2").status_code == 404
+
+
 def test_filter_refusals_say_what_to_fix(client: TestClient) -> None:
     """A filter that is not JSON, empty, or not under "metadata" is a 422 naming it."""
     client.put("/documents/a", json={"text": BASE})

@@ -37,13 +37,24 @@ MAX_LIMIT = 1000
 DEFAULT_LIMIT = 10
 
 
+# A document's metadata as JSON, at most: it is in the record, which every query that
+# meets the document reads (a 20 MB value was read again by each of them).
+MAX_METADATA_BYTES = 64 * 1024
+
+
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Metadata must be storable as JSON: integers within 64 bits, valid Unicode."""
+    """Metadata must be storable as JSON (integers within 64 bits, valid Unicode) and
+    at most MAX_METADATA_BYTES of it."""
     if value is not None:
         try:
-            orjson.dumps(value)
+            size = len(orjson.dumps(value))
         except orjson.JSONEncodeError as exc:
             raise ValueError(f"metadata cannot be stored as JSON: {exc}") from None
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(
+                f"metadata is {size:,} bytes as JSON, over the {MAX_METADATA_BYTES:,} a "
+                "document keeps: store large data elsewhere and keep its key here"
+            )
     return value
 
 
@@ -299,11 +310,15 @@ class DocumentIn(_Text, _Expiring):
     id: DocId | None = Field(
         None, description=f"{ID_DOC}; generated when absent", json_schema_extra=ID_SCHEMA
     )
-    metadata: Metadata = Field(None, description="any JSON object, stored as is")
+    metadata: Metadata = Field(
+        None, description=f"any JSON object of at most {MAX_METADATA_BYTES:,} bytes, stored as is"
+    )
 
 
 class DocumentPut(_Text, _Expiring):
-    metadata: Metadata = None
+    metadata: Metadata = Field(
+        None, description=f"any JSON object of at most {MAX_METADATA_BYTES:,} bytes, stored as is"
+    )
 
 
 class BatchDocumentIn(DocumentIn):
