@@ -170,6 +170,9 @@ def test_a_bomb_is_stopped_before_it_is_decompressed_whole() -> None:
     size = office.MAX_PART + 1
     raw = _zip({"word/document.xml": b"\0" * size})
     assert "zip bomb" in _refused(DOCX, raw)
+    # Under the size bound but compressed past the ratio: named once, as a bomb.
+    packed = _zip({"word/document.xml": b"\0" * (office.RATIO_FLOOR * 4)})
+    assert _refused(DOCX, packed).startswith("the DOCX is refused as a zip bomb")
 
 
 def test_base64_is_checked() -> None:

@@ -62,6 +62,8 @@ def read_part(raw: bytes, name: str, kind: str) -> bytes:
                         size > RATIO_FLOOR and size > MAX_RATIO * max(1, info.compress_size)
                     ):
                         raise FileError(_bomb(kind, name, size, info.compress_size))
+        except FileError:
+            raise  # a ValueError too: named already
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
             raise FileError(
                 f"the {kind} is broken: {name} cannot be decompressed ({exc})"
