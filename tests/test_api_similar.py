@@ -104,11 +104,14 @@ def test_post_similar_text_without_words_is_422(client: TestClient) -> None:
 def test_ingest_with_similar_reports_matches_before_storing(
     client: TestClient, loaded: dict[str, str]
 ) -> None:
-    """POST ?similar=true returns the near-duplicates already stored, then stores the text."""
+    """POST ?similar=true returns the near-duplicates already stored, then stores the text;
+    its `similar` is what POST /similar answered for the text just before, field for field."""
     text = _near(BASE, 99)
+    before = client.post("/similar", json={"text": text}).json()
     body = client.post("/documents?similar=true", json={"id": "new", "text": text}).json()
     ids = {r["id"] for r in body["similar"]["results"]}
     assert "base" in ids and "new" not in ids
+    assert body["similar"] == before
     assert client.get("/documents/new").status_code == 200
 
 

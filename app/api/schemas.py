@@ -17,6 +17,7 @@ from pydantic import (
     PrivateAttr,
     ValidationInfo,
     create_model,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -550,6 +551,11 @@ class IngestOut(BaseModel):
     shingles: int
     created: bool
     similar: SimilarOut | None = None
+
+    @field_serializer("similar")
+    def _as_post_similar(self, similar: SimilarOut | None) -> dict[str, Any] | None:
+        """POST /similar's shape: fields its answer leaves out (thin, text) stay out."""
+        return None if similar is None else similar.model_dump(exclude_unset=True)
 
 
 class BatchItemOut(BaseModel):
