@@ -122,6 +122,23 @@ def test_control_characters_in_ids_are_422_on_every_route(
         assert "control characters" in detail and code in detail
 
 
+@pytest.mark.parametrize("dots", [".", ".."])
+def test_dot_ids_are_422_and_longer_dot_runs_are_ids(
+    server: Server, http: httpx.Client, dots: str
+) -> None:
+    """ "." and ".." cannot be ids (a URL path segment of them is removed before it is
+    sent, so no browser could read or delete the document): refused in bodies with the
+    reason; "...", ".a" and "a/.." are ids like any other."""
+    for resp in (
+        http.post("/documents", json={"id": dots, "text": TEXT}),
+        http.post("/documents/batch", json={"documents": [{"id": dots, "text": TEXT}]}),
+    ):
+        assert "a URL path cannot name it" in _problem(resp, 422)
+    for fine in ("...", ".a", "a/.."):
+        assert http.post("/documents", json={"id": fine, "text": TEXT}).status_code == 201
+        assert http.get(f"/documents/{quote(fine, safe='')}").status_code == 200
+
+
 def test_the_cli_applies_the_same_id_rule(
     server: Server, http: httpx.Client, tmp_path: Path
 ) -> None:

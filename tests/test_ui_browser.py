@@ -16,6 +16,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -44,6 +45,8 @@ if CHROMIUM is None or sync_playwright is None:
 
 COLLECTION = f"ui{os.getpid()}"
 READ_KEY = "read-key-0123456789abcdef"
+# A read key limited to the page's own collection: it may not list collections.
+LIMITED_KEY = "limited-key-0123456789abcdef"
 WRITE_KEY = "write-key-0123456789abcdef"
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
 READ = {"Authorization": f"Bearer {READ_KEY}"}
@@ -84,7 +87,7 @@ def server(
 ) -> Iterator[Server]:
     """A real `neardup serve` (keys on, texts kept) holding the corpus and a hostile document."""
     work = tmp_path_factory.mktemp("ui")
-    keys = f"{READ_KEY}:read,{WRITE_KEY}:write"
+    keys = f"{READ_KEY}:read,{WRITE_KEY}:write,{LIMITED_KEY}:read:{COLLECTION}"
     with Server(
         work,
         NEARDUP_REDIS_URL=redis_url,
@@ -738,3 +741,91 @@ def test_excluded_quotes_are_greyed_not_marked(page: Page, server: Server, tmp_p
         assert not page.get_by_label("Exclude bibliography").is_checked()
     finally:
         httpx.delete(server.url + "/documents/quote-source", headers=WRITE)
+
+
+def _store(server: Server, doc_id: str, text: str, metadata: dict | None = None) -> None:
+    body = {"text": text, "metadata": metadata}
+    path = "/documents/" + quote(doc_id, safe="")
+    answer = httpx.put(server.url + path, json=body, headers=WRITE)
+    assert answer.status_code in (200, 201), answer.text
+
+
+def test_a_source_link_opens_its_source_whatever_the_query_adds(
+    page: Page, server: Server, corpus
+) -> None:
+    """/ui/documents/{id}?source=S (with what a mail tool appends) is the page, which opens
+    S beside the text; the page's query string is never the API's 422."""
+    source = list(corpus)[16]
+    _store(server, "cites-16", "Opening words of mine. " + _words(corpus[source], 10, 50))
+    link = "/ui/documents/cites-16?source=" + quote(source, safe="") + "&utm_source=mail"
+    answer = httpx.get(server.url + link)
+    assert answer.status_code == 200 and "content-security-policy" in answer.headers
+    page.goto(server.url + link)
+    page.locator("#source-title", has_text=source).wait_for()
+    assert page.locator("#source-text mark").count() > 0
+
+
+def test_ids_and_titles_are_isolated_from_right_to_left_text(
+    page: Page, server: Server, corpus
+) -> None:
+    """An id and a title holding a right-to-left override are each in their own <bdi>, so
+    they cannot reorder the page's own words around them."""
+    source = list(corpus)[17]
+    rtl_id, rtl_title = "rtl\u202egnp.exe", "\u202eevil title"
+    _store(server, rtl_id, _words(corpus[source], 0, 60), {"title": rtl_title})
+    page.goto(server.url + "/ui/documents/" + quote(source, safe=""))
+    page.locator("#report").wait_for()
+    assert page.locator("h1 bdi").inner_text() == source
+    row = page.locator(f"#sources tbody tr[data-source='{rtl_id}']")
+    assert row.locator("bdi").first.inner_text() == rtl_title
+    page.goto(server.url + "/ui/documents/" + quote(rtl_id, safe=""))
+    page.locator("#report").wait_for()
+    assert page.locator("h1 bdi").inner_text() == rtl_id
+    assert page.locator("#report-title bdi").inner_text() == rtl_id
+
+
+def test_a_key_limited_to_the_collection_checks_texts(
+    browser: Browser, server: Server, requests_seen, pasted
+) -> None:
+    """A read key limited to the page's collection may not list collections (403); the
+    check view goes on without the chooser and checks a text."""
+    page = _page(browser, server, requests_seen, LIMITED_KEY)
+    try:
+        assert httpx.get(server.url + "/collections", headers={
+            "Authorization": f"Bearer {LIMITED_KEY}"}).status_code == 403  # fmt: skip
+        _check(page, server, pasted[0])
+        assert page.locator("#collection-row").is_hidden()
+        assert page.locator("#checked mark").count() > 0
+    finally:
+        page.context.close()
+
+
+def test_a_bad_link_leaves_the_tab_where_it_was(page: Page, server: Server) -> None:
+    """A check link into a collection that does not exist says so, and the tab's next view
+    is its own collection's again; a malformed %-escape in a link is said, not a blank page."""
+    page.goto(server.url + "/ui/collections/nope/checks/" + "A" * 22)
+    page.locator("#status", has_text="no collection named 'nope'").wait_for()
+    page.goto(server.url + "/ui/collection")
+    page.locator("#curve polyline").wait_for()
+    page.goto(server.url + "/ui/documents/%ZZ")
+    page.locator("#status", has_text="malformed %-escape").wait_for()
+
+
+def test_a_pasted_key_loses_invisible_characters_and_a_foreign_one_is_refused(
+    browser: Browser, server: Server, requests_seen, pasted
+) -> None:
+    """A key typed with a zero-width space after it works; one holding a character outside
+    the key alphabet is refused on the form and asked for again, never sent."""
+    page = _page(browser, server, requests_seen, None)
+    try:
+        page.goto(server.url + "/ui/")
+        page.locator("#key-message").filter(has_text="needs an API key").wait_for()
+        page.get_by_label("API key").fill(READ_KEY + "\u00e9")
+        page.get_by_role("button", name="Use this key").click()
+        page.locator("#key-message").filter(has_text="holds other characters").wait_for()
+        page.get_by_label("API key").fill(READ_KEY + "\u200b ")
+        page.get_by_role("button", name="Use this key").click()
+        page.locator("#key-form").wait_for(state="hidden")
+        _check(page, server, pasted[0], goto=False)
+    finally:
+        page.context.close()

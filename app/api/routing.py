@@ -109,6 +109,8 @@ class Route(APIRoute):
     """An APIRoute with the service's rules (see the module docstring)."""
 
     fast: ClassVar[FastPath | None] = None
+    # Whether the route takes any query string (PageRoute), not only what it declares.
+    open_query: ClassVar[bool] = False
     refused: Callable[[bytes], Response | None]
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -138,7 +140,7 @@ class Route(APIRoute):
 
         def refused(query: bytes) -> Response | None:
             """The 422 for query parameters the route does not declare, or None."""
-            unknown = unknown_names(query, allowed) if query else None
+            unknown = unknown_names(query, allowed) if query and not self.open_query else None
             if not unknown:
                 return None
             named = ", ".join(repr(n) for n in unknown)
@@ -228,3 +230,10 @@ def twins(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
     """A twin of each API route. They are real routes of the app, not an included
     router (FastAPI resolves those lazily), so every rule of a route holds for its twin."""
     return [twin(r) for r in routes if isinstance(r, APIRoute)]
+
+
+class PageRoute(Route):
+    """A route of the report page: its query string is the page's own (?source=ID, and
+    whatever a mail or chat tool appends to a link), read by its script, not the API."""
+
+    open_query = True

@@ -62,11 +62,17 @@ def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
 DocId = Annotated[str, AfterValidator(check_id)]
 # An id's rule (app.index.ids) in the schema: the pattern is exact for the characters;
 # the bound is 512 bytes of UTF-8, which a schema can only say in characters.
-ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+# Any run of allowed characters but "." and ".." (spelt without a lookahead, which not
+# every schema tool reads): a first character that is not a dot, or one dot and then
+# one, or two dots and then at least one more.
+_ID_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_ID_HEAD = r"[^.\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+ID_PATTERN = rf"^(?:{_ID_HEAD}{_ID_CHAR}*|\.{_ID_HEAD}{_ID_CHAR}*|\.\.{_ID_CHAR}+)$"
 ID_DOC = (
     f"a document id: 1 to {MAX_ID_BYTES} bytes of UTF-8 (maxLength counts characters: an "
     "id of multi-byte characters reaches the byte bound sooner), no control characters "
-    "(Unicode Cc) and no U+2028/U+2029; may contain '/'"
+    "(Unicode Cc) and no U+2028/U+2029, not '.' or '..' (a URL path cannot name them); "
+    "may contain '/'"
 )
 ID_SCHEMA: JsonDict = {"pattern": ID_PATTERN, "minLength": 1, "maxLength": MAX_ID_BYTES}
 # A collection's name in the schema: exactly the rule app.index.collections checks.

@@ -13,7 +13,7 @@ _FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 def id_problem(value: str) -> str | None:
     """Why value cannot be an id, or None when it can: 1-512 bytes of UTF-8 (no lone
-    surrogates), no control characters. U+FFFD is an ordinary character here: the
+    surrogates), not "." or "..", no control characters. U+FFFD is an ordinary character here: the
     HTTP edge refuses a path that is not UTF-8 instead of substituting it."""
     try:
         size = len(value.encode("utf-8"))
@@ -24,6 +24,10 @@ def id_problem(value: str) -> str | None:
         )
     if not 1 <= size <= MAX_ID_BYTES:
         return f"id must be 1 to {MAX_ID_BYTES} bytes of UTF-8, got {size}"
+    if value in (".", ".."):
+        # A URL path segment of these is a dot segment: browsers (and RFC 3986 clients)
+        # remove it before sending, so the id could never be read or deleted by its path.
+        return f"id must not be {value!r}: a URL path cannot name it"
     found = _FORBIDDEN.search(value)
     if found is not None:
         return (

@@ -19,9 +19,9 @@ from fastapi.responses import RedirectResponse
 
 from app.api.auth import COLLECTIONS
 from app.api.problems import problem
-from app.api.routing import Route
+from app.api.routing import PageRoute, Route
 
-router = APIRouter(tags=["ui"], route_class=Route)
+router = APIRouter(tags=["ui"], route_class=PageRoute)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -77,8 +77,20 @@ async def ui(path: str) -> Response:
     return Response(body, media_type=media, headers=HEADERS)
 
 
-@router.get(
+async def collection(request: Request) -> Response:
+    """Moved: the default collection is a collection like any other, described by GET
+    /collections/{name} (one route per resource); this answers a permanent redirect
+    there, which browsers, fetch and most clients follow with the same method and key."""
+    name = request.app.state.settings.collection
+    where = request.scope.get("root_path", "") + COLLECTIONS + quote(name, safe="")
+    return RedirectResponse(where, status_code=308)
+
+
+# An API route, not the page's: it refuses undeclared query parameters as every one does.
+router.add_api_route(
     "/collection",
+    collection,
+    methods=["GET"],
     status_code=308,
     response_class=RedirectResponse,
     deprecated=True,
@@ -93,11 +105,5 @@ async def ui(path: str) -> Response:
             },
         }
     },
+    route_class_override=Route,
 )
-async def collection(request: Request) -> Response:
-    """Moved: the default collection is a collection like any other, described by GET
-    /collections/{name} (one route per resource); this answers a permanent redirect
-    there, which browsers, fetch and most clients follow with the same method and key."""
-    name = request.app.state.settings.collection
-    where = request.scope.get("root_path", "") + COLLECTIONS + quote(name, safe="")
-    return RedirectResponse(where, status_code=308)

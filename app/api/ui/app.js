@@ -114,6 +114,12 @@ function el(tag, className, text) {
   return node;
 }
 
+// Text a client chose (an id, a title, a URL) isolated from the text around it, so a
+// right-to-left override in it cannot reorder the page's own words.
+function bdi(text) {
+  return el("bdi", "", text);
+}
+
 // Cuts spans ({start, end, number, ...}, best first) into marks that never overlap:
 // each code point inside some span is marked once, for the best span holding it, so a
 // lower-ranked span keeps whatever of it no better span holds. Each mark knows its
@@ -187,11 +193,22 @@ function markText(box, text, spans) {
 
 // ---------------------------------------------------------------- the report
 
+// A metadata value as shown in a table cell: at most LABEL_CHARS of it, all of it on hover.
+const LABEL_CHARS = 300;
+
+function label(text) {
+  const chars = codePoints(text);
+  if (chars.length <= LABEL_CHARS) return bdi(text);
+  const box = bdi(chars.slice(0, LABEL_CHARS).join("") + "…");
+  box.title = text;
+  return box;
+}
+
 function sourceLabel(meta) {
   // A title or url metadata field, always as text; a link only for http(s) URLs.
   const cell = document.createDocumentFragment();
   if (!meta) return cell;
-  if (typeof meta.title === "string") cell.append(el("span", "", meta.title));
+  if (typeof meta.title === "string") cell.append(label(meta.title));
   if (typeof meta.url === "string") {
     let safe = null;
     try {
@@ -202,12 +219,13 @@ function sourceLabel(meta) {
     }
     if (cell.childNodes.length) cell.append(" ");
     if (safe) {
-      const a = el("a", "", meta.url);
+      const a = el("a");
+      a.append(label(meta.url));
       a.href = safe;
       a.rel = "noopener noreferrer nofollow";
       cell.append(a);
     } else {
-      cell.append(el("span", "", meta.url));
+      cell.append(label(meta.url));
     }
   }
   return cell;
@@ -249,6 +267,10 @@ function showReport(text, answer, info, self) {
     ? "⚑ " + flags + " passage(s) flagged: their words held look-alike letters or invisible " +
       "characters, folded away to find them. Hover a flag for its count."
     : "";
+  if (answer.capped) {
+    $("summary").textContent +=
+      " The search was cut short by one of its bounds (capped): a source may be missing.";
+  }
   $("summary").dataset.coverage = coverage === undefined ? "" : String(coverage);
   $("summary").dataset.sources = String(results.length);
 
@@ -287,7 +309,7 @@ function showReport(text, answer, info, self) {
     const n = numbers.get(r.id);
     const colour = (n - 1) % COLOURS;
     const item = el("li");
-    item.append(el("span", "srcno src-" + colour, String(n)), " " + r.id);
+    item.append(el("span", "srcno src-" + colour, String(n)), " ", bdi(r.id));
     legend.append(item);
     for (const p of r.passages || []) {
       spans.push({
@@ -369,7 +391,7 @@ async function showSource(id, focusQuery) {
   const n = (rep.answer.results || []).indexOf(r) + 1;
   const colour = (n - 1) % COLOURS;
   const title = $("source-title");
-  title.replaceChildren("Source ", el("span", "srcno src-" + colour, String(n)), " " + id + " ");
+  title.replaceChildren("Source ", el("span", "srcno src-" + colour, String(n)), " ", bdi(id), " ");
   const open = el("a", "", "open its own view");
   open.href = "/ui/documents/" + encodeURIComponent(id);
   title.append(open);
@@ -437,7 +459,9 @@ async function loadCollections() {
   try {
     list = await api("/collections");
   } catch (err) {
-    if (!(err instanceof ApiError && (err.status === 404 || err.status === 405))) throw err;
+    // 403: a key limited to collections may not list them; it keeps to the one it is in.
+    const alone = err instanceof ApiError && [403, 404, 405].includes(err.status);
+    if (!alone) throw err;
   }
   const names = Array.isArray(list) ? list : list && Array.isArray(list.collections) ? list.collections : [];
   const select = $("collection");
@@ -493,7 +517,7 @@ async function checkText() {
 }
 
 async function showDocument(id) {
-  $("title").textContent = "Document " + id;
+  $("title").replaceChildren("Document ", bdi(id));
   document.title = "neardup: " + id;
   say("Loading…");
   const doc = await api(docPath(id));
@@ -504,15 +528,16 @@ async function showDocument(id) {
   ]);
   const info = await sourcesInfo((contained.results || []).map((r) => r.id));
   showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
-  $("report-title").textContent = "Passages of " + id + " found in other documents";
-  $("checked-title").textContent = "Text of " + id;
+  $("report-title").replaceChildren("Passages of ", bdi(id), " found in other documents");
+  $("checked-title").replaceChildren("Text of ", bdi(id));
   const box = $("near-box");
   box.hidden = false;
   const body = $("near").tBodies[0];
   body.replaceChildren();
   for (const m of near.results || []) {
     const row = body.insertRow();
-    const a = el("a", "", m.id);
+    const a = el("a");
+    a.append(bdi(m.id));
     a.href = "/ui/documents/" + encodeURIComponent(m.id);
     row.insertCell().append(a);
     row.insertCell().textContent = m.similarity.toFixed(3);
@@ -662,7 +687,7 @@ const STORED_CHECK = /^\/ui\/(?:collections\/([^/]+)\/)?checks\/([A-Za-z0-9_-]+)
 function storedCheckRoute(path) {
   const m = STORED_CHECK.exec(path);
   if (!m) return null;
-  return () => openStoredCheck(m[1] === undefined ? null : decodeURIComponent(m[1]), m[2]);
+  return () => openStoredCheck(m[1] === undefined ? null : decoded(m[1]), m[2]);
 }
 
 async function saveCheck(query) {
@@ -671,13 +696,26 @@ async function saveCheck(query) {
   return made;
 }
 
+function chooseCollection(name) {
+  if (name === null) sessionStorage.removeItem(CHOSEN_STORE);
+  else sessionStorage.setItem(CHOSEN_STORE, name);
+}
+
 async function openStoredCheck(collection, id) {
-  // The tab follows the check's collection, so its sources are read there too.
-  if (collection === null) sessionStorage.removeItem(CHOSEN_STORE);
-  else sessionStorage.setItem(CHOSEN_STORE, collection);
+  // The tab follows the check's collection, so its sources are read there too; a check
+  // that cannot be read (no such collection, another collection's key) leaves the tab
+  // in the collection it was in.
+  const before = sessionStorage.getItem(CHOSEN_STORE);
+  chooseCollection(collection);
   state.collection = null;
   say("Loading…");
-  const check = await api("/checks/" + encodeURIComponent(id));
+  let check;
+  try {
+    check = await api("/checks/" + encodeURIComponent(id));
+  } catch (err) {
+    chooseCollection(before);
+    throw err;
+  }
   // The check view as it was after the check: its form holds the checked text and settings.
   await showCheck();
   const answer = check.answer;
@@ -710,7 +748,8 @@ async function showStored(check) {
   const list = $("changed-list");
   list.replaceChildren();
   for (const c of changed) {
-    const item = el("li", "", c.id + ": " + (c.change === "deleted" ? "deleted" : "changed"));
+    const item = el("li");
+    item.append(bdi(c.id), ": " + (c.change === "deleted" ? "deleted" : "changed"));
     item.dataset.source = c.id;
     item.dataset.change = c.change;
     list.append(item);
@@ -934,11 +973,20 @@ async function readFile(file) {
   say("Read " + file.name + ".");
 }
 
+// A path segment's text; a malformed %-escape is said, not thrown past the page.
+function decoded(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch (_) {
+    throw new Error("this address holds a malformed %-escape: " + segment);
+  }
+}
+
 function route() {
   const path = location.pathname;
   if (path.startsWith("/ui/documents/")) {
-    const id = decodeURIComponent(path.slice("/ui/documents/".length));
-    return () => showDocument(id);
+    const raw = path.slice("/ui/documents/".length);
+    return () => showDocument(decoded(raw));
   }
   if (path === "/ui/collection") return showCollection;
   const stored = storedCheckRoute(path); // stored checks, below
@@ -949,8 +997,15 @@ function route() {
 function start() {
   $("key-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    const key = $("key").value.trim();
+    // Pasted keys bring spaces and invisible characters along; a key is the bearer-token
+    // alphabet (app/core/keys.py), and another character could not even be sent.
+    const key = $("key").value.replace(/[\s\u200b-\u200d\u2060\ufeff]/g, "");
     if (!key) return;
+    if (!/^[A-Za-z0-9._~+\/-]+=*$/.test(key)) {
+      askForKey("An API key is letters, digits and -._~+/ (then = padding); this one " +
+        "holds other characters. Enter the key again.");
+      return;
+    }
     sessionStorage.setItem(KEY_STORE, key);
     $("key").value = "";
     $("key-form").hidden = true;
