@@ -79,7 +79,7 @@ def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
 def test_metadata_over_its_bound_is_422_and_nothing_is_stored(client: TestClient) -> None:
     """Metadata up to MAX_METADATA_BYTES of JSON is kept as sent; one byte more is a 422
     naming the bound, on a put, a post and a batch item, and nothing is stored."""
-    from app.api.schemas import MAX_METADATA_BYTES
+    from app.index.records import MAX_METADATA_BYTES
 
     overhead = len(b'{"note":""}')
     fits = {"note": "x" * (MAX_METADATA_BYTES - overhead)}

@@ -146,3 +146,67 @@ def test_check_reports_by_kind_and_repairs(env: dict) -> None:
     clean = run("check", "--json", env=env)
     assert clean.returncode == 0 and json.loads(clean.stdout)["clean"]
     assert b"s2" in run("query", "--id", "s2", "--json", env=env).stdout
+
+
+@pytest.mark.parametrize("through", ["store", "service"])
+def test_a_line_over_a_limit_is_skipped_and_its_batch_stored(
+    tmp_path: Path, env: dict, through: str
+) -> None:
+    """A text over NEARDUP_MAX_TEXT_BYTES and metadata over 64 KiB are each their line's
+    skip, named by file and line, straight on the store and through a service alike; the
+    other lines of their batch are stored (the batch was refused whole before)."""
+    limits = {"NEARDUP_MAX_TEXT_BYTES": "4000"}
+    lines = [json.dumps({"id": f"ok{i}", "text": f"good document number {i} of words"})
+             for i in range(6)]  # fmt: skip
+    lines[2] = json.dumps({"id": "big", "text": "word " * 1000})
+    lines[4] = json.dumps({"id": "meta", "text": "a small text", "metadata": {"x": "y" * 70000}})
+    src = tmp_path / "docs.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    server = Server(tmp_path / "served", **limits) if through == "service" else None
+    try:
+        target = ["--url", server.url] if server is not None else []
+        if server is not None:
+            server.wait_ready()
+        done = run("ingest", "--quiet", str(src), *target, env={**env, **limits})
+        assert done.returncode == 0, done.stderr
+        err = done.stderr.decode()
+        assert f"{src}:3: skipped" in err and "4000" in err, err
+        assert f"{src}:5: skipped" in err and "65,536" in err, err
+        assert "ingested 4 documents" in done.stdout.decode()
+        for doc_id in ("ok0", "ok1", "ok3", "ok5"):
+            assert run("get", doc_id, *target, env=env).returncode == 0
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def test_ctrl_c_lets_the_write_in_flight_finish(tmp_path: Path, env: dict) -> None:
+    """Ctrl-C during a direct ingest says so in one line (exit 130) and leaves a consistent
+    store: the batch in flight is written whole, never cut between its steps."""
+    import signal
+    import time
+
+    # The corpus thirty times over (a second or more of writing), each copy its own ids.
+    lines = CORPUS.read_text().splitlines()
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"r{k}-{line}\n" for k in range(30) for line in lines))
+    proc = subprocess.Popen(
+        [*neardup_cmd(), "ingest", "--quiet", str(big)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    # Interrupt once writes are under way: the embedded Redis's append-only file grows.
+    aof = Path(env["NEARDUP_DATA_DIR"]) / "appendonly.aof"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if aof.exists() and aof.stat().st_size > 2_000_000:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err  # interrupted mid-ingest
+    assert err.decode().strip().endswith("neardup: interrupted"), err
+    assert b"Traceback" not in err
+    checked = run("check", "--json", env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,7 +6,6 @@ import time
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-import orjson
 from fastapi import Path
 from pydantic import (
     AfterValidator,
@@ -31,6 +30,7 @@ from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.formats import workers
 from app.index.html import HTML, PLAIN, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
+from app.index.records import MAX_METADATA_BYTES, metadata_problem
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
@@ -38,24 +38,11 @@ MAX_LIMIT = 1000
 DEFAULT_LIMIT = 10
 
 
-# A document's metadata as JSON, at most: it is in the record, which every query that
-# meets the document reads (a 20 MB value was read again by each of them).
-MAX_METADATA_BYTES = 64 * 1024
-
-
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Metadata must be storable as JSON (integers within 64 bits, valid Unicode) and
-    at most MAX_METADATA_BYTES of it."""
-    if value is not None:
-        try:
-            size = len(orjson.dumps(value))
-        except orjson.JSONEncodeError as exc:
-            raise ValueError(f"metadata cannot be stored as JSON: {exc}") from None
-        if size > MAX_METADATA_BYTES:
-            raise ValueError(
-                f"metadata is {size:,} bytes as JSON, over the {MAX_METADATA_BYTES:,} a "
-                "document keeps: store large data elsewhere and keep its key here"
-            )
+    """Metadata must be what a record keeps (records.metadata_problem)."""
+    problem = metadata_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

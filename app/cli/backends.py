@@ -17,6 +17,7 @@ from app.api.answers import (
 )
 from app.api.schemas import rfc3339
 from app.client import MAX_BATCH, Client, ClientError
+from app.core.errors import Invalid
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.index.collections import NoCollectionError
@@ -33,6 +34,10 @@ READS_IN_FLIGHT = 16
 
 class BackendError(Exception):
     """The service refused or failed a request; the message says why."""
+
+
+class RefusedError(BackendError):
+    """The request's input was refused (a 422): another request may still go through."""
 
 
 class Backend(Protocol):
@@ -81,8 +86,19 @@ class LocalBackend:
         if ttl is not None:  # from now, as the service counts a ttl from its request
             ends = now_ms() + 1000 * ttl
             docs = [replace(d, expires_ms=ends) for d in docs]
-        async with self._order:
-            results = await self.index.ingest(docs)
+        try:
+            async with self._order:
+                write = asyncio.ensure_future(self.index.ingest(docs))
+                try:
+                    results = await asyncio.shield(write)
+                except asyncio.CancelledError:
+                    # An interrupted tool (Ctrl-C) lets the write in flight finish: cut
+                    # between its steps it would leave ids without records (the check's
+                    # dangling_ids), which a service's own writes never leave.
+                    await asyncio.wait([write])
+                    raise
+        except Invalid as exc:  # the batch refused whole, as the service's 422
+            raise RefusedError(str(exc)) from None
         return [{"id": r.id, "status": ingest_status(r), "error": r.error} for r in results]
 
     async def similar(
@@ -178,6 +194,8 @@ class RemoteBackend:
         try:
             return [dict(r) for r in (await self.client.ingest_batch(body))["results"]]
         except ClientError as exc:
+            if exc.status == 422:
+                raise RefusedError(exc.detail) from None
             raise self._failed(exc) from None
 
     async def similar(

@@ -673,6 +673,11 @@ def main(argv: list[str] | None = None) -> int:
         # The reader (say, `| head`) went away: not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C: a local write in flight was let finish (app.cli.backends), nothing more
+        # was sent; a one-line word, not a traceback, and the shell's code for SIGINT.
+        print("neardup: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

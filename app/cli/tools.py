@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from app.cli.backends import Backend, BackendError
+from app.cli.backends import Backend, BackendError, RefusedError
 from app.cli.sources import Line, read_lines, total_bytes
 from app.core.errors import NeardupError
 from app.index.check import KINDS, CheckReport
@@ -100,8 +100,7 @@ async def ingest(
 
         async def send(chunk: list[Line]) -> None:
             good = [ln for ln in chunk if ln.document is not None]
-            docs = [ln.document for ln in good]
-            results = await backend.ingest(docs, ttl)  # type: ignore[arg-type]
+            results = await ingest_lines(backend, good, ttl)
             for ln, r in zip(good, results, strict=True):
                 if r["status"] == "error":
                     skip(ln, r.get("error") or "refused")
@@ -134,6 +133,24 @@ async def ingest(
         await asyncio.gather(*pending)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+async def ingest_lines(
+    backend: Backend, lines: list[Line], ttl: int | None
+) -> list[dict[str, Any]]:
+    """Each line's ingest result. A batch refused whole (a text over the size limit, say)
+    is sent again a line at a time, so only the lines at fault are refused, each with
+    its reason, and the others are stored."""
+    docs = [ln.document for ln in lines]
+    try:
+        return await backend.ingest(docs, ttl)  # type: ignore[arg-type]
+    except RefusedError as exc:
+        if len(lines) == 1:
+            return [{"id": docs[0].id, "status": "error", "error": str(exc)}]  # type: ignore[union-attr]
+    results: list[dict[str, Any]] = []
+    for ln in lines:
+        results += await ingest_lines(backend, [ln], ttl)
+    return results
 
 
 def read_texts(paths: list[str]) -> dict[str, str]:

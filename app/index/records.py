@@ -51,6 +51,31 @@ HEADER_WORDS = _HEADER.size // 4  # 9
 HEADER_WORDS_V1 = _HEADER_V1.size // 4  # 8
 
 
+# A document's metadata as JSON, at most: it is in the record, which every query that
+# meets the document reads (a 20 MB value was read again by each of them).
+MAX_METADATA_BYTES = 64 * 1024
+
+
+def metadata_problem(metadata: object) -> str | None:
+    """Why this cannot be a document's metadata, or None: a JSON object (or None) that
+    orjson can store (integers within 64 bits, valid Unicode), of at most
+    MAX_METADATA_BYTES as JSON."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        return "metadata must be an object or null"
+    try:
+        size = len(orjson.dumps(metadata))
+    except orjson.JSONEncodeError as exc:
+        return f"metadata cannot be stored as JSON: {exc}"
+    if size > MAX_METADATA_BYTES:
+        return (
+            f"metadata is {size:,} bytes as JSON, over the {MAX_METADATA_BYTES:,} a "
+            "document keeps: store large data elsewhere and keep its key here"
+        )
+    return None
+
+
 def _pad(n: int) -> int:
     return (n + 3) & ~3
 

@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 
 from app.core import errors
 from app.core.shingles import canonical_shingle
@@ -171,12 +170,9 @@ def _restore(
             raise ImportRefused(f"{where}: {exc}") from None
         where = f"document {doc_id!r}"
         meta = doc.get("metadata")
-        if meta is not None and not isinstance(meta, dict):
-            raise ImportRefused(f"{where}: metadata must be an object or null")
-        try:
-            orjson.dumps(meta)
-        except orjson.JSONEncodeError as exc:
-            raise ImportRefused(f"{where}: metadata cannot be stored as JSON: {exc}") from None
+        problem = records.metadata_problem(meta)
+        if problem is not None:
+            raise ImportRefused(f"{where}: {problem}")
         count = doc.get("shingles")
         if type(count) is not int or not 1 <= count < 2**63:
             raise ImportRefused(f"{where}: shingles must be a positive integer")

@@ -54,6 +54,10 @@ async def ingest(
         if r.shingles == 0 or judged.errors[i]:
             r.error = judged.errors[i] or "the text has no words (letters or digits) to compare"
             judged.errors[i] = r.error
+    for i, d in enumerate(docs):  # the API checks this first; the CLI's lines come here
+        problem = records.metadata_problem(d.metadata)
+        if problem is not None and results[i].error is None:
+            results[i].error = judged.errors[i] = problem
     good = [i for i, r in enumerate(results) if r.error is None]
     if similar:
         known = dict(zip(ids, await store.ids.handles(ids), strict=True))
