@@ -206,7 +206,10 @@ class Client:
         """One request (tried again on 503/429 when repeatable); its JSON answer, or
         `missing` on a 404 when one is given."""
         query = {k: _query_value(v) for k, v in (params or {}).items() if v is not None}
-        content = None if body is None else orjson.dumps(body)
+        try:
+            content = None if body is None else orjson.dumps(body)
+        except TypeError as exc:  # text that is not UTF-8, an integer past 64 bits
+            raise ClientError(0, path, f"not sent: the body cannot be JSON ({exc})") from None
         path = self._at(path)
         attempt = 0
         while True:

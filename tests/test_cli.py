@@ -210,3 +210,27 @@ def test_ctrl_c_lets_the_write_in_flight_finish(tmp_path: Path, env: dict) -> No
     assert b"Traceback" not in err
     checked = run("check", "--json", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
+    tmp_path: Path, env: dict
+) -> None:
+    """nan and inf thresholds and a limit out of 1..1000 are refused by the arguments
+    (nan reached a service as null, the default); text that is not UTF-8 is named before
+    it is sent; a data dir that cannot be made is named; a byte order mark is not part of
+    the first id."""
+    nowhere = ["--url", "http://127.0.0.1:9"]  # never reached: each is refused first
+    for args in (["--threshold", "nan"], ["--threshold", "inf"], ["--limit", "0"],
+                 ["--limit", "1001"]):  # fmt: skip
+        done = run("query", "--id", "x", *args, *nowhere, env=env)
+        assert done.returncode == 2 and args[1].encode() in done.stderr, done.stderr
+    done = run("collections", "create", "c", "--threshold", "nan", *nowhere, env=env)
+    assert done.returncode == 2 and b"not a finite number" in done.stderr, done.stderr
+    done = run("query", *nowhere, env=env, stdin=b"abc \xff def")
+    assert done.returncode == 1 and b"not sent" in done.stderr and b"Traceback" not in done.stderr
+    done = run("get", "x", env={**env, "NEARDUP_DATA_DIR": "/proc/nope"})
+    assert done.returncode == 1 and b"NEARDUP_DATA_DIR /proc/nope" in done.stderr, done.stderr
+    src = tmp_path / "bom.txt"
+    src.write_bytes(b"\xef\xbb\xbft1 some words of a first text\nt2 and of a second one\n")
+    assert run("ingest", "--quiet", str(src), env=env).returncode == 0
+    assert run("get", "t1", env=env).returncode == 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from urllib.parse import quote
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from support import oracle
@@ -297,3 +299,63 @@ def test_nested_quotations_are_read_once_as_their_outermost() -> None:
     n = 2000
     (only,) = quoted_texts("<p>" + "<q>" * n + "quoted words" + "</q>" * n + "</p>")
     assert only.split() == ["quoted", "words"]
+
+
+def test_cli_html_through_a_service_is_read_as_the_api_reads_pages(tmp_path: Path) -> None:
+    """`neardup ingest --html --url` sends pages as text/html, so the service learns the
+    site's template and stores each page's own text, as PUT with content_type text/html
+    does: the same shingle counts both ways (it used to send text extracted without it)."""
+    import json
+    import os
+    import subprocess
+
+    from support.corpus import neardup_cmd, read_corpus
+    from support.procs import Server
+
+    shared = "Subscribe to the Daily Gazette for the best local news every single morning"
+    texts = [t for _, t in read_corpus()][:30]
+    pages = {
+        f"https://gazette.example/p{i}": (
+            f"<html><body><article><p>{shared}</p><p>{' '.join(t.split()[:80])}</p>"
+            "</article></body></html>"
+        )
+        for i, t in enumerate(texts)
+    }
+    src = tmp_path / "pages.jsonl"
+    src.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in pages.items()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    server = Server(tmp_path / "served")
+    try:
+        server.wait_ready()
+        done = subprocess.run(
+            [*neardup_cmd(), "ingest", "--quiet", "--html", "--url", server.url, str(src)],
+            env=env, capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        made = httpx.post(server.url + "/collections", json={"name": "byapi"})
+        assert made.status_code == 201, made.text
+        batch = [{"id": k, "text": v, "content_type": "text/html"} for k, v in pages.items()]
+        answer = httpx.post(  # one batch in file order, as the CLI sends them
+            server.url + "/collections/byapi/documents/batch", json={"documents": batch}
+        )
+        assert answer.status_code == 200, answer.text
+        by_api = {
+            doc_id: httpx.get(
+                server.url + "/collections/byapi/documents/" + quote(doc_id, safe="")
+            ).json()["shingles"]
+            for doc_id in pages
+        }
+        by_cli = {
+            doc_id: httpx.get(server.url + "/documents/" + quote(doc_id, safe="")).json()[
+                "shingles"
+            ]
+            for doc_id in pages
+        }
+        assert by_cli == by_api
+        plain = httpx.post(server.url + "/similar", json={"text": shared, "limit": 1})
+        assert plain.status_code == 200  # the template line alone is its own query
+        first = next(iter(pages))
+        text = httpx.get(server.url + "/documents/" + quote(first, safe="")).json()
+        assert shared not in (text.get("text") or "")  # the template came off
+    finally:
+        server.stop()

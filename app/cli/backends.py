@@ -41,6 +41,10 @@ class RefusedError(BackendError):
 
 
 class Backend(Protocol):
+    # Whether it reads pages itself (a service: main text and site templates, as its API
+    # does), so the CLI sends them as text/html instead of their text extracted here.
+    reads_pages: bool
+
     async def ingest(
         self, docs: Sequence[Document], ttl: int | None = None
     ) -> list[dict[str, Any]]: ...
@@ -73,6 +77,8 @@ class Backend(Protocol):
 
 class LocalBackend:
     """Straight into the store named by the service's own settings."""
+
+    reads_pages = False
 
     def __init__(self, index: Index) -> None:
         self.index = index
@@ -176,6 +182,8 @@ class LocalBackend:
 class RemoteBackend:
     """A running neardup service, through the public client (app.client)."""
 
+    reads_pages = True
+
     def __init__(self, client: Client) -> None:
         self.client = client
 
@@ -187,10 +195,13 @@ class RemoteBackend:
         self, docs: Sequence[Document], ttl: int | None = None
     ) -> list[dict[str, Any]]:
         given = {} if ttl is None else {"ttl": ttl}
-        body = [
+        body: list[dict[str, Any]] = [
             {"id": d.id, "text": d.text, "metadata": d.metadata, **given, **_expiry(d, ttl)}
             for d in docs
         ]
+        for item, d in zip(body, docs, strict=True):
+            if d.html:
+                item["content_type"] = "text/html"
         try:
             return [dict(r) for r in (await self.client.ingest_batch(body))["results"]]
         except ClientError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import signal
 import sys
@@ -125,6 +126,30 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
     except httpx.HTTPError as exc:
         print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
     return 1
+
+
+def _finite(value: str) -> float:
+    """A number argument: finite (nan and inf would reach a service as JSON null)."""
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a finite number")
+    return x
+
+
+def _limit(value: str) -> int:
+    """--limit: an integer from 1 to the API's most results."""
+    from app.api.schemas import MAX_LIMIT
+
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer from 1 to {MAX_LIMIT}")
+    return n
 
 
 def _positive_int(value: str) -> int:
@@ -457,7 +482,7 @@ def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
             create.add_argument(
                 flag,
                 dest=name,
-                type=kind,  # type: ignore[arg-type]
+                type=_finite if kind is float else kind,  # type: ignore[arg-type]
                 help=f"NEARDUP_{name.upper()}",
             )
     actions.add_parser("list", help="every collection with its number of documents")
@@ -551,11 +576,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="query with the text of a .pdf, .docx or .odt file instead of stdin",
     )
     query.add_argument(
-        "--threshold", type=float, help="least similarity (None: the collection's threshold)"
+        "--threshold", type=_finite, help="least similarity (None: the collection's threshold)"
     )
     query.add_argument(
         "--limit",
-        type=int,
+        type=_limit,
         default=None,
         help="most results (default: 10 for Jaccard, every source found for containment)",
     )
@@ -589,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     dups = command("duplicates", help="write every near-duplicate pair or group as NDJSON")
     dups.add_argument("--groups", action="store_true", help="connected groups, not pairs")
     dups.add_argument(
-        "--threshold", type=float, help="least similarity (None: the collection's threshold)"
+        "--threshold", type=_finite, help="least similarity (None: the collection's threshold)"
     )
     dups.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
     _add_target(dups)

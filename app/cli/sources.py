@@ -101,6 +101,8 @@ def read_lines(path: str) -> Iterator[Line]:
         parse = None
         for number, line in enumerate(stream, start=1):
             raw = line.rstrip(b"\r\n")
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte order mark (Windows editors write one)
             if not raw.strip():
                 continue
             if parse is None:

@@ -55,6 +55,15 @@ def _batches(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
         yield chunk
 
 
+def page_lines(lines: Iterator[Line]) -> Iterator[Line]:
+    """Lines whose texts are pages, sent as pages: the service reads them (its main-text
+    extraction and the site's template, as for any text/html body)."""
+    for ln in lines:
+        if ln.document is not None:
+            ln = dataclasses.replace(ln, document=dataclasses.replace(ln.document, html=True))
+        yield ln
+
+
 def html_lines(lines: Iterator[Line]) -> Iterator[Line]:
     """Lines whose texts are pages, as lines of their extracted main texts; a page with
     no text becomes a skipped line that says why (as the API's 422 would)."""
@@ -93,7 +102,7 @@ async def ingest(
     )
     lines: Iterator[Line] = itertools.chain.from_iterable(read_lines(p) for p in paths)
     if html:
-        lines = html_lines(lines)
+        lines = page_lines(lines) if backend.reads_pages else html_lines(lines)
     pending: set[asyncio.Task[None]] = set()
     with Progress(*columns, console=err, disable=not progress, transient=False) as bar:
         task = bar.add_task("ingest", total=total, docs=0, rate=0)

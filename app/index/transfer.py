@@ -110,6 +110,8 @@ async def export(
 
 def check_header(index: Index, head: dict[str, Any]) -> None:
     """Refuse an export made with other parameters than the target collection's."""
+    if not isinstance(head, dict):
+        raise ImportRefused(f"the header must be a JSON object, got {str(head)[:200]}")
     if head.get("format") != FORMAT or head.get("version") != VERSION:
         raise ImportRefused(f"not a {FORMAT} version {VERSION} header: {str(head)[:200]}")
     given = head.get("params")

@@ -114,8 +114,14 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 20.0) -> EmbeddedRedis:
         """Take the data dir and start the server on it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.data_dir / "neardup.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.data_dir / "neardup.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise EmbeddedRedisError(
+                f"NEARDUP_DATA_DIR {self.data_dir} cannot hold the embedded Redis "
+                f"({exc.strerror}): name a directory this user may write"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
