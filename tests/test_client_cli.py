@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +174,13 @@ def test_cli_get_delete_export_import(
     lines = out_file.read_text().splitlines()
     assert len(lines) >= 42 and json.loads(lines[0])["format"] == "neardup-export"
     assert json.loads(lines[-1]) == {"end": True, "documents": len(lines) - 2}
+    # A reader that goes away after the first line (`| head -1`) ends the export quietly.
+    cut = subprocess.run(
+        f"{shlex.join([*neardup_cmd(), 'export', *url])} | head -1",
+        shell=True, capture_output=True, timeout=120,
+        env={**os.environ, "NEARDUP_API_KEY": KEY},
+    )  # fmt: skip
+    assert json.loads(cut.stdout)["format"] == "neardup-export" and cut.stderr == b"", cut.stderr
     monkeypatch.setenv("NEARDUP_REDIS_URL", redis_url)
     monkeypatch.setenv("NEARDUP_COLLECTION", f"imp{os.getpid()}")
     monkeypatch.setenv("NEARDUP_DATA_DIR", str(tmp_path / "data"))

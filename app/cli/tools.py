@@ -7,9 +7,10 @@ import dataclasses
 import itertools
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import orjson
 from rich.console import Console
@@ -243,14 +244,31 @@ def _print_containment(
     say(f"{answer['candidates']} candidates aligned")
 
 
+T = TypeVar("T")
+
+
+@asynccontextmanager
+async def _closed(items: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """items, closed on the way out (an async generator's aclose), whatever happened."""
+    try:
+        yield items
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()
+
+
 async def write_duplicates(
     backend: Backend, groups: bool, threshold: float | None, sink: IO[bytes]
 ) -> int:
     """Write every pair (or group) as one JSON line; return how many."""
     count = 0
-    async for item in backend.duplicates(groups, threshold):
-        sink.write(orjson.dumps(item) + b"\n")
-        count += 1
+    # Closed here when the sink breaks (`| head`): a stream left open is closed by the
+    # event loop's shutdown, which prints a traceback about it.
+    async with _closed(backend.duplicates(groups, threshold)) as items:
+        async for item in items:
+            sink.write(orjson.dumps(item) + b"\n")
+            count += 1
     sink.flush()
     return count
 
@@ -281,10 +299,11 @@ def print_check(report: CheckReport, as_json: bool) -> None:
 async def write_export(backend: Backend, where: dict | None, sink: IO[bytes]) -> int:
     """Write the export (header, one line per document, end line); how many documents."""
     count = 0
-    async for item in backend.export(where):
-        sink.write(orjson.dumps(item) + b"\n")
-        if "end" in item:
-            count = int(item["documents"])
+    async with _closed(backend.export(where)) as items:  # as in write_duplicates
+        async for item in items:
+            sink.write(orjson.dumps(item) + b"\n")
+            if "end" in item:
+                count = int(item["documents"])
     sink.flush()
     return count
 
