@@ -234,3 +234,29 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     src.write_bytes(b"\xef\xbb\xbft1 some words of a first text\nt2 and of a second one\n")
     assert run("ingest", "--quiet", str(src), env=env).returncode == 0
     assert run("get", "t1", env=env).returncode == 0
+
+
+def test_an_id_twice_in_a_file_ends_as_its_last_line_through_a_service(
+    tmp_path: Path, env: dict
+) -> None:
+    """Batches travel to a service concurrently; an id whose later line is in a later
+    batch still ends as that later line, as straight on the store."""
+    # The first batch heavy (long texts), the next ones light: unordered, they would
+    # finish in the wrong order.
+    articles = [line.split(" ", 1)[1] for line in CORPUS.read_text().splitlines()]
+    lines = [json.dumps({"id": f"d{i}", "text": articles[i] * 4 if i < 500 else f"doc {i} words"})
+             for i in range(1200)]  # fmt: skip
+    lines[5] = json.dumps({"id": "twice", "text": "the first version of it " * 50})
+    lines[900] = json.dumps({"id": "twice", "text": "the last version"})
+    src = tmp_path / "docs.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    server = Server(tmp_path / "served")
+    try:
+        server.wait_ready()
+        for _ in range(3):
+            done = run("ingest", "--quiet", str(src), "--url", server.url, env=env)
+            assert done.returncode == 0, done.stderr
+            got = json.loads(run("get", "twice", "--url", server.url, env=env).stdout)
+            assert got["shingles"] == 1, got  # "the last version": one word-3 shingle
+    finally:
+        server.stop()
