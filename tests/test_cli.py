@@ -230,6 +230,10 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     assert done.returncode == 1 and b"not sent" in done.stderr and b"Traceback" not in done.stderr
     done = run("get", "x", env={**env, "NEARDUP_DATA_DIR": "/proc/nope"})
     assert done.returncode == 1 and b"NEARDUP_DATA_DIR /proc/nope" in done.stderr, done.stderr
+    fifo = tmp_path / "x.odt"
+    os.mkfifo(fifo)
+    done = run("query", "--file", str(fifo), *nowhere, env=env)
+    assert done.returncode == 2 and b"not a regular file" in done.stderr, done.stderr
     src = tmp_path / "bom.txt"
     src.write_bytes(b"\xef\xbb\xbft1 some words of a first text\nt2 and of a second one\n")
     assert run("ingest", "--quiet", str(src), env=env).returncode == 0

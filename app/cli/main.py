@@ -197,6 +197,9 @@ def _query(args: argparse.Namespace) -> int:
         from app.cli.sources import file_text
         from app.index.formats import FileError
 
+        if not os.path.isfile(args.file):  # a device or a FIFO would be read without end
+            print(f"neardup: {args.file}: not a regular file", file=sys.stderr)
+            return 2
         try:
             text = file_text(args.file)
         except (FileError, OSError) as exc:
