@@ -131,7 +131,7 @@ async def ingest(
             summary.skipped.append(message)
             err.print(message, markup=False, highlight=False, soft_wrap=True)
 
-        sending: dict[str, asyncio.Task[None]] = {}  # id -> the batch in flight holding it
+        holding: dict[asyncio.Task[None], set[str]] = {}  # each batch in flight: its ids
         for chunk in _batches(lines, BATCH):
             for ln in chunk:
                 if ln.error is not None:
@@ -139,11 +139,12 @@ async def ingest(
             ids = {ln.document.id for ln in chunk if ln.document is not None and ln.document.id}
             # An id a batch in flight holds waits for it, so the file's last line wins,
             # as a service's own batch does: batches travel concurrently otherwise.
-            earlier = {sending[i] for i in ids & sending.keys() if not sending[i].done()}
+            holding = {t: held for t, held in holding.items() if not t.done()}
+            earlier = {t for t, held in holding.items() if held & ids}
             if earlier:
                 await asyncio.wait(earlier)
             sent = asyncio.create_task(send(chunk))
-            sending.update(dict.fromkeys(ids, sent))
+            holding[sent] = ids
             pending.add(sent)
             if len(pending) >= IN_FLIGHT:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
