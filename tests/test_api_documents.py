@@ -109,11 +109,13 @@ def test_ids_round_trip_in_paths(client: TestClient, doc_id: str) -> None:
 def test_ids_never_leave_the_collection_prefix(
     client: TestClient, store_url: str, collection: str
 ) -> None:
-    """Ids with ':', '{', '}', '*', spaces and '..' create only keys under the prefix."""
+    """Ids with ':', '{', '}', '*', spaces and dots create only keys under the prefix ('..'
+    alone is no id: a URL path cannot name it)."""
     r = sync_client(store_url)
     before = all_keys(r)
-    for doc_id in ["a:b", "{x}", "*", "..", "line break", "nd:other:ids"]:
+    for doc_id in ["a:b", "{x}", "*", "...", "../x", "line break", "nd:other:ids"]:
         assert client.put(f"/documents/{enc(doc_id)}", json={"text": TEXT}).is_success
+    assert client.put(f"/documents/{enc('..')}", json={"text": TEXT}).status_code == 422
     created = all_keys(r) - before
     assert created
     assert all(k.startswith(f"nd:{collection}:".encode()) for k in created)
