@@ -139,28 +139,27 @@ def _finite(value: str) -> float:
     return x
 
 
+def _counted(value: str, most: float, wrong: str) -> int:
+    """An integer argument from 1 to most; else argparse's error saying wrong."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= most:
+        raise argparse.ArgumentTypeError(wrong)
+    return n
+
+
 def _limit(value: str) -> int:
     """--limit: an integer from 1 to the API's most results."""
     from app.api.schemas import MAX_LIMIT
 
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer from 1 to {MAX_LIMIT}")
-    return n
+    return _counted(value, MAX_LIMIT, f"{value!r} is not an integer from 1 to {MAX_LIMIT}")
 
 
 def _positive_int(value: str) -> int:
     """An argument that must be an integer above 0."""
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer above 0")
-    return n
+    return _counted(value, math.inf, f"{value!r} is not an integer above 0")
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -415,13 +414,7 @@ def _collection_name(value: str) -> str:
 
 
 def _batch_size(value: str) -> int:
-    try:
-        size = int(value)
-    except ValueError:
-        size = 0
-    if not 1 <= size <= MAX_BATCH:
-        raise argparse.ArgumentTypeError(f"a batch is 1 to {MAX_BATCH} documents")
-    return size
+    return _counted(value, MAX_BATCH, f"a batch is 1 to {MAX_BATCH} documents")
 
 
 def _collections(args: argparse.Namespace) -> int:

@@ -475,8 +475,7 @@ async function loadCollections() {
   $("collection-row").hidden = select.options.length < 2;
   select.onchange = () => {
     if (STORED_CHECK.test(location.pathname)) history.pushState(null, "", "/ui/"); // a new check
-    if (select.value === own) sessionStorage.removeItem(CHOSEN_STORE);
-    else sessionStorage.setItem(CHOSEN_STORE, select.value);
+    chooseCollection(select.value === own ? null : select.value);
     state.collection = null; // its parameters (threshold, kept texts) are the chosen one's
     guarded(route());
   };
@@ -696,6 +695,7 @@ async function saveCheck(query) {
   return made;
 }
 
+// The tab's collection: name, or null for the service's own (the unprefixed routes).
 function chooseCollection(name) {
   if (name === null) sessionStorage.removeItem(CHOSEN_STORE);
   else sessionStorage.setItem(CHOSEN_STORE, name);
