@@ -144,16 +144,24 @@ def marked_main(page: str, low: str | None = None) -> str | None:
         tree = body = node = articles = None
 
 
-def too_deep(page: str) -> bool:
-    """Whether the page nests elements deeper than MAX_DEPTH under its <body> (the parse
-    and the probe take linear time)."""
-    tree = body = None  # never leaves this frame (see marked_main)
+def _deep(tree: HTMLTree) -> bool:
+    """Whether a parsed page nests elements deeper than MAX_DEPTH under its <body>
+    (one selector, linear time)."""
+    body = tree.body
     try:
-        tree = HTMLTree.parse(page)
-        body = tree.body
         return body is not None and body.query_selector(_DEEPER) is not None
     finally:
-        tree = body = None
+        body = None  # see marked_main
+
+
+def too_deep(page: str) -> bool:
+    """Whether the page nests elements deeper than MAX_DEPTH under its <body>."""
+    tree = None  # never leaves this frame (see marked_main)
+    try:
+        tree = HTMLTree.parse(page)
+        return _deep(tree)
+    finally:
+        tree = None
 
 
 def _text(page: str) -> str:
@@ -165,16 +173,25 @@ def _text(page: str) -> str:
         text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
         if _WORD.search(text):
             return text
-    text = ""
-    if not too_deep(page):
-        text = extract_plain_text(
-            page, main_content=True, alt_texts=False, list_bullets=False, skip_elements=skips
-        )
-    if not _WORD.search(text):
-        # A page too plain for the heuristics (no article markup), or nested too deep
-        # for them: all its visible text.
-        text = extract_plain_text(page, alt_texts=False, list_bullets=False, skip_elements=skips)
-    return text
+    # One parse serves the depth probe and both extractions (the tree never leaves this
+    # frame, as in marked_main).
+    tree = None
+    try:
+        tree = HTMLTree.parse(page)
+        text = ""
+        if not _deep(tree):
+            text = extract_plain_text(
+                tree, main_content=True, alt_texts=False, list_bullets=False, skip_elements=skips
+            )
+        if not _WORD.search(text):
+            # A page too plain for the heuristics (no article markup), or nested too
+            # deep for them: all its visible text.
+            text = extract_plain_text(
+                tree, alt_texts=False, list_bullets=False, skip_elements=skips
+            )
+        return text
+    finally:
+        tree = None
 
 
 def extract(html: str) -> str:
