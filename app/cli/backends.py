@@ -102,6 +102,8 @@ class LocalBackend:
                     # between its steps it would leave ids without records (the check's
                     # dangling_ids), which a service's own writes never leave.
                     await asyncio.wait([write])
+                    if not write.cancelled():
+                        write.exception()  # read: the tool is stopping either way
                     raise
         except Invalid as exc:  # the batch refused whole, as the service's 422
             raise RefusedError(str(exc)) from None

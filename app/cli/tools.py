@@ -132,25 +132,33 @@ async def ingest(
             err.print(message, markup=False, highlight=False, soft_wrap=True)
 
         holding: dict[asyncio.Task[None], set[str]] = {}  # each batch in flight: its ids
-        for chunk in _batches(lines, BATCH):
-            for ln in chunk:
-                if ln.error is not None:
-                    skip(ln, ln.error)
-            ids = {ln.document.id for ln in chunk if ln.document is not None and ln.document.id}
-            # An id a batch in flight holds waits for it, so the file's last line wins,
-            # as a service's own batch does: batches travel concurrently otherwise.
-            holding = {t: held for t, held in holding.items() if not t.done()}
-            earlier = {t for t, held in holding.items() if held & ids}
-            if earlier:
-                await asyncio.wait(earlier)
-            sent = asyncio.create_task(send(chunk))
-            holding[sent] = ids
-            pending.add(sent)
-            if len(pending) >= IN_FLIGHT:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for t in done:
-                    t.result()
-        await asyncio.gather(*pending)
+        try:
+            for chunk in _batches(lines, BATCH):
+                for ln in chunk:
+                    if ln.error is not None:
+                        skip(ln, ln.error)
+                ids = {ln.document.id for ln in chunk if ln.document is not None and ln.document.id}
+                # An id a batch in flight holds waits for it, so the file's last line wins,
+                # as a service's own batch does: batches travel concurrently otherwise.
+                holding = {t: held for t, held in holding.items() if not t.done()}
+                earlier = {t for t, held in holding.items() if held & ids}
+                if earlier:
+                    await asyncio.wait(earlier)
+                sent = asyncio.create_task(send(chunk))
+                holding[sent] = ids
+                pending.add(sent)
+                if len(pending) >= IN_FLIGHT:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for t in done:
+                        t.result()
+            await asyncio.gather(*pending)
+        except asyncio.CancelledError:
+            # Interrupted (Ctrl-C): the batches not yet writing stop, a write in flight
+            # finishes (app.cli.backends), all before the store is closed behind them.
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
     summary.seconds = time.monotonic() - started
     return summary
 
