@@ -155,6 +155,14 @@ ND_EXPORT int nd_layout_expand(const uint8_t *in, uint64_t in_len, uint8_t *out,
 /* ------------------------------------------------------------------ */
 /* Passage layouts packed from winnow outputs (format 1, see neardup.h) */
 
+/* Whether a span's gap or length goes to the overflow list (its nibble 15): 15 or more,
+ * or negative. A gap is negative where one code point folds into several words (U+00BD
+ * into 1 and 2, Thai U+0E41 into two letters): they share its span, so the second starts
+ * before the first ends; such a value is kept as its low 32 bits, read back signed. */
+static inline int escaped(uint64_t value) {
+    return (int64_t)value >= 15 || (int64_t)value < 0;
+}
+
 /* The first of n ascending starts that is >= value (numpy's searchsorted, side left). */
 static uint64_t first_at_or_after(const int64_t *starts, uint64_t n, int64_t value) {
     uint64_t lo = 0, hi = n;
@@ -206,7 +214,7 @@ static uint64_t layout_pack(const uint64_t *a_hashes, const int64_t *a_starts, u
     for (uint64_t j = 0; j < nw; j++) {
         uint64_t gap = (uint64_t)w_starts[j] - prev_end;
         uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
-        int big_gap = (int64_t)gap >= 15, big_len = (int64_t)len >= 15;
+        int big_gap = escaped(gap), big_len = escaped(len);
         if (big_gap) {
             store_le32(overflow, (uint32_t)gap);
             overflow += 4;
@@ -333,9 +341,9 @@ static uint64_t layout3_pack(const uint64_t *a_hashes, const int64_t *a_starts, 
         uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
         if (gap != 1) {
             odd++;
-            big_gaps += (int64_t)gap >= 15;
+            big_gaps += escaped(gap);
         }
-        big_lens += (int64_t)len >= 15;
+        big_lens += escaped(len);
         prev_end = (uint64_t)w_ends[j];
     }
     uint8_t *lens = p, *bitmap = lens + (nw + 1) / 2, *gap_nibbles = bitmap + (nw + 7) / 8;
@@ -347,7 +355,7 @@ static uint64_t layout3_pack(const uint64_t *a_hashes, const int64_t *a_starts, 
         uint64_t gap = (uint64_t)w_starts[j] - prev_end;
         uint64_t len = (uint64_t)w_ends[j] - (uint64_t)w_starts[j];
         unsigned len4 = (unsigned)len & 15u;
-        if ((int64_t)len >= 15) {
+        if (escaped(len)) {
             len4 = 15;
             store_le32(len_values, (uint32_t)len);
             len_values += 4;
@@ -355,7 +363,7 @@ static uint64_t layout3_pack(const uint64_t *a_hashes, const int64_t *a_starts, 
         lens[j / 2] |= (uint8_t)(j % 2 ? len4 : len4 << 4);
         if (gap != 1) {
             unsigned gap4 = (unsigned)gap & 15u;
-            if ((int64_t)gap >= 15) {
+            if (escaped(gap)) {
                 gap4 = 15;
                 store_le32(gap_values, (uint32_t)gap);
                 gap_values += 4;

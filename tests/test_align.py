@@ -259,6 +259,46 @@ def test_an_ingest_batch_packs_as_each_layout_does() -> None:
             assert Layout.unpack(got).words == len(_word_spans(texts[i])), (bits, i)
 
 
+def test_words_that_share_a_code_point_keep_their_spans() -> None:
+    """Words folded out of one code point (1/2, Thai sara ae, polytonic omega, the
+    square "corporation") share its span, so the next starts before one ends: formats 1,
+    2 and 3, packed by the kernel and by numpy, read those spans back as the oracle puts
+    them."""
+    from support import oracle
+
+    from app.index.passages import layouts_of
+
+    texts = [
+        "\u00bd cup of flour and \u00bd of sugar",
+        "\u0e01 \u0e41\u0e21\u0e48 \u0e02 " * 4,
+        "\u03c4\u1ff7 \u03bb\u03cc\u03b3\u1ff3 \u03ba\u03b1\u1f76 \u03c4\u1fc7 \u03c8\u03c5\u03c7\u1fc7",
+        "\u682a \u337f \u4f1a\u793e x y z",
+        "a\u00bdb \u00bd\u00bd end of it",
+    ]
+    for bits in (0, 8):
+        params = Params.create(
+            "word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=bits, tokenizer=2
+        )
+        a, w = _winnowed(params, texts)
+        by_kernel = kernel.pack_layouts(a, w, bits=bits)
+        by_numpy = [
+            lay.pack()
+            for lay in layouts_of(
+                a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, bits
+            )
+        ]
+        for i, text in enumerate(texts):
+            want = [(ls[0][1], ls[-1][1] + 1) for ls, _ in oracle.word_letters2(text)]
+            assert any(s1 > s2 for (_, s1), (s2, _) in zip(want, want[1:])), i  # overlaps
+            packed = [by_kernel[i], by_numpy[i]]
+            if not bits:
+                packed.append(kernel.expand_layout(kernel.compact_layout(by_kernel[i])))
+            for raw in packed:
+                lay = Layout.unpack(raw)
+                assert list(zip(lay.starts.tolist(), lay.ends.tolist())) == want, (bits, i)
+            assert by_kernel[i] == by_numpy[i], (bits, i)
+
+
 def test_a_batch_with_anchors_far_apart_packs_their_words_whole() -> None:
     """Anchors more than 255 words apart (no one-byte steps) pack, in a batch, as
     Layout.pack packs them alone."""
@@ -333,3 +373,35 @@ def test_a_stored_document_finds_the_source_it_copies_with_edits(
     last = max(i for i, (_, b) in enumerate(q_words) if b <= truth.query_end)
     assert abs(starts.index(p.query_start) - first) <= 2
     assert abs([b for _, b in q_words].index(p.query_end) - last) <= 2
+
+
+def test_a_source_with_a_code_point_of_two_words_is_aligned(
+    redis_url: str, collection: str
+) -> None:
+    """A stored text holding a code point folded into two words (1/2) answers a
+    containment query, by text and by id, with the copied passage at its exact edges."""
+    copied = (
+        "glaciers in the alps lost a tenth of their remaining ice in two summers and the "
+        "scientists who measure them every year say the melt outpaced every model so far"
+    )
+    source = "\u00bd " + copied + " and more besides"
+    query = "an essay opens here and then " + copied + " before it ends"
+
+    async def run() -> tuple:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(source, "half"), Document(query, "essay")])
+            by_text = await index.containment_of_text(query, 0.01, 10)
+            by_id = await index.containment_of_id("essay", 0.01, 10)
+            return by_text, by_id
+        finally:
+            await store.close()
+
+    for answer in asyncio.run(run()):
+        assert answer is not None
+        found = [r for r in answer.results if r.id != "essay"]  # by text: itself too
+        assert [r.id for r in found] == ["half"]
+        (p,) = found[0].passages
+        assert query[p.query_start : p.query_end] == copied
+        assert source[p.source_start : p.source_end] == copied

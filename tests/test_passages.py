@@ -240,3 +240,20 @@ def test_layout_round_trips() -> None:
         back = Layout.unpack(layout.pack())
         for name in ("anchor_hashes", "anchor_words", "word_hashes", "starts", "ends"):
             assert np.array_equal(getattr(back, name), getattr(layout, name)), name
+
+
+def test_a_layout_missing_its_overflow_says_it_is_damaged() -> None:
+    """Spans whose overflow values are missing (as an older release stored a negative gap)
+    raise DamagedLayout, which containment skips, in formats 1 and 3."""
+    from app.index.passages import DamagedLayout
+
+    starts = np.array([0, 3, 40], np.int64)  # the last gap (35) overflows its 4 bits
+    for bits in (0, 8):
+        layout = Layout(
+            np.array([7], np.uint32), np.array([0]), np.array([1, 2, 3], np.uint8),
+            starts, starts + 2, bits=bits,
+        )  # fmt: skip
+        raw = layout.pack()
+        assert Layout.unpack(raw).starts.tolist() == [0, 3, 40]
+        with pytest.raises(DamagedLayout):
+            _ = Layout.unpack(raw[:-4]).starts

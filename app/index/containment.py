@@ -24,7 +24,7 @@ from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
 from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
-from app.index.passages import Layout, Overdue, covered_runs, merge
+from app.index.passages import DamagedLayout, Layout, Overdue, covered_runs, merge
 from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
@@ -169,11 +169,16 @@ async def contained(
             ):
                 continue
             source = Layout.unpack(layout_raw)
-            passages, capped_here = align(indexed, source, k, piece_words, deadline)
+            try:
+                passages, capped_here = align(indexed, source, k, piece_words, deadline)
+                if set_aside is not None:  # the one place exclusions apply
+                    passages = set_aside.trim(passages, layout, source, piece_words)
+            except DamagedLayout:
+                # Spans an older release stored without their overflow: no exact edges
+                # to give, so no passages; re-ingesting the source mends it.
+                continue
             if capped_here:
                 cut.append(h)
-            if set_aside is not None:  # the one place exclusions apply
-                passages = set_aside.trim(passages, layout, source, piece_words)
             if not passages:
                 continue
             longest = max(b - a for a, b in (x.query_words for x in passages))

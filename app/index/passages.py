@@ -54,6 +54,20 @@ _STEPS = 0x100
 WORD_BITS = tuple(range(4, 17))
 
 
+class DamagedLayout(ValueError):
+    """A stored layout whose spans cannot be read: one written before 2026-11-26 by a
+    release that kept no overflow value for a negative gap (see _escaped). Its text must be
+    ingested again; a query skips such a source rather than fail."""
+
+
+def _escaped(values: np.ndarray) -> np.ndarray:
+    """Which gaps or lengths go to the overflow list (their nibble 15): 15 or more, or
+    negative. A gap is negative where one code point folds into several words (U+00BD
+    into 1 and 2, Thai U+0E41 into two letters): they share its span, so the second
+    starts before the first ends. Overflow values are int32: a text is far under 2**31."""
+    return (values >= _ESCAPE) | (values < 0)
+
+
 def _pack_nibbles(values: np.ndarray) -> bytes:
     """4-bit values two to a byte, the first in the high half."""
     v = np.asarray(values, np.uint8) & 15
@@ -149,7 +163,7 @@ class Layout:
         gaps = self.starts - np.concatenate(([0], self.ends[:-1]))
         lens = self.ends - self.starts
         pairs = np.stack([gaps, lens], 1).astype(np.int64)
-        big = pairs >= _ESCAPE
+        big = _escaped(pairs)
         nibbles = np.where(big, _ESCAPE, pairs)
         word_type = "<u2" if self.words < 1 << 16 else "<u4"
         return b"".join(
@@ -159,7 +173,7 @@ class Layout:
                 self.anchor_words.astype(word_type).tobytes(),
                 _pack_nibbles(self.word_hashes),
                 ((nibbles[:, 0] << 4) | nibbles[:, 1]).astype(np.uint8).tobytes(),
-                pairs[big].astype("<u4").tobytes(),
+                pairs[big].astype("<i4").tobytes(),
             )
         )
 
@@ -197,7 +211,7 @@ class Layout:
         lens = ends - starts
         odd = gaps != 1
         odd_gaps = gaps[odd]
-        big_gaps, big_lens = odd_gaps >= _ESCAPE, lens >= _ESCAPE
+        big_gaps, big_lens = _escaped(odd_gaps), _escaped(lens)
         overflow = np.concatenate((odd_gaps[big_gaps], lens[big_lens]))
         steps = np.diff(self.anchor_words, prepend=0)
         kind = bits
@@ -214,10 +228,10 @@ class Layout:
                 self.anchor_hashes.astype("<u4").tobytes(),
                 anchor_words,
                 _pack_bits(self.word_hashes, bits),
-                _pack_nibbles(np.minimum(lens, _ESCAPE)),
+                _pack_nibbles(np.where(big_lens, _ESCAPE, lens)),
                 np.packbits(odd, bitorder="little").tobytes(),
-                _pack_nibbles(np.minimum(odd_gaps, _ESCAPE)),
-                overflow.astype("<u4").tobytes(),
+                _pack_nibbles(np.where(big_gaps, _ESCAPE, odd_gaps)),
+                overflow.astype("<i4").tobytes(),
             )
         )
 
@@ -259,7 +273,9 @@ class Layout:
         pos += (n_odd + 1) // 2
         big_gaps, big_lens = odd_gaps == _ESCAPE, lens == _ESCAPE
         n_big = int(big_gaps.sum()) + int(big_lens.sum())
-        overflow = np.frombuffer(raw, "<u4", n_big, pos).astype(np.int64)
+        if len(raw) - pos < 4 * n_big:
+            raise DamagedLayout("a passage layout's spans lack overflow values")
+        overflow = np.frombuffer(raw, "<i4", n_big, pos).astype(np.int64)
         odd_gaps[big_gaps] = overflow[: int(big_gaps.sum())]
         lens[big_lens] = overflow[int(big_gaps.sum()) :]
         gaps = np.ones(n, np.int64)
@@ -276,9 +292,11 @@ class Layout:
         n = len(self.word_hashes)
         packed = np.frombuffer(raw, np.uint8, n, pos).astype(np.int64)
         pairs = np.stack([packed >> 4, packed & 15], 1)
+        big = pairs == _ESCAPE
+        if int(big.sum()) != n_overflow or len(raw) - pos - n < 4 * n_overflow:
+            raise DamagedLayout("a passage layout's spans lack overflow values")
         if n_overflow:
-            big = pairs == _ESCAPE
-            pairs[big] = np.frombuffer(raw, "<u4", n_overflow, pos + n).astype(np.int64)
+            pairs[big] = np.frombuffer(raw, "<i4", n_overflow, pos + n).astype(np.int64)
         gaps, lens = pairs[:, 0], pairs[:, 1]
         self._starts = np.cumsum(gaps + np.concatenate(([0], lens[:-1])))
         self._ends = self._starts + lens
@@ -501,8 +519,8 @@ def pack_batch(
     odd = gaps != 1
     odd_gaps = gaps[odd]
     odd_count = np.bincount(text_of_word[odd], minlength=n)
-    big_gap = odd_gaps >= _ESCAPE
-    big_len = lens >= _ESCAPE
+    big_gap = _escaped(odd_gaps)
+    big_len = _escaped(lens)
     gap_over = np.bincount(text_of_word[odd][big_gap], minlength=n)
     len_over = np.bincount(text_of_word[big_len], minlength=n)
     mask = (1 << bits) - 1
@@ -514,11 +532,11 @@ def pack_batch(
     a_hash = low.astype("<u4").tobytes()
     a_steps = steps.astype(np.uint8).tobytes()
     h_buf = hashes.tobytes()
-    len_buf, len_at = _grouped(np.minimum(lens, _ESCAPE), w_count, 2)
+    len_buf, len_at = _grouped(np.where(big_len, _ESCAPE, lens), w_count, 2)
     odd_buf, odd_at = _grouped(odd.astype(np.uint8), w_count, 8)
-    gap_buf, gap_at = _grouped(np.minimum(odd_gaps, _ESCAPE), odd_count, 2)
-    gap_vals = odd_gaps[big_gap].astype("<u4").tobytes()
-    len_vals = lens[big_len].astype("<u4").tobytes()
+    gap_buf, gap_at = _grouped(np.where(big_gap, _ESCAPE, odd_gaps), odd_count, 2)
+    gap_vals = odd_gaps[big_gap].astype("<i4").tobytes()
+    len_vals = lens[big_len].astype("<i4").tobytes()
     g_at = np.concatenate(([0], np.cumsum(gap_over))) * 4
     l_at = np.concatenate(([0], np.cumsum(len_over))) * 4
     out = []
