@@ -12,7 +12,8 @@ in one of these ways:
   space or soft hyphen inside some words, Cyrillic look-alikes (U+0430, U+0435, U+043E)
   in some words, and words hyphenated at line ends (folded by the normalisation issue,
   #26, not by this one);
-- block: the passage with one 8-word run in its middle replaced (a rewritten clause).
+- block: the passage with one 8-word run in its middle replaced (a rewritten clause);
+- shuffle: its sentences in another order (since 2026-11-26: not in figures before it).
 
 Ingest rate and Redis bytes per document are measured apart, on --docs synthetic
 documents of 200-400 Zipf words (bench/common.py, as bench/passages.py), ingested in

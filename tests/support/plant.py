@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from support.corpus import read_corpus
 from support.pan import Span
 
-KINDS = ("verbatim", "edit5", "edit15", "swaps", "disguise", "block")
+KINDS = ("verbatim", "edit5", "edit15", "swaps", "disguise", "block", "shuffle")
 HOST_WORDS = 1000
 SOURCES = 500
 
@@ -69,6 +69,21 @@ def _disguise(text: str, rng: random.Random) -> str:
     return out[0] + "".join(s + w for s, w in zip(seps, out[1:], strict=True))
 
 
+def _shuffle(piece: str, rng: random.Random) -> str:
+    """The piece's sentences in another order (a piece of one sentence: its thirds)."""
+    parts = re.split(r"(?<=[.!?]) +", piece)
+    if len(parts) < 2:
+        words = piece.split()
+        third = max(1, len(words) // 3)
+        parts = [" ".join(words[i : i + third]) for i in range(0, len(words), third)]
+    if len(parts) < 2:
+        return piece
+    order = list(range(len(parts)))
+    while order == sorted(order):
+        rng.shuffle(order)
+    return " ".join(parts[i] for i in order)
+
+
 def change(kind: str, piece: str, rng: random.Random, vocab: list[str]) -> str:
     words = piece.split()
     if kind == "verbatim":
@@ -81,6 +96,8 @@ def change(kind: str, piece: str, rng: random.Random, vocab: list[str]) -> str:
         return " ".join(_edit(_swap(words, 0.12, rng), 0.03, rng, vocab))
     if kind == "disguise":
         return _disguise(piece, rng)
+    if kind == "shuffle":
+        return _shuffle(piece, rng)
     if kind == "block":
         at = rng.randrange(len(words) // 3, max(len(words) // 3 + 1, 2 * len(words) // 3 - 8))
         return " ".join(words[:at] + rng.sample(vocab, 8) + words[at + 8 :])
