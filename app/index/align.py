@@ -17,7 +17,9 @@ seeded densely rather than only at the winnowed anchors that found it:
    in both texts, paying for the words between them and for a change of diagonal (insertions and
    deletions). One edited copy is one chain; chains that still meet within
    ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
-   merge nearby seeds.
+   merge nearby seeds, and so are chains that follow one another in the query whose
+   source ranges, in any order, leave no hole over ``SOURCE_HOLE`` words (a copy whose
+   sentences were reordered).
 4. **Exact edges.** A chain starts at its first seed and ends at its last, which match
    word for word; a short extension past them takes a last edited word only when a
    matching word follows it (X-drop), so an edge stops at the first and last matching
@@ -55,6 +57,10 @@ GAP_COST = 0.3
 DIAG_COST = 0.5
 # Chains whose ends meet within this many words in both texts are one passage.
 MERGE_GAP = 10
+# ... and chains that follow one another in the query (within MERGE_GAP) are one passage
+# where their source ranges, in any order, leave no hole over this many words: a sentence
+# of a reordered copy that holds no seed (PAN's cases keep such a copy whole).
+SOURCE_HOLE = 30
 # Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
 # below the best score.
 EXT_MATCH = 2
@@ -491,19 +497,47 @@ def _repeated(
 
 
 def _merge(pieces: list[list[int]]) -> list[list[int]]:
-    """Pieces (qa, qb, sa, sb, matched) that continue one another, in both texts, as one."""
+    """Pieces (qa, qb, sa, sb, matched) that continue one another in both texts, as one.
+
+    Pieces that follow one another in the query, each within MERGE_GAP words of the last,
+    are one passage where their source ranges, in whatever order, leave no hole over
+    SOURCE_HOLE words: a copy whose sentences were reordered is one copy, as PAN counts it
+    (granularity), and its ends are the ends of its extreme pieces in each text. A piece
+    from elsewhere in the source between two such pieces keeps them apart."""
     merged: list[list[int]] = []
-    for piece in sorted(pieces):
-        if merged:
-            last = merged[-1]
-            q_gap, s_gap = piece[0] - last[1], piece[2] - last[3]
-            if q_gap <= MERGE_GAP and -MERGE_GAP <= s_gap <= MERGE_GAP and piece[3] > last[3]:
+    pieces = sorted(pieces)
+    i = 0
+    while i < len(pieces):
+        j, end = i + 1, pieces[i][1]
+        while j < len(pieces) and pieces[j][0] - end <= MERGE_GAP:
+            end = max(end, pieces[j][1])
+            j += 1
+        run = pieces[i:j]
+        part = _source_parts(run)
+        for n, piece in enumerate(run):
+            if n and part[n] == part[n - 1]:
+                last = merged[-1]
                 last[1], last[3] = max(last[1], piece[1]), max(last[3], piece[3])
                 last[2] = min(last[2], piece[2])
                 last[4] += piece[4]
-                continue
-        merged.append(list(piece))
+            else:
+                merged.append(list(piece))
+        i = j
     return merged
+
+
+def _source_parts(run: list[list[int]]) -> list[int]:
+    """For each piece of run, which part of the source it lies in: pieces whose source
+    ranges reach within SOURCE_HOLE words of one another, in source order, share a part."""
+    part = [0] * len(run)
+    reach: int | None = None
+    n = 0
+    for x in sorted(range(len(run)), key=lambda x: run[x][2]):
+        if reach is not None and run[x][2] - reach > SOURCE_HOLE:
+            n += 1
+        part[x] = n
+        reach = run[x][3] if reach is None else max(reach, run[x][3])
+    return part
 
 
 def _align_dense(
@@ -536,11 +570,15 @@ def _align_dense(
         taken[qa:qb] = True
         pieces.append([qa, qb, sa, sb, matched])
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
-    kept = []
-    for qa, qb, sa, sb, matched in _merge(pieces):
+    # Each piece's edges extended before merging: a merged passage's ends are then those
+    # of its extreme pieces even where its pieces were reordered.
+    for piece in pieces:
+        qa, qb, sa, sb, _ = piece
         left = _extend(qh, qa - 1, sh, sa - 1, -1)
         right = _extend(qh, qb, sh, sb, 1)
-        qa, sa, qb, sb = qa - left, sa - left, qb + right, sb + right
+        piece[:4] = qa - left, qb + right, sa - left, sb + right
+    kept = []
+    for qa, qb, sa, sb, matched in _merge(pieces):
         if qb - qa < min_words or sb - sa < min_words:
             continue
         if matched < MIN_MATCHED * (qb - qa):
