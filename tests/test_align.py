@@ -75,7 +75,10 @@ def _scored(plants: list, answers: list, kind: str) -> tuple:
 @pytest.fixture(scope="module")
 def planted() -> tuple[dict[str, str], list]:
     sources, plants = plantings(
-        12, seed=11, kinds=("edit5", "edit15", "swaps", "shuffle"), host_words=400,
+        12,
+        seed=11,
+        kinds=("edit5", "edit15", "swaps", "shuffle"),
+        host_words=400,
         sources_wanted=120,
     )
     return sources, plants
