@@ -570,6 +570,26 @@ def _fingerprint(name: str, x: Any) -> U32:
     return np.ascontiguousarray(arr)
 
 
+def _sorted_fingerprint(name: str, x: Any) -> U32:
+    """A fingerprint as _fingerprint gives it, refused unless sorted and distinct: the
+    intersections assume it, and their SIMD and scalar paths disagree on other input."""
+    arr = _fingerprint(name, x)
+    if len(arr) > 1 and bool(np.any(arr[1:] <= arr[:-1])):
+        raise InvalidParameterError(f"{name} must be sorted and distinct")
+    return arr
+
+
+def _index_array(name: str, x: Any, dtype: type) -> Any:
+    """x as a contiguous array of dtype (offsets, starts, counts), refusing values that
+    do not fit it (numpy raises OverflowError, which is no ValueError)."""
+    try:
+        return np.ascontiguousarray(x, dtype=dtype)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"{name} must hold {np.dtype(dtype).name} values: {exc}"
+        ) from None
+
+
 def _threshold(threshold: float) -> float:
     t = float(threshold)
     if t != t:
@@ -582,7 +602,7 @@ def jaccard(a: Any, b: Any, *, fingerprint_size: int = 256, simd: bool = True) -
 
     Exact when both fingerprints are complete (shorter than ``fingerprint_size``).
     """
-    b_arr = _fingerprint("b", b)
+    b_arr = _sorted_fingerprint("b", b)
     offsets = np.array([0, len(b_arr)], dtype=np.uint64)
     out = jaccard_many_packed(a, b_arr, offsets, fingerprint_size=fingerprint_size, simd=simd)
     return float(out[0])
@@ -599,13 +619,15 @@ def jaccard_many_packed(
 ) -> npt.NDArray[np.float64]:
     """One query fingerprint against packed candidates (``values``, ``offsets`` of n + 1).
 
-    Returns float64 [n]: the estimate, or 0.0 where it is below ``threshold``.
+    Returns float64 [n]: the estimate, or 0.0 where it is below ``threshold``. The query
+    must be sorted and distinct (checked); so must each candidate, which is not checked
+    here (a scan's candidates come from stored records): jaccard_many checks them.
     """
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     t = _threshold(threshold)
-    q = _fingerprint("query", query)
+    q = _sorted_fingerprint("query", query)
     vals = _fingerprint("values", values)
-    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    offs = _index_array("offsets", offsets, np.uint64)
     if offs.ndim != 1 or offs.shape[0] < 1:
         raise InvalidParameterError("offsets must be a 1-D array of n + 1 uint64 values")
     n = offs.shape[0] - 1
@@ -639,7 +661,7 @@ def jaccard_many(
     simd: bool = True,
 ) -> npt.NDArray[np.float64]:
     """One query fingerprint against a list of candidate fingerprints (see jaccard_many_packed)."""
-    arrays = [_fingerprint(f"candidates[{i}]", c) for i, c in enumerate(candidates)]
+    arrays = [_sorted_fingerprint(f"candidates[{i}]", c) for i, c in enumerate(candidates)]
     offsets = np.zeros(len(arrays) + 1, dtype=np.uint64)
     if arrays:
         np.cumsum([len(a) for a in arrays], out=offsets[1:])
@@ -695,7 +717,7 @@ def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8
     Returns (data, data_offsets): fingerprint i's encoding is data[data_offsets[i]:...[i + 1]].
     """
     vals = _fingerprint("values", values)
-    offs = np.ascontiguousarray(offsets, dtype=np.uint64)
+    offs = _index_array("offsets", offsets, np.uint64)
     if offs.ndim != 1 or offs.shape[0] < 1:
         raise InvalidParameterError("offsets must be a 1-D array of n + 1 uint64 values")
     n = offs.shape[0] - 1
@@ -728,9 +750,9 @@ def encode_fingerprint(fingerprint: Any) -> bytes:
 
 def _encoded_args(enc: Encoded) -> tuple[Any, int, U64, U64, U32]:
     n = len(enc.counts)
-    starts = np.ascontiguousarray(enc.starts, dtype=np.uint64)
-    ends = np.ascontiguousarray(enc.ends, dtype=np.uint64)
-    counts = np.ascontiguousarray(enc.counts, dtype=np.uint32)
+    starts = _index_array("starts", enc.starts, np.uint64)
+    ends = _index_array("ends", enc.ends, np.uint64)
+    counts = _index_array("counts", enc.counts, np.uint32)
     if starts.shape != (n,) or ends.shape != (n,):
         raise InvalidParameterError("starts, ends and counts must be 1-D arrays of n values")
     data = ffi.from_buffer("uint8_t[]", enc.data)
@@ -759,6 +781,13 @@ def decode_fingerprints(enc: Encoded) -> tuple[U32, U64]:
     """
     data, size, starts, ends, counts = _encoded_args(enc)
     n = len(counts)
+    most = max(counts.tolist()) if n <= _FEW else int(counts.max(initial=0))
+    if n and most > MAX_FINGERPRINT_SIZE:  # before allocating room for it
+        bad = int(np.flatnonzero(counts > MAX_FINGERPRINT_SIZE)[0])
+        raise MalformedFingerprintError(
+            f"compressed fingerprint {bad} claims {int(counts[bad]):,} values, over the "
+            f"{MAX_FINGERPRINT_SIZE:,} a fingerprint may hold"
+        )
     total = sum(counts.tolist()) if n <= _FEW else int(counts.sum(dtype=np.uint64))
     out = np.empty(total, dtype=np.uint32)
     offsets = np.zeros(n + 1, dtype=np.uint64)
@@ -796,7 +825,7 @@ def jaccard_many_encoded(
     """
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     t = _threshold(threshold)
-    q = _fingerprint("query", query)
+    q = _sorted_fingerprint("query", query)
     data, size, starts, ends, counts = _encoded_args(enc)
     n = len(counts)
     out = np.zeros(n, dtype=np.float64)

@@ -210,3 +210,42 @@ def test_a_malformed_candidate_is_reported() -> None:
     enc = _encoded([good, good[:-1]], [3, 3])
     with pytest.raises(kernel.MalformedFingerprintError, match="fingerprint 1"):
         kernel.jaccard_many_encoded(np.array([1, 2, 3], np.uint32), enc)
+
+
+@pytest.mark.parametrize("simd", [True, False])
+def test_a_fingerprint_out_of_order_is_refused(simd: bool) -> None:
+    """A query (or a listed candidate) that is not sorted and distinct is refused on both
+    paths, which would otherwise disagree (found by fuzzing: 0.47 against 0.04)."""
+    good = np.arange(16, dtype=np.uint32)
+    enc = _encoded([kernel.encode_fingerprint(good)], [16])
+    for bad in (np.full(17, 7, np.uint32), np.arange(17, dtype=np.uint32)[::-1].copy()):
+        with pytest.raises(kernel.KernelError, match="sorted and distinct"):
+            kernel.jaccard(bad, good, fingerprint_size=8, simd=simd)
+        with pytest.raises(kernel.KernelError, match="sorted and distinct"):
+            kernel.jaccard(good, bad, fingerprint_size=8, simd=simd)
+        with pytest.raises(kernel.KernelError, match="sorted and distinct"):
+            kernel.jaccard_many(good, [good, bad], simd=simd)
+        with pytest.raises(kernel.KernelError, match="sorted and distinct"):
+            kernel.jaccard_many_packed(bad, good, [0, 16], simd=simd)
+        with pytest.raises(kernel.KernelError, match="sorted and distinct"):
+            kernel.jaccard_many_encoded(bad, enc, simd=simd)
+
+
+def test_indexes_out_of_their_range_are_kernel_errors() -> None:
+    """Negative or too large offsets, starts and counts raise KernelError (a ValueError),
+    not numpy's OverflowError; a count over the largest fingerprint is refused before
+    room for it is allocated."""
+    one = np.array([1], np.uint32)
+    calls = (
+        lambda: kernel.jaccard_many_packed(one, one, [-1, 0]),
+        lambda: kernel.encode_fingerprints(one, [0, -1]),
+        lambda: kernel.decode_fingerprints(kernel.Encoded(b"\0\1", [0], [2], [2**33])),
+        lambda: kernel.jaccard_many_encoded(one, kernel.Encoded(b"\0\1", [-1], [2], [1])),
+    )
+    for call in calls:
+        with pytest.raises(kernel.KernelError, match="must hold"):
+            call()
+    huge = kernel.Encoded(b"\0\1", np.array([0], np.uint64), np.array([2], np.uint64),
+                          np.array([2**31], np.uint32))  # fmt: skip
+    with pytest.raises(kernel.MalformedFingerprintError, match="claims"):
+        kernel.decode_fingerprints(huge)
