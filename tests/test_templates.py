@@ -148,6 +148,17 @@ def test_thin_matches_say_so(client: TestClient) -> None:
     assert all("thin" not in m for m in answer["results"])
 
 
+def test_a_stored_thin_page_says_so_by_id(client: TestClient) -> None:
+    """GET /similar/{id} of a stored thin page says thin: true, as a POST of the page does;
+    a page with text of its own does not."""
+    pages = _site()
+    _ingest(client, pages)
+    answer = client.get(f"/similar/{SITE}/thin1.html").json()
+    assert answer["thin"] is True
+    answer = client.get(f"/similar/{SITE}/p1.html").json()
+    assert "thin" not in answer
+
+
 def test_the_template_is_fixed_once_learned(client: TestClient) -> None:
     """Pages that arrive after the template is fixed (here, all sharing a new block) do not
     change it: a stored page's answer to a query stays the same."""

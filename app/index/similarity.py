@@ -70,7 +70,15 @@ async def similar_to_id(
     handle, raw = found
     # Only the sketch: a whole unpack would also expand the passage layout.
     fingerprint, band_keys = records.sketch_of(raw)
-    return await query(pieces, fingerprint, band_keys, handle, threshold, limit, where)
+    result = await query(pieces, fingerprint, band_keys, handle, threshold, limit, where)
+    return _thin(pieces, result, raw, doc_id)
+
+
+def _thin(pieces: Pieces, result: QueryResult, raw: bytes, doc_id: str) -> QueryResult:
+    """A stored page's answer says it is thin as a text query of the page does."""
+    if Sites(pieces.store, pieces.params.template_pages).thin_record(raw, doc_id):
+        return replace(result, thin=True)
+    return result
 
 
 async def _similar_to_id_scripted(
@@ -92,7 +100,10 @@ async def _similar_to_id_scripted(
         gathered = await candidates.gather_pipelined(store, band_keys, handle, cap)
     else:
         gathered = candidates.from_script(found)
-    return await query(pieces, fingerprint, band_keys, handle, threshold, limit, where, gathered)
+    result = await query(
+        pieces, fingerprint, band_keys, handle, threshold, limit, where, gathered
+    )
+    return _thin(pieces, result, raw, doc_id)
 
 
 async def verified(
