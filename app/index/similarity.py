@@ -100,9 +100,7 @@ async def _similar_to_id_scripted(
         gathered = await candidates.gather_pipelined(store, band_keys, handle, cap)
     else:
         gathered = candidates.from_script(found)
-    result = await query(
-        pieces, fingerprint, band_keys, handle, threshold, limit, where, gathered
-    )
+    result = await query(pieces, fingerprint, band_keys, handle, threshold, limit, where, gathered)
     return _thin(pieces, result, raw, doc_id)
 
 
