@@ -145,6 +145,24 @@ def test_charset_mismatch_and_mojibake() -> None:
     assert extract(garbled) == right
 
 
+def test_windows_1252_mojibake_is_repaired() -> None:
+    """UTF-8 bytes decoded as Windows-1252 (as browsers decode Latin-1), curly quotes,
+    dashes and the bytes that code page leaves undefined included, give the real text."""
+    body = (
+        "<p>\u201cCaf\u00e9\u201d \u2014 it\u2019s cr\u00e8me br\u00fbl\u00e9e "
+        "\u00c1\u00cd\u00cf\u00d0\u00dd every day</p>"
+    )
+    page = f"<html><body>{body}</body></html>"
+    right = extract(page)
+    raw = page.encode("utf-8")
+    garbled = "".join(
+        bytes([b]).decode("cp1252") if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else chr(b)
+        for b in raw
+    )  # a WHATWG windows-1252 decoder
+    assert garbled != page and "\u00e2\u20ac" in garbled
+    assert extract(garbled) == right
+
+
 def test_broken_markup_still_gives_text() -> None:
     """Unclosed tags are HTML as browsers read it: the text is extracted, not refused."""
     text = extract("<div><p>unclosed <b>bold words <i>and more words here<table><tr><td>cell")

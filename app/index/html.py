@@ -22,11 +22,13 @@ time grows faster than linearly in a hostile page's nesting and attributes.
 
 The page arrives as a str (the API body is JSON), so its bytes were already decoded:
 a <meta charset> that names another encoding is moot and is ignored, except for the
-one mistake that can be undone exactly, UTF-8 bytes decoded as Latin-1 (mojibake).
+one mistake that can be undone exactly, UTF-8 bytes decoded as Latin-1 or Windows-1252
+(mojibake).
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Literal
 
@@ -46,8 +48,27 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # says the page was not text; below it a stray one is dropped with the markup.
 _JUNK_SHARE = 0.01
 _WORD = re.compile(r"\w")
-# Latin-1 characters that UTF-8's lead and continuation bytes become: "Ã©" for "é".
-_MOJIBAKE = re.compile(r"[\u00c2-\u00f4][\u0080-\u00bf]")
+# Latin-1 characters that UTF-8's lead and continuation bytes become: "Ã©" for "é";
+# in Windows-1252, which browsers use for Latin-1, continuation bytes 0x80-0x9F are
+# mostly punctuation instead: "â€”" for an em dash.
+_CP1252_HIGH = "\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d"
+_CP1252_HIGH += (
+    "\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178"
+)
+_MOJIBAKE = re.compile(f"[\u00c2-\u00f4][\u0080-\u00bf{_CP1252_HIGH}]")
+
+
+def _cp1252_gaps(err: UnicodeError) -> tuple[bytes, int]:
+    """The five bytes Windows-1252 leaves undefined, which a browser's decoder (WHATWG)
+    turns into U+0081, U+008D, U+008F, U+0090 and U+009D: back to those bytes."""
+    assert isinstance(err, UnicodeEncodeError)
+    bad = err.object[err.start : err.end]
+    if all(0x80 <= ord(c) <= 0x9F for c in bad):
+        return bad.encode("latin-1"), err.end
+    raise err
+
+
+codecs.register_error("neardup-cp1252-gaps", _cp1252_gaps)
 
 
 # Elements hidden by markup alone (no stylesheet is read): skipped wherever they are,
@@ -100,10 +121,12 @@ def _repair(html: str) -> str:
     """The page itself when it was UTF-8 decoded as Latin-1, else as given."""
     if not _MOJIBAKE.search(html):
         return html
-    try:
-        return html.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return html  # real Latin-1 text (or characters past U+00FF): it stands
+    for encoding, errors in (("latin-1", "strict"), ("cp1252", "neardup-cp1252-gaps")):
+        try:
+            return html.encode(encoding, errors).decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+    return html  # real Latin-1 or Windows-1252 text (or other characters): it stands
 
 
 def check_page(html: str) -> None:
