@@ -54,7 +54,8 @@ text unmatched), per code point too, in this order (tests/support/oracle.py, ``f
   letters of one script reach one target, only those whose case forms agree in case (each
   form's prototype is a digit or a letter of its own case: B for В, not b for Ь) keep it,
   and of several such the lowest code point (the script's base alphabet comes first in
-  Unicode). So no two letters of one script outside Latin fold alike, ASCII is never
+  Unicode). confusables.txt's prototypes merge I into l (I's own prototype is l), so an
+  upper-case letter whose prototype is l is taken to look like I (Cyrillic І, Greek Ι). So no two letters of one script outside Latin fold alike, ASCII is never
   remapped, and no other script is folded by look-alikes.
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
@@ -270,8 +271,11 @@ def dropped3(c: str) -> bool:
 
 
 def _prototype(c: str, conf: dict[str, str]) -> str | None:
-    """The one ASCII letter or digit confusables.txt maps c to (ASCII: c itself), or None."""
+    """The one ASCII letter or digit confusables.txt maps c to (ASCII: c itself), or None.
+    Its prototypes merge I into l (I's own is l): an upper-case letter given l looks like I."""
     p = c if ord(c) < 0x80 else conf.get(c)
+    if p == "l" and c.isupper():
+        p = "I"
     return p if p is not None and len(p) == 1 and ord(p) < 0x80 and p.isalnum() else None
 
 
