@@ -196,8 +196,8 @@ def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:
 
 
 def unspaced_k(k: int) -> int:
-    """Tokenizer 2: the K of a word:K shingle that ends at a letter of a script written without
-    spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
+    """Tokenizers 2 and 3: the K of a word:K shingle that ends at a letter of a script written
+    without spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
     measured by bench/languages.py, docs/languages.md)."""
     return min(2 * k + 1, MAX_K)
 
@@ -972,5 +972,6 @@ def unicode_version() -> str:
 
 
 def confusables_version() -> str:
-    """The UTS #39 confusables.txt tokenizer 2's tables come from: version, date, source."""
+    """The UTS #39 confusables.txt the tables of tokenizers 2 and 3 come from: version, date,
+    source."""
     return ffi.string(lib.nd_confusables_version()).decode("ascii")

@@ -42,21 +42,22 @@ text unmatched), per code point too, in this order (tests/support/oracle.py, ``f
   not a letter) give nothing: the word goes on across them; the tatweel is not flagged
   invisible, since ordinary Arabic typesetting puts it there;
 * NFKD, then every nonspacing or enclosing mark (Mn, Me) dropped as the ignorables are, but
-  not flagged: matching is accent-insensitive (e = é, е = ё, vocalised Arabic and Hebrew =
-  unvocalised, カ = ガ), a precomposed letter reads as its decomposed sequence (NFD and NFC
-  text alike), and a Hangul syllable as its conjoining jamo;
+  not flagged: matching is accent-insensitive (e with acute = e, Cyrillic io = ie, vocalised
+  Arabic and Hebrew = unvocalised, katakana ga = ka), a precomposed letter reads as its
+  decomposed sequence (NFD and NFC text alike), and a Hangul syllable as its conjoining jamo;
 * case folding, as tokenizer 1 (its output is already NFKD and has no marks);
 * confusables towards Latin only: a non-ASCII letter of Latin, Greek, Cyrillic, Armenian or
   Cherokee (Script property) becomes the ASCII letter or digit its upper-case form's
   confusables.txt prototype is (the letter itself when it has no upper-case form; an ASCII
   upper-case form is its own prototype), case-consistently: not at all if that form has no
-  such prototype or another case form has a different one (Greek N/v, Sigma); where several
-  letters of one script reach one target, only those whose case forms agree in case (each
-  form's prototype is a digit or a letter of its own case: B for В, not b for Ь) keep it,
-  and of several such the lowest code point (the script's base alphabet comes first in
-  Unicode). confusables.txt's prototypes merge I into l (I's own prototype is l), so an
-  upper-case letter whose prototype is l is taken to look like I (Cyrillic І, Greek Ι). So no two letters of one script outside Latin fold alike, ASCII is never
-  remapped, and no other script is folded by look-alikes.
+  such prototype or another case form has a different one (Greek Nu: N and v; Sigma); where
+  several letters of one script reach one target, only those whose case forms agree in case
+  (each form's prototype is a digit or a letter of its own case: B for Cyrillic Ve, not b for
+  the soft sign) keep it, and of several such the lowest code point (the script's base
+  alphabet comes first in Unicode). confusables.txt's prototypes merge I into l (I's own
+  prototype is l), so an upper-case letter whose prototype is l is taken to look like I
+  (Cyrillic I, Greek Iota). So no two letters of one script outside Latin fold alike, ASCII is
+  never remapped, and no other script is folded by look-alikes.
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a

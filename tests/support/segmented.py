@@ -124,9 +124,7 @@ def shingles(text: str, k: int = 3, kc: int = 7, version: int = 2) -> set[tuple[
     return {tuple(words[a : b + 1]) for a, b in wins}
 
 
-def sketch_hashes(
-    text: str, k: int = 3, kc: int = 7, seed: int = 1, version: int = 2
-) -> set[int]:
+def sketch_hashes(text: str, k: int = 3, kc: int = 7, seed: int = 1, version: int = 2) -> set[int]:
     """The distinct 64-bit shingle hashes of a word:K sketch under version 2's (or 3's)
     segmentation."""
     toks = token_letters(text, version)
