@@ -28,9 +28,10 @@ extern "C" {
  * The version of this interface. Raise it with any change a caller compiled
  * against the old header would get wrong: a declaration, a constant, the
  * meaning of an argument or output. app/kernel.py refuses to load an
- * extension whose nd_abi_version() is not the one it was written for.
+ * extension whose nd_abi_version() is not the one it was written for (8:
+ * tokenizer 3).
  */
-#define ND_ABI_VERSION 7
+#define ND_ABI_VERSION 8
 unsigned nd_abi_version(void);
 
 enum nd_status {
