@@ -66,7 +66,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -96,17 +96,20 @@ if shingles.MAX_K != MAX_K:  # pragma: no cover - a build from mismatched source
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
 MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
 
-TOKENIZERS: tuple[int, ...] = (lib.ND_TOKENIZER_1, lib.ND_TOKENIZER_2)
+TOKENIZERS: tuple[int, ...] = (lib.ND_TOKENIZER_1, lib.ND_TOKENIZER_2, lib.ND_TOKENIZER_3)
 """What a text is read as (native/neardup.h, enum nd_tokenizer): 1 case-folds; 2 also folds
 compatibility forms, ignorable and format code points, confusable look-alikes and words
-hyphenated across a line end. A collection keeps the one its sketches were made with."""
+hyphenated across a line end; 3 folds as 2 but decomposes (NFKD) and drops accents and other
+marks, folds look-alikes towards Latin only and never two letters of one script alike, and
+flags only mixed-script words. A collection keeps the one its sketches were made with."""
 LATEST_TOKENIZER: int = max(TOKENIZERS)
 
 FOLD_COMPAT: int = lib.ND_FOLD_COMPAT
 FOLD_CONFUSABLE: int = lib.ND_FOLD_CONFUSABLE
 FOLD_INVISIBLE: int = lib.ND_FOLD_INVISIBLE
 FOLD_HYPHEN: int = lib.ND_FOLD_HYPHEN
-"""Bits of :attr:`Winnowed.folds`: what tokenizer 2 folded in a selection's words."""
+"""Bits of :attr:`Winnowed.folds`: what tokenizer 2 or 3 folded in a selection's words (3 sets
+FOLD_CONFUSABLE only on a word mixing a folded look-alike with an unfolded Latin letter)."""
 DISGUISED: int = FOLD_CONFUSABLE | FOLD_INVISIBLE
 """The fold bits that mark a word as disguised (look-alike letters or invisible characters,
 which plain copying and PDF export do not make), as containment's ``disguised`` reports it;
@@ -183,16 +186,18 @@ def _flags(simd: bool, unspaced_k: int = 0) -> int:
 
 
 def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:
-    """Check an explicit K for unspaced scripts (0: tokenizer 2's own, 2K + 1)."""
+    """Check an explicit K for unspaced scripts (0: tokenizer 2's and 3's own, 2K + 1)."""
     unspaced_k = _check_int("unspaced_k", unspaced_k, 0, MAX_K)
     if unspaced_k and (kind != "word" or tokenizer < 2):
-        raise InvalidParameterError("unspaced_k applies to word shingles of tokenizer 2 only")
+        raise InvalidParameterError(
+            "unspaced_k applies to word shingles of tokenizers 2 and 3 only"
+        )
     return unspaced_k
 
 
 def unspaced_k(k: int) -> int:
-    """Tokenizer 2: the K of a word:K shingle that ends at a letter of a script written without
-    spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
+    """Tokenizers 2 and 3: the K of a word:K shingle that ends at a letter of a script written
+    without spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
     measured by bench/languages.py, docs/languages.md)."""
     return min(2 * k + 1, MAX_K)
 
@@ -276,8 +281,8 @@ def sketch(
     """Signatures, fingerprints and shingle counts of many texts in one C call.
 
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
-    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`).
-    ``simd=False`` forces the scalar paths. Tokenizer 2 makes each letter of Han, kana, Thai,
+    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1, 2 or 3 (:data:`TOKENIZERS`).
+    ``simd=False`` forces the scalar paths. Tokenizers 2 and 3 make each letter of Han, kana, Thai,
     Lao, Khmer and Myanmar a token, and a word shingle ending at one :func:`unspaced_k` tokens
     long; ``unspaced_k`` sets another length (see ND_FLAG_UNSPACED in native/neardup.h).
     """
@@ -361,7 +366,7 @@ class Winnowed:
     ``starts`` / ``ends``: int64, the code points of the text (indices into the Python str)
     that the selected shingle covers, ``text[start:end]``.
     ``offsets``: uint64 [n + 1]. ``window``: the window, in shingles, that selected them.
-    ``folds``: uint8, per selection the FOLD_* bits of what tokenizer 2 folded in its words
+    ``folds``: uint8, per selection the FOLD_* bits of what tokenizer 2 or 3 folded in its words
     (all 0 with tokenizer 1); None where not asked for.
     """
 
@@ -420,10 +425,10 @@ def winnow(
     iota) lies in both. A run of equal hashes (a word repeated more than K times) selects
     every position in it, as the rightmost-minimum rule says.
 
-    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1 or 2 (:data:`TOKENIZERS`);
+    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1, 2 or 3 (:data:`TOKENIZERS`);
     ``folds=True`` also gives :attr:`Winnowed.folds`. ``simd=False`` forces the scalar paths.
 
-    Tokenizer 2's word shingles: letters of scripts written without spaces are tokens, and
+    Word shingles of tokenizers 2 and 3: letters of scripts written without spaces are tokens, and
     ``unspaced_k`` as for :func:`sketch` (a words layout, ``word:1``, wants 1). A shared run
     of them needs ``passage_words - K + unspaced_k`` letters for the guarantee. Ties are
     broken robustly (a window keeps the previous selection while it is inside), so a letter
@@ -996,5 +1001,6 @@ def unicode_version() -> str:
 
 
 def confusables_version() -> str:
-    """The UTS #39 confusables.txt tokenizer 2's tables come from: version, date, source."""
+    """The UTS #39 confusables.txt the tables of tokenizers 2 and 3 come from: version, date,
+    source."""
     return ffi.string(lib.nd_confusables_version()).decode("ascii")

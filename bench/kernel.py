@@ -5,7 +5,7 @@ Run: ``make bench`` or ``.venv/bin/python bench/kernel.py [--quick] [--baseline 
 Prints, for the shared articles corpus and a generated Zipf corpus (~300 words per text):
 sketch MB/s and docs/s on one thread and on all cores (threads: the C call releases the GIL),
 with tokenizer 1 (what the ratios name) and, on one thread, tokenizer 2 (issue 26's folding) and
-its ratios to tokenizer 1 and to datasketch;
+its ratios to tokenizer 1 and to datasketch, and tokenizer 3 and its ratio to tokenizer 1;
 jaccard_many pairs/s at N=128 and N=256, threshold 0.5, from plain fingerprints and from the
 compressed ones records keep (jaccard_many_encoded, decoding inside the call; with the bytes
 a fingerprint takes either way); and same-run ratios against datasketch
@@ -105,6 +105,7 @@ def bench_sketch(docs: list[str], repeat: int) -> dict[str, float]:
 
     t1 = best_time(lambda: one_thread(batches), repeat)
     t1_tok2 = best_time(lambda: [kernel.sketch(b, tokenizer=2) for b in batches], repeat)
+    t1_tok3 = best_time(lambda: [kernel.sketch(b, tokenizer=3) for b in batches], repeat)
     t1_bytes = best_time(lambda: one_thread(raw_batches), repeat)
     t1_scalar = best_time(lambda: one_thread(raw_batches, False), repeat)
     t1_whole = best_time(lambda: kernel.sketch(docs), repeat)
@@ -132,6 +133,7 @@ def bench_sketch(docs: list[str], repeat: int) -> dict[str, float]:
         "mb": nbytes / 1e6,
         "mbs_1": nbytes / t1 / 1e6,
         "mbs_1_tok2": nbytes / t1_tok2 / 1e6,
+        "mbs_1_tok3": nbytes / t1_tok3 / 1e6,
         "docs_1": len(docs) / t1,
         "mbs_1_bytes": nbytes / t1_bytes / 1e6,
         "mbs_1_scalar": nbytes / t1_scalar / 1e6,
@@ -314,7 +316,7 @@ def main() -> None:
         f"{'corpus':<18} {'docs':>6} {'MB':>5} | {'1 thread MB/s':>13} {'docs/s':>7} "
         f"{'bytes in':>8} {'scalar':>6} {'one call':>8} | {'all cores MB/s':>14} {'docs/s':>7} | "
         f"{'datasketch MB/s':>15} {'ratio':>5} | {'tokenizer 2 MB/s':>16} {'vs 1':>5} "
-        f"{'vs ds':>5}"
+        f"{'vs ds':>5} | {'tokenizer 3 MB/s':>16} {'vs 1':>5}"
     )
     print(header)
     print("-" * len(header))
@@ -325,7 +327,8 @@ def main() -> None:
             f"{r['mbs_1_bytes']:>8.1f} {r['mbs_1_scalar']:>6.1f} {r['mbs_1_whole']:>8.1f} | "
             f"{r['mbs_n']:>14.1f} {r['docs_n']:>7.0f} | {r['mbs_ds']:>15.2f} "
             f"{r['mbs_1'] / r['mbs_ds']:>4.0f}x | {r['mbs_1_tok2']:>16.1f} "
-            f"{r['mbs_1_tok2'] / r['mbs_1']:>4.2f}x {r['mbs_1_tok2'] / r['mbs_ds']:>4.0f}x"
+            f"{r['mbs_1_tok2'] / r['mbs_1']:>4.2f}x {r['mbs_1_tok2'] / r['mbs_ds']:>4.0f}x | "
+            f"{r['mbs_1_tok3']:>16.1f} {r['mbs_1_tok3'] / r['mbs_1']:>4.2f}x"
         )
     print("\njaccard_many: one query against every text's fingerprint, threshold 0.5, 1 thread\n")
     header = (

@@ -9,8 +9,9 @@ code, so both sides pay the same Python overhead and only the C code differs.
 The declarations are those of kernel ABI 4 (the revision before the split) and 5, and of ABI 7
 (tokenizer 2 with its unspaced scripts), written out here: an old header cannot be fed to the new
 cdef generator. Calls of a newer interface are adapted for ABI 4-5 (the tokenizer argument
-dropped; only version 1 exists there); ABI 7 takes the calls as they are, tokenizer 2 included
-(``tokenizers`` says which a baseline has). ABI 6 (tokenizer 2 before its unspaced scripts) is
+dropped; only version 1 exists there); ABI 7 takes the calls as they are, tokenizer 2 included,
+and so does ABI 8, the same declarations with tokenizer 3 (``tokenizers`` says which a baseline
+has). ABI 6 (tokenizer 2 before its unspaced scripts) is
 not read. Constants come from the current build, whose values those ABIs share.
 """
 
@@ -99,8 +100,9 @@ class _Current:
 
     tokenizers: tuple[int, ...] = (1, 2)
 
-    def __init__(self, old: Any, current: Any) -> None:
+    def __init__(self, old: Any, current: Any, tokenizers: tuple[int, ...] = (1, 2)) -> None:
         self._old, self._current = old, current
+        self.tokenizers = tokenizers
         self.nd_sketch_batch_packed = old.nd_sketch_batch_packed
         self.nd_winnow_batch = old.nd_winnow_batch
         self.nd_jaccard_many = old.nd_jaccard_many
@@ -131,8 +133,8 @@ def build(rev: str) -> _Adapted | _Current:
     src = tmp / "native"
     name = f"_nd_baseline_{sha}"
     abi = _abi(src)
-    if abi not in (4, 5, 7):
-        raise SystemExit(f"{rev} is kernel ABI {abi}; this baseline reads 4, 5 and 7")
+    if abi not in (4, 5, 7, 8):
+        raise SystemExit(f"{rev} is kernel ABI {abi}; this baseline reads 4, 5, 7 and 8")
     ffi = cffi.FFI()
     ffi.cdef(CDEF_ABI4 if abi < 6 else CDEF_ABI7)
     ffi.set_source(
@@ -150,8 +152,8 @@ def build(rev: str) -> _Adapted | _Current:
     old = module.lib
     from app import kernel
 
-    if abi == 7:
-        return _Current(old, kernel.lib)
+    if abi >= 7:
+        return _Current(old, kernel.lib, (1, 2) if abi == 7 else (1, 2, 3))
     return _Adapted(old, kernel.lib, sketch_args=15, winnow_args=14)  # as in CDEF_ABI4
 
 

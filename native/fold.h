@@ -1,7 +1,8 @@
 /*
  * Characters, an internal header: strict UTF-8 decoding and encoding, and the
  * folding of one code point (case fold + alnum test, from the two-stage tables
- * gen_unicode.py makes; tokenizer 2's tables nd_uc2_* fold more, see there).
+ * gen_unicode.py makes; the tables nd_uc2_* of tokenizers 2 and 3 fold more,
+ * see there).
  * The scanner (scan.h) and nd_normalize use it.
  */
 #ifndef NEARDUP_FOLD_H
@@ -68,9 +69,18 @@ static inline const nd_uc2_rec *uc2_lookup(uint32_t cp) {
                                          (cp & ((1u << ND_UC2_SHIFT) - 1))]];
 }
 
+/* Tokenizer 3: its own stage 1 over tokenizer 2's records and blocks. */
+static inline const nd_uc2_rec *uc3_lookup(uint32_t cp) {
+    uint32_t block = nd_uc3_stage1[cp >> ND_UC2_SHIFT];
+    return &nd_uc2_records[nd_uc2_stage2[(block << ND_UC2_SHIFT) |
+                                         (cp & ((1u << ND_UC2_SHIFT) - 1))]];
+}
+
 _Static_assert(ND_UC2_COMPAT == ND_FOLD_COMPAT && ND_UC2_CONFUSABLE == ND_FOLD_CONFUSABLE &&
                    ND_UC2_INVISIBLE == ND_FOLD_INVISIBLE && ND_UC2_HYPHEN_JOIN == ND_FOLD_HYPHEN,
                "gen_unicode.py and neardup.h disagree on the ND_FOLD_* flags");
+/* tokenizer 3's record bits the scanner turns into ND_FOLD_CONFUSABLE: above every ND_FOLD_* */
+_Static_assert(((ND_UC3_CONF | ND_UC3_LATIN) & 0x3Fu) == 0, "tokenizer 3's bits overlap");
 
 static inline size_t utf8_encode(uint32_t cp, uint8_t *out) {
     if (cp < 0x80) {

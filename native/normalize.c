@@ -1,5 +1,5 @@
 /* The text as the scanner sees it (see neardup.h), and the versions of its
- * tables. Tokenizer 1 has its own loop here (what it writes is fixed); 2 runs
+ * tables. Tokenizer 1 has its own loop here (what it writes is fixed); 2 and 3 run
  * the scanner itself in MODE_TEXT, so that the hyphen joining is the one the
  * hashes see. */
 #include "scan.h"
@@ -11,6 +11,7 @@ ND_EXPORT const char *nd_confusables_version(void) { return ND_UC2_CONFUSABLES; 
 ND_EXPORT size_t nd_normalize_bound(size_t len, int tokenizer) {
     if (tokenizer == ND_TOKENIZER_1) return 3 * len + 1; /* folding: up to 3 per code point */
     if (tokenizer == ND_TOKENIZER_2) return ND_UC2_GROWTH * len + 1;
+    if (tokenizer == ND_TOKENIZER_3) return ND_UC3_GROWTH * len + 1;
     return 0;
 }
 
@@ -39,8 +40,9 @@ static inline void scan_put(nd_scan *c, uint32_t cp) {
     t->len += m;
 }
 
+/* tokenizers 2 and 3 (v3: MODE_V3 or 0) */
 static int normalize2(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
-                      size_t *out_len) {
+                      size_t *out_len, int v3) {
     nd_tctx t;
     memset(&t, 0, sizeof t);
     t.out = out;
@@ -49,10 +51,13 @@ static int normalize2(const uint8_t *text, size_t len, uint8_t *out, size_t out_
     memset(&r, 0, sizeof r);
     nd_word w;
     memset(&w, 0, sizeof w);
-    if (len > 0 &&
-        scan_scalar(&t.scan, &r, &w, MODE_CHAR | MODE_V2 | MODE_TEXT, text, text + len,
-                    text + len) == NULL)
-        return ND_E_UTF8;
+    const uint8_t *q = text + len;
+    if (len > 0)
+        q = v3 ? scan_scalar(&t.scan, &r, &w, MODE_CHAR | MODE_V2 | MODE_V3 | MODE_TEXT, text,
+                             text + len, text + len)
+               : scan_scalar(&t.scan, &r, &w, MODE_CHAR | MODE_V2 | MODE_TEXT, text, text + len,
+                             text + len);
+    if (q == NULL) return ND_E_UTF8;
     if (t.err) return t.err;
     if (t.len < out_cap) out[t.len] = 0;
     *out_len = t.len;
@@ -62,9 +67,9 @@ static int normalize2(const uint8_t *text, size_t len, uint8_t *out, size_t out_
 ND_EXPORT int nd_normalize(const uint8_t *text, size_t len, int tokenizer, uint8_t *out,
                            size_t out_cap, size_t *out_len) {
     if ((text == NULL && len > 0) || out == NULL || out_len == NULL) return ND_E_ARG;
-    if (tokenizer == ND_TOKENIZER_2) {
+    if (tokenizer == ND_TOKENIZER_2 || tokenizer == ND_TOKENIZER_3) {
         *out_len = 0;
-        return normalize2(text, len, out, out_cap, out_len);
+        return normalize2(text, len, out, out_cap, out_len, tokenizer == ND_TOKENIZER_3);
     }
     if (tokenizer != ND_TOKENIZER_1) return ND_E_ARG;
     const uint8_t *p = text, *end = text + len;

@@ -6,7 +6,7 @@
  *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
  *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
  *   rolling polynomial over the last K word hashes (O(1) per shingle) ->
- *   (tokenizer 2, words: a letter of a script written without spaces is a
+ *   (tokenizers 2 and 3, words: a letter of a script written without spaces is a
  *   token of its own, and a shingle ending at one is kc tokens long) ->
  *   fmix64 -> shingle hash H -> scan_emit, which the including file defines
  *   (the sketch: its distinct set and signature; winnowing: its window).
@@ -59,7 +59,8 @@ static inline void scan_unspaced(nd_scan *c, uint32_t kc) {
 static inline int scan_unspaced_args(nd_scan *c, int tokenizer, int kind, uint32_t k,
                                      unsigned flags) {
     uint32_t kc = ND_FLAG_UNSPACED_K(flags);
-    if (tokenizer != ND_TOKENIZER_2 || kind != ND_SHINGLE_WORD) return kc == 0;
+    if ((tokenizer != ND_TOKENIZER_2 && tokenizer != ND_TOKENIZER_3) || kind != ND_SHINGLE_WORD)
+        return kc == 0;
     if (kc > ND_MAX_K) return 0;
     scan_unspaced(c, kc ? kc : ND_UNSPACED_K(k));
     return 1;
@@ -93,7 +94,8 @@ typedef struct {
     uint32_t nacc;
     int in_word;
     int64_t cp, start, end;
-    /* tokenizer 2 only: the ND_FOLD_* flags of the current word and those
+    /* tokenizers 2, 3 only: the ND_FOLD_* flags of the current word (3: with
+     * ND_UC3_CONF/LATIN until word_end) and those
      * waiting for the next one; hstate 1: a hyphen ended the word's letters,
      * 2: and then a line break (hsoft: the hyphen was a soft one, which joins
      * within a line too; hcr: the break so far is a CR, which LF may follow) */
@@ -103,7 +105,7 @@ typedef struct {
 /* What a scanner makes: the shingle kind, and whether the shingles go to
  * winnowing with the code points they cover. The sketch needs no positions;
  * the mode is a constant at every call, so it pays nothing for them. */
-enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8 };
+enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8, MODE_V3 = 16 };
 #define MODE_KIND(m) ((m) & 1)
 #define MODE_HAS_SPANS(m) ((m) & MODE_SPANS)
 /* ND_SCAN_V2 0: a file that scans with tokenizer 1 only (sketch.h says why) */
@@ -111,6 +113,9 @@ enum { MODE_WORD = 0, MODE_CHAR = 1, MODE_SPANS = 2, MODE_V2 = 4, MODE_TEXT = 8 
 #define ND_SCAN_V2 1
 #endif
 #define MODE_IS_V2(m) (ND_SCAN_V2 && ((m) & MODE_V2))
+/* tokenizer 3: tokenizer 2's scanner (MODE_V2 is set too) on its own table, and
+ * its own disguise flag (word_end) */
+#define MODE_IS_V3(m) (ND_SCAN_V2 && ((m) & MODE_V3))
 /* char mode writing the normalized text (scan_put) instead of hashing it */
 #define MODE_IS_TEXT(m) ((m) & MODE_TEXT)
 /* flags are tracked only where someone reads them */
@@ -200,10 +205,19 @@ static inline void word_byte(nd_word *w, uint8_t b) {
     }
 }
 
+/* Tokenizer 3's word flags: a look-alike folded to ASCII is a disguise only
+ * beside a Latin letter left as it is (a mixed-script word, UTS #39); a word
+ * wholly in Cyrillic or Greek is a genuine word of its language. */
+static inline unsigned word_flags3(unsigned f) {
+    unsigned both = ND_UC3_CONF | ND_UC3_LATIN;
+    return (f & ~both) | ((f & both) == both ? ND_FOLD_CONFUSABLE : 0);
+}
+
 static inline void word_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
     uint64_t h = w->h;
     if (w->nacc) h = (h ^ w->acc) * ND_M1;
-    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end, w->wflags);
+    unsigned f = MODE_IS_V3(mode) && MODE_FLAGS(mode) ? word_flags3(w->wflags) : w->wflags;
+    roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end, f);
     w->wflags = 0;
     w->h = c->word_seed;
     w->acc = 0;
@@ -308,6 +322,7 @@ static inline void unspaced_cp(nd_scan *c, nd_roll *r, nd_word *w, int mode, uin
     uint8_t buf[8] = {0};
     size_t n = utf8_encode(cp, buf);
     uint64_t h = (c->word_seed ^ load_le64(buf)) * ND_M1;
+    if (MODE_IS_V3(mode)) f = word_flags3(f); /* a token of its own is its own word */
     roll_push_len(c, r, mode, fmix64(h + n), w->cp, w->cp + 1, f | w->pflags, c->kc, c->bkc);
     w->pflags = 0;
 }
@@ -342,7 +357,7 @@ static inline void hyphen_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
         w->in_word = 0;
 }
 
-/* Tokenizer 2, one code point of the text: ignorables dropped (the word goes
+/* Tokenizers 2 and 3, one code point of the text: ignorables dropped (the word goes
  * on across them), the folds of gen_unicode.py, and a word broken by a hyphen
  * at a line end joined: after a hyphen that follows a letter the word is on
  * hold (hstate) through horizontal spaces and ignorables, and one line break
@@ -359,8 +374,9 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
         one = f;
         alnum = f != 0;
         fl = cp == '-' ? ND_UC2_HYPHEN : (cp == ' ' || cp == '\t') ? ND_UC2_SPACE : 0;
+        if (MODE_IS_V3(mode) && f >= 'a') fl |= ND_UC3_LATIN;
     } else {
-        const nd_uc2_rec *u = uc2_lookup(cp);
+        const nd_uc2_rec *u = MODE_IS_V3(mode) ? uc3_lookup(cp) : uc2_lookup(cp);
         n = u->n;
         alnum = u->alnum;
         fl = u->flags;
@@ -370,6 +386,11 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
             outs = nd_uc2_flat + u->off;
     }
     unsigned folds = fl & (ND_FOLD_COMPAT | ND_FOLD_CONFUSABLE | ND_FOLD_INVISIBLE);
+    /* tokenizer 3 flags look-alikes per word (word_flags3); a char item has no word */
+    if (MODE_IS_V3(mode) && MODE_KIND(mode) == MODE_WORD)
+        folds = fl & (ND_FOLD_COMPAT | ND_FOLD_INVISIBLE | ND_UC3_CONF | ND_UC3_LATIN);
+    else if (MODE_IS_V3(mode))
+        folds = fl & (ND_FOLD_COMPAT | ND_FOLD_INVISIBLE);
     if (ND_UNLIKELY(w->hstate)) {
         if (fl & ND_UC2_SPACE) {
             w->hsoft = 0; /* a soft hyphen joins only what follows it at once */
@@ -438,6 +459,8 @@ __attribute__((always_inline)) static inline const uint8_t *scan_scalar(nd_scan 
                             w->wflags = w->pflags;
                             w->pflags = 0;
                         }
+                        if (MODE_IS_V3(mode) && MODE_FLAGS(mode) && f >= 'a')
+                            w->wflags |= ND_UC3_LATIN;
                         word_span(w, mode);
                         word_byte(w, f);
                         w->in_word = 1;
@@ -528,7 +551,7 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
     const __m256i la_1 = _mm256_set1_epi8('a' - 1), lz_1 = _mm256_set1_epi8('z' + 1);
     const __m256i d0_1 = _mm256_set1_epi8('0' - 1), d9_1 = _mm256_set1_epi8('9' + 1);
     const __m256i bit5 = _mm256_set1_epi8(0x20);
-    uint64_t m = 0;
+    uint64_t m = 0, ml = 0; /* ml: letters, for tokenizer 3's flags */
     for (int half = 0; half < 2; half++) {
         __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * half));
         __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(x, a_1), _mm256_cmpgt_epi8(z_1, x));
@@ -537,11 +560,15 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
         __m256i isd = _mm256_and_si256(_mm256_cmpgt_epi8(x, d0_1), _mm256_cmpgt_epi8(d9_1, x));
         uint32_t mm = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(isl, isd));
         m |= (uint64_t)mm << (32 * half);
+        if (MODE_IS_V3(mode) && MODE_FLAGS(mode))
+            ml |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isl) << (32 * half);
         _mm256_storeu_si256((__m256i *)(void *)(folded + 32 * half), lo);
     }
     if (w->in_word) {
         /* the word from the previous block goes on for `run` bytes */
         unsigned run = (unsigned)_tzcnt_u64(~m);
+        if (MODE_IS_V3(mode) && MODE_FLAGS(mode) && (ml & _bzhi_u64(~0ULL, run)))
+            w->wflags |= ND_UC3_LATIN;
         word_push_avx2(w, folded, run);
         if (MODE_HAS_SPANS(mode) && run > 0) w->end = w->cp + run;
         if (run == 64) return;
@@ -554,6 +581,8 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
         unsigned len = (unsigned)_tzcnt_u64(~(m >> s)); /* <= 64 - s */
         if (s + len == 64) {
             /* runs into the next block: hash incrementally */
+            if (MODE_IS_V3(mode) && MODE_FLAGS(mode) && (ml >> s))
+                w->wflags |= ND_UC3_LATIN; /* a look-alike may follow in the next block */
             word_push_avx2(w, folded + s, len);
             if (MODE_HAS_SPANS(mode)) {
                 w->start = w->cp + s;
@@ -589,7 +618,7 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
     }
 }
 
-/* Tokenizer 2, an all-ASCII block b with hyphens at the bits of d: whether
+/* Tokenizers 2 and 3, an all-ASCII block b with hyphens at the bits of d: whether
  * one of them may join a word across a line end, which scan_scalar follows.
  * A hyphen puts a word on hold only right after a letter or digit (or an
  * ignorable inside a word: in_word, for the block's first byte), and the hold

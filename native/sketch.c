@@ -14,7 +14,7 @@
  * is no per-shingle work for the fingerprint at all. (A separate 2N buffer
  * with a running cut-off, tried first, spent ~25% of the time sorting.)
  * The gathering has an AVX2 twin, behind the run-time CPU check. Texts read
- * with tokenizer 2 are scanned in sketch2.c (sketch.h says why).
+ * with tokenizers 2 and 3 are scanned in sketch2.c (sketch.h says why).
  */
 #define ND_SCAN_V2 0 /* tokenizer 1 only in this file */
 #include "sketch.h"
@@ -321,8 +321,8 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, int tok
 
     const uint8_t *q = p;
     if (len > 0) {
-        if (tokenizer == ND_TOKENIZER_2)
-            q = nd_sketch_scan2(c, &r, &w, p, len, kind, simd);
+        if (tokenizer == ND_TOKENIZER_2 || tokenizer == ND_TOKENIZER_3)
+            q = nd_sketch_scan2(c, &r, &w, p, len, kind, tokenizer, simd);
         else if (kind == ND_SHINGLE_WORD)
             q = sketch_scan(c, &r, &w, p, len, MODE_WORD, simd);
         else
@@ -351,7 +351,7 @@ ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offset
                                      uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                                      uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
-        (tokenizer != ND_TOKENIZER_1 && tokenizer != ND_TOKENIZER_2) || k < 1 ||
+        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_3) || k < 1 ||
         k > ND_MAX_K || num_perm < 1 || num_perm > ND_MAX_NUM_PERM || fp_size < 1 ||
         fp_size > ND_MAX_FP_SIZE || fp_offsets == NULL || (fp_values == NULL && fp_cap > 0))
         return ND_E_ARG;

@@ -1,6 +1,6 @@
 /*
  * The sketch's state and its end of the scanner, an internal header shared by
- * sketch.c (tokenizer 1) and sketch2.c (tokenizer 2). The tokenizers are
+ * sketch.c (tokenizer 1) and sketch2.c (tokenizers 2 and 3). The tokenizers are
  * scanned in separate files because tokenizer 2's code beside tokenizer 1's
  * in one file changed how the compiler laid out tokenizer 1's AVX2 loop, which
  * then ran 30% slower (bench/kernel.py --baseline); ND_SCAN_V2 (scan.h) keeps
@@ -47,9 +47,9 @@ void nd_flush_shingles(nd_ctx *c, const uint64_t *hs, uint32_t nh);
 const uint8_t *nd_sketch_ascii1(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p,
                                 const uint8_t *end);
 
-/* A text through tokenizer 2 (sketch2.c): sketch_scan with its modes. */
+/* A text through tokenizer 2 or 3 (sketch2.c): sketch_scan with its modes. */
 const uint8_t *nd_sketch_scan2(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, size_t len,
-                               int kind, unsigned simd);
+                               int kind, int tokenizer, unsigned simd);
 
 static inline void scan_put(nd_scan *c, uint32_t cp) { /* MODE_TEXT is nd_normalize's */
     (void)c;
@@ -76,6 +76,14 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(nd_sc
                                                                           nd_word *w,
                                                                           const uint8_t *p,
                                                                           const uint8_t *end);
+#if ND_SCAN_V2
+/* tokenizer 3's (sketch2.c) */
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2_v3(nd_scan *c,
+                                                                             nd_roll *r,
+                                                                             nd_word *w,
+                                                                             const uint8_t *p,
+                                                                             const uint8_t *end);
+#endif
 #endif
 
 /* One text through the scanner; mode is a constant at each call. NULL on
@@ -89,7 +97,12 @@ __attribute__((always_inline)) static inline const uint8_t *sketch_scan(nd_ctx *
     const uint8_t *q;
 #if ND_X86
     if (simd & ND_SIMD_AVX2)
+#if ND_SCAN_V2
+        q = MODE_IS_V3(mode) ? sketch_avx2_v3(&c->scan, r, w, p, p + len)
+                             : sketch_avx2(&c->scan, r, w, p, p + len);
+#else
         q = sketch_avx2(&c->scan, r, w, p, p + len);
+#endif
     else
 #else
     (void)simd;

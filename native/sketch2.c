@@ -1,5 +1,7 @@
-/* Sketches of texts read with tokenizer 2: its scan, apart from tokenizer 1's
- * (sketch.h says why); the rest of the sketch is sketch.c's.
+/* Sketches of texts read with tokenizer 2 or 3: their scan, apart from
+ * tokenizer 1's (sketch.h says why); the rest of the sketch is sketch.c's.
+ * Tokenizer 3 is tokenizer 2's scanner on its own table (MODE_V3), and reads
+ * plain ASCII alike too, so all that is said here of 2 holds for 3.
  *
  * Plain ASCII reads the same with both tokenizers but for a hyphen that may
  * hold a word (block_scalar), and gives the same shingle hashes: so runs of
@@ -53,9 +55,8 @@ static void roll_to_sums(const nd_scan *c, nd_roll *r) {
 
 /* Bytes of the whole 64-byte blocks from p that tokenizer 1's loop may read
  * for tokenizer 2 (none if a word is on hold or flags wait, see block_scalar). */
-__attribute__((target("avx2,bmi,bmi2"))) static size_t ascii_run(const nd_word *w,
-                                                                  const uint8_t *p,
-                                                                  const uint8_t *end) {
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline size_t ascii_run(
+    const nd_word *w, const uint8_t *p, const uint8_t *end, int mode) {
     const uint8_t *q = p;
     int in_word = w->in_word;
     while ((size_t)(end - q) >= 64) {
@@ -63,18 +64,19 @@ __attribute__((target("avx2,bmi,bmi2"))) static size_t ascii_run(const nd_word *
         __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32));
         nd_word at = *w;
         at.in_word = in_word;
-        if (block_scalar(x0, x1, q, &at, MODE_WORD | MODE_V2)) break;
+        if (block_scalar(x0, x1, q, &at, mode)) break;
         in_word = nd_ascii_fold[q[63]] != 0;
         q += 64;
     }
     return (size_t)(q - p);
 }
 
-__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(
-    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
-    const int mode = MODE_WORD | MODE_V2;
+/* mode: a constant at each of the two callers below */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline const uint8_t *
+sketch_avx2_mode(nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end,
+                 int mode) {
     while ((size_t)(end - p) >= 64) {
-        size_t run = c->k < 16 ? ascii_run(w, p, end) : 0;
+        size_t run = c->k < 16 ? ascii_run(w, p, end, mode) : 0;
         if (run > 0) {
             roll_to_items(c, r);
             nd_sketch_ascii1((nd_ctx *)c, r, w, p, p + run);
@@ -94,10 +96,25 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(
     }
     return scan_words_avx2(c, r, w, p, end, mode); /* the last partial block */
 }
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return sketch_avx2_mode(c, r, w, p, end, MODE_WORD | MODE_V2);
+}
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2_v3(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return sketch_avx2_mode(c, r, w, p, end, MODE_WORD | MODE_V2 | MODE_V3);
+}
 #endif
 
 const uint8_t *nd_sketch_scan2(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, size_t len,
-                               int kind, unsigned simd) {
+                               int kind, int tokenizer, unsigned simd) {
+    if (tokenizer == ND_TOKENIZER_3) {
+        if (kind == ND_SHINGLE_WORD)
+            return sketch_scan(c, r, w, p, len, MODE_WORD | MODE_V2 | MODE_V3, simd);
+        return sketch_scan(c, r, w, p, len, MODE_CHAR | MODE_V2 | MODE_V3, simd);
+    }
     if (kind == ND_SHINGLE_WORD) return sketch_scan(c, r, w, p, len, MODE_WORD | MODE_V2, simd);
     return sketch_scan(c, r, w, p, len, MODE_CHAR | MODE_V2, simd);
 }

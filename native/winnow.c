@@ -231,6 +231,11 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_s
     nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
     return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_SPANS | MODE_V2);
 }
+
+__attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *scan_words_avx2_spans3(
+    nd_scan *c, nd_roll *r, nd_word *w, const uint8_t *p, const uint8_t *end) {
+    return scan_words_avx2(c, r, w, p, end, MODE_WORD | MODE_SPANS | MODE_V2 | MODE_V3);
+}
 #endif
 
 /* One text through the scanner; mode is a constant at each call in winnow_one. NULL on
@@ -243,8 +248,9 @@ __attribute__((always_inline)) static inline const uint8_t *winnow_scan(nd_wctx 
     const uint8_t *q;
 #if ND_X86
     if (c->win->simd & ND_SIMD_AVX2)
-        q = MODE_IS_V2(mode) ? scan_words_avx2_spans2(&c->scan, r, w, p, p + len)
-                             : scan_words_avx2_spans(&c->scan, r, w, p, p + len);
+        q = MODE_IS_V3(mode)   ? scan_words_avx2_spans3(&c->scan, r, w, p, p + len)
+            : MODE_IS_V2(mode) ? scan_words_avx2_spans2(&c->scan, r, w, p, p + len)
+                               : scan_words_avx2_spans(&c->scan, r, w, p, p + len);
     else
 #endif
         q = scan_scalar(&c->scan, r, w, mode, p, p + len, p + len);
@@ -273,8 +279,11 @@ static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len
     memset(r.ring, 0, sizeof r.ring);
     nd_word w = {.h = c->scan.word_seed};
     const uint8_t *q = p;
-    const int spans = MODE_SPANS, v2 = MODE_SPANS | MODE_V2;
-    if (len > 0) {
+    const int spans = MODE_SPANS, v2 = MODE_SPANS | MODE_V2, v3 = v2 | MODE_V3;
+    if (len > 0 && tokenizer == ND_TOKENIZER_3) {
+        q = kind == ND_SHINGLE_WORD ? winnow_scan(c, &r, &w, p, len, MODE_WORD | v3)
+                                    : winnow_scan(c, &r, &w, p, len, MODE_CHAR | v3);
+    } else if (len > 0) {
         if (kind == ND_SHINGLE_WORD)
             q = tokenizer == ND_TOKENIZER_2 ? winnow_scan(c, &r, &w, p, len, MODE_WORD | v2)
                                             : winnow_scan(c, &r, &w, p, len, MODE_WORD | spans);
@@ -293,7 +302,7 @@ ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size
                               int64_t *ends, uint64_t cap, uint64_t *sel_offsets, int32_t *status,
                               uint8_t *folds) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
-        (tokenizer != ND_TOKENIZER_1 && tokenizer != ND_TOKENIZER_2) || k < 1 ||
+        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_3) || k < 1 ||
         k > ND_MAX_K || window < 1 || window > ND_MAX_WINDOW || sel_offsets == NULL ||
         (cap > 0 && (hashes == NULL || starts == NULL || ends == NULL)))
         return ND_E_ARG;

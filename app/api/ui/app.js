@@ -618,9 +618,12 @@ async function showCollection() {
     ["Fingerprint (verification)", "bottom-" + p.fingerprint_size],
     ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
     ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
-    ["Tokenizer", p.tokenizer >= 2
+    ["Tokenizer", p.tokenizer >= 3
+      ? p.tokenizer + ": case, compatibility forms, accents and other marks, invisible " +
+        "characters, look-alike letters (towards Latin) and line-end hyphens folded"
+      : p.tokenizer === 2
       ? p.tokenizer + ": case, compatibility forms, invisible characters, look-alike letters " +
-        "and line-end hyphens folded"
+        "and line-end hyphens folded (made before tokenizer 3)"
       : (p.tokenizer || 1) + ": case folded only (made before tokenizer 2; re-ingest into a " +
         "new collection to fold disguised characters)"],
     ["Site templates", p.template_pages
