@@ -134,3 +134,28 @@ def test_a_file_over_the_time_limit_costs_one_request(settings) -> None:  # type
             c.post("/similar", json={"content_type": PDF, "data": _b64("essay.pdf")}).status_code
             == 200
         )
+
+
+def test_content_type_is_matched_as_a_media_type(client: TestClient) -> None:
+    """A content_type in capitals or with parameters (a charset) is the media type it
+    names, for a file and for a page, on every route."""
+    page = "<html><body><main><p>" + ESSAY[1] + "</p></main></body></html>"
+    bodies = [
+        {"content_type": "APPLICATION/PDF", "data": _b64("essay.pdf")},
+        {"content_type": "application/pdf; charset=binary", "data": _b64("essay.pdf")},
+        {"content_type": DOCX.upper() + " ; foo=bar", "data": _b64("essay.docx")},
+        {"content_type": "text/html; charset=utf-8", "text": page},
+        {"content_type": "Text/Plain; charset=UTF-8", "text": ESSAY[1]},
+    ]
+    for body in bodies:
+        r = client.post("/similar", json={**body, "return_text": True})
+        assert r.status_code == 200, (body["content_type"], r.text)
+        r = client.put("/documents/typed", json=body)
+        assert r.status_code in (200, 201), (body["content_type"], r.text)
+
+
+def test_a_data_url_is_refused_saying_to_strip_its_prefix(client: TestClient) -> None:
+    """Base64 sent as a data: URL is a 422 that says to send only what follows the comma."""
+    body = {"content_type": PDF, "data": "data:application/pdf;base64," + _b64("essay.pdf")}
+    r = client.post("/similar", json=body)
+    assert r.status_code == 422 and "strip the 'data:...;base64,' prefix" in r.text, r.text

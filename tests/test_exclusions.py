@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.index.exclusions import (
+    REFERENCE_HEADINGS,
     Exclusions,
     Span,
     bibliography_span,
@@ -73,6 +74,37 @@ def test_bibliography_is_the_trailing_section() -> None:
     assert bibliography_span(f"References\n{body}") is None
     assert bibliography_span(f"{body} the references we read were good.\nMore.") is None
     assert bibliography_span(f"{body}\nReferences\n") is None  # nothing under it
+
+
+def test_reference_headings_in_their_written_forms() -> None:
+    """Every heading of the table, and headings with a trailing no-break space or period,
+    numbered ("4.1", "7.", "##") or singular, in several languages, start the list."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 5
+    table = [name.title() for names in REFERENCE_HEADINGS.values() for name in names]
+    for heading in (*table, "References\u00a0", "References.", "Reference", "4.1 References",
+                    "## References", "7. Bibliography", "Works Consulted", "Sources Cited",
+                    "Literature Cited", "Список литературы", "Литература", "参考文献",
+                    "المراجع", "المصادر", "Kaynakça", "Literatuur", "Bronnen", "Bibliografia",
+                    "Referências bibliográficas", "Referencias bibliográficas"):  # fmt: skip
+        text = f"{body}\n{heading}\nSmith, J. 2020. A book.\n"
+        span = bibliography_span(text)
+        assert span is not None and text[span.start : span.end] == text[text.index(heading) :]
+
+
+def test_bibliography_ends_at_the_next_section() -> None:
+    """An appendix (named, numbered or a title on its own line) after the reference list
+    ends it; a reference's wrapped line does not."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 5
+    refs = "References\nSmith, J. (2020). A book.\nDoe, A. (2019). Another one.\n"
+    for section in ("Appendix A", "APPENDIX B: Survey items", "Anhang", "Annexe 2",
+                    "Apéndice", "5 Discussion", "A.1 Survey items", "## Data",
+                    "Acknowledgements"):  # fmt: skip
+        text = f"{body}\n{refs}\n{section}\nCopied words follow here in the appendix.\n"
+        span = bibliography_span(text)
+        assert span is not None and text[span.start : span.end] == refs.strip(), section
+    wrapped = f"{body}\nReferences\nSmith, J. (2020). A book of\nThe Press, London.\n"
+    span = bibliography_span(wrapped)
+    assert span is not None and span.end == len(wrapped)
 
 
 def test_detect_keeps_quotes_out_of_the_bibliography() -> None:

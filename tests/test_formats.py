@@ -271,3 +271,190 @@ def test_a_file_past_the_memory_limit_is_named_and_the_next_one_read() -> None:
         assert pool.run(PDF, small) == extract(PDF, small)
     finally:
         pool.close()
+
+
+_W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+
+
+def _docx(body: str, ns: str = _W_NS, **parts: str) -> bytes:
+    """A DOCX of this body XML (w: and mc: prefixes bound) and other parts by name
+    (footnotes="..." is word/footnotes.xml's content, wrapped in its root)."""
+    head = f'xmlns:w="{ns}" xmlns:mc="{_MC_NS}"'
+    members = {"word/document.xml": f"<w:document {head}><w:body>{body}</w:body></w:document>"}
+    for name, xml in parts.items():
+        members[f"word/{name}.xml"] = f"<w:{name} {head}>{xml}</w:{name}>"
+    return _zip({k: v.encode() for k, v in members.items()})
+
+
+def _p(text: str, run_props: str = "") -> str:
+    return f"<w:p><w:r><w:rPr>{run_props}</w:rPr><w:t>{text}</w:t></w:r></w:p>"
+
+
+_ODT_NS = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"'
+)
+
+
+def _odt(body: str, styles: str = "", **members: bytes) -> bytes:
+    """An ODT of this office:text XML, with these automatic styles."""
+    content = (
+        f"<office:document-content {_ODT_NS}><office:automatic-styles>{styles}"
+        f"</office:automatic-styles><office:body><office:text>{body}</office:text>"
+        "</office:body></office:document-content>"
+    )
+    return _zip({"content.xml": content.encode(), **members})
+
+
+def test_a_docx_text_box_is_read_once() -> None:
+    """A text box written as mc:Choice and again as mc:Fallback is read from the Choice
+    only."""
+    box = (
+        "<w:p><w:r><mc:AlternateContent><mc:Choice Requires='wps'>"
+        f"<w:txbxContent>{_p('Boxed words here.')}</w:txbxContent></mc:Choice><mc:Fallback>"
+        f"<w:txbxContent>{_p('Boxed words here.')}</w:txbxContent></mc:Fallback>"
+        "</mc:AlternateContent></w:r></w:p>"
+    )
+    text = extract(DOCX, _docx(_p("Before.") + box + _p("After.")))
+    assert text.split() == ["Before.", "Boxed", "words", "here.", "After."]
+
+
+def test_a_docx_tracked_move_is_read_at_its_new_place_only() -> None:
+    """A tracked move's old place (w:moveFrom) is skipped as a deletion is; its new
+    place (w:moveTo) is read."""
+    moved = "<w:r><w:t>moved words</w:t></w:r>"
+    body = (
+        f"<w:p><w:moveFrom>{moved}</w:moveFrom><w:r><w:t> stay </w:t></w:r>"
+        f"<w:moveTo>{moved}</w:moveTo></w:p>"
+    )
+    assert extract(DOCX, _docx(body)) == "stay moved words"
+
+
+def test_docx_hidden_text_is_not_read() -> None:
+    """A run with w:vanish, or with a character or paragraph style that vanishes (also
+    through w:basedOn), is left out; w:vanish off overrides its style."""
+    styles = (
+        '<w:style w:styleId="Secret"><w:rPr><w:vanish/></w:rPr></w:style>'
+        '<w:style w:styleId="Secret2"><w:basedOn w:val="Secret"/></w:style>'
+    )
+    body = (
+        _p("seen one") + _p("hidden one", "<w:vanish/>")
+        + _p("hidden two", '<w:rStyle w:val="Secret2"/>')
+        + _p("seen two", '<w:rStyle w:val="Secret"/><w:vanish w:val="0"/>')
+        + '<w:p><w:pPr><w:pStyle w:val="Secret"/></w:pPr><w:r><w:t>hidden three</w:t></w:r></w:p>'
+    )  # fmt: skip
+    text = extract(DOCX, _docx(body, styles=styles))
+    assert text.split() == ["seen", "one", "seen", "two"]
+
+
+def test_odt_hidden_text_is_not_read() -> None:
+    """ODT text whose automatic style (or that style's parent in styles.xml) has
+    text:display="none" is left out, span or paragraph."""
+    styles = (
+        '<style:style style:name="T1" style:family="text"><style:text-properties '
+        'text:display="none"/></style:style><style:style style:name="P1" '
+        'style:family="paragraph" style:parent-style-name="Hid"/>'
+    )
+    common = (
+        f"<office:document-styles {_ODT_NS}><office:styles><style:style style:name='Hid' "
+        "style:family='paragraph'><style:text-properties text:display='none'/></style:style>"
+        "</office:styles></office:document-styles>"
+    ).encode()
+    body = (
+        '<text:p>seen <text:span text:style-name="T1">hidden one </text:span>too</text:p>'
+        '<text:p text:style-name="P1">hidden two</text:p>'
+    )
+    assert extract(ODT, _odt(body, styles, **{"styles.xml": common})).split() == ["seen", "too"]
+
+
+def test_docx_notes_are_read_after_the_body() -> None:
+    """Footnotes and endnotes are read after the body, in their parts' order, without
+    Word's separator notes; the body's sentence is not cut by them."""
+    ref = '<w:r><w:footnoteReference w:id="2"/></w:r>'
+    body = f"<w:p><w:r><w:t>A sentence</w:t></w:r>{ref}<w:r><w:t> goes on.</w:t></w:r></w:p>"
+    separator = '<w:footnote w:type="separator" w:id="0"><w:p><w:r><w:separator/>'
+    footnotes = f'{separator}<w:t>sep</w:t></w:r></w:p></w:footnote><w:footnote w:id="2">'
+    footnotes += _p("The footnote.") + "</w:footnote>"
+    endnotes = f'<w:endnote w:id="1">{_p("The endnote.")}</w:endnote>'
+    raw = _docx(body, footnotes=footnotes, endnotes=endnotes)
+    assert extract(DOCX, raw) == "A sentence goes on.\nThe footnote.\nThe endnote."
+
+
+def test_odt_notes_are_read_after_the_body() -> None:
+    """An ODT note's body is read after the text, its citation mark not at all."""
+    note = (
+        '<text:note text:note-class="footnote"><text:note-citation>1</text:note-citation>'
+        "<text:note-body><text:p>The note.</text:p></text:note-body></text:note>"
+    )
+    raw = _odt(f"<text:p>A sentence{note} goes on.</text:p><text:p>Next.</text:p>")
+    assert extract(ODT, raw) == "A sentence goes on.\nNext.\nThe note."
+
+
+def test_strict_open_xml_docx_is_read() -> None:
+    """A Strict Open XML DOCX (its own namespace) reads as the transitional one does."""
+    strict = "http://purl.oclc.org/ooxml/wordprocessingml/main"
+    body = _p("Strict words.") + _p("gone", "<w:vanish/>")
+    assert extract(DOCX, _docx(body, ns=strict)) == "Strict words."
+
+
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504
+
+
+def test_an_ole_file_is_named_for_what_it_is() -> None:
+    """An OLE file sent as DOCX or ODT is named by its streams: an encrypted OOXML, a
+    Word 97-2003 .doc, an .xls."""
+
+    def ole(stream: str) -> bytes:
+        return _OLE + stream.encode("utf-16-le") + b"\0" * 64
+
+    assert _refused(DOCX, ole("EncryptedPackage")) == (
+        "the DOCX is encrypted: save it without a password"
+    )
+    assert _refused(DOCX, ole("WordDocument")) == (
+        "the file is a Word 97-2003 .doc, not a DOCX: save it as .docx"
+    )
+    assert "an Excel 97-2003 .xls, not an ODT" in _refused(ODT, ole("Workbook"))
+
+
+def test_other_formats_sent_as_office_files_are_named() -> None:
+    """A PDF or RTF sent as a DOCX or ODT, and each office format sent as the other or
+    as a PDF, is named with the content_type to use."""
+    essay_pdf = (DATA / "essay.pdf").read_bytes()
+    docx, odt = (DATA / "essay.docx").read_bytes(), (DATA / "essay.odt").read_bytes()
+    assert "a PDF, not a DOCX: send it with content_type application/pdf" in _refused(
+        DOCX, essay_pdf
+    )
+    assert "RTF, not an ODT" in _refused(ODT, b"{\\rtf1\\ansi Hello}")
+    assert f"it is a DOCX: send it with content_type {DOCX}" in _refused(ODT, docx)
+    assert f"it is an ODT: send it with content_type {ODT}" in _refused(DOCX, odt)
+    assert f"it is a DOCX: send it with content_type {DOCX}" in _refused(PDF, docx)
+
+
+def test_an_encrypted_odt_is_named() -> None:
+    """An ODT whose manifest gives content.xml encryption-data is named encrypted, not
+    broken XML."""
+    ns = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
+    manifest = (
+        f'<manifest:manifest xmlns:manifest="{ns}"><manifest:file-entry '
+        'manifest:full-path="content.xml"><manifest:encryption-data/></manifest:file-entry>'
+        "</manifest:manifest>"
+    ).encode()
+    raw = _zip({"content.xml": b"\x8f\x01 encrypted bytes", "META-INF/manifest.xml": manifest})
+    assert _refused(ODT, raw) == "the ODT is encrypted: save it without a password"
+
+
+def test_hyphenation_of_capitals_and_of_compounds() -> None:
+    """A word in capitals broken at a line end is joined (the capital after the break is
+    no evidence there); a break whose first part the document starts another compound
+    with keeps its hyphen, as does one whose last part ends another."""
+    mark = "\ufffe"
+    text = (
+        f"AT{mark}\nLANTA and BAT{mark}\nTING; a top-security jail, the top team, "
+        f"top{mark}\nranked; a two-year plan, a year ago, a four{mark}\nyear"
+    )
+    assert pdf_text.join_hyphenated(text) == (
+        "ATLANTA and BATTING; a top-security jail, the top team, top-ranked; "
+        "a two-year plan, a year ago, a four-year"
+    )

@@ -101,7 +101,8 @@ CONTENT_TYPE_DOC = (
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX) or "
     "application/vnd.oasis.opendocument.text (ODT): the file is in data, base64-encoded, "
     "and its text is extracted. The extracted text is what is indexed and what passage "
-    "offsets refer to"
+    "offsets refer to. Matched as a media type: case-insensitive, parameters such as "
+    "charset ignored"
 )
 BodyType = Literal[
     "text/plain",
@@ -110,6 +111,16 @@ BodyType = Literal[
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "application/vnd.oasis.opendocument.text",
 ]
+
+
+def media_type(value: Any) -> Any:
+    """A content_type as its bare media type: type/subtype lower-cased, parameters
+    dropped (RFC 9110: media types are case-insensitive and may carry parameters, as
+    "application/pdf; charset=binary" or a crawler's "text/html; charset=utf-8" do; the
+    text arrives decoded, in JSON, so a charset has nothing left to say)."""
+    if isinstance(value, str):
+        return value.split(";", 1)[0].strip().lower()
+    return value
 
 
 # A text with a word holds a character outside ASCII's non-alphanumerics and U+0080 to
@@ -123,7 +134,9 @@ class _Text(_In):
     except for a file, whose text `extracted()` gives (off the event loop)."""
 
     # First, so that text and data are checked against it (a field sees those before it).
-    content_type: BodyType = Field(PLAIN, description=CONTENT_TYPE_DOC)
+    content_type: Annotated[BodyType, BeforeValidator(media_type)] = Field(
+        PLAIN, description=CONTENT_TYPE_DOC
+    )
     text: str | None = Field(
         None,
         validate_default=True,

@@ -137,29 +137,120 @@ def quote_spans(text: str) -> list[Span]:
     return [Span(a, b, "quote") for a, b in merge(_paired(text) + _ambiguous(text))]
 
 
+# The headings of a reference list, lower-case, by language: one table, so a name is
+# added in one place (docs/checks.md lists them).
+REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
+    "en": ("references", "reference", "reference list", "list of references", "bibliography",
+           "works cited", "works consulted", "sources cited", "literature cited",
+           "cited literature", "sources", "literature"),
+    "de": ("literaturverzeichnis", "literatur", "quellenverzeichnis", "quellen"),
+    "fr": ("références", "références bibliographiques", "bibliographie"),
+    "es": ("referencias", "referencias bibliográficas", "bibliografía", "obras citadas",
+           "fuentes"),
+    "pt": ("referências", "referências bibliográficas", "bibliografia", "obras citadas",
+           "fontes"),
+    "it": ("riferimenti bibliografici", "bibliografia"),
+    "nl": ("literatuurlijst", "literatuur", "bronnen", "bronvermelding", "referenties"),
+    "sv/da/no": ("litteratur", "källor", "litteraturförteckning", "referenser",
+                 "litteraturliste", "kilder"),
+    "pl": ("bibliografia", "literatura", "źródła"),
+    "ru": ("список литературы", "литература", "библиография",
+           "список использованной литературы", "список источников"),
+    "zh/ja": ("参考文献", "参考资料", "参考書目"),
+    "ar": ("المراجع", "المصادر", "قائمة المراجع"),
+    "tr": ("kaynakça", "kaynaklar"),
+}  # fmt: skip
+# The headings of a section that may follow the reference list (APA puts appendices
+# there): it ends the list.
+END_HEADINGS: tuple[str, ...] = (
+    "appendix", "appendices", "annex", "annexes", "annexe", "anhang", "anhänge",
+    "apéndice", "apéndices", "anexo", "anexos", "appendice", "appendici", "allegato",
+    "allegati", "bijlage", "bijlagen", "bilaga", "bilagor", "vedlegg", "bilag",
+    "załącznik", "załączniki", "aneks", "приложение", "приложения", "附录", "附錄", "付録",
+    "ملحق", "ملاحق", "ek", "ekler", "acknowledgements", "acknowledgments", "endnotes",
+    "notes", "about the author", "author biography",
+)  # fmt: skip
+
+
+def _alternatives(names: object) -> str:
+    """Names as one regex alternation, longest first (so "references" beats "reference"),
+    spaces matching any run of spaces."""
+    flat = sorted(set(names), key=len, reverse=True)  # type: ignore[call-overload]
+    return "|".join(re.escape(n).replace(r"\ ", r"[ \t\u00a0]+") for n in flat)
+
+
+_SPACE = r"[ \t\u00a0]"
+# A heading's numbering: Markdown's #s, "4.1", "7.", "IV.", "A.2".
+_NUMBER = (
+    rf"(?:#{{1,6}}{_SPACE}+)?"
+    rf"(?:(?:[0-9]+(?:\.[0-9]+)*|[IVXLC]+|[A-Z](?:\.[0-9]+)+)\.?{_SPACE}+)?"
+)
 _HEADING = re.compile(
-    r"^[ \t]*(?:[0-9IVX]+\.?[ \t]+)?(?:references|reference list|bibliography|works cited|"
-    r"literature cited|cited literature|sources|literaturverzeichnis|literatur|"
-    r"quellenverzeichnis|quellen|références|références bibliographiques|bibliographie|"
-    r"referencias|bibliografía|bibliografia|riferimenti bibliografici|referências|"
-    r"literatuurlijst|litteratur|källor)[ \t]*:?[ \t]*$",
+    rf"^{_SPACE}*{_NUMBER}(?:"
+    + _alternatives(n for names in REFERENCE_HEADINGS.values() for n in names)
+    + rf"){_SPACE}*[.:]?{_SPACE}*$",
     re.IGNORECASE | re.MULTILINE,
 )
+# A section that ends the reference list: a named one, with a label and a title after a
+# colon or dash or not ("Appendix B: Survey questions", "Anhang 2", "Annexe").
+_END_NAMED = re.compile(
+    rf"{_SPACE}*{_NUMBER}(?:{_alternatives(END_HEADINGS)})"
+    rf"(?:{_SPACE}+[A-Z0-9]{{1,4}})?[.:]?(?:{_SPACE}*[.:\u2013\u2014-]{_SPACE}*\S.{{0,80}})?",
+    re.IGNORECASE,
+)
+# A numbered heading: "5 Discussion", "A.1 Survey items", "## Data".
+_END_NUMBERED = re.compile(
+    rf"{_SPACE}*(?:#{{1,6}}|[0-9]+(?:\.[0-9]+)*\.?|[A-Z](?:\.[0-9]+)+\.?){_SPACE}+"
+    r"[^\W\d_][^,;()\[\]]{0,80}"
+)
+# A title on a line of its own: up to 6 words of letters (hyphens between them), no
+# digits or punctuation but a closing colon (_ends_section checks their capitals).
+_TITLE = re.compile("[^\\W\\d_]+(?:[ \t\u00a0-]+[^\\W\\d_]+){0,5}:?")
+
+
+def _ends_section(line: str, before: str, after: str) -> bool:
+    """Whether a line of a reference list is a heading that starts another section:
+    a named one (Appendix, Anhang...), a numbered one, or a title on its own that a
+    paragraph's end precedes and a capitalised line follows (a reference wrapped
+    across lines does neither)."""
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if _END_NAMED.fullmatch(stripped):
+        return True
+    if _END_NUMBERED.fullmatch(stripped) and not stripped.endswith("."):
+        return True
+    if not _TITLE.fullmatch(stripped) or len(stripped) > 60:
+        return False
+    words = re.findall(r"[^\W\d_]+", stripped)
+    titled = all(w[0].isupper() for w in words if len(w) >= 4) and stripped[0].isupper()
+    closed = not before.strip() or before.rstrip()[-1] in ".!?)]"
+    return titled and closed and after.strip()[:1].isupper()
 
 
 def bibliography_span(text: str) -> Span | None:
-    """The trailing reference list: from the last line that is only a heading such as
-    References, Bibliography, Works Cited, Literaturverzeichnis or Références (in the
-    last two thirds of the text) to the end; None when there is none."""
+    """The reference list: from the last line that is only a heading such as References,
+    Bibliography, Works Cited, Literaturverzeichnis or Références (REFERENCE_HEADINGS;
+    in the last two thirds of the text) to the next heading that starts another section
+    (_ends_section: an appendix after the references is not excluded with them) or the
+    text's end; None when there is none."""
     last = None
     for m in _HEADING.finditer(text):
         last = m
     if last is None or last.start() < BIBLIOGRAPHY_FROM * len(text):
         return None
-    if not _WORD.search(text, last.end()):
+    start = last.start() + len(last.group()) - len(last.group().lstrip())
+    end = len(text)
+    lines = text[last.end() :].split("\n")
+    pos = last.end()
+    for i, line in enumerate(lines):
+        if i > 0 and _ends_section(line, lines[i - 1], "\n".join(lines[i + 1 : i + 3])):
+            end = len(text[:pos].rstrip())
+            break
+        pos += len(line) + 1
+    if not _WORD.search(text, last.end(), end):
         return None  # a heading with nothing under it
-    return Span(last.start() + len(last.group()) - len(last.group().lstrip()), len(text),
-                "bibliography")  # fmt: skip
+    return Span(start, end, "bibliography")
 
 
 def html_quote_spans(quoted: list[str], text: str) -> list[Span]:

@@ -40,6 +40,11 @@ def decode(data: str) -> bytes:
     """The bytes of base64 `data` (standard alphabet, padding optional, whitespace
     such as MIME line breaks ignored); FileError when it is not base64."""
     packed = _SPACE.sub("", data)
+    if packed[:5].lower() == "data:":
+        raise FileError(
+            "data is a data: URL: send only the base64 after its comma "
+            "(strip the 'data:...;base64,' prefix)"
+        )
     if not packed:
         raise FileError("data is empty: send the file's bytes base64-encoded")
     if not _BASE64.fullmatch(packed) or len(packed) % 4 == 1:

@@ -1,60 +1,126 @@
-"""The text of DOCX and ODT files: their main XML part, read straight from the zip.
+"""The text of DOCX and ODT files: their XML parts, read straight from the zip.
 
 Both formats are zip files whose body is one XML part (word/document.xml,
-content.xml). Reading that part with the standard library's expat-backed
-ElementTree is faster than python-docx, docx2python or odfpy (bench/formats.py)
-and bounds what the file may cost before any XML is parsed: the part is
-decompressed a chunk at a time and refused past MAX_PART bytes or MAX_RATIO
-times its compressed size (a zip bomb), and an XML part with a DTD (entity
-expansion; neither format uses one) is refused.
+content.xml). Reading it with the standard library's expat-backed ElementTree is
+faster than python-docx, docx2python or odfpy (bench/formats.py) and bounds what
+the file may cost before any XML is parsed: each part is decompressed a chunk at a
+time and refused past MAX_PART bytes or MAX_RATIO times its compressed size (a zip
+bomb), and an XML part with a DTD (entity expansion; neither format uses one) is
+refused.
 
-Paragraphs become lines; tabs, line breaks and ODT's space runs are kept;
-tracked deletions, footnotes and headers or footers (other parts) are left out,
-so the text is the body as it reads.
+Paragraphs become lines; tabs, line breaks and ODT's space runs are kept. The text
+is what a reader sees: tracked deletions and moves' old places, hidden text, field
+codes and headers or footers are left out; a text box is read once (Word writes it
+twice, as mc:Choice and mc:Fallback); footnotes and endnotes are read after the body
+(word/footnotes.xml and word/endnotes.xml; ODT's text:note bodies), so a note never
+cuts a sentence of the body.
 """
 
 from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from xml.etree import ElementTree as ET
 
 from app.index.errors import FileError
 
-# Bounds on the one XML part read: its size once decompressed, and how many times
-# its compressed size that may be (checked past RATIO_FLOOR: tiny parts compress
-# far better than a document does).
+# Bounds on each XML part read: its size once decompressed, and how many times its
+# compressed size that may be (checked past RATIO_FLOOR: tiny parts compress far
+# better than a document does).
 MAX_PART = 64 * 1024 * 1024
 MAX_RATIO = 200
 RATIO_FLOOR = 1024 * 1024
 _CHUNK = 1024 * 1024
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+# Strict Open XML (ISO 29500 strict) names the same elements in another namespace.
+_W_STRICT = "{http://purl.oclc.org/ooxml/wordprocessingml/main}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
+_STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
+_MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
+
+_DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+_ODT_TYPE = "application/vnd.oasis.opendocument.text"
 
 
-def read_part(raw: bytes, name: str, kind: str) -> bytes:
-    """One member of a zip file, decompressed within the bounds; FileError otherwise."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
-    except (zipfile.BadZipFile, ValueError, EOFError):
-        hint = " (a password-protected file is not a zip: save it without a password)"
-        hint = hint if raw.startswith(b"\xd0\xcf\x11\xe0") else " (is it truncated?)"
-        raise FileError(f"the {kind} is broken: it is not a readable zip file{hint}") from None
-    with archive:
+def _a(kind: str) -> str:
+    """The kind with its article: a DOCX, an ODT."""
+    return f"an {kind}" if kind[:1] in "AEIOU" else f"a {kind}"
+
+
+def _ole_kind(raw: bytes) -> str:
+    """What an OLE compound file (Office's pre-2007 container, also the wrapper of an
+    encrypted OOXML file) is, from the stream names in its directory (UTF-16LE)."""
+
+    def has(name: str) -> bool:
+        return name.encode("utf-16-le") in raw
+
+    if has("EncryptedPackage"):
+        return "encrypted"
+    if has("WordDocument"):
+        return "a Word 97-2003 .doc"
+    if has("Workbook") or has("Book"):
+        return "an Excel 97-2003 .xls"
+    if has("PowerPoint Document"):
+        return "a PowerPoint 97-2003 .ppt"
+    return "an OLE compound file (an Office 97-2003 format)"
+
+
+def _not_a_zip(raw: bytes, kind: str) -> str:
+    """Why bytes that are no zip are not this kind of file, naming what they are."""
+    save = "save it as .docx" if kind == "DOCX" else "save it as .odt"
+    if raw.startswith(b"\xd0\xcf\x11\xe0"):
+        what = _ole_kind(raw)
+        if what == "encrypted" and kind == "DOCX":
+            return "the DOCX is encrypted: save it without a password"
+        if what == "encrypted":
+            return f"the file is a password-protected DOCX (or other OOXML), not {_a(kind)}: {save}"
+        return f"the file is {what}, not {_a(kind)}: {save}"
+    head = raw[:1024].lstrip()
+    if head.startswith(b"%PDF-") or b"%PDF-" in raw[:1024]:
+        return f"the file is a PDF, not {_a(kind)}: send it with content_type application/pdf"
+    if head.startswith(b"{\\rtf"):
+        return f"the file is RTF, not {_a(kind)}: RTF is not read; {save}"
+    return f"the {kind} is broken: it is not a readable zip file (is it truncated?)"
+
+
+class _Zip:
+    """A DOCX's or ODT's zip; its parts read within the bounds (FileError otherwise)."""
+
+    def __init__(self, raw: bytes, kind: str) -> None:
+        self.kind = kind
         try:
-            info = archive.getinfo(name)
+            self.archive = zipfile.ZipFile(io.BytesIO(raw))
+        except (zipfile.BadZipFile, ValueError, EOFError):
+            raise FileError(_not_a_zip(raw, kind)) from None
+
+    def __enter__(self) -> _Zip:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.archive.close()
+
+    def has(self, name: str) -> bool:
+        return name in self.archive.NameToInfo
+
+    def part(self, name: str) -> bytes:
+        """One member, decompressed within the bounds."""
+        kind = self.kind
+        try:
+            info = self.archive.getinfo(name)
         except KeyError:
-            raise FileError(f"the file is not a {kind}: it has no {name}") from None
+            other = self._other()
+            raise FileError(f"the file is not {_a(kind)}: it has no {name}{other}") from None
         if info.flag_bits & 0x1:
-            raise FileError(f"the {kind} is encrypted: send it without a password")
+            raise FileError(f"the {kind} is encrypted: save it without a password")
         if info.file_size > MAX_PART:
             raise FileError(_bomb(kind, name, info.file_size, info.compress_size))
         out = bytearray()
         try:
-            with archive.open(info) as part:
+            with self.archive.open(info) as part:
                 while chunk := part.read(_CHUNK):
                     out += chunk
                     size = len(out)
@@ -69,6 +135,46 @@ def read_part(raw: bytes, name: str, kind: str) -> bytes:
                 f"the {kind} is broken: {name} cannot be decompressed ({exc})"
             ) from None
         return bytes(out)
+
+    def tree(self, name: str) -> ET.Element | None:
+        """A member's XML tree, or None when the zip has no such member."""
+        return parse(self.part(name), self.kind) if self.has(name) else None
+
+    def _other(self) -> str:
+        """The other office format, when the zip is one: the content_type to send it with."""
+        if self.kind != "DOCX" and self.has("word/document.xml"):
+            return f" (it is a DOCX: send it with content_type {_DOCX_TYPE})"
+        if self.kind != "ODT" and self.has("content.xml"):
+            return f" (it is an ODT: send it with content_type {_ODT_TYPE})"
+        return ""
+
+
+def what_it_is(raw: bytes) -> str | None:
+    """What a file sent as a PDF is instead, with the content_type to send it with, when
+    its first bytes tell (a DOCX, an ODT, a Word 97-2003 .doc, RTF); None otherwise."""
+    if raw.startswith(b"\xd0\xcf\x11\xe0"):
+        what = _ole_kind(raw)
+        return "a password-protected Office file" if what == "encrypted" else what
+    if raw.lstrip().startswith(b"{\\rtf"):
+        return "RTF"
+    if raw.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+                names = archive.NameToInfo
+        except (zipfile.BadZipFile, ValueError, EOFError):
+            return "a zip file"
+        if "word/document.xml" in names:
+            return f"a DOCX: send it with content_type {_DOCX_TYPE}"
+        if "content.xml" in names:
+            return f"an ODT: send it with content_type {_ODT_TYPE}"
+        return "a zip file"
+    return None
+
+
+def read_part(raw: bytes, name: str, kind: str) -> bytes:
+    """One member of a zip file, decompressed within the bounds; FileError otherwise."""
+    with _Zip(raw, kind) as archive:
+        return archive.part(name)
 
 
 def _bomb(kind: str, name: str, size: int, packed: int) -> str:
@@ -88,10 +194,12 @@ def parse(xml: bytes, kind: str) -> ET.Element:
         raise FileError(f"the {kind} is broken: its XML cannot be parsed ({exc})") from None
 
 
-def _walk(root: ET.Element, visit: Callable[[ET.Element, list[str]], bool]) -> str:
+def _walk(
+    root: ET.Element, visit: Callable[[ET.Element, list[str]], Iterable[ET.Element] | None]
+) -> str:
     """Depth-first text of a tree, without recursion (a hostile file may nest deeply):
-    visit(element, out) writes what the element itself stands for and says whether to
-    go into its children (DOCX keeps all text in w:t, so tails are only spacing)."""
+    visit(element, out) writes what the element itself stands for and answers the
+    children to go into, if any (DOCX keeps all text in w:t, so tails are only spacing)."""
     out: list[str] = []
     stack: list[tuple[ET.Element, bool]] = [(root, False)]
     while stack:
@@ -101,28 +209,95 @@ def _walk(root: ET.Element, visit: Callable[[ET.Element, list[str]], bool]) -> s
                 out.append("\n")
             continue
         stack.append((el, True))
-        if visit(el, out):
-            stack.extend((child, False) for child in reversed(el))
+        children = visit(el, out)
+        if children is not None:
+            stack.extend((child, False) for child in reversed(list(children)))
     return "".join(out)
 
 
 _PARAGRAPHS = frozenset({f"{_W}p", f"{_TEXT}p", f"{_TEXT}h"})
 
 
-def _docx_visit(el: ET.Element, out: list[str]) -> bool:
-    tag = el.tag
-    if tag == f"{_W}t":
-        out.append(el.text or "")
-        return False
-    if tag == f"{_W}tab":
-        out.append("\t")
-    elif tag in (f"{_W}br", f"{_W}cr"):
-        out.append("\n")
-    elif tag == f"{_W}noBreakHyphen":
-        out.append("-")
-    elif tag in (f"{_W}del", f"{_W}delText", f"{_W}instrText", f"{_W}rPr", f"{_W}pPr"):
-        return False  # tracked deletions, field codes, formatting
-    return True
+def _on(el: ET.Element | None) -> bool:
+    """Whether an OOXML on/off property (w:vanish) is on: present, and not val 0/false."""
+    return el is not None and el.get(f"{_W}val", "true").lower() not in ("0", "false", "off")
+
+
+def _hidden_styles(styles: ET.Element | None) -> frozenset[str]:
+    """The ids of styles.xml's styles whose run properties hide text (w:vanish), their
+    own or through w:basedOn."""
+    if styles is None:
+        return frozenset()
+    own: dict[str, bool | None] = {}
+    based: dict[str, str] = {}
+    for style in styles.iter(f"{_W}style"):
+        sid = style.get(f"{_W}styleId")
+        if sid is None:
+            continue
+        vanish = style.find(f"{_W}rPr/{_W}vanish")
+        own[sid] = None if vanish is None else _on(vanish)
+        parent = style.find(f"{_W}basedOn")
+        if parent is not None and parent.get(f"{_W}val"):
+            based[sid] = parent.get(f"{_W}val", "")
+    hidden = set()
+    for sid in own:
+        seen, cur = set(), sid
+        # Up the basedOn chain to the first style that says (a loop ends the search).
+        while cur in own and own[cur] is None and cur in based and cur not in seen:
+            seen.add(cur)
+            cur = based[cur]
+        if own.get(cur):
+            hidden.add(sid)
+    return frozenset(hidden)
+
+
+def _docx_visitor(
+    hidden: frozenset[str],
+) -> Callable[[ET.Element, list[str]], Iterable[ET.Element] | None]:
+    """The DOCX walk's visit, hiding runs and paragraphs of the `hidden` styles."""
+
+    def style(props: ET.Element | None, name: str) -> str | None:
+        found = props.find(f"{_W}{name}") if props is not None else None
+        return None if found is None else found.get(f"{_W}val")
+
+    def visit(el: ET.Element, out: list[str]) -> Iterable[ET.Element] | None:
+        tag = el.tag
+        if tag == f"{_W}t":
+            out.append(el.text or "")
+            return None
+        if tag == f"{_W}r":
+            props = el.find(f"{_W}rPr")
+            vanish = props.find(f"{_W}vanish") if props is not None else None
+            if vanish is not None:
+                return None if _on(vanish) else el
+            return None if style(props, "rStyle") in hidden else el
+        if tag == f"{_W}p":
+            # A paragraph style's run properties apply to its runs: hidden, they hide it.
+            return None if style(el.find(f"{_W}pPr"), "pStyle") in hidden else el
+        if tag == f"{_MC}AlternateContent":
+            # Alternatives of the same content (a text box as DrawingML and as VML): the
+            # first choice only, else the fallback.
+            choice = el.find(f"{_MC}Choice")
+            return [choice] if choice is not None else el.findall(f"{_MC}Fallback")
+        if tag == f"{_W}tab":
+            out.append("\t")
+        elif tag in (f"{_W}br", f"{_W}cr"):
+            out.append("\n")
+        elif tag == f"{_W}noBreakHyphen":
+            out.append("-")
+        elif tag in _DOCX_SKIP:
+            return None
+        return el
+
+    return visit
+
+
+# Tracked deletions and a move's old place, field codes, formatting: not what is read.
+_DOCX_SKIP = frozenset(
+    f"{_W}{name}" for name in ("del", "delText", "moveFrom", "instrText", "rPr", "pPr")
+)
+# Word's note separators, which are lines, not notes.
+_NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuationNotice"})
 
 
 def _text(lines: str, kind: str) -> str:
@@ -132,33 +307,124 @@ def _text(lines: str, kind: str) -> str:
     return text
 
 
+def _strict_to_transitional(root: ET.Element) -> None:
+    """Rename a Strict Open XML tree's elements and attributes to the transitional
+    namespace: the same vocabulary, so one reader serves both."""
+    n = len(_W_STRICT)
+    for el in root.iter():
+        if el.tag.startswith(_W_STRICT):
+            el.tag = _W + el.tag[n:]
+        for key in [k for k in el.attrib if k.startswith(_W_STRICT)]:
+            el.attrib[_W + key[n:]] = el.attrib.pop(key)
+
+
+def _strict(root: ET.Element) -> ET.Element:
+    if root.tag.startswith(_W_STRICT):
+        _strict_to_transitional(root)
+    return root
+
+
+def _docx_tree(archive: _Zip, name: str) -> ET.Element | None:
+    root = archive.tree(name)
+    return None if root is None else _strict(root)
+
+
 def docx_text(raw: bytes) -> str:
-    """The body text of a DOCX file, a paragraph a line."""
-    root = parse(read_part(raw, "word/document.xml", "DOCX"), "DOCX")
-    return _text(_walk(root, _docx_visit), "DOCX")
+    """The text of a DOCX file, a paragraph a line: the body, then its footnotes and
+    endnotes."""
+    with _Zip(raw, "DOCX") as archive:
+        root = _strict(parse(archive.part("word/document.xml"), "DOCX"))
+        visit = _docx_visitor(_hidden_styles(_docx_tree(archive, "word/styles.xml")))
+        parts = [_walk(root, visit)]
+        for name, note in (("word/footnotes.xml", "footnote"), ("word/endnotes.xml", "endnote")):
+            notes = _docx_tree(archive, name)
+            if notes is None:
+                continue
+            for el in notes.iter(f"{_W}{note}"):
+                if el.get(f"{_W}type") not in _NOTE_FURNITURE:
+                    parts.append(_walk(el, visit))
+    return _text("\n".join(p.rstrip("\n") for p in parts), "DOCX")
+
+
+def _odt_encrypted(archive: _Zip) -> bool:
+    """Whether the manifest says content.xml is encrypted (ODF's own encryption keeps
+    the zip readable and encrypts the parts' bytes)."""
+    manifest = archive.tree("META-INF/manifest.xml")
+    if manifest is None:
+        return False
+    return any(
+        entry.get(f"{_MANIFEST}full-path") == "content.xml"
+        and entry.find(f"{_MANIFEST}encryption-data") is not None
+        for entry in manifest.iter(f"{_MANIFEST}file-entry")
+    )
+
+
+def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
+    """The names of text and paragraph styles with text:display="none", their own or
+    through style:parent-style-name (styles.xml's and content.xml's automatic ones)."""
+    display: dict[str, str | None] = {}
+    parent: dict[str, str] = {}
+    for tree in trees:
+        if tree is None:
+            continue
+        for style in tree.iter(f"{_STYLE}style"):
+            name = style.get(f"{_STYLE}name")
+            if name is None:
+                continue
+            props = style.find(f"{_STYLE}text-properties")
+            display[name] = None if props is None else props.get(f"{_TEXT}display")
+            if style.get(f"{_STYLE}parent-style-name"):
+                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+    hidden = set()
+    for name in display:
+        seen, cur = set(), name
+        while cur in display and display[cur] is None and cur in parent and cur not in seen:
+            seen.add(cur)
+            cur = parent[cur]
+        if display.get(cur) == "none":
+            hidden.add(name)
+    return frozenset(hidden)
 
 
 def odt_text(raw: bytes) -> str:
-    """The body text of an ODT file, a paragraph (or heading) a line."""
-    root = parse(read_part(raw, "content.xml", "ODT"), "ODT")
+    """The text of an ODT file, a paragraph (or heading) a line: the body, then its
+    notes."""
+    with _Zip(raw, "ODT") as archive:
+        if _odt_encrypted(archive):
+            raise FileError("the ODT is encrypted: save it without a password")
+        root = parse(archive.part("content.xml"), "ODT")
+        hidden = _odt_hidden_styles(archive.tree("styles.xml"), root)
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
         raise FileError("the file is not an ODT text document: content.xml has no office:text")
+    notes: list[ET.Element] = []
+    parts = [_odt_walk(body, hidden, notes)]
+    # A note's body is read after the text (a note in a note is not ODF).
+    parts.extend(_odt_walk(note, hidden, []) for note in notes)
+    return _text("\n".join(p.rstrip("\n") for p in parts), "ODT")
+
+
+def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) -> str:
+    """The text under `top`; the bodies of the notes met are added to `notes`."""
     out: list[str] = []
     # ODF is mixed content (text sits in elements and in their children's tails), so
     # its walk keeps an explicit stack of (element, phase) too.
-    stack: list[tuple[ET.Element, bool]] = [(body, False)]
+    stack: list[tuple[ET.Element, bool]] = [(top, False)]
     while stack:
         el, closing = stack.pop()
         if closing:
             if el.tag in _PARAGRAPHS:
                 out.append("\n")
-            if el.tail and el is not body:
+            if el.tail and el is not top:
                 out.append(el.tail)
             continue
         tag = el.tag
-        skip = tag in _ODT_SKIP
-        if not skip:
+        skip = tag in _ODT_SKIP or el.get(f"{_TEXT}style-name") in hidden
+        if tag == f"{_TEXT}note":
+            note = el.find(f"{_TEXT}note-body")
+            if note is not None:
+                notes.append(note)
+        elif not skip:
             if tag == f"{_TEXT}s":
                 out.append(" " * _count(el))
             elif tag == f"{_TEXT}tab":
@@ -170,7 +436,7 @@ def odt_text(raw: bytes) -> str:
         stack.append((el, True))
         if not skip:
             stack.extend((child, False) for child in reversed(el))
-    return _text("".join(out), "ODT")
+    return "".join(out)
 
 
 _ODT_SKIP = frozenset(

@@ -104,29 +104,49 @@ def join_hyphenated(text: str) -> str:
 
     PDFium marks every hyphen at a line end, a hyphenation point or a real hyphen
     ("four-year"). The document's own words decide: the hyphenated form is kept when
-    the document writes it so elsewhere, or when both parts are words it uses on their
-    own (and the joined word is not); a number or a capital after the break keeps it
-    too ("I-75", "Bruni-Sarkozy"). Otherwise the parts are one word ("hear-ing").
+    the document writes it so elsewhere; else, when the joined word does not occur
+    elsewhere, it is kept if both parts are words the document uses on their own, or
+    if one part is such a word and the document starts ("top-security" for
+    "top-ranked") or ends another compound with it; a number either side keeps it
+    ("I-75"), and so does a capital after the break unless the part before it is in
+    capitals too ("Bruni-Sarkozy", but "AT-LANTA" is "ATLANTA"). Otherwise the parts
+    are one word ("hear-ing").
     """
     if "\ufffe" not in text and "\u00ad" not in text:
         return text
-    words: Counter[str] = Counter()
-    # The vocabulary of the words that are not broken (their parts would count as words).
+    words: Counter[str] = Counter()  # words, compounds and the compounds' parts
+    alone: Counter[str] = Counter()  # words written on their own
+    heads: Counter[str] = Counter()  # first parts of compounds ("top" of "top-security")
+    tails: Counter[str] = Counter()  # last parts ("year" of "four-year")
+    # The vocabulary of the words that are not broken.
     for w in _WORDS.findall(_STRAY_HYPHENS.sub("", _BROKEN.sub(" ", text)).lower()):
         words[w] += 1
         if "-" in w:
-            words.update(w.split("-"))
+            parts = w.split("-")
+            words.update(parts)
+            heads[parts[0]] += 1
+            tails[parts[-1]] += 1
+        else:
+            alone[w] += 1
 
     def join(m: re.Match[str]) -> str:
         a, b = m.group(1), m.group(2)
-        joined, hyphened = (a + b).lower(), f"{a}-{b}".lower()
-        keep = (
-            words[hyphened] > 0
-            or (words[a.lower()] > 0 and words[b.lower()] > 0 and words[joined] == 0)
-            or b[0].isdigit()
-            or a[-1].isdigit()
-            or b[0].isupper()
-        )
+        la, lb = a.lower(), b.lower()
+        joined, hyphened = la + lb, f"{la}-{lb}"
+        if words[hyphened] or b[0].isdigit() or a[-1].isdigit():
+            keep = True
+        elif words[joined]:
+            keep = False
+        else:
+            # A word on its own either side, or one the document compounds elsewhere
+            # on the same side; a capital after the break, where the part before it is
+            # not all capitals (a heading in capitals breaks like any word).
+            keep = (
+                (words[la] > 0 and words[lb] > 0)
+                or (alone[la] > 0 and heads[la] > 0)
+                or (alone[lb] > 0 and tails[lb] > 0)
+                or (b[0].isupper() and not a.isupper())
+            )
         return f"{a}-{b}" if keep else a + b
 
     return _STRAY_HYPHENS.sub("", _BROKEN.sub(join, text))
@@ -152,7 +172,13 @@ def _joined(pages: list[Page], drops: list[set[int]]) -> str:
 
 def _open(raw: bytes) -> pdfium.PdfDocument:
     if not raw.startswith(b"%PDF-") and b"%PDF-" not in raw[:1024]:
-        raise FileError("the file is not a PDF: it does not start with %PDF-")
+        from app.index.formats.office import what_it_is
+
+        what = what_it_is(raw)
+        raise FileError(
+            "the file is not a PDF: it does not start with %PDF-"
+            + (f" (it is {what})" if what else "")
+        )
     try:
         return pdfium.PdfDocument(raw)
     except pdfium.PdfiumError as exc:
