@@ -10,8 +10,9 @@ a Latin one; "5% any": any letter by a CJK one, which cuts English names into pi
 words (English: by other words of the pages) changed. Printed per language, tokenizer and
 kind: sources found (the stored page among the answers with a passage overlapping the plant)
 and the share of the planted passage's characters that the found source's passages mark (mean
-over the 40; 0 where not found). Tokenizer 1 (clauses are words) and 2 (a letter of Han or
-kana is a token) run in the same process on the same plants.
+over the 40; 0 where not found). Every tokenizer runs in the same process on the same plants:
+1 (clauses are words), 2 (a letter of Han or kana is a token) and 3 (2's tokens, accents
+and voicing marks folded away).
 
 ``--k`` first prints the measurement that chose K for unspaced scripts: per language and K, the
 share of a never-stored page's shingles that also occur in the 40 stored pages (unrelated
@@ -41,6 +42,7 @@ from pathlib import Path
 from common import ROOT, log
 from stores import ThrowawayRedis
 
+from app import kernel
 from app.index import Document, Index, Params
 from app.store import Store
 
@@ -281,7 +283,7 @@ def main() -> None:
         redis = ThrowawayRedis(Path(tmp), "languages").start()
         try:
             for lang in ("zh", "ja", "en"):
-                for tokenizer in (1, 2):
+                for tokenizer in kernel.TOKENIZERS:
                     log(f"languages: {lang}, tokenizer {tokenizer}")
                     r = asyncio.run(run(lang, tokenizer, redis.url, args.seed))
                     (f1, m1), (f2, m2), (f3, m3) = r["as is"], r["5%"], r["5% any"]
@@ -309,7 +311,7 @@ def lengths(redis_url: str, seed: int) -> None:
     print("found by passage length (characters, verbatim), of 40")
     for lang in ("zh", "ja", "en"):
         print(f"{lang:<5} {'tokenizer':>9} " + " ".join(f"{n:>5}" for n in LENGTHS[lang]))
-        for tokenizer in (1, 2):
+        for tokenizer in kernel.TOKENIZERS:
             r = asyncio.run(run(lang, tokenizer, redis_url, seed, LENGTHS[lang]))
             print(
                 f"{'':<5} {tokenizer:>9} " + " ".join(f"{r[str(n)][0]:>5}" for n in LENGTHS[lang]),
