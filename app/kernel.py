@@ -587,6 +587,10 @@ def _sorted_fingerprint(name: str, x: Any) -> U32:
 def _index_array(name: str, x: Any, dtype: type) -> Any:
     """x as a contiguous array of dtype (offsets, starts, counts), refusing values that
     do not fit it (numpy raises OverflowError, which is no ValueError)."""
+    given = x if isinstance(x, np.ndarray) else None
+    if given is not None and given.dtype.kind == "i" and given.size and int(given.min()) < 0:
+        # numpy casts a negative signed array to unsigned by wrapping it, silently
+        raise InvalidParameterError(f"{name} must hold {np.dtype(dtype).name} values: negative")
     try:
         return np.ascontiguousarray(x, dtype=dtype)
     except (OverflowError, TypeError, ValueError) as exc:

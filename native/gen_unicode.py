@@ -342,7 +342,9 @@ def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
     for c in s.casefold():
         if c in looks:
             outs.append(looks[c])
-            flags |= CONF3
+            # A Latin letter folded (Turkish dotless i, small capitals) leaves its word in
+            # one script: it is no sign of a disguise, as a Cyrillic one in it is.
+            flags |= LATIN3 if ucd_scripts.script(c) == "Latn" else CONF3
         else:
             outs.append(c)
             if c.isalpha() and ucd_scripts.script(c) == "Latn":

@@ -414,3 +414,35 @@ def test_a_source_with_a_code_point_of_two_words_is_aligned(
         (p,) = found[0].passages
         assert query[p.query_start : p.query_end] == copied
         assert source[p.source_start : p.source_end] == copied
+
+
+def test_a_stored_document_with_a_damaged_layout_says_so(redis_url: str, collection: str) -> None:
+    """A layout an older release stored without its overflow values is skipped as a
+    source, and asked about by id is a Conflict that says to ingest it again."""
+    from app.core.errors import Conflict
+    from app.index import records
+
+    text = " ".join(f"word{i}" for i in range(60)) + " " + "x" * 40  # a 40-letter word
+    query = "an essay begins " + text + " and ends"
+
+    async def run() -> tuple:
+        store = Store.connect(redis_url, collection, 30.0)
+        try:
+            index = await Index.open(store, _params(), 200)
+            await index.ingest([Document(text, "old")])
+            (handle,) = await store.ids.handles(["old"])
+            (raw,) = await store.records([handle])
+            rec = records.unpack(raw)
+            damaged = records.pack(
+                rec.id, rec.fingerprint, rec.band_keys, rec.shingles, rec.metadata,
+                rec.passages[:-4],
+            )  # fmt: skip
+            await store.put_records([(handle, damaged)])
+            as_source = await index.containment_of_text(query, 0.01, 10)
+            with pytest.raises(Conflict, match="ingest it again"):
+                await index.containment_of_id("old", 0.01, 10)
+            return as_source
+        finally:
+            await store.close()
+
+    assert asyncio.run(run()).results == []

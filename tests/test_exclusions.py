@@ -102,9 +102,13 @@ def test_bibliography_ends_at_the_next_section() -> None:
         text = f"{body}\n{refs}\n{section}\nCopied words follow here in the appendix.\n"
         span = bibliography_span(text)
         assert span is not None and text[span.start : span.end] == refs.strip(), section
-    wrapped = f"{body}\nReferences\nSmith, J. (2020). A book of\nThe Press, London.\n"
-    span = bibliography_span(wrapped)
-    assert span is not None and span.end == len(wrapped)
+    for tail in (
+        "A book of\nThe Press, London.",
+        "In Proceedings of the\n2019 Conference on Methods",
+    ):
+        wrapped = f"{body}\nReferences\nSmith, J. (2020). {tail}\n"
+        span = bibliography_span(wrapped)
+        assert span is not None and span.end == len(wrapped), tail
 
 
 def test_detect_keeps_quotes_out_of_the_bibliography() -> None:

@@ -458,3 +458,5 @@ def test_hyphenation_of_capitals_and_of_compounds() -> None:
         "ATLANTA and BATTING; a top-security jail, the top team, top-ranked; "
         "a two-year plan, a year ago, a four-year"
     )
+    # one capital before the break is no word in capitals: X-Ray keeps its hyphen
+    assert pdf_text.join_hyphenated(f"an X{mark}\nRay of E{mark}\nMail") == "an X-Ray of E-Mail"

@@ -238,6 +238,7 @@ def test_indexes_out_of_their_range_are_kernel_errors() -> None:
     one = np.array([1], np.uint32)
     calls = (
         lambda: kernel.jaccard_many_packed(one, one, [-1, 0]),
+        lambda: kernel.jaccard_many_packed(one, one, np.array([-1, 0], np.int64)),
         lambda: kernel.encode_fingerprints(one, [0, -1]),
         lambda: kernel.decode_fingerprints(kernel.Encoded(b"\0\1", [0], [2], [2**33])),
         lambda: kernel.jaccard_many_encoded(one, kernel.Encoded(b"\0\1", [-1], [2], [1])),

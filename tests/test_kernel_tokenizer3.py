@@ -340,6 +340,16 @@ def test_genuine_russian_and_greek_words_are_not_flagged() -> None:
     assert _word_bits("caf\u00e9 cafe\u0301 na\u00efve", 3) == [0, 0, 0]
 
 
+def test_latin_letters_folded_are_no_disguise() -> None:
+    """A Latin letter folded to its ASCII look-alike (Turkish dotless i, a small capital)
+    leaves its word in one script: ordinary Turkish is not disguised (found in review)."""
+    turkish = (
+        "Kad\u0131n alt\u0131n y\u0131l\u0131nda \u0131l\u0131k bir k\u0131\u015f g\u00fcn\u00fc"
+    )
+    assert not any(b & kernel.DISGUISED for b in _word_bits(turkish, 3))
+    assert _word_bits("\u0280ed \u0131ce", 3) == [0, 0]
+
+
 # --- defect 4: decomposed and vocalised text --------------------------------------------------
 
 SAME = [

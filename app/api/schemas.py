@@ -161,8 +161,9 @@ class _Text(_In):
     @classmethod
     def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> JsonDict:
         """The schema says what validation does: a text (plain or a page) or a file, one
-        of them, each with its content types; a generated client or fuzzer then sends
-        bodies that can pass."""
+        of them, each with its content types in their plain lower-case spelling (any
+        case and parameters pass too: a media type); a generated client or fuzzer then
+        sends bodies that can pass."""
         schema: JsonDict = handler(core)
         one_of: list[Any] = []
         for kinds, given, absent in (

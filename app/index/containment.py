@@ -20,7 +20,12 @@ from app import kernel
 from app.core.shingles import parse_shingle
 from app.index import candidates, disguise, documents, records
 from app.index.align import Query, align
-from app.index.errors import NoPassagesError, NoShinglesError, ThresholdError
+from app.index.errors import (
+    DamagedLayoutError,
+    NoPassagesError,
+    NoShinglesError,
+    ThresholdError,
+)
 from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
@@ -105,10 +110,18 @@ async def containment_of_id(
     rec = records.unpack(raw)
     if not rec.passages:  # stored before the collection kept passages
         return ContainmentResult([], 0, False, 0, 0.0)
+    layout = Layout.unpack(rec.passages)
+    try:
+        layout.starts  # noqa: B018 - decoded here, where it can be named, not per source
+    except DamagedLayout:
+        raise DamagedLayoutError(
+            f"document {doc_id!r} was stored by an older release whose passage layout "
+            "cannot be read: ingest it again"
+        ) from None
     return await contained(
         pieces,
         rec.fingerprint,
-        Layout.unpack(rec.passages),
+        layout,
         handle,
         threshold,
         limit,

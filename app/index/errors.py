@@ -43,6 +43,13 @@ class ConfigMismatchError(errors.Misconfigured):
     """The collection in Redis was made with other sketch parameters."""
 
 
+class DamagedLayoutError(errors.Conflict):
+    """A stored document's passage layout cannot be read (written by a release before
+    2026-11-26 with a character folded into two words): ingest it again."""
+
+    title = "Passage layout to rewrite"
+
+
 class DeletingError(errors.Conflict):
     """The collection is marked for deletion: no reads or writes any more."""
 

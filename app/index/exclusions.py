@@ -198,9 +198,10 @@ _END_NAMED = re.compile(
     rf"(?:{_SPACE}+[A-Z0-9]{{1,4}})?[.:]?(?:{_SPACE}*[.:\u2013\u2014-]{_SPACE}*\S.{{0,80}})?",
     re.IGNORECASE,
 )
-# A numbered heading: "5 Discussion", "A.1 Survey items", "## Data".
+# A numbered heading: "5 Discussion", "A.1 Survey items", "## Data". One or two digits
+# first: a reference wrapped before a year ("2019 Conference on ...") is no heading.
 _END_NUMBERED = re.compile(
-    rf"{_SPACE}*(?:#{{1,6}}|[0-9]+(?:\.[0-9]+)*\.?|[A-Z](?:\.[0-9]+)+\.?){_SPACE}+"
+    rf"{_SPACE}*(?:#{{1,6}}|[0-9]{{1,2}}(?:\.[0-9]+)*\.?|[A-Z](?:\.[0-9]+)+\.?){_SPACE}+"
     r"[^\W\d_][^,;()\[\]]{0,80}"
 )
 # A title on a line of its own: up to 6 words of letters (hyphens between them), no
@@ -210,21 +211,22 @@ _TITLE = re.compile("[^\\W\\d_]+(?:[ \t\u00a0-]+[^\\W\\d_]+){0,5}:?")
 
 def _ends_section(line: str, before: str, after: str) -> bool:
     """Whether a line of a reference list is a heading that starts another section:
-    a named one (Appendix, Anhang...), a numbered one, or a title on its own that a
-    paragraph's end precedes and a capitalised line follows (a reference wrapped
-    across lines does neither)."""
+    a named one (Appendix, Anhang...), a numbered one that a paragraph's end precedes,
+    or a title on its own that a paragraph's end precedes and a capitalised line follows
+    (a reference wrapped across lines does neither)."""
     stripped = line.strip()
     if not stripped:
         return False
     if _END_NAMED.fullmatch(stripped):
         return True
+    # A heading follows a paragraph's end; a reference wrapped mid-sentence does not.
+    closed = not before.strip() or before.rstrip()[-1] in ".!?)]"
     if _END_NUMBERED.fullmatch(stripped) and not stripped.endswith("."):
-        return True
+        return closed
     if not _TITLE.fullmatch(stripped) or len(stripped) > 60:
         return False
     words = re.findall(r"[^\W\d_]+", stripped)
     titled = all(w[0].isupper() for w in words if len(w) >= 4) and stripped[0].isupper()
-    closed = not before.strip() or before.rstrip()[-1] in ".!?)]"
     return titled and closed and after.strip()[:1].isupper()
 
 

@@ -356,7 +356,7 @@ def fold3(ch: str) -> tuple[str, int]:
     for c in kept.casefold():
         if c in lookalikes3():
             out += lookalikes3()[c]
-            flags |= LOOKALIKE
+            flags |= LATIN if script3(c) == "LATIN" else LOOKALIKE
         else:
             out += c
             if c.isalpha() and script3(c) == "LATIN":

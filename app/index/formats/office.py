@@ -239,16 +239,21 @@ def _hidden_styles(styles: ET.Element | None) -> frozenset[str]:
         parent = style.find(f"{_W}basedOn")
         if parent is not None and parent.get(f"{_W}val"):
             based[sid] = parent.get(f"{_W}val", "")
-    hidden = set()
-    for sid in own:
-        seen, cur = set(), sid
-        # Up the basedOn chain to the first style that says (a loop ends the search).
-        while cur in own and own[cur] is None and cur in based and cur not in seen:
+    return _inherited(own, based)
+
+
+def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset[str]:
+    """The styles whose property (hidden) is on: their own, or where they do not say
+    (None) their nearest ancestor's that does, up the parent chain (a loop ends it)."""
+    out = set()
+    for name in own:
+        seen, cur = set(), name
+        while cur in own and own[cur] is None and cur in parent and cur not in seen:
             seen.add(cur)
-            cur = based[cur]
+            cur = parent[cur]
         if own.get(cur):
-            hidden.add(sid)
-    return frozenset(hidden)
+            out.add(name)
+    return frozenset(out)
 
 
 def _docx_visitor(
@@ -362,7 +367,7 @@ def _odt_encrypted(archive: _Zip) -> bool:
 def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
     """The names of text and paragraph styles with text:display="none", their own or
     through style:parent-style-name (styles.xml's and content.xml's automatic ones)."""
-    display: dict[str, str | None] = {}
+    display: dict[str, bool | None] = {}
     parent: dict[str, str] = {}
     for tree in trees:
         if tree is None:
@@ -372,18 +377,11 @@ def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
             if name is None:
                 continue
             props = style.find(f"{_STYLE}text-properties")
-            display[name] = None if props is None else props.get(f"{_TEXT}display")
+            shown = None if props is None else props.get(f"{_TEXT}display")
+            display[name] = None if shown is None else shown == "none"
             if style.get(f"{_STYLE}parent-style-name"):
                 parent[name] = style.get(f"{_STYLE}parent-style-name", "")
-    hidden = set()
-    for name in display:
-        seen, cur = set(), name
-        while cur in display and display[cur] is None and cur in parent and cur not in seen:
-            seen.add(cur)
-            cur = parent[cur]
-        if display.get(cur) == "none":
-            hidden.add(name)
-    return frozenset(hidden)
+    return _inherited(display, parent)
 
 
 def odt_text(raw: bytes) -> str:

@@ -140,12 +140,13 @@ def join_hyphenated(text: str) -> str:
         else:
             # A word on its own either side, or one the document compounds elsewhere
             # on the same side; a capital after the break, where the part before it is
-            # not all capitals (a heading in capitals breaks like any word).
+            # not a word in capitals (a heading in capitals breaks like any word; a
+            # single capital, as in X-Ray or E-Mail, is no such word).
             keep = (
                 (words[la] > 0 and words[lb] > 0)
                 or (alone[la] > 0 and heads[la] > 0)
                 or (alone[lb] > 0 and tails[lb] > 0)
-                or (b[0].isupper() and not a.isupper())
+                or (b[0].isupper() and not (len(a) > 1 and a.isupper()))
             )
         return f"{a}-{b}" if keep else a + b
 
