@@ -453,20 +453,3 @@ def test_odd_texts_do_not_crash(text: str, simd: bool) -> None:
     assert kernel.normalize(text, tokenizer=3) == oracle.normalized2(text, 3)
     s = kernel.sketch([text], shingle="word:2", tokenizer=3, simd=simd)
     assert int(s.shingles[0]) == len(oracle.sketch_hashes2(text, "word:2", version=3))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=300), st.booleans())
-def test_random_bytes(raw: bytes, simd: bool) -> None:
-    """Any bytes: tokenizer 3 accepts exactly what strict UTF-8 decoding accepts, and reads
-    them as the oracle does."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        with pytest.raises(kernel.InvalidTextError):
-            kernel.sketch([raw], tokenizer=3, simd=simd)
-        with pytest.raises(kernel.InvalidTextError):
-            kernel.winnow([raw], tokenizer=3, simd=simd)
-        return
-    s = kernel.sketch([raw], tokenizer=3, simd=simd)
-    assert s.fingerprints[0].tolist() == _fingerprint(oracle.sketch_hashes2(text, version=3))
