@@ -42,6 +42,10 @@ _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 
+# First bytes: an OLE compound file (Office 97-2003, or an encrypted OOXML) and RTF.
+_OLE = b"\xd0\xcf\x11\xe0"
+_RTF = b"{\\rtf"
+
 _DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _ODT_TYPE = "application/vnd.oasis.opendocument.text"
 
@@ -72,17 +76,16 @@ def _ole_kind(raw: bytes) -> str:
 def _not_a_zip(raw: bytes, kind: str) -> str:
     """Why bytes that are no zip are not this kind of file, naming what they are."""
     save = "save it as .docx" if kind == "DOCX" else "save it as .odt"
-    if raw.startswith(b"\xd0\xcf\x11\xe0"):
+    if raw.startswith(_OLE):
         what = _ole_kind(raw)
         if what == "encrypted" and kind == "DOCX":
             return "the DOCX is encrypted: save it without a password"
         if what == "encrypted":
             return f"the file is a password-protected DOCX (or other OOXML), not {_a(kind)}: {save}"
         return f"the file is {what}, not {_a(kind)}: {save}"
-    head = raw[:1024].lstrip()
-    if head.startswith(b"%PDF-") or b"%PDF-" in raw[:1024]:
+    if b"%PDF-" in raw[:1024]:  # where a PDF reader looks for its header
         return f"the file is a PDF, not {_a(kind)}: send it with content_type application/pdf"
-    if head.startswith(b"{\\rtf"):
+    if raw[:1024].lstrip().startswith(_RTF):
         return f"the file is RTF, not {_a(kind)}: RTF is not read; {save}"
     return f"the {kind} is broken: it is not a readable zip file (is it truncated?)"
 
@@ -152,10 +155,10 @@ class _Zip:
 def what_it_is(raw: bytes) -> str | None:
     """What a file sent as a PDF is instead, with the content_type to send it with, when
     its first bytes tell (a DOCX, an ODT, a Word 97-2003 .doc, RTF); None otherwise."""
-    if raw.startswith(b"\xd0\xcf\x11\xe0"):
+    if raw.startswith(_OLE):
         what = _ole_kind(raw)
         return "a password-protected Office file" if what == "encrypted" else what
-    if raw.lstrip().startswith(b"{\\rtf"):
+    if raw.lstrip().startswith(_RTF):
         return "RTF"
     if raw.startswith(b"PK\x03\x04"):
         try:
@@ -312,20 +315,18 @@ def _text(lines: str, kind: str) -> str:
     return text
 
 
-def _strict_to_transitional(root: ET.Element) -> None:
-    """Rename a Strict Open XML tree's elements and attributes to the transitional
-    namespace: the same vocabulary, so one reader serves both."""
+def _strict(root: ET.Element) -> ET.Element:
+    """A Strict Open XML tree with its elements and attributes renamed to the
+    transitional namespace (the same vocabulary, so one reader serves both); any other
+    tree as it is."""
+    if not root.tag.startswith(_W_STRICT):
+        return root
     n = len(_W_STRICT)
     for el in root.iter():
         if el.tag.startswith(_W_STRICT):
             el.tag = _W + el.tag[n:]
         for key in [k for k in el.attrib if k.startswith(_W_STRICT)]:
             el.attrib[_W + key[n:]] = el.attrib.pop(key)
-
-
-def _strict(root: ET.Element) -> ET.Element:
-    if root.tag.startswith(_W_STRICT):
-        _strict_to_transitional(root)
     return root
 
 
