@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from support import oracle
 from support.corpus import read_corpus
 from support.disguise import disguise
+from support.winnowed import rows
 
 from app import kernel
 
@@ -60,18 +61,6 @@ def _plain_fold_bits(text: str) -> list[int]:
     return w.folds.tolist()
 
 
-def _rows(w: kernel.Winnowed) -> list[tuple[int, int, int, int]]:
-    """(hash, start, end, folds) of every selection."""
-    assert w.folds is not None
-    cols = (w.hashes.tolist(), w.starts.tolist(), w.ends.tolist(), w.folds.tolist())
-    return list(zip(*cols, strict=True))
-
-
-def _fingerprint(hashes: set[int], n: int = 256) -> list[int]:
-    """The bottom-n fingerprint of a set of 64-bit shingle hashes (its top 32 bits)."""
-    return sorted({h >> 32 for h in hashes})[:n]
-
-
 # --- tokenizer 1 is what it was ---------------------------------------------------------------
 
 
@@ -91,7 +80,7 @@ def test_tokenizer_1_is_the_default_and_reads_as_before() -> None:
             assert np.array_equal(s.signatures, d.signatures)
             for i, text in enumerate(texts):
                 hashes = oracle.sketch_hashes(text, spec)
-                assert s.fingerprints[i].tolist() == _fingerprint(hashes), (spec, i)
+                assert s.fingerprints[i].tolist() == oracle.fingerprint(hashes), (spec, i)
                 assert int(s.shingles[i]) == len(hashes)
     for i, text in enumerate(texts[:40]):
         w = kernel.winnow([text], shingle="word:3", passage_words=8, tokenizer=1, folds=True)
@@ -113,7 +102,7 @@ def test_each_folded_class(name: str, simd: bool) -> None:
     w = kernel.winnow([text], shingle="word:1", passage_words=1, tokenizer=2, folds=True, simd=simd)
     assert w.folds is not None and w.folds.tolist() == bits
     expected = oracle.winnow2(text, "word:1", 1)
-    got = _rows(w)
+    got = rows(w)
     assert got == expected
     for (_, start, end, _), word in zip(got, plain.split(), strict=True):
         assert oracle.normalized2(text[start:end]) == word  # the span is that word's text
@@ -165,7 +154,7 @@ def test_normalize_and_word_folds_match_oracle(text: str) -> None:
             [text], shingle="word:1", passage_words=1, tokenizer=2, folds=True, simd=simd
         )
         assert w.folds is not None
-        got = _rows(w)
+        got = rows(w)
         assert got == expected
 
 
@@ -179,7 +168,7 @@ def test_sketches_match_oracle(batch: list[str], spec: str) -> None:
         s = kernel.sketch(batch, shingle=spec, tokenizer=2, simd=simd)
         for i, text in enumerate(batch):
             hashes = oracle.sketch_hashes2(text, spec)
-            assert s.fingerprints[i].tolist() == _fingerprint(hashes)
+            assert s.fingerprints[i].tolist() == oracle.fingerprint(hashes)
             assert int(s.shingles[i]) == len(hashes)
 
 
@@ -269,7 +258,8 @@ def test_simd_and_scalar_agree_on_hyphens_at_block_edges() -> None:
     texts = [_hyphens_at_block_edges(rng) for _ in range(30)]
     s1 = _assert_scanners_agree(texts, (("word:1", 1), ("word:3", 4)), checked=8)
     for i, text in enumerate(texts[:8]):
-        assert s1.fingerprints[i].tolist() == _fingerprint(oracle.sketch_hashes2(text, "word:3"))
+        want = oracle.sketch_hashes2(text, "word:3")
+        assert s1.fingerprints[i].tolist() == oracle.fingerprint(want)
 
 
 def test_every_code_point_folds_like_the_oracle() -> None:
@@ -378,7 +368,7 @@ def test_random_bytes(raw: bytes, simd: bool, tok: int) -> None:
         return
     s = kernel.sketch([raw], tokenizer=tok, simd=simd)
     want = oracle.sketch_hashes2(text, version=tok)
-    assert s.fingerprints[0].tolist() == _fingerprint(want)
+    assert s.fingerprints[0].tolist() == oracle.fingerprint(want)
 
 
 @pytest.mark.parametrize("bad", [0, 4, -1, "2", 2.0, True, None])

@@ -15,22 +15,11 @@ from hypothesis import strategies as st
 from support import oracle
 from support.corpus import read_corpus
 from support.disguise import disguise
+from support.winnowed import rows
 
 from app import kernel
 
 CORPUS = [text for _, text in read_corpus()[:120]]
-
-
-def _rows(w: kernel.Winnowed) -> list[tuple[int, int, int, int]]:
-    """(hash, start, end, folds) of every selection."""
-    assert w.folds is not None
-    cols = (w.hashes.tolist(), w.starts.tolist(), w.ends.tolist(), w.folds.tolist())
-    return list(zip(*cols, strict=True))
-
-
-def _fingerprint(hashes: set[int], n: int = 256) -> list[int]:
-    """The bottom-n fingerprint of a set of 64-bit shingle hashes (its top 32 bits)."""
-    return sorted({h >> 32 for h in hashes})[:n]
 
 
 def _word_bits(text: str, tokenizer: int = 3) -> list[int]:
@@ -98,7 +87,7 @@ def test_normalize_and_word_folds_match_oracle(text: str) -> None:
             folds=True,
             simd=simd,
         )
-        assert _rows(w) == expected
+        assert rows(w) == expected
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -111,7 +100,7 @@ def test_sketches_match_oracle(batch: list[str], spec: str) -> None:
         s = kernel.sketch(batch, shingle=spec, tokenizer=3, simd=simd)
         for i, text in enumerate(batch):
             hashes = oracle.sketch_hashes2(text, spec, version=3)
-            assert s.fingerprints[i].tolist() == _fingerprint(hashes)
+            assert s.fingerprints[i].tolist() == oracle.fingerprint(hashes)
             assert int(s.shingles[i]) == len(hashes)
 
 
@@ -154,16 +143,17 @@ def test_simd_and_scalar_agree_on_long_mixed_text() -> None:
         b = kernel.winnow(
             texts, shingle=spec, passage_words=passage, tokenizer=3, folds=True, simd=False
         )
-        assert _rows(a) == _rows(b)
+        assert rows(a) == rows(b)
         for i, text in enumerate(texts[:10]):
             lo, hi = int(a.offsets[i]), int(a.offsets[i + 1])
-            assert _rows(a)[lo:hi] == oracle.winnow2(text, spec, passage, version=3)
+            assert rows(a)[lo:hi] == oracle.winnow2(text, spec, passage, version=3)
     s1 = kernel.sketch(texts, tokenizer=3)
     s2 = kernel.sketch(texts, tokenizer=3, simd=False)
     assert np.array_equal(s1.signatures, s2.signatures)
     assert np.array_equal(s1.fp_values, s2.fp_values)
     for i, text in enumerate(texts[:10]):
-        assert s1.fingerprints[i].tolist() == _fingerprint(oracle.sketch_hashes2(text, version=3))
+        want = oracle.sketch_hashes2(text, version=3)
+        assert s1.fingerprints[i].tolist() == oracle.fingerprint(want)
 
 
 def test_ascii_reads_as_with_tokenizer_2() -> None:
@@ -173,7 +163,7 @@ def test_ascii_reads_as_with_tokenizer_2() -> None:
     a, b = (kernel.sketch(ascii_texts, tokenizer=t) for t in (2, 3))
     assert np.array_equal(a.signatures, b.signatures) and np.array_equal(a.fp_values, b.fp_values)
     w2, w3 = (kernel.winnow(ascii_texts, tokenizer=t, folds=True) for t in (2, 3))
-    assert _rows(w2) == _rows(w3)
+    assert rows(w2) == rows(w3)
 
 
 # --- the look-alike table ---------------------------------------------------------------------

@@ -78,6 +78,11 @@ B = 0xD6E8FEB86659FD93
 KINDS = {"word": 0, "char": 1}
 
 
+def fingerprint(hashes: set[int], n: int = 256) -> list[int]:
+    """The bottom-n fingerprint of a set of 64-bit shingle hashes (their top 32 bits)."""
+    return sorted({h >> 32 for h in hashes})[:n]
+
+
 def fmix64(k: int) -> int:
     """MurmurHash3's 64-bit finalizer."""
     k ^= k >> 33
