@@ -575,13 +575,26 @@ def _fingerprint(name: str, x: Any) -> U32:
     return np.ascontiguousarray(arr)
 
 
+def _unsorted(arr: U32) -> bool:
+    return len(arr) > 1 and bool(np.any(arr[1:] <= arr[:-1]))
+
+
 def _sorted_fingerprint(name: str, x: Any) -> U32:
     """A fingerprint as _fingerprint gives it, refused unless sorted and distinct: the
-    intersections assume it, and their SIMD and scalar paths disagree on other input."""
+    intersections assume it, and their SIMD and scalar paths disagree on other input. (A
+    query's order the C calls check themselves, in one pass: see _refused.)"""
     arr = _fingerprint(name, x)
-    if len(arr) > 1 and bool(np.any(arr[1:] <= arr[:-1])):
+    if _unsorted(arr):
         raise InvalidParameterError(f"{name} must be sorted and distinct")
     return arr
+
+
+def _refused(rc: int, query: U32, what: str) -> InvalidParameterError:
+    """The error for a Jaccard call the kernel refused: the query out of order, which it
+    checks (named here, off the hot path), or else what."""
+    if _unsorted(query):
+        return InvalidParameterError("query must be sorted and distinct")
+    return InvalidParameterError(f"the kernel refused the arguments (code {rc}): {what}")
 
 
 def _index_array(name: str, x: Any, dtype: type) -> Any:
@@ -629,12 +642,12 @@ def jaccard_many_packed(
     """One query fingerprint against packed candidates (``values``, ``offsets`` of n + 1).
 
     Returns float64 [n]: the estimate, or 0.0 where it is below ``threshold``. The query
-    must be sorted and distinct (checked); so must each candidate, which is not checked
-    here (a scan's candidates come from stored records): jaccard_many checks them.
+    must be sorted and distinct (the kernel checks); so must each candidate, which is not
+    checked here (a scan's candidates come from stored records): jaccard_many checks them.
     """
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     t = _threshold(threshold)
-    q = _sorted_fingerprint("query", query)
+    q = _fingerprint("query", query)
     vals = _fingerprint("values", values)
     offs = _index_array("offsets", offsets, np.uint64)
     if offs.ndim != 1 or offs.shape[0] < 1:
@@ -655,9 +668,7 @@ def jaccard_many_packed(
         ffi.from_buffer("double[]", out, require_writable=True),
     )
     if rc != lib.ND_OK:
-        raise InvalidParameterError(
-            f"the kernel refused the arguments (code {rc}): offsets must be non-decreasing"
-        )
+        raise _refused(rc, q, "offsets must be non-decreasing")
     return out
 
 
@@ -834,7 +845,7 @@ def jaccard_many_encoded(
     """
     fp_size = _check_int("fingerprint_size", fingerprint_size, 1, MAX_FINGERPRINT_SIZE)
     t = _threshold(threshold)
-    q = _sorted_fingerprint("query", query)
+    q = _fingerprint("query", query)
     data, size, starts, ends, counts = _encoded_args(enc)
     n = len(counts)
     out = np.zeros(n, dtype=np.float64)
@@ -857,9 +868,7 @@ def jaccard_many_encoded(
     if rc == lib.ND_E_NOMEM:
         raise MemoryError("the kernel could not allocate its scratch memory")
     if rc != lib.ND_OK:
-        raise InvalidParameterError(
-            f"the kernel refused the arguments (code {rc}): every range must lie within data"
-        )
+        raise _refused(rc, q, "every range must lie within data")
     _malformed(status)
     return out
 

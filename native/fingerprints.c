@@ -179,10 +179,19 @@ static nd_memo *memo_new(double threshold) {
     return memo;
 }
 
+/* Whether a query fingerprint is sorted and distinct, as the merges assume (its SIMD and
+ * scalar intersections disagree on other input); one pass, cheaper here than a caller's. */
+static int query_ok(const uint32_t *query, uint32_t nq) {
+    if (nq > 0 && query == NULL) return 0;
+    for (uint32_t i = 1; i < nq; i++)
+        if (query[i] <= query[i - 1]) return 0;
+    return 1;
+}
+
 ND_EXPORT int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                               const uint64_t *offsets, size_t n, uint32_t fp_size,
                               double threshold, unsigned flags, double *out) {
-    if (fp_size == 0 || (nq > 0 && query == NULL) || threshold != threshold) return ND_E_ARG;
+    if (fp_size == 0 || !query_ok(query, nq) || threshold != threshold) return ND_E_ARG;
     if (n == 0) return ND_OK;
     if (offsets == NULL || out == NULL) return ND_E_ARG;
     for (size_t i = 0; i < n; i++)
@@ -388,7 +397,7 @@ ND_EXPORT int nd_jaccard_many_encoded(const uint32_t *query, uint32_t nq, const 
                                       const uint64_t *ends, const uint32_t *counts, size_t n,
                                       uint32_t fp_size, double threshold, unsigned flags,
                                       double *out, int32_t *status) {
-    if (fp_size == 0 || (nq > 0 && query == NULL) || threshold != threshold) return ND_E_ARG;
+    if (fp_size == 0 || !query_ok(query, nq) || threshold != threshold) return ND_E_ARG;
     if (n == 0) return ND_OK;
     if (out == NULL || status == NULL) return ND_E_ARG;
     int rc = encoded_args(data, data_len, starts, ends, counts, n);

@@ -227,6 +227,7 @@ int nd_band_keys(const uint32_t *signatures, size_t n, uint32_t num_perm,
  * and the exact Jaccard when both are complete; two empty fingerprints give
  * 0. out[i] gets the estimate, or 0.0 where it is below threshold (the merge
  * stops once the threshold is out of reach; threshold <= 0 keeps them all).
+ * ND_E_ARG for a query that is not sorted and distinct (checked: candidates are not).
  */
 int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
                     const uint64_t *offsets, size_t n, uint32_t fp_size,
