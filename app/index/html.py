@@ -118,7 +118,7 @@ class HTMLError(Invalid):
 
 
 def _repair(html: str) -> str:
-    """The page itself when it was UTF-8 decoded as Latin-1, else as given."""
+    """The page itself when it was UTF-8 decoded as Latin-1 or Windows-1252, else as given."""
     if not _MOJIBAKE.search(html):
         return html
     for encoding, errors in (("latin-1", "strict"), ("cp1252", "neardup-cp1252-gaps")):

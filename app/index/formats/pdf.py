@@ -22,6 +22,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from app.index.errors import FileError
+from app.index.formats.office import what_it_is
 
 # A line whose middle lies within this share of the page's height from its top or
 # bottom edge may be a header or footer.
@@ -173,8 +174,6 @@ def _joined(pages: list[Page], drops: list[set[int]]) -> str:
 
 def _open(raw: bytes) -> pdfium.PdfDocument:
     if not raw.startswith(b"%PDF-") and b"%PDF-" not in raw[:1024]:
-        from app.index.formats.office import what_it_is
-
         what = what_it_is(raw)
         raise FileError(
             "the file is not a PDF: it does not start with %PDF-"
