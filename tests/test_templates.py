@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import orjson
+
 from fastapi.testclient import TestClient
 from support import oracle
 from support.corpus import read_corpus
@@ -157,6 +159,33 @@ def test_a_stored_thin_page_says_so_by_id(client: TestClient) -> None:
     assert answer["thin"] is True
     answer = client.get(f"/similar/{SITE}/p1.html").json()
     assert "thin" not in answer
+
+
+def test_a_short_text_sent_as_plain_text_is_never_thin(client: TestClient) -> None:
+    """A document sent as text/plain is not a page, whatever its id: a short one named by a
+    URL is not answered as thin by id, as a match, or after an export and import; a
+    page of the same words is."""
+    words = "The quick brown fox jumps over the lazy dog near the river bank today."
+    page = f"<html><body><p>{words}</p></body></html>"
+    plain = [{"id": f"{SITE}/t{i}", "text": words} for i in range(2)]
+    pages = [{"id": f"{SITE}/h{i}.html", "text": page, "content_type": "text/html"}
+             for i in range(2)]  # fmt: skip
+    r = client.post("/documents/batch", json={"documents": plain + pages})
+    assert r.json()["errors"] == 0, r.text
+    answer = client.get(f"/similar/{SITE}/t0").json()
+    assert "thin" not in answer
+    assert {m["id"] for m in answer["results"]} >= {f"{SITE}/t1"}
+    assert all("thin" not in m for m in answer["results"] if "/t" in m["id"])
+    assert all(m["thin"] is True for m in answer["results"] if "/h" in m["id"])
+    assert client.get(f"/similar/{SITE}/h0.html").json()["thin"] is True
+    lines = [orjson.loads(x) for x in client.get("/export").content.splitlines()]
+    exported = {d["id"]: d for d in lines[1:-1]}
+    assert exported[f"{SITE}/t0"]["plain"] is True
+    assert "plain" not in exported[f"{SITE}/h0.html"]
+    client.delete(f"/documents/{SITE}/t0")
+    body = {"header": lines[0], "documents": [exported[f"{SITE}/t0"]]}
+    assert client.post("/import", json=body).status_code == 200
+    assert "thin" not in client.get(f"/similar/{SITE}/t0").json()
 
 
 def test_the_template_is_fixed_once_learned(client: TestClient) -> None:

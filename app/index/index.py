@@ -217,9 +217,10 @@ class Index:
         sk: Sketched,
         bodies: list[str] | None = None,
         expires: list[int] | None = None,
+        plain: list[bool] | None = None,
     ) -> list[bool]:
         """Write one round of sketched documents, each id once (app.index.writes.write)."""
-        return await writes.write(self.store, self.params, ids, items, sk, bodies, expires)
+        return await writes.write(self.store, self.params, ids, items, sk, bodies, expires, plain)
 
     def locked(self, ids: list[str]) -> AbstractAsyncContextManager[None]:
         """Hold the write locks of these ids: no other writer changes them meanwhile."""

@@ -10,6 +10,10 @@ run of records joined end to end can be read as one uint32 array):
     | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
     [| u64 expires_at (milliseconds since the epoch), only when the document expires]
 
+The top bit of the shingles word (PLAIN) marks a document sent as text, not as a
+page: it is never answered as a site's thin page (app.index.sites). Records written
+before it have the bit clear and are judged by their id as then.
+
 The passage layout is stored in the kernel's format 2 where that is smaller
 (kernel.compact_layout: word spans in about 5/8 of a byte instead of one, anchor
 words as one-byte steps); Record.passages is never format 2: format 1, or format 3 in
@@ -49,6 +53,8 @@ _EXPIRES = struct.Struct("<Q")
 _CURRENT = VERSION.to_bytes(4, "little")
 HEADER_WORDS = _HEADER.size // 4  # 9
 HEADER_WORDS_V1 = _HEADER_V1.size // 4  # 8
+# In the shingles word: the document was sent as text, not as a page (Record.plain).
+PLAIN = 1 << 63
 
 
 # A document's metadata as JSON, at most: it is in the record, which every query that
@@ -91,6 +97,8 @@ class Record:
     metadata: dict | None
     passages: bytes = b""  # packed passage layout; empty without a passage index
     expires_ms: int = 0  # when it stops answering (ms since the epoch); 0: never
+    # Sent as text, not as a page: never a site's thin page (False in older records).
+    plain: bool = False
 
 
 def pack(
@@ -102,9 +110,10 @@ def pack(
     passages: bytes = b"",
     expires_ms: int = 0,
     encoded: bytes | None = None,
+    plain: bool = False,
 ) -> bytes:
     """Serialise one document record (the current version); encoded, when given, is the
-    fingerprint already compressed (encode_many)."""
+    fingerprint already compressed (encode_many); plain marks a text that is not a page."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = encoded
@@ -116,7 +125,7 @@ def pack(
     header = _HEADER.pack(
         VERSION,
         len(fingerprint),
-        shingles,
+        shingles | PLAIN if plain else shingles,
         len(bk) // 8,
         len(id_bytes),
         len(meta),
@@ -238,7 +247,8 @@ def unpack(raw: bytes) -> Record:
     metadata = orjson.loads(raw[h.meta_at : h.meta_at + h.meta_len]) if h.meta_len else None
     expires = _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
     passages = _layout(raw[h.passages_at : h.passages_at + h.pas_len])
-    return Record(doc_id, fingerprint, band_keys, h.shingles, metadata, passages, expires)
+    shingles, plain = h.shingles & ~PLAIN, bool(h.shingles & PLAIN)
+    return Record(doc_id, fingerprint, band_keys, shingles, metadata, passages, expires, plain)
 
 
 def _layout(stored: bytes) -> bytes:
@@ -262,7 +272,12 @@ def expires_of(raw: bytes) -> int:
 
 def shingles_of(raw: bytes) -> int:
     """The shingle count of a packed record, from its header alone."""
-    return _head(raw).shingles
+    return _head(raw).shingles & ~PLAIN
+
+
+def plain_of(raw: bytes) -> bool:
+    """Whether a packed record's document was sent as text, not as a page (its header)."""
+    return bool(_head(raw).shingles & PLAIN)
 
 
 def id_of(raw: bytes) -> str:

@@ -76,8 +76,9 @@ class Sites:
         return self.on and site is not None and shingles < THIN_SHINGLES
 
     def thin_record(self, raw: bytes, doc_id: str) -> bool:
-        """Whether a stored page is answered as thin: a page of a site, little of its own."""
-        if not self.on or records.shingles_of(raw) >= THIN_SHINGLES:
+        """Whether a stored page is answered as thin: a page of a site, little of its own
+        (a document sent as text never is)."""
+        if not self.on or records.plain_of(raw) or records.shingles_of(raw) >= THIN_SHINGLES:
             return False
         return site_of(doc_id, records.metadata_of(raw)) is not None
 

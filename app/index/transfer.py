@@ -88,6 +88,8 @@ def exported(raw: bytes) -> dict[str, Any]:
     }
     if rec.expires_ms:  # only an expiring document has it
         line["expires_ms"] = rec.expires_ms
+    if rec.plain:  # sent as text, not as a page: never a site's thin page
+        line["plain"] = True
     return line
 
 
@@ -155,10 +157,11 @@ class _Restored(Sketched):
 
 def _restore(
     index: Index, docs: Sequence[dict[str, Any]]
-) -> tuple[list[str], list, _Restored, list[int]]:
+) -> tuple[list[str], list, _Restored, list[int], list[bool]]:
     """Check every line against the collection's parameters and pack it for writing."""
     p = index.params
     ids, metas, shingles, fps, bands, passages, ends = [], [], [], [], [], [], []
+    plains: list[bool] = []
     for n, doc in enumerate(docs):
         where = f"document {n}"
         if not isinstance(doc, dict):
@@ -202,7 +205,11 @@ def _restore(
         if type(end) is not int or not 0 <= end <= now_ms() + 1000 * MAX_TTL_S:
             raise ImportRefused(f"{where}: expires_ms must be ms since the epoch, at most "
                                 f"{MAX_TTL_S} s (100 years) from now (or absent)")  # fmt: skip
+        plain = doc.get("plain", False)
+        if type(plain) is not bool:
+            raise ImportRefused(f"{where}: plain must be true or false (or absent)")
         ends.append(end)
+        plains.append(plain)
         ids.append(doc_id)
         metas.append(meta)
         shingles.append(count)
@@ -216,7 +223,7 @@ def _restore(
     restored = _Restored(
         np.asarray(shingles, np.int64), values, offsets, keys, raw_passages=passages
     )
-    return ids, metas, restored, ends
+    return ids, metas, restored, ends, plains
 
 
 async def import_documents(
@@ -230,7 +237,7 @@ async def import_documents(
     check_header(index, head)
     if len(docs) > MAX_IMPORT:
         raise ImportRefused(f"at most {MAX_IMPORT} documents per import call")
-    ids, metas, restored, ends = _restore(index, docs)
+    ids, metas, restored, ends, plains = _restore(index, docs)
     last = {doc_id: i for i, doc_id in enumerate(ids)}
     # A document that expired since its export answers nothing: it is not written.
     now = now_ms()
@@ -243,5 +250,6 @@ async def import_documents(
         [(i, metas[i]) for i in keep],
         restored,
         expires=[ends[i] for i in keep],
+        plain=[plains[i] for i in keep],
     )
     return sum(created), len(created) - sum(created)

@@ -84,6 +84,7 @@ async def ingest(
             sk,
             [judged.texts[i] for i in batch],
             [expires[i] for i in batch],
+            [not docs[i].html for i in batch],
         )
         for i, c in zip(batch, created, strict=True):
             results[i].created = c
@@ -120,12 +121,15 @@ async def write(
     sk: Sketched,
     bodies: list[str] | None = None,
     expires: list[int] | None = None,
+    plain: list[bool] | None = None,
 ) -> list[bool]:
     """Write one round (each id once) under the ids' locks; items are each id's
     text number in sk and metadata; bodies are the texts to keep (None: an import of
     sketches, which has none), expires when each expires (ms since the epoch, 0 or
-    None: never). Returns whether each id was new."""
+    None: never), plain whether each was sent as text, not as a page (None: none
+    was). Returns whether each id was new."""
     ends = expires if expires is not None else [0] * len(ids)
+    texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
         handles = await store.ids.assign(ids)
         old = await store.records(handles)
@@ -142,9 +146,16 @@ async def write(
                 sk.passages(i),
                 end,
                 encoded,
+                text_only,
             )
-            for doc_id, (i, meta), end, fp, encoded in zip(
-                ids, items, ends, fingerprints, records.encode_many(fingerprints), strict=True
+            for doc_id, (i, meta), end, fp, encoded, text_only in zip(
+                ids,
+                items,
+                ends,
+                fingerprints,
+                records.encode_many(fingerprints),
+                texts_only,
+                strict=True,
             )
         ]
         pairs = list(zip(handles, items, strict=True))
