@@ -91,7 +91,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/passages.py
 	$(BIN)/python bench/hotband.py
 	$(BIN)/python bench/html_in.py
-	$(BIN)/python bench/alignment.py
+	$(BIN)/python bench/alignment.py --bits 0,8 --scale 10000 100000
 	$(BIN)/python bench/sources.py
 	$(BIN)/python bench/templates.py
 	$(BIN)/python bench/languages.py

@@ -123,6 +123,25 @@ def test_bad_key_lists_are_refused_without_showing_keys(spec: str, tmp_path: Pat
     assert "tooshortkey" not in str(err.value) and "k" * 20 not in str(err.value)
 
 
+def test_a_rule_across_settings_names_them_and_shows_no_secret() -> None:
+    """A setting refused by a rule across settings (passage words below a shingle's) is
+    named by its rule's message, and the other settings, keys and Redis password among
+    them, are not printed."""
+    from app.core.settings import SettingsError, load_settings
+
+    password, key = "hunter2hunter2", "k" * 24
+    with pytest.raises(SettingsError) as err:
+        load_settings(
+            passage_words=2,
+            api_keys=f"{key}:read",
+            redis_url=f"redis://:{password}@127.0.0.1:6379/0",
+        )
+    said = str(err.value)
+    assert "NEARDUP_PASSAGE_WORDS must be 0" in said
+    assert password not in said and key not in said
+    assert "NEARDUP_:" not in said and "Value error" not in said
+
+
 def test_every_key_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lookup runs hmac.compare_digest on every key's digest, whichever matches, if any."""
     from app.core import keys as auth
@@ -230,7 +249,7 @@ def test_keys_are_never_logged(tmp_path: Path) -> None:
                 for method, path, body in WRITES + READS:
                     c.request(method, path, json=body, headers=bearer(key))
         out = server.output()
-    assert "every route but /healthz needs an API key (1 write, 1 read)" in out
+    assert "every API route needs an API key (1 write, 1 read); /healthz, the docs" in out
     for key in (WRITE, READ, UNKNOWN, "k" * 20):
         assert key not in out
     bad = Server(tmp_path / "bad", NEARDUP_API_KEYS=f"{WRITE}:superuser")

@@ -264,3 +264,19 @@ def test_an_id_twice_in_a_file_ends_as_its_last_line_through_a_service(
             assert got["shingles"] == 1, got  # "the last version": one word-3 shingle
     finally:
         server.stop()
+
+
+def test_collections_create_help_gives_each_parameters_setting_and_default() -> None:
+    """`neardup collections create --help` names, for every parameter a collection is made
+    with, its NEARDUP_* setting and that setting's default (the docs promise defaults)."""
+    from app.core.settings import Settings
+    from app.service.collections import PARAMETERS
+
+    shown = subprocess.run(
+        [*neardup_cmd(), "collections", "create", "--help"], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    said = " ".join(shown.stdout.split())  # argparse wraps lines
+    for name in PARAMETERS:
+        default = Settings.model_fields[name].default
+        assert f"NEARDUP_{name.upper()}, default {default!r}" in said, name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 from support import oracle
@@ -165,6 +166,30 @@ def test_prefixed_routes_answer_as_the_unprefixed_ones(client: TestClient, colle
         assert plain.content == prefixed.content, path
     pairs = client.get(f"/collections/{name}/duplicates").text
     assert '"a"' in pairs and '"b"' in pairs
+
+
+def test_a_cut_pair_stream_resumes_in_its_own_collection(
+    client: TestClient, collection: str
+) -> None:
+    """The resume link of a prefixed pair stream cut by max_pairs stays in its collection
+    and keeps the request's other parameters: following the links gives every pair once."""
+    name = f"{collection}-cut"
+    assert client.post("/collections", json={"name": name}).status_code == 201
+    docs = [{"id": f"d{i}", "text": BASE + f" and copy {i}"} for i in range(4)]
+    r = client.post(f"/collections/{name}/documents/batch", json={"documents": docs})
+    assert r.status_code == 200
+    whole = [orjson.loads(x) for x in client.get(f"/collections/{name}/duplicates").text.splitlines()]
+    assert len(whole) == 6
+    path, got = f"/collections/{name}/duplicates?max_pairs=4&consistency=strong", []
+    for _ in range(3):
+        lines = [orjson.loads(x) for x in client.get(path).text.splitlines()]
+        if "cut" not in lines[-1]:
+            got += lines
+            break
+        got += lines[:-1]
+        path = lines[-1]["resume"]
+        assert path.startswith(f"/collections/{name}/duplicates?consistency=strong&"), path
+    assert sorted((p["a"], p["b"]) for p in got) == sorted((p["a"], p["b"]) for p in whole)
 
 
 @pytest.mark.both_stores

@@ -107,13 +107,14 @@ def group_answer(group: Group) -> dict[str, Any]:
     return {"canonical": group.canonical, "size": len(group.members), "members": group.members}
 
 
-def cut_answer(cut: Cut, threshold: float) -> dict[str, Any]:
-    """The last line of a pair stream that max_pairs cut, with where to resume."""
+def cut_answer(cut: Cut, threshold: float, resume: str = "/duplicates?") -> dict[str, Any]:
+    """The last line of a pair stream that max_pairs cut, with where to resume: resume
+    is the request's path and its other query parameters, ending in ? or &."""
     return {
         "cut": True,
         "reason": f"max_pairs ({cut.pairs}) reached; more pairs follow",
         "after": cut.after,
-        "resume": f"/duplicates?threshold={threshold}&max_pairs={cut.pairs}&after={cut.after}",
+        "resume": f"{resume}threshold={threshold}&max_pairs={cut.pairs}&after={cut.after}",
     }
 
 
@@ -170,16 +171,18 @@ async def duplicate_lines(
     max_pairs: int | None = None,
     after: str | None = None,
     checkpoints: int | None = None,
+    resume: str = "/duplicates?",
 ) -> AsyncIterator[bytes]:
     """The NDJSON stream of GET /duplicates (or /duplicates/groups), in chunks of about
-    CHUNK bytes; a pair stream cut by max_pairs ends with cut_answer's line. With
+    CHUNK bytes; a pair stream cut by max_pairs ends with cut_answer's line (its link
+    starting with resume). With
     checkpoints, a cursor line (checkpoint_answer) follows every that many pairs or
     groups, ends each chunk, comes at least every CHECKPOINT_SECONDS, and ends the
     stream with done: a client cut off resumes from the last one it read."""
     if groups:
         lines = _group_lines(index, threshold, after)
     else:
-        lines = _pair_lines(index, threshold, max_pairs, after, checkpoints is not None)
+        lines = _pair_lines(index, threshold, max_pairs, after, checkpoints is not None, resume)
     chunk: list[bytes] = []
     size = count = 0
     cursor = after or ("0" if groups else "0:0")
@@ -218,14 +221,19 @@ async def _group_lines(
 
 
 async def _pair_lines(
-    index: Index, threshold: float, max_pairs: int | None, after: str | None, marks: bool
+    index: Index,
+    threshold: float,
+    max_pairs: int | None,
+    after: str | None,
+    marks: bool,
+    resume: str,
 ) -> AsyncIterator[tuple[bytes, str | None, int, bool]]:
     """(lines, cursor after them, pairs, whether max_pairs cut the scan) per block of
     pairs, Mark or Cut."""
     lines = _PairLines()
     async for block in index.duplicate_pair_blocks(threshold, max_pairs, after, marks):
         if isinstance(block, Cut):
-            yield orjson.dumps(cut_answer(block, threshold)) + b"\n", block.after, 0, True
+            yield orjson.dumps(cut_answer(block, threshold, resume)) + b"\n", block.after, 0, True
         elif isinstance(block, Mark):
             yield b"", block.after, 0, False
         else:

@@ -470,16 +470,20 @@ def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
     )
     create.add_argument("name", type=_collection_name)
     for name in PARAMETERS:  # every parameter a collection is made with
-        kind = Settings.model_fields[name].annotation
-        flag = "--" + name.replace("_", "-")
+        field = Settings.model_fields[name]
+        kind, flag = field.annotation, "--" + name.replace("_", "-")
+        # Not given: the service's setting, whose own default is the model's.
+        said = f"NEARDUP_{name.upper()}, default {field.default!r}"
         if kind is bool:
-            create.add_argument(flag, dest=name, action="store_true", default=None)
+            create.add_argument(
+                flag, dest=name, action="store_true", default=None, help=f"on ({said})"
+            )
         else:
             create.add_argument(
                 flag,
                 dest=name,
                 type=_finite if kind is float else kind,  # type: ignore[arg-type]
-                help=f"NEARDUP_{name.upper()}",
+                help=f"the setting {said}",
             )
     actions.add_parser("list", help="every collection with its number of documents")
     show = actions.add_parser("show", help="a collection's parameters and size")

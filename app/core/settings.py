@@ -207,6 +207,10 @@ def load_settings(**overrides: object) -> Settings:
         settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         for err in exc.errors():
+            if not err["loc"]:  # a rule across settings: its message names them; its
+                # input is every setting, secrets included, so it is never printed
+                lines.append(err["msg"].removeprefix("Value error, "))
+                continue
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
             secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
             got = "hidden" if secret else repr(err.get("input"))

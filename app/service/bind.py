@@ -25,8 +25,9 @@ def bind_policy(host: str, port: int, insecure: bool, keys: KeyRing) -> tuple[bo
     if keys:
         n = keys.counts()
         return True, (
-            f"neardup: listening on {where}; every route but /healthz needs an API key "
-            f"({n['write']} write, {n['read']} read)"
+            f"neardup: listening on {where}; every API route needs an API key "
+            f"({n['write']} write, {n['read']} read); /healthz, the docs and the report "
+            "page's own files do not"
         )
     if is_loopback(host):
         return True, (

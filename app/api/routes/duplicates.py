@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.api import schemas
@@ -46,6 +47,7 @@ async def _stream(
     after: str | None = None,
     checkpoints: int | None = None,
     cursor: str | None = None,
+    resume: str = "/duplicates?",
 ) -> StreamingResponse:
     if cursor is not None:
         if after is not None:
@@ -54,8 +56,20 @@ async def _stream(
     used = index.check_threshold(threshold)
     await index.count()  # Redis away: a 503 now, not a 200 cut short
     return StreamingResponse(
-        duplicate_lines(index, groups, used, max_pairs, after, checkpoints), media_type=NDJSON
+        duplicate_lines(index, groups, used, max_pairs, after, checkpoints, resume),
+        media_type=NDJSON,
     )
+
+
+# The query parameters a cut stream's resume link sets itself.
+_RESUME_SETS = frozenset(("threshold", "max_pairs", "after", "cursor"))
+
+
+def _resume(request: Request) -> str:
+    """A cut stream's resume link up to its own parameters: this request's path (its
+    collection's) and its other query parameters (consistency, checkpoints)."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k not in _RESUME_SETS]
+    return f"{request.url.path}?{urlencode(kept) + '&' if kept else ''}"
 
 
 Consistency = Annotated[schemas.Consistency, Query(description=schemas.CONSISTENCY_DOC)]
@@ -68,6 +82,7 @@ Checkpoints = Annotated[int | None, Query(ge=1, le=1_000_000, description=CHECKP
     responses=_ndjson_doc({"a": "older-id", "b": "newer-id", "similarity": 0.93}),
 )
 async def all_pairs(
+    request: Request,
     index: IndexDep,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     max_pairs: Annotated[
@@ -94,7 +109,9 @@ async def all_pairs(
     "resume": ...} that says how to get the rest. With checkpoints, cursor lines say
     where to resume after a disconnect."""
     reads.strong(consistency == "strong")
-    return await _stream(index, False, threshold, max_pairs, after, checkpoints, cursor)
+    return await _stream(
+        index, False, threshold, max_pairs, after, checkpoints, cursor, _resume(request)
+    )
 
 
 @router.get(
