@@ -178,7 +178,9 @@ def test_a_cut_pair_stream_resumes_in_its_own_collection(
     docs = [{"id": f"d{i}", "text": BASE + f" and copy {i}"} for i in range(4)]
     r = client.post(f"/collections/{name}/documents/batch", json={"documents": docs})
     assert r.status_code == 200
-    whole = [orjson.loads(x) for x in client.get(f"/collections/{name}/duplicates").text.splitlines()]
+    whole = [
+        orjson.loads(x) for x in client.get(f"/collections/{name}/duplicates").text.splitlines()
+    ]
     assert len(whole) == 6
     path, got = f"/collections/{name}/duplicates?max_pairs=4&consistency=strong", []
     for _ in range(3):

@@ -7,7 +7,6 @@ import gzip
 from pathlib import Path
 
 import orjson
-
 from fastapi.testclient import TestClient
 from support import oracle
 from support.corpus import read_corpus
