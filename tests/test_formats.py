@@ -351,7 +351,8 @@ def test_docx_hidden_text_is_not_read() -> None:
 
 def test_odt_hidden_text_is_not_read() -> None:
     """ODT text whose automatic style (or that style's parent in styles.xml) has
-    text:display="none" is left out, span or paragraph."""
+    text:display="none" is left out, span or paragraph, and so is a section hidden by
+    its own text:display="none"."""
     styles = (
         '<style:style style:name="T1" style:family="text"><style:text-properties '
         'text:display="none"/></style:style><style:style style:name="P1" '
@@ -365,8 +366,11 @@ def test_odt_hidden_text_is_not_read() -> None:
     body = (
         '<text:p>seen <text:span text:style-name="T1">hidden one </text:span>too</text:p>'
         '<text:p text:style-name="P1">hidden two</text:p>'
+        '<text:section text:name="S1" text:display="none"><text:p>hidden three</text:p>'
+        '</text:section><text:section text:name="S2"><text:p>last</text:p></text:section>'
     )
-    assert extract(ODT, _odt(body, styles, **{"styles.xml": common})).split() == ["seen", "too"]
+    said = extract(ODT, _odt(body, styles, **{"styles.xml": common})).split()
+    assert said == ["seen", "too", "last"]
 
 
 def test_docx_notes_are_read_after_the_body() -> None:

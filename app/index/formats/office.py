@@ -418,7 +418,13 @@ def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) 
                 out.append(el.tail)
             continue
         tag = el.tag
-        skip = tag in _ODT_SKIP or el.get(f"{_TEXT}style-name") in hidden
+        skip = (
+            tag in _ODT_SKIP
+            or el.get(f"{_TEXT}style-name") in hidden
+            # A section hidden by its own attribute (display="none"; "condition" is a
+            # formula of fields, which a reader of the file cannot evaluate: shown).
+            or (tag == f"{_TEXT}section" and el.get(f"{_TEXT}display") == "none")
+        )
         if tag == f"{_TEXT}note":
             note = el.find(f"{_TEXT}note-body")
             if note is not None:
