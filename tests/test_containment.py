@@ -97,6 +97,49 @@ def test_every_source_of_a_long_text_is_named_at_the_defaults(
     asyncio.run(run())
 
 
+def test_a_short_source_copied_whole_into_a_long_text_is_named(
+    store_url: str, collection: str
+) -> None:
+    """Stored texts of 10 to 29 words (shorter than passage_words, at least a third of
+    it) copied whole into 3,000 words are each named with the copy as a passage; one
+    of 8 words (under a third) is not, as the docs say."""
+    corpus = read_corpus()
+    stored, rest = corpus[:STORED], corpus[STORED:]
+    filler = [w for _, text in rest for w in text.split()]
+    rng = random.Random(10)
+    lengths = (10, 12, 15, 20, 25, 29)
+    shorts = {}
+    for n in (*lengths, 8):  # sentences of stored articles' words, cut to n words
+        words = rng.choice(stored)[1].split()
+        at = rng.randrange(len(words) - n)
+        shorts[f"short{n}"] = " ".join(words[at : at + n])
+
+    async def run() -> None:
+        index = await _open(store_url, collection)
+        try:
+            await index.ingest([Document(t, i) for i, t in [*stored, *shorts.items()]])
+            for trial in range(3):
+                fill = filler[trial * 4000 : trial * 4000 + 3000]
+                cuts = sorted(rng.sample(range(len(fill)), len(shorts)))
+                parts, prev = [], 0
+                for cut, text in zip(cuts, shorts.values(), strict=True):
+                    parts += [" ".join(fill[prev:cut]), text]
+                    prev = cut
+                query = " ".join([*parts, " ".join(fill[prev:])])
+                result = await index.containment_of_text(query)
+                named = {r.id: r for r in result.results}
+                for n in lengths:
+                    doc_id = f"short{n}"
+                    assert doc_id in named, (trial, n, sorted(named))
+                    spans = [query[p.query_start : p.query_end] for p in named[doc_id].passages]
+                    assert any(oracle.words(shorts[doc_id]) == oracle.words(x) for x in spans)
+                assert "short8" not in named
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())
+
+
 def test_a_threshold_still_filters_by_share(store_url: str, collection: str) -> None:
     """With a threshold, a source must cover that share of the text: a copy of 60-150
     words in 3,000 (2-5%) passes 0.01 and not 0.1; min_words over its length drops it."""

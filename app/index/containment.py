@@ -34,7 +34,7 @@ from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
-from app.index.sketch import anchor_key_each, sketch
+from app.index.sketch import anchor_key_each, query_layout, sketch
 
 # A containment query without a threshold names every source that shares a verified
 # passage of at least the collection's passage_words (or min_words) words, whatever
@@ -42,6 +42,13 @@ from app.index.sketch import anchor_key_each, sketch
 # With a threshold, a source must also cover that share of the query's shingles.
 NO_THRESHOLD = 0.0
 DEFAULT_CONTAINMENT = NO_THRESHOLD
+
+
+def piece_words(params: Params) -> int:
+    """The fewest words of a passage piece that counts towards a source's share, and of
+    a source or query copied whole that counts: a third of passage_words, at least one
+    word more than a shingle."""
+    return max(parse_shingle(params.passage_shingle)[1] + 1, params.passage_words // 3)
 
 
 def check_containment(params: Params, threshold: float | None) -> float:
@@ -89,6 +96,10 @@ async def containment_of_text(
         exclude,
         deadline,
         min_words,
+        # A collection made before format 3 answers as it always has.
+        query_layout(pieces.params, text, sk.layouts[0], piece_words(pieces.params))
+        if pieces.params.passage_bits
+        else None,
     )
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
@@ -142,28 +153,32 @@ async def contained(
     set_aside: Exclusions | None = None,
     deadline: float | None = None,
     min_words: int | None = None,
+    denser: Layout | None = None,
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout), best first, each id
     once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
     at least min_words words (default the collection's passage_words; or the whole
-    query, or the whole source, when it is shorter). With one: every source whose
-    passages cover at least that share of the query's shingles. limit None: all."""
+    query, or the whole source, when it is shorter, down to piece_words). With one:
+    every source whose passages cover at least that share of the query's shingles.
+    limit None: all. denser: the layout with more anchors to look up and align by
+    (sketch.query_layout), where the query's text is at hand."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
     # Pieces of passages as short as this still count towards a source's share.
-    piece_words = max(k + 1, p.passage_words // 3)
-    least = min(min_words or p.passage_words, max(piece_words, layout.words))
+    piece = piece_words(p)
+    least = min(min_words or p.passage_words, max(piece, layout.words))
+    anchored = denser or layout
     handles, fetched, capped, common = await candidates.passage_candidates(
         pieces.store,
-        anchor_key_each(layout.anchor_hashes),
-        layout.anchor_words,
+        anchor_key_each(anchored.anchor_hashes),
+        anchored.anchor_words,
         layout.words,
         2 * p.passage_words,
         exclude,
         pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
-    indexed = Query(layout)
+    indexed = Query(anchored)
     # (handle, id, passages, covered shingles as merged ranges, how many)
     scored: list[tuple[int, str, list, list[tuple[int, int]], int]] = []
     raws: list[bytes] = []
@@ -183,9 +198,9 @@ async def contained(
                 continue
             source = Layout.unpack(layout_raw)
             try:
-                passages, capped_here = align(indexed, source, k, piece_words, deadline)
+                passages, capped_here = align(indexed, source, k, piece, deadline)
                 if set_aside is not None:  # the one place exclusions apply
-                    passages = set_aside.trim(passages, layout, source, piece_words)
+                    passages = set_aside.trim(passages, layout, source, piece)
             except DamagedLayout:
                 # Spans an older release stored without their overflow: no exact edges
                 # to give, so no passages; re-ingesting the source mends it.
@@ -196,7 +211,7 @@ async def contained(
                 continue
             longest = max(b - a for a, b in (x.query_words for x in passages))
             # A source shorter than the least passage counts when it is copied whole.
-            if threshold == NO_THRESHOLD and longest < min(least, max(piece_words, source.words)):
+            if threshold == NO_THRESHOLD and longest < min(least, max(piece, source.words)):
                 continue
             covered = covered_runs(passages, k)
             size = sum(b - a for a, b in covered)

@@ -162,3 +162,41 @@ def passage_layouts(p: Params, texts: Sequence[str]) -> list[Layout]:
     return layouts_of(
         a.hashes, a.starts, a.offsets, w.hashes, w.starts, w.ends, w.offsets, p.passage_bits
     )
+
+
+
+def query_layout(p: Params, text: str, layout: Layout, words: int) -> Layout:
+    """A containment query's layout with more anchors: its own, and those of a window
+    that a copy of `words` words fills (in text order).
+
+    The stored anchors of a text shorter than passage_words are the minimum of its
+    one window; inside a long query, windows of passage_words also hold the words
+    around the copy, whose shingles may hash lower, so that minimum may not be
+    picked. A window that fits inside the copy picks it: a whole copy of a source of
+    at least `words` words is then found and aligned, as containment counts it."""
+    dense = kernel.winnow(
+        [text],
+        shingle=p.passage_shingle,
+        passage_words=words,
+        seed=p.seed,
+        tokenizer=p.tokenizer,
+    )
+    hashes = np.concatenate(
+        (layout.anchor_hashes, (dense.hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    )
+    at = np.concatenate(
+        (
+            np.asarray(layout.anchor_words, np.int64),
+            np.searchsorted(layout.starts, dense.starts).astype(np.int64),
+        )
+    )
+    # Each (word, anchor) once, in text order: the layout's are mostly among the dense.
+    pairs = np.unique(np.stack((at, hashes.astype(np.int64))), axis=1)
+    return Layout(
+        pairs[1].astype(np.uint32),
+        pairs[0],
+        layout.word_hashes,
+        layout.starts,
+        layout.ends,
+        bits=layout.bits,
+    )
