@@ -280,3 +280,48 @@ def test_collections_create_help_gives_each_parameters_setting_and_default() -> 
     for name in PARAMETERS:
         default = Settings.model_fields[name].default
         assert f"NEARDUP_{name.upper()}, default {default!r}" in said, name
+
+
+def test_a_failed_export_leaves_the_earlier_file_whole(tmp_path: Path) -> None:
+    """`export -o` and `duplicates -o` against a service that is away exit 1 with one line
+    and leave a file already there byte for byte (they wrote it empty first), and leave
+    no part file beside it; a folder that does not exist is said, not a traceback."""
+    kept = tmp_path / "kept.ndjson"
+    kept.write_bytes(b'{"earlier": "export"}\n')
+    for command in ("export", "duplicates"):
+        ran = subprocess.run(
+            [*neardup_cmd(), command, "--url", "http://127.0.0.1:9", "-o", str(kept)],
+            capture_output=True,
+            text=True,
+        )
+        assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+        assert kept.read_bytes() == b'{"earlier": "export"}\n'
+        assert [p.name for p in tmp_path.iterdir()] == ["kept.ndjson"]
+    nowhere = str(tmp_path / "no" / "such" / "x.ndjson")
+    ran = subprocess.run(
+        [*neardup_cmd(), "export", "--url", "http://127.0.0.1:9", "-o", nowhere],
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "No such file or directory" in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["get", "--url", "http://127.0.0.1:99999", "a"], "names port 99999"),
+        (["get", "--url", "http://[::1", "a"], "is not a URL"),
+        (["get", "--url", "localhost:8000", "a"], "not an http(s) URL"),
+        (["serve", "--port", "99999"], "not a TCP port"),
+        (["serve", "--port", "-1"], "not a TCP port"),
+        (["serve", "--workers", "5000"], "from 1 to 1024"),
+    ],
+)
+def test_impossible_urls_ports_and_workers_are_one_line(args: list[str], said: str) -> None:
+    """A URL past port 65535 or unparseable, a port out of range and more workers than
+    NEARDUP_WORKERS may say are refused with a line that names them, never a
+    traceback (and no server is started)."""
+    ran = subprocess.run([*neardup_cmd(), *args], capture_output=True, text=True, timeout=60)
+    assert ran.returncode in (1, 2) and "Traceback" not in ran.stderr, ran.stderr
+    assert said in ran.stderr, ran.stderr

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
 import signal
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import httpx
 
@@ -123,9 +124,32 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
         print(f"neardup: {exc}", file=sys.stderr)
     except EmbeddedRedisError as exc:
         print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
+    except (ValueError, OverflowError) as exc:
+        # A URL httpx takes but cannot connect to (a port past 65535).
+        print(f"neardup: cannot use {args.url}: {exc}", file=sys.stderr)
+    except OSError as exc:  # a file named by the command (--texts, -o)
+        print(f"neardup: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
     return 1
+
+
+@contextlib.contextmanager
+def _replacing(path: str) -> Iterator[BinaryIO]:
+    """A file written beside path that replaces it only when the writing ends well: a
+    command that fails (a service away, a refused request) leaves an earlier file whole."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, part = tempfile.mkstemp(prefix=".neardup-", dir=folder)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
+    try:
+        with os.fdopen(fd, "wb") as sink:
+            yield sink
+        os.replace(part, path)
+    except BaseException:
+        os.unlink(part)
+        raise
 
 
 def _finite(value: str) -> float:
@@ -155,6 +179,38 @@ def _limit(value: str) -> int:
     from app.api.schemas import MAX_LIMIT
 
     return _counted(value, MAX_LIMIT, f"{value!r} is not an integer from 1 to {MAX_LIMIT}")
+
+
+def _service_url(value: str) -> str:
+    """--url: an http(s) URL with a host, and a port, if any, that a socket can take."""
+    try:
+        url = httpx.URL(value)
+        port = url.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a URL: {exc}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL with a host")
+    if port is not None and not 0 < port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} names port {port}, not 1 to 65535")
+    return value
+
+
+def _port(value: str) -> int:
+    """--port: a TCP port, 0 (any free one) to 65535."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (0 to 65535)")
+    return n
+
+
+def _workers(value: str) -> int:
+    """--workers: as many as NEARDUP_WORKERS may say."""
+    from app.core.settings import MAX_WORKERS
+
+    return _counted(value, MAX_WORKERS, f"{value!r} is not an integer from 1 to {MAX_WORKERS}")
 
 
 def _positive_int(value: str) -> int:
@@ -245,7 +301,7 @@ def _duplicates(args: argparse.Namespace) -> int:
             sink = tools.stdout_bytes()
             n = await tools.write_duplicates(backend, args.groups, args.threshold, sink)
         else:
-            with open(args.output, "wb") as sink:
+            with _replacing(args.output) as sink:
                 n = await tools.write_duplicates(backend, args.groups, args.threshold, sink)
         kind = "groups" if args.groups else "pairs"
         print(f"neardup: {n} {kind} written to {args.output}", file=sys.stderr)
@@ -304,7 +360,7 @@ def _export(args: argparse.Namespace) -> int:
         if args.output == "-":
             n = await tools.write_export(backend, where, tools.stdout_bytes())
         else:
-            with open(args.output, "wb") as sink:
+            with _replacing(args.output) as sink:
                 n = await tools.write_export(backend, where, sink)
         print(f"neardup: {n} documents exported to {args.output}", file=sys.stderr)
         return 0
@@ -360,8 +416,13 @@ def _rebuild(args: argparse.Namespace) -> int:
         print(f"neardup: rebuild: {exc}", file=sys.stderr)
     except EmbeddedRedisError as exc:
         print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
+    except (ValueError, OverflowError) as exc:
+        # A URL httpx takes but cannot connect to (a port past 65535).
+        print(f"neardup: cannot use {args.url}: {exc}", file=sys.stderr)
+    except OSError as exc:  # a file named by the command (--texts, -o)
+        print(f"neardup: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
     return 1
 
 
@@ -393,6 +454,7 @@ def _check(args: argparse.Namespace) -> int:
 def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
     p.add_argument(
         "--url",
+        type=_service_url,
         help="a running neardup service (API key from NEARDUP_API_KEY); "
         "without it, work straight on the store the NEARDUP_* settings name",
     )
@@ -530,10 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a --host other than loopback without API keys",
     )
-    serve.add_argument("--port", type=int, default=8000, help="TCP port to listen on")
+    serve.add_argument("--port", type=_port, default=8000, help="TCP port to listen on")
     serve.add_argument(
         "--workers",
-        type=_positive_int,
+        type=_workers,
         default=None,
         help="worker processes, which share one embedded Redis (default: NEARDUP_WORKERS, "
         f"else one per CPU this process may use, at most {MAX_DEFAULT_WORKERS})",

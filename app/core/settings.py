@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 
+# The most worker processes `neardup serve` starts (NEARDUP_WORKERS and --workers).
+MAX_WORKERS = 1024
+
+
 class Settings(BaseSettings):
     """Everything the service can be configured with; docs/configuration.md lists them."""
 
@@ -103,7 +107,7 @@ class Settings(BaseSettings):
     max_connections: int = Field(1000, ge=1, le=1_000_000)
     # Worker processes of `neardup serve` (its --workers wins); None: one per CPU the
     # process may use, capped (app.service.workers).
-    workers: int | None = Field(None, ge=1, le=1024)
+    workers: int | None = Field(None, ge=1, le=MAX_WORKERS)
 
     @field_validator("redis_url")
     @classmethod
