@@ -164,7 +164,6 @@ def passage_layouts(p: Params, texts: Sequence[str]) -> list[Layout]:
     )
 
 
-
 def query_layout(p: Params, text: str, layout: Layout, words: int) -> Layout:
     """A containment query's layout with more anchors: its own, and those of a window
     that a copy of `words` words fills (in text order).
