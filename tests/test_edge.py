@@ -197,6 +197,34 @@ def test_client_values_cannot_forge_or_split_log_lines(server: Server, http: htt
 # --- 18.5: slow clients ---------------------------------------------------------------
 
 
+def test_a_slow_body_is_the_body_timeouts_408_not_the_deadlines_503(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """With NEARDUP_REQUEST_TIMEOUT shorter than NEARDUP_BODY_TIMEOUT, a body still being
+    sent when the request deadline would pass gets the body timeout's 408 (no
+    Retry-After): the deadline counts the work from the body's arrival."""
+    served = Server(
+        tmp_path,
+        NEARDUP_REDIS_URL=redis_url,
+        NEARDUP_COLLECTION=f"slowbody{os.getpid()}",
+        NEARDUP_REQUEST_TIMEOUT="1",
+        NEARDUP_BODY_TIMEOUT="3",
+    )
+    try:
+        served.wait_ready()
+        slow_body = _connect(
+            served,
+            b"POST /similar HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b'content-length: 100\r\n\r\n{"te',
+        )
+        answer = _read_to_eof(slow_body)
+        slow_body.close()
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"NEARDUP_BODY_TIMEOUT" in answer, answer
+        assert b"retry-after" not in answer.lower()
+    finally:
+        served.stop()
+
+
 def test_half_open_connections_are_closed_while_others_are_answered(
     server: Server, http: httpx.Client
 ) -> None:

@@ -127,13 +127,16 @@ class Edge:
                     # Streams of the whole corpus are bounded by the corpus, not a clock.
                     await self._run(app_scope, receive, observed_send, has_body, gzipped)
                 else:
+                    # The body first: a client slow to send it is NEARDUP_BODY_TIMEOUT's
+                    # (408, the server's), not the deadline's 503 that invites a retry.
+                    given = await self._given(app_scope, receive, has_body, gzipped)
                     # The same deadline for work the routes hand to threads (CPU work that
                     # cannot be cancelled from here checks it: app.api.deps.deadline_of).
                     deadline = asyncio.get_running_loop().time() + self.timeout
                     app_scope.setdefault("state", {})[DEADLINE] = deadline
                     try:
                         async with asyncio.timeout_at(deadline):  # no Task per request
-                            await self._run(app_scope, receive, observed_send, has_body, gzipped)
+                            await self.app(app_scope, given, observed_send)
                     except TimeoutError:
                         if not response_started:
                             await send_problem(
@@ -156,9 +159,15 @@ class Edge:
         self, scope: Scope, receive: Receive, send: Send, has_body: bool, gzipped: bool
     ) -> None:
         """The app, given the body once it is in and checked (when there is one)."""
+        await self.app(scope, await self._given(scope, receive, has_body, gzipped), send)
+
+    async def _given(
+        self, scope: Scope, receive: Receive, has_body: bool, gzipped: bool
+    ) -> Receive:
+        """What the app receives: the body, once it is in and checked, as one message
+        (when there is one), then the client's own messages."""
         if not has_body:
-            await self.app(scope, receive, send)
-            return
+            return receive
         data = await body.read(receive, self.max_bytes, self.too_large)
         if gzipped:
             data = await body.gunzip(data, self.max_bytes, self.too_large)
@@ -177,4 +186,4 @@ class Edge:
                 return {"type": "http.request", "body": data, "more_body": False}
             return await receive()  # http.disconnect, when the client goes
 
-        await self.app(scope, replay, send)
+        return replay
