@@ -142,6 +142,22 @@ def test_a_rule_across_settings_names_them_and_shows_no_secret() -> None:
     assert "NEARDUP_:" not in said and "Value error" not in said
 
 
+def test_a_key_granted_twice_differently_is_a_settings_error(tmp_path: Path) -> None:
+    """A key in NEARDUP_API_KEYS and in the key file with other collections is refused by
+    the settings (a line naming both variables, not a traceback at start-up); the
+    same grant twice is taken."""
+    from app.core.settings import SettingsError, load_settings
+
+    key = "k" * 24
+    key_file = tmp_path / "keys"
+    key_file.write_text(f"{key} write c1\n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(api_keys=f"{key}:write", api_keys_file=key_file)
+    assert "NEARDUP_API_KEYS and NEARDUP_API_KEYS_FILE" in str(err.value)
+    assert key not in str(err.value)
+    assert load_settings(api_keys=f"{key}:write:c1", api_keys_file=key_file).api_keys_file
+
+
 def test_every_key_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lookup runs hmac.compare_digest on every key's digest, whichever matches, if any."""
     from app.core import keys as auth

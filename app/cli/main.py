@@ -56,6 +56,17 @@ def _serve(args: argparse.Namespace) -> int:
         supervisor = Supervisor(embedded).start()
         os.environ["NEARDUP_REDIS_URL"] = embedded.url
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
+    from app.service.runtime import collection_conflict
+
+    url = embedded.url if embedded is not None else settings.redis_url
+    conflict = asyncio.run(collection_conflict(settings, url)) if url else None
+    if conflict is not None:
+        print(f"neardup: {conflict}", file=sys.stderr)
+        if supervisor is not None:
+            supervisor.stop()
+        if embedded is not None:
+            embedded.stop()
+        return 3
     workers = args.workers or settings.workers or default_workers()
     if args.workers is None:
         plural = "s" if workers > 1 else ""

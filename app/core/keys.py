@@ -159,7 +159,10 @@ class KeyRing:
         if path is not None:
             for key, scope in read_key_file(path).items():
                 if keys.get(key, scope) != scope:
-                    raise ApiKeyError("a key is listed with two scopes in the two sources")
+                    raise ApiKeyError(
+                        "a key is in both NEARDUP_API_KEYS and NEARDUP_API_KEYS_FILE with "
+                        "different grants (scope or collections): give it once, or the same"
+                    )
                 keys[key] = scope
         return cls.of(keys)
 

@@ -147,6 +147,13 @@ class Settings(BaseSettings):
         return canonical_shingle(value)  # raises ValueError with the reason
 
     @model_validator(mode="after")
+    def _keys_agree(self) -> Settings:
+        """A key in both NEARDUP_API_KEYS and the key file has one grant (never named)."""
+        if self.api_keys is not None and self.api_keys_file is not None:
+            keys.KeyRing.load(self.api_keys.get_secret_value(), self.api_keys_file)
+        return self
+
+    @model_validator(mode="after")
     def _passages_hold_a_shingle(self) -> Settings:
         kind, k = parse_shingle(self.shingle)
         words = k if kind == "word" else 3  # char collections winnow word:3 passages

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from app.core.settings import Settings, replica_url_list
 from app.index import Index, Params
+from app.index.errors import ConfigMismatchError
 from app.service.embedded import EmbeddedRedis
 from app.store import Store, StoreError, StoreUnavailableError
 
@@ -55,6 +56,23 @@ async def _first_contact(store: Store, settings: Settings) -> Index:
     return await Index.open(
         store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
     )
+
+
+async def collection_conflict(settings: Settings, url: str) -> str | None:
+    """Why NEARDUP_COLLECTION cannot open with these settings (a collection made with
+    other parameters), asked once before the workers start, so that start-up ends on
+    one line rather than every worker's traceback; None when it opens, or when Redis
+    cannot be asked now (the workers wait for it and say why)."""
+    store = Store.connect(url, settings.collection, settings.redis_timeout)
+    try:
+        await Index.open(store, params_of(settings), settings.candidate_cap)
+    except ConfigMismatchError as exc:
+        return str(exc)
+    except Exception:  # Redis away or refusing: the workers' start-up reports it
+        return None
+    finally:
+        await store.close()
+    return None
 
 
 async def _warn_if_evicting(store: Store) -> None:
