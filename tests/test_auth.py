@@ -137,7 +137,7 @@ def test_a_rule_across_settings_names_them_and_shows_no_secret() -> None:
             redis_url=f"redis://:{password}@127.0.0.1:6379/0",
         )
     said = str(err.value)
-    assert "NEARDUP_PASSAGE_WORDS must be 0" in said
+    assert "passage_words (NEARDUP_PASSAGE_WORDS) must be 0" in said
     assert password not in said and key not in said
     assert "NEARDUP_:" not in said and "Value error" not in said
 

@@ -159,7 +159,8 @@ class Settings(BaseSettings):
         words = k if kind == "word" else 3  # char collections winnow word:3 passages
         if 0 < self.passage_words < words:
             raise ValueError(
-                f"NEARDUP_PASSAGE_WORDS must be 0 (no passage index) or at least {words}, "
+                f"passage_words (NEARDUP_PASSAGE_WORDS) must be 0 (no passage index) or at "
+                f"least {words}, "
                 f"the words of one shingle"
             )
         return self
@@ -225,7 +226,7 @@ def load_settings(**overrides: object) -> Settings:
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
             secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
             got = "hidden" if secret else repr(err.get("input"))
-            lines.append(f"{name}: {err['msg']} (got {got})")
+            lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')} (got {got})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return settings

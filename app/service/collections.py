@@ -40,9 +40,9 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
         # model_validate reads no environment: only these values are checked.
         merged = Settings.model_validate({**settings.model_dump(), **given})
     except ValidationError as exc:
-        why = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'parameters'}: {e['msg']}" for e in exc.errors()
-        )
+        # A rule across parameters (empty loc) names them in its message.
+        said = [(e["loc"], e["msg"].removeprefix("Value error, ")) for e in exc.errors()]
+        why = "; ".join(f"{'.'.join(map(str, loc))}: {m}" if loc else m for loc, m in said)
         raise errors.Invalid(why) from None
     return params_of(merged)
 
