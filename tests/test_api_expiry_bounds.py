@@ -87,3 +87,19 @@ def test_max_pairs_is_bounded(client: TestClient) -> None:
     assert r.status_code == 422, r.text
     assert "max_pairs" in r.json()["detail"]
     assert client.get("/duplicates", params={"max_pairs": 2**53}).status_code == 200
+
+
+def test_expires_at_takes_every_rfc_3339_spelling(client: TestClient) -> None:
+    """Lower-case t and z (RFC 3339 section 5.6) and a leap second (:60, read as the
+    next second) are taken; a time without an offset is still a 422."""
+    year = datetime.now(UTC).year + 2
+    for when, back in (
+        (f"{year}-06-30t12:00:00z", f"{year}-06-30T12:00:00.000Z"),
+        (f"{year}-06-30T23:59:60Z", f"{year}-07-01T00:00:00.000Z"),
+        (f"{year}-06-30T23:59:60.5+00:00", f"{year}-07-01T00:00:00.500Z"),
+    ):
+        r = client.put("/documents/c", json={"text": TEXT, "expires_at": when})
+        assert r.status_code in (200, 201), (when, r.text)
+        assert client.get("/documents/c").json()["expires_at"] == back
+    r = client.put("/documents/c", json={"text": TEXT, "expires_at": f"{year}-06-30T12:00:00"})
+    assert r.status_code == 422 and "offset" in r.json()["detail"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -241,11 +242,22 @@ EXPIRES_DOC = (
 )
 
 
+# The seconds of a time of day that is a leap second (23:59:60 in UTC).
+_LEAP = re.compile(r"T\d{2}:\d{2}:(60)")
+
+
 def parse_expiry(value: str) -> datetime:
-    """An RFC 3339 time with an offset (Z or +hh:mm)."""
+    """An RFC 3339 time with an offset (Z or +hh:mm; t and z in either case, and a leap
+    second, :60, read as the second after :59)."""
+    text = value.upper()  # RFC 3339's letters are T and Z, either case (its section 5.6)
+    leap = _LEAP.search(text)
+    if leap is not None:
+        text = text[: leap.start(1)] + "59" + text[leap.end(1) :]
     try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
+        when = datetime.fromisoformat(text)
+        if leap is not None:
+            when += timedelta(seconds=1)
+    except (ValueError, OverflowError):
         when = None
     if when is None or when.tzinfo is None or "T" not in value.upper():
         raise ValueError(
