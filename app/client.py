@@ -220,7 +220,7 @@ class Client:
                 break
             await asyncio.sleep(retry_wait(resp, attempt))
             attempt += 1
-        if resp.status_code == 404 and missing is not ...:
+        if resp.status_code == 404 and missing is not ... and not _no_collection(resp):
             return missing
         if not resp.is_success:
             self._raise(resp)
@@ -457,3 +457,13 @@ class Client:
     async def delete_collection(self, name: str) -> None:
         """Remove a collection and every key of it (again: finishes a delete cut off)."""
         await self._call("DELETE", "/collections/" + quote(name, safe=""))
+
+
+def _no_collection(resp: httpx.Response) -> bool:
+    """Whether a 404 says the collection, not the document, is unknown: an error, never
+    an answer of "no such document"."""
+    try:
+        detail = resp.json().get("detail", "")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(detail, str) and detail.startswith("no collection named")

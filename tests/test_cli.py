@@ -325,3 +325,30 @@ def test_impossible_urls_ports_and_workers_are_one_line(args: list[str], said: s
     ran = subprocess.run([*neardup_cmd(), *args], capture_output=True, text=True, timeout=60)
     assert ran.returncode in (1, 2) and "Traceback" not in ran.stderr, ran.stderr
     assert said in ran.stderr, ran.stderr
+
+
+def test_reading_commands_name_an_unknown_collection_and_leave_none(
+    tmp_path: Path, env: dict, redis_url: str
+) -> None:
+    """`check`, `get` and `export` on the store with a misspelt --collection say it does
+    not exist and make no collection (before, they made an empty one); `get` through a
+    service says the collection, not the document, is unknown; `ingest` still makes it."""
+    env = {**env, "NEARDUP_REDIS_URL": redis_url, "NEARDUP_COLLECTION": f"base{os.getpid()}"}
+    typo = f"typo{os.getpid()}"
+    for args in (["check"], ["get", "a"], ["export", "-o", str(tmp_path / "x")]):
+        done = run(*args, "--collection", typo, env=env)
+        assert done.returncode == 1, done.stderr
+        assert f"no collection named '{typo}'" in done.stderr.decode()
+    assert not redis.Redis.from_url(redis_url).keys(f"nd:{{{typo}}}:*")
+    server = Server(tmp_path / "served", NEARDUP_REDIS_URL=redis_url)
+    try:
+        server.wait_ready()
+        done = run("get", "a", "--collection", typo, "--url", server.url, env=env)
+        assert done.returncode == 1 and f"no collection named '{typo}'" in done.stderr.decode()
+    finally:
+        server.stop()
+    done = run(
+        "ingest", "--quiet", "--collection", typo, "-", env=env, stdin=b"a one two three four\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert run("get", "a", "--collection", typo, env=env).returncode == 0

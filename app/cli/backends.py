@@ -292,28 +292,38 @@ def _expiry(doc: Document, ttl: int | None) -> dict[str, str]:
 
 @asynccontextmanager
 async def connect(
-    url: str | None, settings: Settings | None, collection: str | None = None
+    url: str | None,
+    settings: Settings | None,
+    collection: str | None = None,
+    creates: bool = True,
 ) -> AsyncIterator[Backend]:
     """A backend on the service at url, or on the store the settings name; in that
-    collection (None: the service's or the settings' NEARDUP_COLLECTION)."""
+    collection (None: the service's or the settings' NEARDUP_COLLECTION), made on the
+    store when it does not exist if creates (see collection_index)."""
     if url is not None:
         async with Client(url, collection=collection) as client:  # key: NEARDUP_API_KEY
             yield RemoteBackend(client)
         return
     assert settings is not None
     async with open_index(settings) as default:
-        yield LocalBackend(await collection_index(default, settings, collection))
+        yield LocalBackend(await collection_index(default, settings, collection, creates))
 
 
-async def collection_index(default: Index, settings: Settings, collection: str | None) -> Index:
+async def collection_index(
+    default: Index, settings: Settings, collection: str | None, creates: bool = True
+) -> Index:
     """The index of a collection on default's store, with the parameters it was made
-    with; one that does not exist is made from the settings, as NEARDUP_COLLECTION is."""
+    with; one that does not exist is made from the settings, as NEARDUP_COLLECTION is,
+    when creates (a command that writes), else NoCollectionError (one that reads: a
+    misspelt name must not leave an empty collection behind)."""
     if collection is None:
         return default
     served = Collections(default, settings)
     try:
         return await served.get(collection)
     except NoCollectionError:
+        if not creates:
+            raise
         index, _ = await served.create(collection, {})
         return index
 

@@ -117,8 +117,12 @@ def _settings_or_exit() -> Settings:
         raise SystemExit(2) from None
 
 
-def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]]) -> int:
-    """Run work on the backend that --url (or the settings) names, reporting failures."""
+def _run_tool(
+    args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]], writes: bool = False
+) -> int:
+    """Run work on the backend that --url (or the settings) names, reporting failures;
+    a command that writes makes its --collection on a store when it does not exist, one
+    that reads is refused it."""
     from app.cli.backends import BackendError, connect
     from app.core.errors import NeardupError
     from app.service.embedded import EmbeddedRedisError
@@ -126,7 +130,7 @@ def _run_tool(args: argparse.Namespace, work: Callable[[Backend], Awaitable[int]
     settings = None if args.url else _settings_or_exit()
 
     async def main() -> int:
-        async with connect(args.url, settings, args.collection) as backend:
+        async with connect(args.url, settings, args.collection, writes) as backend:
             return await work(backend)
 
     try:
@@ -247,7 +251,7 @@ def _ingest(args: argparse.Namespace) -> int:
         print(summary.report())
         return 0
 
-    return _run_tool(args, work)
+    return _run_tool(args, work, writes=True)
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -396,7 +400,7 @@ def _import(args: argparse.Namespace) -> int:
               f"{updated} replaced)", file=sys.stderr)  # fmt: skip
         return 0
 
-    return _run_tool(args, work)
+    return _run_tool(args, work, writes=True)
 
 
 def _rebuild(args: argparse.Namespace) -> int:
@@ -449,7 +453,7 @@ def _check(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         async with open_index(settings, share_running=True) as default:
-            index = await collection_index(default, settings, args.collection)
+            index = await collection_index(default, settings, args.collection, creates=False)
             report = await check(index, repair=args.repair)
         print_check(report, args.json)
         # 3: something is wrong and was left as it is (fsck-like: scripts can tell).
