@@ -339,7 +339,8 @@ def test_reading_commands_name_an_unknown_collection_and_leave_none(
         done = run(*args, "--collection", typo, env=env)
         assert done.returncode == 1, done.stderr
         assert f"no collection named '{typo}'" in done.stderr.decode()
-    assert not redis.Redis.from_url(redis_url).keys(f"nd:{{{typo}}}:*")
+    rds = redis.Redis.from_url(redis_url)
+    assert not rds.keys(f"nd:{typo}:*") and not rds.keys(f"*{typo}*")
     server = Server(tmp_path / "served", NEARDUP_REDIS_URL=redis_url)
     try:
         server.wait_ready()
@@ -352,3 +353,35 @@ def test_reading_commands_name_an_unknown_collection_and_leave_none(
     )
     assert done.returncode == 0, done.stderr
     assert run("get", "a", "--collection", typo, env=env).returncode == 0
+    assert rds.keys(f"nd:{typo}:*")  # the pattern finds a collection's keys
+
+
+def test_export_to_a_device_or_a_pipe_is_written_there_and_a_file_keeps_its_mode(
+    tmp_path: Path, env: dict
+) -> None:
+    """`-o /dev/stdout` writes to the output (the device is not replaced by a file), a
+    reader that stops early (| head) ends the command quietly, a file's mode is kept
+    and a symlink's target is the file written; a missing --texts file is one line."""
+    env = {**env, "NEARDUP_DATA_DIR": str(tmp_path / "data")}
+    data = b"".join(b"d%d one two three four five six %d\n" % (i, i) for i in range(400))
+    assert run("ingest", "--quiet", "-", env=env, stdin=data).returncode == 0
+    done = run("export", "-o", "/dev/stdout", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(b"\n") == 402 and os.path.islink("/dev/stdout")
+    head = subprocess.run(
+        f"{' '.join(neardup_cmd())} export | head -1",
+        shell=True, env=env, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert head.returncode == 0 and b"Traceback" not in head.stderr, head.stderr
+    assert b"Broken pipe" not in head.stderr
+    real = tmp_path / "real.ndjson"
+    real.write_bytes(b"old\n")
+    real.chmod(0o600)
+    link = tmp_path / "link.ndjson"
+    link.symlink_to(real)
+    assert run("export", "-o", str(link), env=env).returncode == 0
+    assert link.is_symlink() and real.read_bytes().count(b"\n") == 402
+    assert real.stat().st_mode & 0o777 == 0o600
+    missing = run("query", "--id", "d1", "--texts", str(tmp_path / "nope"), env=env)
+    assert missing.returncode == 2 and b"Traceback" not in missing.stderr
+    assert b"No such file or directory" in missing.stderr

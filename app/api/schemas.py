@@ -682,6 +682,10 @@ IMPORT_LINE: JsonDict = {
             "minimum": 0,
             "description": "ms since the epoch, at most 100 years from now; absent: never",
         },
+        "plain": {
+            "type": "boolean",
+            "description": "sent as text, not as a page: never a site's thin page; absent: false",
+        },
     },
     "required": ["id", "shingles", "fingerprint", "bands"],
 }

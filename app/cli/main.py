@@ -8,6 +8,7 @@ import contextlib
 import math
 import os
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
@@ -141,27 +142,36 @@ def _run_tool(
         print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
-    except (ValueError, OverflowError) as exc:
-        # A URL httpx takes but cannot connect to (a port past 65535).
-        print(f"neardup: cannot use {args.url}: {exc}", file=sys.stderr)
-    except OSError as exc:  # a file named by the command (--texts, -o)
+    except BrokenPipeError:
+        raise  # a reader that stopped early (| head): main() ends quietly
+    except OSError as exc:  # a file the command writes (-o)
         print(f"neardup: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
     return 1
 
 
 @contextlib.contextmanager
 def _replacing(path: str) -> Iterator[BinaryIO]:
-    """A file written beside path that replaces it only when the writing ends well: a
-    command that fails (a service away, a refused request) leaves an earlier file whole."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, part = tempfile.mkstemp(prefix=".neardup-", dir=folder)
-    umask = os.umask(0o022)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
+    """A regular file (or a new one) written beside it and put in its place only when
+    the writing ends well, with the mode it had: a command that fails (a service away, a
+    refused request) leaves an earlier file whole. Anything else (a device, a pipe) is
+    written as it is, and a symlink's target is the file replaced."""
     try:
+        mode = os.stat(path).st_mode  # through symlinks: /dev/stdout is the pipe
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        mode = stat.S_IFREG | (0o666 & ~umask)  # as open() would make it
+    if not stat.S_ISREG(mode):
+        with open(path, "wb") as sink:
+            yield sink
+        return
+    target = os.path.realpath(path)
+    fd, part = tempfile.mkstemp(prefix=".neardup-", dir=os.path.dirname(target))
+    try:
+        os.fchmod(fd, stat.S_IMODE(mode))
         with os.fdopen(fd, "wb") as sink:
             yield sink
-        os.replace(part, path)
+        os.replace(part, target)
     except BaseException:
         os.unlink(part)
         raise
@@ -284,7 +294,11 @@ def _query(args: argparse.Namespace) -> int:
             text = _html_text(text)
     measure = "containment" if args.containment or args.evidence else "jaccard"
     where = _filter_arg(args.filter)
-    texts = tools.read_texts(args.texts) if args.texts else {}
+    try:
+        texts = tools.read_texts(args.texts) if args.texts else {}
+    except OSError as exc:  # a --texts file missing, a folder, unreadable
+        print(f"neardup: --texts: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
+        return 2
 
     async def work(backend: Backend) -> int:
         answer = await backend.similar(
@@ -431,13 +445,8 @@ def _rebuild(args: argparse.Namespace) -> int:
         print(f"neardup: rebuild: {exc}", file=sys.stderr)
     except EmbeddedRedisError as exc:
         print(f"neardup: {exc}; to use a running service pass --url", file=sys.stderr)
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+    except httpx.HTTPError as exc:
         print(f"neardup: cannot reach {args.url}: {exc}", file=sys.stderr)
-    except (ValueError, OverflowError) as exc:
-        # A URL httpx takes but cannot connect to (a port past 65535).
-        print(f"neardup: cannot use {args.url}: {exc}", file=sys.stderr)
-    except OSError as exc:  # a file named by the command (--texts, -o)
-        print(f"neardup: {exc.strerror or exc}: {exc.filename or ''}", file=sys.stderr)
     return 1
 
 

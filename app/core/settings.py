@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
@@ -30,6 +37,9 @@ __all__ = [
 
 # The most worker processes `neardup serve` starts (NEARDUP_WORKERS and --workers).
 MAX_WORKERS = 1024
+# Validation context of a collection's parameters checked against the settings
+# (app.service.collections): the service's own keys are not theirs to check again.
+PARAMETERS_ONLY = "parameters only"
 
 
 class Settings(BaseSettings):
@@ -147,8 +157,11 @@ class Settings(BaseSettings):
         return canonical_shingle(value)  # raises ValueError with the reason
 
     @model_validator(mode="after")
-    def _keys_agree(self) -> Settings:
-        """A key in both NEARDUP_API_KEYS and the key file has one grant (never named)."""
+    def _keys_agree(self, info: ValidationInfo) -> Settings:
+        """A key in both NEARDUP_API_KEYS and the key file has one grant (never named);
+        not asked again when a collection's parameters are checked (PARAMETERS_ONLY)."""
+        if info.context == PARAMETERS_ONLY:
+            return self
         if self.api_keys is not None and self.api_keys_file is not None:
             keys.KeyRing.load(self.api_keys.get_secret_value(), self.api_keys_file)
         return self

@@ -34,7 +34,7 @@ from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
-from app.index.sketch import anchor_key_each, query_layout, sketch
+from app.index.sketch import THREAD_TEXT_BYTES, anchor_key_each, query_layout, sketch
 
 # A containment query without a threshold names every source that shares a verified
 # passage of at least the collection's passage_words (or min_words) words, whatever
@@ -85,6 +85,13 @@ async def containment_of_text(
     sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
+    denser = None
+    if pieces.params.passage_bits:  # a collection made before format 3 answers as before
+        layout, words = sk.layouts[0], piece_words(pieces.params)
+        if len(text) >= THREAD_TEXT_BYTES:  # as sketch() does: off the event loop
+            denser = await asyncio.to_thread(query_layout, pieces.params, text, layout, words)
+        else:
+            denser = query_layout(pieces.params, text, layout, words)
     found = await contained(
         pieces,
         sk.fingerprint(0),
@@ -96,10 +103,7 @@ async def containment_of_text(
         exclude,
         deadline,
         min_words,
-        # A collection made before format 3 answers as it always has.
-        query_layout(pieces.params, text, sk.layouts[0], piece_words(pieces.params))
-        if pieces.params.passage_bits
-        else None,
+        denser,
     )
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 

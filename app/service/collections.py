@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.core import errors, metrics
-from app.core.settings import Settings
+from app.core.settings import PARAMETERS_ONLY, Settings
 from app.index import Index, collections
 from app.index.candidates import DISCOVERY_BUDGET
 from app.index.errors import DeletingError
@@ -38,7 +38,9 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
         raise errors.Invalid(f"unknown parameters {unknown}; a collection takes {PARAMETERS}")
     try:
         # model_validate reads no environment: only these values are checked.
-        merged = Settings.model_validate({**settings.model_dump(), **given})
+        merged = Settings.model_validate(
+            {**settings.model_dump(), **given}, context=PARAMETERS_ONLY
+        )
     except ValidationError as exc:
         # A rule across parameters (empty loc) names them in its message.
         said = [(e["loc"], e["msg"].removeprefix("Value error, ")) for e in exc.errors()]

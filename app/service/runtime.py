@@ -68,7 +68,11 @@ async def collection_conflict(settings: Settings, url: str) -> str | None:
         await Index.open(store, params_of(settings), settings.candidate_cap)
     except ConfigMismatchError as exc:
         return str(exc)
-    except Exception:  # Redis away or refusing: the workers' start-up reports it
+    except (
+        StoreError,
+        StoreUnavailableError,
+        OSError,
+    ):  # Redis away or refusing: the workers' start-up says it
         return None
     finally:
         await store.close()
