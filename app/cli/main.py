@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from app.service import logs
     from app.service.embedded import EmbeddedRedis, EmbeddedRedisError
     from app.service.supervisor import Supervisor
@@ -59,15 +57,25 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"neardup: embedded Redis, data in {embedded.data_dir}", file=sys.stderr)
     from app.service.runtime import collection_conflict
 
-    url = embedded.url if embedded is not None else settings.redis_url
-    conflict = asyncio.run(collection_conflict(settings, url)) if url else None
-    if conflict is not None:
-        print(f"neardup: {conflict}", file=sys.stderr)
+    try:
+        url = embedded.url if embedded is not None else settings.redis_url
+        conflict = asyncio.run(collection_conflict(settings, url)) if url else None
+        if conflict is not None:
+            print(f"neardup: {conflict}", file=sys.stderr)
+            return 3
+        _run_workers(args, settings)
+    finally:
         if supervisor is not None:
             supervisor.stop()
         if embedded is not None:
             embedded.stop()
-        return 3
+    return 0
+
+
+def _run_workers(args: argparse.Namespace, settings: Settings) -> None:
+    """uvicorn's workers for serve, until a signal stops them."""
+    import uvicorn
+
     workers = args.workers or settings.workers or default_workers()
     if args.workers is None:
         plural = "s" if workers > 1 else ""
@@ -83,31 +91,24 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="neardup-metrics-")
     # uvicorn re-raises the signal that stopped it once it has shut down; with
     # a handler of our own in place that re-raise returns here instead of
-    # killing the process, so the embedded Redis is flushed and stopped below.
+    # killing the process, so serve flushes and stops the embedded Redis.
     stop_signals: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
     from app.service.server import GuardedHttpProtocol, Limits
 
     GuardedHttpProtocol.limits = Limits(settings)  # workers read theirs from the same env
-    try:
-        uvicorn.run(
-            "app.api.app:create_app",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=workers,
-            log_level=settings.log_level,
-            access_log=False,  # app.api.observe logs each request with its id
-            http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
-            timeout_graceful_shutdown=30,
-        )
-    finally:
-        if supervisor is not None:
-            supervisor.stop()
-        if embedded is not None:
-            embedded.stop()
-    return 0
+    uvicorn.run(
+        "app.api.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=workers,
+        log_level=settings.log_level,
+        access_log=False,  # app.api.observe logs each request with its id
+        http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
+        timeout_graceful_shutdown=30,
+    )
 
 
 def _settings_or_exit() -> Settings:
@@ -188,13 +189,13 @@ def _finite(value: str) -> float:
     return x
 
 
-def _counted(value: str, most: float, wrong: str) -> int:
-    """An integer argument from 1 to most; else argparse's error saying wrong."""
+def _counted(value: str, most: float, wrong: str, least: int = 1) -> int:
+    """An integer argument from least to most; else argparse's error saying wrong."""
     try:
         n = int(value)
     except ValueError:
-        n = 0
-    if not 1 <= n <= most:
+        raise argparse.ArgumentTypeError(wrong) from None
+    if not least <= n <= most:
         raise argparse.ArgumentTypeError(wrong)
     return n
 
@@ -222,13 +223,7 @@ def _service_url(value: str) -> str:
 
 def _port(value: str) -> int:
     """--port: a TCP port, 0 (any free one) to 65535."""
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if not 0 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (0 to 65535)")
-    return n
+    return _counted(value, 65535, f"{value!r} is not a TCP port (0 to 65535)", least=0)
 
 
 def _workers(value: str) -> int:

@@ -16,6 +16,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
@@ -224,6 +225,12 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     return lines
 
 
+def rule_said(err: ErrorDetails) -> str:
+    """What a broken rule says, without pydantic's "Value error, " before a validator's
+    own message."""
+    return err["msg"].removeprefix("Value error, ")
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the settings, turning validation errors and unknown NEARDUP_* variables
     into one readable message."""
@@ -234,12 +241,12 @@ def load_settings(**overrides: object) -> Settings:
         for err in exc.errors():
             if not err["loc"]:  # a rule across settings: its message names them; its
                 # input is every setting, secrets included, so it is never printed
-                lines.append(err["msg"].removeprefix("Value error, "))
+                lines.append(rule_said(err))
                 continue
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
             secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
             got = "hidden" if secret else repr(err.get("input"))
-            lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')} (got {got})")
+            lines.append(f"{name}: {rule_said(err)} (got {got})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return settings

@@ -34,7 +34,7 @@ from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
-from app.index.sketch import THREAD_TEXT_BYTES, anchor_key_each, query_layout, sketch
+from app.index.sketch import anchor_key_each, sketch
 
 # A containment query without a threshold names every source that shares a verified
 # passage of at least the collection's passage_words (or min_words) words, whatever
@@ -82,16 +82,12 @@ async def containment_of_text(
     exclude sets aside; past deadline (time.monotonic()), Overdue; a page of site: its
     own text (app.index.sites)."""
     text = await Sites(pieces.store, pieces.params.template_pages).query_text(text, site)
-    sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True)
+    # Its layout with the anchors that find short sources copied whole (a collection
+    # made before format 3 answers as it always has: without them).
+    dense = piece_words(pieces.params) if pieces.params.passage_bits else 0
+    sk = await sketch(pieces.params, [text], pieces.max_text_bytes, layouts=True, dense_words=dense)
     if int(sk.shingles[0]) == 0 or sk.layouts is None:
         raise NoShinglesError("the text has no words (letters or digits) to compare")
-    denser = None
-    if pieces.params.passage_bits:  # a collection made before format 3 answers as before
-        layout, words = sk.layouts[0], piece_words(pieces.params)
-        if len(text) >= THREAD_TEXT_BYTES:  # as sketch() does: off the event loop
-            denser = await asyncio.to_thread(query_layout, pieces.params, text, layout, words)
-        else:
-            denser = query_layout(pieces.params, text, layout, words)
     found = await contained(
         pieces,
         sk.fingerprint(0),
@@ -103,7 +99,6 @@ async def containment_of_text(
         exclude,
         deadline,
         min_words,
-        denser,
     )
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
@@ -157,32 +152,30 @@ async def contained(
     set_aside: Exclusions | None = None,
     deadline: float | None = None,
     min_words: int | None = None,
-    denser: Layout | None = None,
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout), best first, each id
     once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
     at least min_words words (default the collection's passage_words; or the whole
     query, or the whole source, when it is shorter, down to piece_words). With one:
     every source whose passages cover at least that share of the query's shingles.
-    limit None: all. denser: the layout with more anchors to look up and align by
-    (sketch.query_layout), where the query's text is at hand."""
+    limit None: all. The layout's anchors are looked up and aligned by (a text query's
+    hold more: sketch.query_layout)."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
     # Pieces of passages as short as this still count towards a source's share.
     piece = piece_words(p)
     least = min(min_words or p.passage_words, max(piece, layout.words))
-    anchored = denser or layout
     handles, fetched, capped, common = await candidates.passage_candidates(
         pieces.store,
-        anchor_key_each(anchored.anchor_hashes),
-        anchored.anchor_words,
+        anchor_key_each(layout.anchor_hashes),
+        layout.anchor_words,
         layout.words,
         2 * p.passage_words,
         exclude,
         pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
-    indexed = Query(anchored)
+    indexed = Query(layout)
     # (handle, id, passages, covered shingles as merged ranges, how many)
     scored: list[tuple[int, str, list, list[tuple[int, int]], int]] = []
     raws: list[bytes] = []

@@ -96,18 +96,24 @@ async def sketch(
     max_text_bytes: int,
     layouts: bool = False,
     passages: bool = True,
+    dense_words: int = 0,
 ) -> Sketched:
     """Sketch texts; with layouts, each text's passage Layout (a containment query
-    aligns it), else its passage section packed as an ingest writes it; without
-    passages (a similarity query), none of that."""
+    aligns it; with dense_words, with the anchors query_layout adds), else its passage
+    section packed as an ingest writes it; without passages (a similarity query),
+    none of that."""
     check_size(texts, max_text_bytes)
     if sum(map(len, texts)) >= THREAD_TEXT_BYTES:
-        return await asyncio.to_thread(sketch_now, params, texts, layouts, passages)
-    return sketch_now(params, texts, layouts, passages)
+        return await asyncio.to_thread(sketch_now, params, texts, layouts, passages, dense_words)
+    return sketch_now(params, texts, layouts, passages, dense_words)
 
 
 def sketch_now(
-    p: Params, texts: Sequence[str], layouts: bool = False, passages: bool = True
+    p: Params,
+    texts: Sequence[str],
+    layouts: bool = False,
+    passages: bool = True,
+    dense_words: int = 0,
 ) -> Sketched:
     """sketch, on this thread and without the size check."""
     s = kernel.sketch(
@@ -123,7 +129,12 @@ def sketch_now(
     if not (p.passage_words and passages):
         return sketched
     if layouts:
-        return replace(sketched, layouts=passage_layouts(p, texts))
+        made = passage_layouts(p, texts)
+        if dense_words:
+            made = [
+                query_layout(p, t, lay, dense_words) for t, lay in zip(texts, made, strict=True)
+            ]
+        return replace(sketched, layouts=made)
     # Packed in one kernel call, format 1 or 3 (passages.pack_batch is format 3's numpy
     # reference): a Layout per text, packed by numpy, cost more than the rest of an
     # ingest's Python, and the batch in numpy still cost the ingest about 9%.

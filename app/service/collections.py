@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.core import errors, metrics
-from app.core.settings import PARAMETERS_ONLY, Settings
+from app.core.settings import PARAMETERS_ONLY, Settings, rule_said
 from app.index import Index, collections
 from app.index.candidates import DISCOVERY_BUDGET
 from app.index.errors import DeletingError
@@ -43,8 +43,10 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
         )
     except ValidationError as exc:
         # A rule across parameters (empty loc) names them in its message.
-        said = [(e["loc"], e["msg"].removeprefix("Value error, ")) for e in exc.errors()]
-        why = "; ".join(f"{'.'.join(map(str, loc))}: {m}" if loc else m for loc, m in said)
+        why = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {rule_said(e)}" if e["loc"] else rule_said(e)
+            for e in exc.errors()
+        )
         raise errors.Invalid(why) from None
     return params_of(merged)
 
