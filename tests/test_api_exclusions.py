@@ -130,3 +130,18 @@ def test_malformed_exclude_is_422(client: TestClient, exclude: object) -> None:
     assert r.status_code == 422 and "exclude" in r.text, r.text
     r = client.post("/similar", json={"text": OWN, "exclude": {"quotes": True}})
     assert r.status_code == 422 and "containment" in r.text
+
+
+def test_quotation_marks_around_a_few_words_do_not_hide_the_copy(
+    client: TestClient, essay: dict[str, str]
+) -> None:
+    """A verbatim copy with every ninth word put in quotation marks is still found with
+    quotes excluded: its passages hold every copied word but the quoted ones."""
+    words = _sources()[essay["plain"]].split()
+    marked = " ".join(f"\u201c{w}\u201d" if i % 9 == 4 else w for i, w in enumerate(words))
+    found = _ask(client, f"{OWN}\n\n{marked}\n\n{OWN}", exclude={"quotes": True})
+    (hit,) = [r for r in found["results"] if r["id"] == essay["plain"]]
+    text = f"{OWN}\n\n{marked}\n\n{OWN}"
+    kept = [w for p in hit["passages"] for w in text[p["query_start"] : p["query_end"]].split()]
+    unquoted = [w for i, w in enumerate(words) if i % 9 != 4]
+    assert [w for w in kept if "\u201c" not in w] == unquoted

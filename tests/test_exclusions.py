@@ -61,6 +61,38 @@ def test_a_quotation_inside_another_is_one_span() -> None:
     assert _quoted(text) == ["\u201cshe said \u2018no way\u2019 twice\u201d"]
 
 
+def test_a_quotation_nested_in_marks_of_its_own_kind_ends_at_the_outer_closer() -> None:
+    """A curly quotation holding another in the same marks, and guillemets in guillemets,
+    end at the closer that balances the opener, not at the inner one; a mark left open
+    still ends at the nearest closer."""
+    text = (
+        "As Smith writes, \u201ca branch is a \u201cmovable pointer\u201d to a commit\u201d"
+        " (2020). "
+        "\u00abil dit \u00aboui\u00bb deux fois\u00bb fin. \u201copen \u201cthen closed\u201d tail"
+    )
+    assert _quoted(text) == [
+        "\u201ca branch is a \u201cmovable pointer\u201d to a commit\u201d",
+        "\u00abil dit \u00aboui\u00bb deux fois\u00bb",
+        "\u201copen \u201cthen closed\u201d",
+    ]
+
+
+def test_a_single_quote_closing_after_a_hyphen_pairs_with_its_opener() -> None:
+    """'posix-' is a quotation of its own, so the later 'abc' is another, and the words
+    between them are no quotation; an opener followed by another before any closer was an
+    apostrophe ('tis), and the later one pairs."""
+    text = "Styles take 'posix-' first. Copied words stay outside. The value 'abc' is set."
+    assert _quoted(text) == ["'posix-'", "'abc'"]
+    assert _quoted("'Tis the season, and he said 'hello there' to me.") == ["'hello there'"]
+
+
+def test_hostile_runs_of_marks_are_read_in_linear_time() -> None:
+    """A text of nothing but openers, or of nested openers never balanced, is read without
+    a scan per mark: a million marks each give the expected spans (none, or one a pair)."""
+    assert quote_spans("\u201c" * 1_000_000) == []
+    assert len(quote_spans("\u201ca \u201cb\u201d " * 100_000)) == 100_000
+
+
 def test_bibliography_is_the_trailing_section() -> None:
     """The last heading line among the known names starts it and the text's end closes
     it, in several languages and numbered; a heading early in the text or inside a
@@ -144,27 +176,49 @@ def _layout(text: str) -> Layout:
 
 def test_trim_splits_a_passage_around_an_excluded_span() -> None:
     """A passage of words 0-19 with words 8-10 quoted becomes words 0-7 and 11-19, with
-    the source side cut at the same distances; a piece under min_words is listed short."""
+    the source side cut at the same distances; its pieces are judged by the 17 words they
+    keep together: kept at min_words 17, both listed short at 18."""
     query_text = " ".join(f"w{i}" for i in range(20))
     source_text = " ".join(f"s{i}" for i in range(30))
     q, s = _layout(query_text), _layout(source_text)
     quote = Span(int(q.starts[8]), int(q.ends[10]), "quote")
     whole = Passage((0, 20), (5, 25), 0, int(q.ends[19]), int(s.starts[5]), int(s.ends[24]))
-    kept = Exclusions([quote], min_words=0).trim([whole], q, s, least=4)
+    kept, longest = Exclusions([quote], min_words=0).trim([whole], q, s, least=4)
     assert [(p.query_words, p.source_words) for p in kept] == [
         ((0, 8), (5, 13)),
         ((11, 20), (16, 25)),
     ]
+    assert longest == 17
     assert query_text[kept[1].query_start : kept[1].query_end] == " ".join(
         f"w{i}" for i in range(11, 20)
     )
     assert source_text[kept[0].source_start : kept[0].source_end] == " ".join(
         f"s{i}" for i in range(5, 13)
     )
-    rule = Exclusions([quote], min_words=9)
-    kept = rule.trim([whole], q, s, least=4)
-    assert [p.query_words for p in kept] == [(11, 20)]
+    kept, _ = Exclusions([quote], min_words=17).trim([whole], q, s, least=4)
+    assert [p.query_words for p in kept] == [(0, 8), (11, 20)]
+    rule = Exclusions([quote], min_words=18)
+    kept, longest = rule.trim([whole], q, s, least=4)
+    assert (kept, longest) == ([], 0)
     assert [(x.start, x.end, x.reason) for x in rule.listed()] == [
         (0, int(q.ends[7]), "short"),
         (quote.start, quote.end, "quote"),
+        (int(q.starts[11]), int(q.ends[19]), "short"),
     ]
+
+
+def test_quoted_words_sprinkled_through_a_copy_take_out_only_themselves() -> None:
+    """A 60-word passage with every sixth word quoted keeps its 50 other words, in ten
+    pieces, instead of losing every piece for being shorter than `least` (a copy cannot
+    be hidden by quoting a word here and there); a passage that is nearly all quotation
+    keeps nothing."""
+    query_text = " ".join(f"w{i}" for i in range(60))
+    q = s = _layout(query_text)
+    quotes = [Span(int(q.starts[i]), int(q.ends[i]), "quote") for i in range(5, 60, 6)]
+    whole = Passage((0, 60), (0, 60), 0, int(q.ends[59]), 0, int(q.ends[59]))
+    kept, longest = Exclusions(quotes).trim([whole], q, s, least=10)
+    assert longest == 50 and len(kept) == 10
+    assert all(query_text[p.query_start : p.query_end] == query_text[p.source_start : p.source_end]
+               for p in kept)  # fmt: skip
+    mostly = [Span(int(q.starts[2]), int(q.ends[55]), "quote")]
+    assert Exclusions(mostly).trim([whole], q, s, least=10) == ([], 0)

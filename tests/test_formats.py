@@ -349,6 +349,41 @@ def test_docx_hidden_text_is_not_read() -> None:
     assert text.split() == ["seen", "one", "seen", "two"]
 
 
+def test_docx_hidden_text_follows_words_cascade() -> None:
+    """Hiding cascades as in Word: the document defaults (w:docDefaults) and the default
+    paragraph style hide what does not say otherwise; a run or its character style that
+    says w:vanish off is read even in a hidden paragraph, and a nested text box's
+    paragraph has its own word."""
+    defaults = (
+        "<w:docDefaults><w:rPrDefault><w:rPr><w:vanish/></w:rPr></w:rPrDefault></w:docDefaults>"
+    )
+    shown = (
+        '<w:style w:type="character" w:styleId="Shown">'
+        '<w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
+    )
+    body = (
+        _p("hidden one") + _p("seen one", '<w:vanish w:val="false"/>')
+        + _p("seen two", '<w:rStyle w:val="Shown"/>')
+    )  # fmt: skip
+    text = extract(DOCX, _docx(body, styles=defaults + shown))
+    assert text.split() == ["seen", "one", "seen", "two"]
+
+    normal = (
+        '<w:style w:type="paragraph" w:default="1" w:styleId="Normal">'
+        "<w:rPr><w:vanish/></w:rPr></w:style>"
+        '<w:style w:type="paragraph" w:styleId="Body">'
+        '<w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
+    )
+    box = (
+        '<w:p><w:pPr><w:pStyle w:val="Body"/></w:pPr><w:r><w:t>seen three</w:t></w:r>'
+        "<w:r><w:txbxContent><w:p><w:r><w:t>hidden two</w:t></w:r></w:p></w:txbxContent></w:r>"
+        "<w:r><w:t> seen four</w:t></w:r></w:p>"
+    )
+    body = _p("hidden three") + box + _p("seen five", '<w:vanish w:val="0"/>')
+    text = extract(DOCX, _docx(body, styles=normal + shown))
+    assert text.split() == ["seen", "three", "seen", "four", "seen", "five"]
+
+
 def test_odt_hidden_text_is_not_read() -> None:
     """ODT text whose automatic style (or that style's parent in styles.xml) has
     text:display="none" is left out, span or paragraph, and so is a section hidden by

@@ -166,3 +166,19 @@ def test_a_verbatim_russian_passage_is_not_flagged(client: TestClient) -> None:
     assert _oracle_count(mixed, 0, len(mixed)) == 1
     passages = {r["id"]: r["passages"] for r in _contained(client, "", mixed)}["ru"]
     assert sum(p.get("disguised", 0) for p in passages) == 1
+
+
+def test_an_invisible_character_between_words_flags_no_passage(client: TestClient) -> None:
+    """A byte-order mark opening the text, or a zero-width space or direction mark after the
+    sentence before a verbatim copy (a space between), disguises no word of it; the same
+    character inside the copy's first word does."""
+    (source,) = _articles(1)
+    copied = " ".join(source.split()[10:90])
+    assert client.put("/documents/src", json={"text": source}).status_code == 201
+    for before in ("\ufeff", "My own words here.\u200b ", "My own words here.\u200e "):
+        (found,) = _contained(client, "", before + copied)
+        assert found["id"] == "src" and found["passages"]
+        assert all("disguised" not in p for p in found["passages"]), repr(before)
+    glued = "My own words here. " + copied[:2] + "\u200b" + copied[2:]
+    (found,) = _contained(client, "", glued)
+    assert sum(p.get("disguised", 0) for p in found["passages"]) == 1

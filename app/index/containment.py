@@ -196,8 +196,10 @@ async def contained(
             source = Layout.unpack(layout_raw)
             try:
                 passages, capped_here = align(indexed, source, k, piece, deadline)
+                # A passage's words, which its pieces count together once trimmed.
+                longest = max((b - a for a, b in (x.query_words for x in passages)), default=0)
                 if set_aside is not None:  # the one place exclusions apply
-                    passages = set_aside.trim(passages, layout, source, piece)
+                    passages, longest = set_aside.trim(passages, layout, source, piece)
             except DamagedLayout:
                 # Spans an older release stored without their overflow: no exact edges
                 # to give, so no passages; re-ingesting the source mends it.
@@ -206,7 +208,6 @@ async def contained(
                 cut.append(h)
             if not passages:
                 continue
-            longest = max(b - a for a, b in (x.query_words for x in passages))
             # A source shorter than the least passage counts when it is copied whole.
             if threshold == NO_THRESHOLD and longest < min(least, max(piece, source.words)):
                 continue

@@ -19,7 +19,9 @@ for byte what they were before tokenizer 2 (issue 26). Rebuilding the collection
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import replace
+from unicodedata import combining
 
 import numpy as np
 
@@ -50,7 +52,39 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     )
     assert words.folds is not None
     hit = (words.folds & np.uint8(kernel.DISGUISED)) != 0
-    return np.asarray(words.starts[hit], np.int64), np.asarray(words.ends[hit], np.int64)
+    starts, ends = words.starts, words.ends
+    # The kernel gives invisible characters between words to the next word; only those
+    # inside a word or touching it (no space between) disguise it: a zero-width space
+    # after a full stop and a space, or a byte-order mark opening the text, hides nothing.
+    alone = np.flatnonzero(hit & ((words.folds & np.uint8(kernel.FOLD_CONFUSABLE)) == 0))
+    for i in alone.tolist():
+        hit[i] = _touched(text, int(starts[i]), int(ends[i]), params.tokenizer)
+    return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
+
+
+# How far from a word an invisible character is looked for, through characters that are
+# not spaces (punctuation): a bound, so a long run without spaces costs little.
+TOUCH_REACH = 32
+
+
+def _touched(text: str, start: int, end: int, tokenizer: int) -> bool:
+    """Whether an invisible character is inside text[start:end] or in the characters
+    that are not spaces right before or after it (a text's opening U+FEFF excepted)."""
+    lo = start
+    while lo > max(0, start - TOUCH_REACH) and not text[lo - 1].isspace():
+        lo -= 1
+    hi = end
+    while hi < min(len(text), end + TOUCH_REACH) and not text[hi].isspace():
+        hi += 1
+    near = text[1 if lo == 0 and text.startswith("\ufeff") else lo : hi]
+    return any(_folded_away(c, tokenizer) for c in near if not c.isalnum() and not combining(c))
+
+
+@functools.lru_cache(maxsize=4096)
+def _folded_away(ch: str, tokenizer: int) -> bool:
+    """Whether the tokenizer reads ch inside a word as nothing: an invisible character, or
+    an accent (which `combining` tells apart)."""
+    return kernel.normalize(f"a{ch}b", tokenizer=tokenizer) == "ab"
 
 
 def count_in(starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]]) -> list[int]:

@@ -5,8 +5,8 @@ nor a phrase of a few words everyone writes. The detection is pure functions ove
 the query's text that answer code-point spans (`quote_spans`, `bibliography_span`,
 `html_quote_spans`); `Exclusions` applies them to aligned passages in one place
 (`trim`, called by the containment query right after alignment): a passage loses
-its words inside an excluded span, splits around it, and a piece shorter than
-`min_words` is set aside as short. What is left is what counts, so containment,
+its words inside an excluded span and splits around it, and a passage that keeps
+fewer than `min_words` words is set aside as short. What is left is what counts, so containment,
 coverage, the threshold and the limit all see only it (the share's denominator stays
 the whole text: excluded words are text that was not copied in a way that counts).
 """
@@ -57,9 +57,9 @@ _PAIRS = {
 _OPENERS = re.compile("``|[\u201c\u201e\u00ab\u00bb\u2039\u203a]")
 # Straight and curly single marks and straight double ones serve both ends (and the
 # single ones are apostrophes too): an opener follows a space or an opening bracket
-# and precedes a word character; a closer follows a word character or punctuation and
-# precedes a space, punctuation or the end; a mark between two letters (an apostrophe)
-# is neither.
+# and precedes a word character; a closer follows a word character, punctuation, a
+# closing bracket or a hyphen ('posix-') and precedes a space, punctuation or the end;
+# a mark between two letters (an apostrophe) is neither.
 _DASHES = "\u2014\u2013"
 _BEFORE_OPEN = rf"(?:(?<=^)|(?<=[\s(\[{{{_DASHES}-]))"
 _AFTER_CLOSE = rf"(?=[\s.,;:!?)\]}}{_DASHES}-]|$)"
@@ -70,11 +70,11 @@ _AMBIGUOUS = [
     ),
     (
         re.compile(_BEFORE_OPEN + r"'(?=\w)", re.M),
-        re.compile(r"(?<=[\w.,;:!?])'" + _AFTER_CLOSE, re.M),
+        re.compile(r"(?<=[\w.,;:!?)\]%/*-])'" + _AFTER_CLOSE, re.M),
     ),
     (
         re.compile(_BEFORE_OPEN + "\u2018(?=\\w)", re.M),
-        re.compile("(?<=[\\w.,;:!?])\u2019" + _AFTER_CLOSE, re.M),
+        re.compile("(?<=[\\w.,;:!?)\\]%/*-])\u2019" + _AFTER_CLOSE, re.M),
     ),
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -82,20 +82,19 @@ _WORD = re.compile(r"\w")
 
 
 def _paired(text: str) -> list[tuple[int, int]]:
-    """Spans of the one-way marks: each opener to the nearest closer of its kind after
-    it, within MAX_QUOTE; a quotation inside another is part of it."""
+    """Spans of the one-way marks: each opener to the closer of its kind that balances
+    it (a quotation nested in marks of the same kind is part of it), within MAX_QUOTE;
+    where none balances it, to the nearest closer."""
     out: list[tuple[int, int]] = []
     pos = 0
+    ahead = _Ahead(text)
     while m := _OPENERS.search(text, pos):
         mark = m.group()
-        closers = _PAIRS[mark]
         if mark == "``":
             end = text.find("''", m.end(), m.end() + MAX_QUOTE)
             close_len = 2
         else:
-            window = text[m.end() : m.end() + MAX_QUOTE]
-            hits = [i for i in (window.find(c) for c in closers) if i >= 0]
-            end = m.end() + min(hits) if hits else -1
+            end = _balanced(text, m.end(), mark, ahead)
             close_len = 1
         if end < 0 or not _WORD.search(text, m.end(), end):
             pos = m.end()
@@ -105,9 +104,60 @@ def _paired(text: str) -> list[tuple[int, int]]:
     return out
 
 
+class _Ahead:
+    """The next place of each mark at or after a position, found once per place: the
+    openers are met in text order, so each search goes on where the last one stopped
+    (a text of a million marks costs a million finds, not a million scans)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: dict[str, int] = {}
+
+    def next(self, mark: str, at: int) -> int:
+        """Where `mark` next is at or after `at`; len(text) if nowhere."""
+        hit = self.found.get(mark, -1)
+        if hit < at:
+            hit = self.text.find(mark, at)
+            hit = len(self.text) if hit < 0 else hit
+            self.found[mark] = hit
+        return hit
+
+
+# How many marks after an opener are weighed to balance it, when another opener of its
+# kind comes before its nearest closer: nested quotations are a level or two deep, and
+# a hostile text of marks must not cost a long scan per mark.
+BALANCE_MARKS = 16
+_MARKS = {mark: re.compile(f"[{re.escape(mark + closers)}]") for mark, closers in _PAIRS.items()
+          if mark != "``"}  # fmt: skip
+
+
+def _balanced(text: str, at: int, opener: str, ahead: _Ahead) -> int:
+    """Where the closer is that balances an opener ending at `at` (within MAX_QUOTE and
+    BALANCE_MARKS marks), else the nearest closer within MAX_QUOTE, else -1. An opener
+    that is also one of its closers („ closed by “) only closes."""
+    closers = _PAIRS[opener]
+    nearest = min(ahead.next(c, at) for c in closers)
+    if nearest >= at + MAX_QUOTE or nearest >= len(text):
+        return -1
+    if opener in closers or ahead.next(opener, at) > nearest:
+        return nearest  # nothing nested: the nearest closer is the one
+    depth = 1
+    for n, m in enumerate(_MARKS[opener].finditer(text, at, at + MAX_QUOTE)):
+        if n == BALANCE_MARKS:
+            break
+        if m.group() in closers:
+            depth -= 1
+            if depth == 0:
+                return m.start()
+        else:
+            depth += 1
+    return nearest
+
+
 def _ambiguous(text: str) -> list[tuple[int, int]]:
     """Spans of straight double and single marks: within a paragraph, an opener to the
-    first closer after it."""
+    first closer after it, unless another opener comes first (then the first one was an
+    apostrophe or left open, and the later one is tried)."""
     out: list[tuple[int, int]] = []
     for opener, closer in _AMBIGUOUS:
         for para in _paragraphs(text):
@@ -117,6 +167,10 @@ def _ambiguous(text: str) -> list[tuple[int, int]]:
                 c = closer.search(text, o.end(), min(b, o.end() + MAX_QUOTE))
                 if c is None:
                     break
+                again = opener.search(text, o.end(), c.start())
+                if again is not None:
+                    pos = again.start()
+                    continue
                 if _WORD.search(text, o.end(), c.start()):
                     out.append((o.start(), c.end()))
                 pos = c.end()
@@ -290,25 +344,31 @@ class Exclusions:
 
     def trim(
         self, passages: list[Passage], query: Layout, source: Layout, least: int
-    ) -> list[Passage]:
-        """The passages without their excluded words: split around them (the source side
-        cut at the same distance from each end, which is exact unless words were added
-        or removed there); pieces under `least` words are dropped as alignment drops
-        them, pieces under min_words are set aside as short."""
+    ) -> tuple[list[Passage], int]:
+        """The passages without their excluded words, and the most words any one passage
+        kept. A passage splits around its excluded words (the source side cut at the same
+        distance from each end, which is exact unless words were added or removed
+        there), and its pieces are judged together, by the words they keep: under `least`
+        they are dropped as alignment drops a passage that short, under min_words set
+        aside as short. So quotation marks around a few words of a copy take those words
+        out of it, never the copy with them."""
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
         out: list[Passage] = []
+        longest = 0
         for p in passages:
             qa, qb = p.query_words
             sa, sb = p.source_words
             runs = [(qa, qb)] if excluded is None else _runs(~excluded[qa:qb], qa)
+            kept = sum(rb - ra for ra, rb in runs)
+            if kept < least:
+                continue
+            if kept < self.min_words:
+                self.short.update((int(query.starts[a]), int(query.ends[b - 1])) for a, b in runs)
+                continue
+            longest = max(longest, kept)
             for ra, rb in runs:
-                if rb - ra < least:
-                    continue
-                if rb - ra < self.min_words:
-                    self.short.add((int(query.starts[ra]), int(query.ends[rb - 1])))
-                    continue
                 ta = min(sb - 1, sa + (ra - qa))
                 tb = max(ta + 1, sb - (qb - rb))
                 out.append(
@@ -321,7 +381,7 @@ class Exclusions:
                         int(source.ends[tb - 1]),
                     )
                 )
-        return out
+        return out, longest
 
     def listed(self) -> list[Span]:
         """Every span set aside, in text order: the detected ones and the short passages."""

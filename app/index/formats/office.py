@@ -198,16 +198,21 @@ def parse(xml: bytes, kind: str) -> ET.Element:
 
 
 def _walk(
-    root: ET.Element, visit: Callable[[ET.Element, list[str]], Iterable[ET.Element] | None]
+    root: ET.Element,
+    visit: Callable[[ET.Element, list[str]], Iterable[ET.Element] | None],
+    leave: Callable[[ET.Element], None] | None = None,
 ) -> str:
     """Depth-first text of a tree, without recursion (a hostile file may nest deeply):
     visit(element, out) writes what the element itself stands for and answers the
-    children to go into, if any (DOCX keeps all text in w:t, so tails are only spacing)."""
+    children to go into, if any (DOCX keeps all text in w:t, so tails are only spacing);
+    leave(element), if given, is called once its children are done."""
     out: list[str] = []
     stack: list[tuple[ET.Element, bool]] = [(root, False)]
     while stack:
         el, closing = stack.pop()
         if closing:
+            if leave is not None:
+                leave(el)
             if el.tag in _PARAGRAPHS:
                 out.append("\n")
             continue
@@ -226,49 +231,86 @@ def _on(el: ET.Element | None) -> bool:
     return el is not None and el.get(f"{_W}val", "true").lower() not in ("0", "false", "off")
 
 
-def _hidden_styles(styles: ET.Element | None) -> frozenset[str]:
-    """The ids of styles.xml's styles whose run properties hide text (w:vanish), their
-    own or through w:basedOn."""
-    if styles is None:
-        return frozenset()
-    own: dict[str, bool | None] = {}
-    based: dict[str, str] = {}
-    for style in styles.iter(f"{_W}style"):
-        sid = style.get(f"{_W}styleId")
-        if sid is None:
-            continue
-        vanish = style.find(f"{_W}rPr/{_W}vanish")
-        own[sid] = None if vanish is None else _on(vanish)
-        parent = style.find(f"{_W}basedOn")
-        if parent is not None and parent.get(f"{_W}val"):
-            based[sid] = parent.get(f"{_W}val", "")
-    return _inherited(own, based)
+class _Hiding:
+    """What hides a DOCX run (w:vanish), as Word cascades it: the run's own property,
+    else its character style's, else its paragraph's style (w:pStyle, or the default
+    paragraph style), else the document defaults (w:docDefaults). A style that does not
+    say takes its nearest w:basedOn ancestor's word."""
+
+    def __init__(self, styles: ET.Element | None) -> None:
+        own: dict[str, bool | None] = {}
+        based: dict[str, str] = {}
+        self.default = False
+        self.paragraph_style: str | None = None
+        if styles is None:
+            self.styles: dict[str, bool] = {}
+            return
+        self.default = _on(styles.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr/{_W}vanish"))
+        for style in styles.iter(f"{_W}style"):
+            sid = style.get(f"{_W}styleId")
+            if sid is None:
+                continue
+            vanish = style.find(f"{_W}rPr/{_W}vanish")
+            own[sid] = None if vanish is None else _on(vanish)
+            parent = style.find(f"{_W}basedOn")
+            if parent is not None and parent.get(f"{_W}val"):
+                based[sid] = parent.get(f"{_W}val", "")
+            if (
+                self.paragraph_style is None
+                and style.get(f"{_W}type") == "paragraph"
+                and style.get(f"{_W}default", "").lower() in ("1", "true", "on")
+            ):
+                self.paragraph_style = sid
+        self.styles = _resolved(own, based)
+
+    def paragraph(self, style: str | None) -> bool:
+        """Whether a run that does not say is hidden in a paragraph of this style."""
+        said = self.styles.get(style) if style is not None else None
+        if said is None and style is None and self.paragraph_style is not None:
+            said = self.styles.get(self.paragraph_style)
+        return self.default if said is None else said
 
 
-def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset[str]:
-    """The styles whose property (hidden) is on: their own, or where they do not say
-    (None) their nearest ancestor's that does, up the parent chain (a loop ends it)."""
-    out = set()
+def _resolved(own: dict[str, bool | None], parent: dict[str, str]) -> dict[str, bool]:
+    """Each style's property where it or its nearest ancestor up the parent chain says
+    (own[name] None: does not say); a style whose chain never says is left out (a loop
+    ends the chain)."""
+    out: dict[str, bool] = {}
     for name in own:
         seen, cur = set(), name
         while cur in own and own[cur] is None and cur in parent and cur not in seen:
             seen.add(cur)
             cur = parent[cur]
-        if own.get(cur):
-            out.add(name)
-    return frozenset(out)
+        said = own.get(cur)
+        if said is not None:
+            out[name] = said
+    return out
 
 
-def _docx_visitor(
-    hidden: frozenset[str],
-) -> Callable[[ET.Element, list[str]], Iterable[ET.Element] | None]:
-    """The DOCX walk's visit, hiding runs and paragraphs of the `hidden` styles."""
+def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset[str]:
+    """The styles whose property (hidden) is on, their own or their nearest ancestor's."""
+    return frozenset(name for name, on in _resolved(own, parent).items() if on)
 
-    def style(props: ET.Element | None, name: str) -> str | None:
+
+class _DocxVisitor:
+    """The DOCX walk's visit: hidden runs (_Hiding) are left out. A paragraph's word on
+    hiding holds for the runs inside it, down to a nested paragraph (a text box's), so
+    the paragraphs being walked are a stack, left again in `leave`."""
+
+    def __init__(self, hiding: _Hiding) -> None:
+        self.hiding = hiding
+        self.paragraphs: list[bool] = []
+
+    @staticmethod
+    def _style(props: ET.Element | None, name: str) -> str | None:
         found = props.find(f"{_W}{name}") if props is not None else None
         return None if found is None else found.get(f"{_W}val")
 
-    def visit(el: ET.Element, out: list[str]) -> Iterable[ET.Element] | None:
+    def leave(self, el: ET.Element) -> None:
+        if el.tag == f"{_W}p" and self.paragraphs:
+            self.paragraphs.pop()
+
+    def visit(self, el: ET.Element, out: list[str]) -> Iterable[ET.Element] | None:
         tag = el.tag
         if tag == f"{_W}t":
             out.append(el.text or "")
@@ -278,10 +320,14 @@ def _docx_visitor(
             vanish = props.find(f"{_W}vanish") if props is not None else None
             if vanish is not None:
                 return None if _on(vanish) else el
-            return None if style(props, "rStyle") in hidden else el
+            said = self.hiding.styles.get(self._style(props, "rStyle") or "")
+            if said is None:
+                said = self.paragraphs[-1] if self.paragraphs else self.hiding.default
+            return None if said else el
         if tag == f"{_W}p":
-            # A paragraph style's run properties apply to its runs: hidden, they hide it.
-            return None if style(el.find(f"{_W}pPr"), "pStyle") in hidden else el
+            style = self._style(el.find(f"{_W}pPr"), "pStyle")
+            self.paragraphs.append(self.hiding.paragraph(style))
+            return el
         if tag == f"{_MC}AlternateContent":
             # Alternatives of the same content (a text box as DrawingML and as VML): the
             # first choice only, else the fallback.
@@ -296,8 +342,6 @@ def _docx_visitor(
         elif tag in _DOCX_SKIP:
             return None
         return el
-
-    return visit
 
 
 # Tracked deletions and a move's old place, field codes, formatting: not what is read.
@@ -340,15 +384,15 @@ def docx_text(raw: bytes) -> str:
     endnotes."""
     with _Zip(raw, "DOCX") as archive:
         root = _strict(parse(archive.part("word/document.xml"), "DOCX"))
-        visit = _docx_visitor(_hidden_styles(_docx_tree(archive, "word/styles.xml")))
-        parts = [_walk(root, visit)]
+        walker = _DocxVisitor(_Hiding(_docx_tree(archive, "word/styles.xml")))
+        parts = [_walk(root, walker.visit, walker.leave)]
         for name, note in (("word/footnotes.xml", "footnote"), ("word/endnotes.xml", "endnote")):
             notes = _docx_tree(archive, name)
             if notes is None:
                 continue
             for el in notes.iter(f"{_W}{note}"):
                 if el.get(f"{_W}type") not in _NOTE_FURNITURE:
-                    parts.append(_walk(el, visit))
+                    parts.append(_walk(el, walker.visit, walker.leave))
     return _text("\n".join(p.rstrip("\n") for p in parts), "DOCX")
 
 
