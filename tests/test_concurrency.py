@@ -25,6 +25,7 @@ from support.keys import scan_keys
 
 from app.index import Document, Index, Params
 from app.index.check import check, check_ids
+from app.index.errors import HandleCounterError
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores
@@ -172,7 +173,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             # A handle that lost its id: the mapping goes, record and bands stay.
             await store.ids.forget(["ghost"], [ghost])
             # A write that stopped after its bands: an id, bands, no record.
-            (dangling,) = await store.ids.assign(["half"])
+            (dangling,), _ = await store.ids.assign(["half"])
             await store.add_bands([(dangling, ghost_rec.band_keys[:5])])
             # Bands of a handle nobody has.
             await store.add_bands([(10_000, ghost_rec.band_keys[:3])])
@@ -198,6 +199,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "stale_texts": 0,
                 "stale_expiries": 1,
                 "far_expiries": 0,
+                "handle_counter": 10_000 - 3,  # the bands' handle was never given out
                 "id_count": 2,
             }
             assert [m.id for m in (await index.similar_to_text(TEXTS[1])).results] == ["ghost"]
@@ -234,6 +236,42 @@ def test_start_up_pass_mends_the_kept_id_count(store_url: str, collection: str, 
             assert repaired.repaired == repaired.found
             assert await store.ids.count() == 4 == len({i async for i, _ in store.ids.mappings()})
             assert (await check(index)).clean
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
+def test_a_lost_handle_counter_overwrites_no_document(store_url: str, collection: str) -> None:
+    """With the handle counter's key gone (an eviction, a lagging failover, a DEL), a new
+    document is refused (a 503's error) rather than given a handle in use: every stored
+    document keeps its own text and no id is left mapped. The start-up pass and the full
+    check find the counter behind; repair moves it past every handle, and writes go on."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
+        try:
+            await index.ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS[:3])])
+            r = sync_client(store_url)
+            r.delete(f"nd:{collection}:next")
+            r.close()
+            with pytest.raises(HandleCounterError, match="check --repair"):
+                await index.ingest([Document(TEXTS[3], "new")])
+            assert await store.ids.handles(["new"]) == [None]
+            for i in range(3):
+                rec = await index.get(f"d{i}")
+                assert rec is not None and rec.id == f"d{i}"
+                hits = (await index.similar_to_text(TEXTS[i])).results
+                assert [m.id for m in hits] == [f"d{i}"]
+            assert (await check_ids(index)).found["handle_counter"] >= 2
+            assert (await check(index)).found["handle_counter"] == 3 - await store.ids.last_handle()
+            assert (await check_ids(index, repair=True)).repaired["handle_counter"] > 0
+            assert (await check(index)).clean
+            await index.ingest([Document(TEXTS[3], "new")])
+            for i in range(4):
+                name = "new" if i == 3 else f"d{i}"
+                assert [m.id for m in (await index.similar_to_text(TEXTS[i])).results] == [name]
         finally:
             await store.close()
 

@@ -69,6 +69,10 @@ def test_out_of_memory_redis_refuses_writes_with_507_and_loses_nothing(tmp_path:
         assert refused.headers["content-type"].startswith("application/problem+json")
         assert "out of memory" in refused.json()["detail"]
         assert c.post("/documents/batch", json={"documents": docs[:3]}).status_code == 507
+        # A refused write takes back the ids it mapped: the count is what GET can read.
+        fresh = [{"id": f"new{i}", "text": _filler(10_000 + i)} for i in range(25)]
+        assert c.post("/documents/batch", json={"documents": fresh}).status_code == 507
+        assert c.get("/readyz").json()["documents"] == len(texts)
         # Nothing stored is lost: every acknowledged document reads back, answers unchanged.
         for doc_id in texts:
             got = c.get(f"/documents/{doc_id}")

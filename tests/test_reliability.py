@@ -25,10 +25,11 @@ import pytest
 import redis
 from support.corpus import read_corpus
 from support.ids import handle_of
-from support.procs import RedisProc, Server, neardup_check, serving, wait_until
+from support.procs import RedisProc, Server, free_port, neardup_check, serving, wait_until
 
 from app.index import Params
 from app.store import Store
+from app.store.errors import StoreUnavailableError
 
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 FAST_S = 1.0  # the longest a request may take while Redis is away
@@ -135,6 +136,32 @@ def test_redis_stopped_then_continued(tmp_path: Path) -> None:
         assert httpx.put(server.url + "/documents/after", json={"text": TEXT}).status_code == 201
         assert _all_there(server.url, acked) == len(acked)
         assert "Traceback" not in server.output()
+
+
+def test_readiness_does_not_flap_when_redis_drops_its_connections(tmp_path: Path) -> None:
+    """After Redis closes every client connection (CLIENT KILL, as a restart or a proxy
+    does), readiness pings on every pooled connection answer on their first call: a
+    dropped connection is not Redis being away; a Redis that is away still is."""
+
+    async def run(url: str) -> None:
+        store = Store.connect(url, "readiness", 5.0)
+        try:
+            assert all(await asyncio.gather(*(store.ping() for _ in range(16))))
+            for _ in range(3):
+                with redis.Redis.from_url(url) as r:
+                    r.client_kill_filter(_type="normal", skipme=True)
+                await asyncio.sleep(0.2)  # the closes reach the pooled sockets
+                assert all(await asyncio.gather(*(store.ping() for _ in range(16))))
+        finally:
+            await store.close()
+
+    port = free_port()  # over TCP, as a deployment's Redis is reached
+    with RedisProc(tmp_path / "redis", "--port", str(port)) as rds:
+        url = f"redis://127.0.0.1:{port}"
+        asyncio.run(run(url))
+        rds.kill()
+        with pytest.raises(StoreUnavailableError):
+            asyncio.run(run(url))
 
 
 def test_redis_killed_and_restarted(tmp_path: Path) -> None:

@@ -256,7 +256,7 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             hashes = [0, 1, 2**31, 2**32 - 1] + [rng.getrandbits(32) for _ in range(20)]
             keys = [_anchor_key(h) for h in hashes] + [rng.getrandbits(64) for _ in range(4)]
             names = ["a"] + [f"b{i}" for i in range(len(keys))]
-            handles = await store.ids.assign(names)
+            handles, _ = await store.ids.assign(names)
             raw = records.pack(
                 "a", np.arange(8, dtype=np.uint32), np.array(keys, np.uint64), 8, None
             )

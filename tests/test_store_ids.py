@@ -31,9 +31,10 @@ def test_ids_live_where_their_rule_says_and_the_count_follows(
         store = Store.connect(store_url, collection, 5.0)
         store.ids.use_buckets(buckets)
         try:
-            handles[:] = await store.ids.assign(names)
+            handles[:], made = await store.ids.assign(names)
+            assert made == [True] * len(names)
             assert len(set(handles)) == len(names)
-            assert await store.ids.assign(names[:50]) == handles[:50]  # known: the same
+            assert await store.ids.assign(names[:50]) == (handles[:50], [False] * 50)  # known
             assert await store.ids.count() == len(names)
             await store.ids.forget(names[:30], handles[:30])
             await store.ids.forget(names[30:40], [h + 10_000 for h in handles[30:40]])  # moved
@@ -70,10 +71,10 @@ def test_the_count_is_set_only_while_the_id_map_is_unchanged(
         store = Store.connect(store_url, collection, 5.0)
         store.ids.use_buckets(16)
         try:
-            handles = await store.ids.assign(["a", "b"])
+            handles, _ = await store.ids.assign(["a", "b"])
             n, gen = await store.ids.kept_count() or (0, 0)
             assert (n, gen) == (2, 2)
-            (c,) = await store.ids.assign(["c"])
+            (c,), _ = await store.ids.assign(["c"])
             await store.ids.forget(["a"], [handles[0]])  # the count is 2 again
             assert await store.ids.kept_count() == (2, 4)
             assert not await store.ids.set_count(gen, 2, 7)  # the map changed

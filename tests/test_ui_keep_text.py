@@ -119,7 +119,7 @@ def test_unreachable_texts_are_found_and_removed(store_url: str, collection: str
         index = await _open(store_url, collection)
         try:
             await index.ingest([Document(TEXT, "live")])
-            lost = await index.store.ids.assign(["gone"])
+            lost, _ = await index.store.ids.assign(["gone"])
             await index.store.put_texts([(lost[0], texts.pack(OTHER, b"no record"))])
             await index.store.ids.forget(["gone"], lost)
             report = await check(index, repair=True)

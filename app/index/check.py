@@ -22,6 +22,11 @@ band entry belongs to a live document's record. What breaks it, by kind:
     far_expiries    a record whose expiry is more than 100 years away (stored before
                     expiries were bounded); reported, not repaired: it is a valid
                     document, which the next write of its id bounds
+    handle_counter  how far the handle counter is behind the highest handle in use (an
+                    id, a band entry or a kept text holds it): its key was lost (an
+                    eviction, a failover to a replica that lagged, a DEL), and a new
+                    document would be given a handle in use; repaired by moving the
+                    counter past it (writes meanwhile refuse such a handle: a 503)
     id_count        how far the id buckets' kept count is from the ids they hold
                     (on a cluster, a write or delete that stopped between its HSETNX
                     or HDEL and the count's HINCRBY: a crash, or
@@ -73,6 +78,7 @@ KINDS = (
     "stale_texts",
     "stale_expiries",
     "far_expiries",
+    "handle_counter",
     "id_count",
 )
 
@@ -111,9 +117,11 @@ class CheckReport:
         }
 
 
-async def _records(index: Index, batch: int, pause: float) -> AsyncIterator[tuple[int, bytes]]:
-    """Every (handle, record) there is, in handle order (handles are dense integers)."""
-    last = await index.store.ids.last_handle()
+async def _records(
+    index: Index, last: int, batch: int, pause: float
+) -> AsyncIterator[tuple[int, bytes]]:
+    """Every (handle, record) up to handle `last`, in handle order (handles are dense
+    integers)."""
     for first in range(1, last + 1, batch):
         handles = list(range(first, min(first + batch, last + 1)))
         for h, raw in zip(handles, await index.store.records(handles), strict=True):
@@ -146,12 +154,15 @@ async def check(
     mapping = {doc_id: h async for doc_id, h in store.ids.mappings()}
     report.ids = len(mapping)
     await _id_count(index, report, kept, len(mapping), 0, repair)
+    last = await _handle_counter(
+        index, report, max([*mapping.values(), *bands, *texted], default=0), repair
+    )
     live: dict[int, np.ndarray] = {}
     digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
     at = expiry.now_ms()
     due: set[int] = set()  # expired: the sweeper's
-    async for h, raw in _records(index, batch, pause):
+    async for h, raw in _records(index, last, batch, pause):
         report.records += 1
         if not expiry.alive(raw, at):
             due.add(h)
@@ -217,8 +228,9 @@ async def _stale_expiries(index: Index, at: int) -> list[int]:
 
 async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> CheckReport:
     """Only what a crash leaves that a client can see: dangling ids (an id counted by
-    /readyz that GET answers 404) and a drift of the id buckets' kept count (what
-    /readyz says): the start-up pass.
+    /readyz that GET answers 404), a drift of the id buckets' kept count (what
+    /readyz says) and a handle counter behind the ids' handles (which refuses new
+    documents): the start-up pass.
 
     It streams the id map and asks whether each handle has a record (EXISTS), so
     it costs one cheap command per id and holds one batch, where ``check`` reads
@@ -228,8 +240,10 @@ async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> Ch
     report = CheckReport()
     kept = await index.store.ids.kept_count()
     part: list[tuple[str, int]] = []
+    highest = 0
     async for pair in index.store.ids.mappings(batch):
         part.append(pair)
+        highest = max(highest, pair[1])
         if len(part) == batch:
             await _dangling_ids(index, part, report, repair)
             part = []
@@ -237,7 +251,23 @@ async def check_ids(index: Index, repair: bool = False, batch: int = 1000) -> Ch
     report.records = report.ids - report.found["dangling_ids"]
     ours = report.repaired["dangling_ids"]  # each unmapped one id
     await _id_count(index, report, kept, report.ids - ours, ours, repair)
+    await _handle_counter(index, report, highest, repair)
     return report
+
+
+async def _handle_counter(index: Index, report: CheckReport, highest: int, repair: bool) -> int:
+    """Note (and with repair, undo) a handle counter behind the highest handle in use;
+    the last handle to scan records up to."""
+    counter = await index.store.ids.last_handle()
+    if highest > counter:
+        report.note(
+            "handle_counter", f"counter {counter}, handle {highest} in use", highest - counter
+        )
+        if repair:
+            await index.store.ids.raise_counter(highest)
+            report.repaired["handle_counter"] += highest - counter
+            metrics.ORPHANS_REPAIRED.labels("handle_counter").inc(highest - counter)
+    return max(counter, highest)
 
 
 async def _id_count(

@@ -19,7 +19,8 @@ async def stored(store: Store, doc_id: str) -> tuple[int, bytes] | None:
     if handle is None:
         return None
     (raw,) = live([raw])
-    return None if raw is None else (handle, raw)
+    # A record answers only for its own id (a damaged store may map another id here).
+    return None if raw is None or records.id_of(raw) != doc_id else (handle, raw)
 
 
 async def get(store: Store, doc_id: str) -> records.Record | None:

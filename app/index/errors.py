@@ -43,6 +43,14 @@ class ConfigMismatchError(errors.Misconfigured):
     """The collection in Redis was made with other sketch parameters."""
 
 
+class HandleCounterError(errors.Misconfigured):
+    """The collection's handle counter is behind the handles its documents hold (its
+    key was lost: an eviction, a failover to a replica that lagged, a DEL): a new
+    document would overwrite another's record, so nothing is written."""
+
+    title = "Store damaged: handle counter behind"
+
+
 class DamagedLayoutError(errors.Conflict):
     """A stored document's passage layout cannot be read (written by a release before
     2026-11-26 with a character folded into two words): ingest it again."""

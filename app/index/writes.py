@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.index import documents, records, texts
-from app.index.errors import ExpiryError
+from app.index.errors import ExpiryError, HandleCounterError
 from app.index.expiry import MAX_TTL_S, live, now_ms
 from app.index.locks import locked
 from app.index.params import Params
@@ -131,45 +131,36 @@ async def write(
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
-        handles = await store.ids.assign(ids)
-        old = await store.records(handles)
-        # Queued before anything else is written, so no record expires unqueued.
-        await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
-        fingerprints = [sk.fingerprint(i) for i, _ in items]
-        new = [
-            records.pack(
-                doc_id,
-                fp,
-                sk.band_keys[i],
-                int(sk.shingles[i]),
-                meta,
-                sk.passages(i),
-                end,
-                encoded,
-                text_only,
-            )
-            for doc_id, (i, meta), end, fp, encoded, text_only in zip(
-                ids,
-                items,
-                ends,
-                fingerprints,
-                records.encode_many(fingerprints),
-                texts_only,
-                strict=True,
-            )
-        ]
+        handles, made = await store.ids.assign(ids)
         pairs = list(zip(handles, items, strict=True))
-        # Band keys, then passage anchors: one exchange (one script reply per
-        # call on a single server).
-        await store.add_bands(
-            [(h, sk.band_keys[i]) for h, (i, _) in pairs]
-            + [(h, sk.anchors(i)) for h, (i, _) in pairs]
-        )
-        if params.keep_text and bodies is not None:
-            # Before the record that points at it; it carries that record's digest.
-            kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
-            await store.put_texts(list(zip(handles, kept, strict=True)))
-        await store.put_records(list(zip(handles, new, strict=True)))
+        try:
+            old = await store.records(handles)
+            _own_records(ids, handles, old)
+            new = _packed(ids, items, sk, ends, texts_only)
+            # Queued before anything else is written, so no record expires unqueued.
+            await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
+            # Band keys, then passage anchors: one exchange (one script reply per
+            # call on a single server).
+            await store.add_bands(
+                [(h, sk.band_keys[i]) for h, (i, _) in pairs]
+                + [(h, sk.anchors(i)) for h, (i, _) in pairs]
+            )
+            if params.keep_text and bodies is not None:
+                # Before the record that points at it; it carries that record's digest.
+                kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
+                await store.put_texts(list(zip(handles, kept, strict=True)))
+        except Exception:
+            # No record of the round is written yet: the ids this call mapped are taken
+            # back, so a refused write (a 507 or 503) leaves no dangling id behind.
+            await _unmap(store, ids, handles, made)
+            raise
+        try:
+            await store.put_records(list(zip(handles, new, strict=True)))
+        except Exception:
+            # Some records may be written (each SET on its own): only the ids this call
+            # mapped whose record is not there are taken back.
+            await _unmap(store, ids, handles, made, written=True)
+            raise
         if params.keep_text and bodies is None:
             await store.delete_texts(handles)  # a replaced version's, now stale
         stale_bands, stale_anchors = [], []
@@ -188,3 +179,63 @@ async def write(
             ]
         )
         return [raw is None for raw in live(old)]
+
+
+def _packed(
+    ids: list[str],
+    items: list[tuple[int, dict | None]],
+    sk: Sketched,
+    ends: list[int],
+    texts_only: list[bool],
+) -> list[bytes]:
+    """The round's records, packed (fingerprints compressed in one kernel call)."""
+    fingerprints = [sk.fingerprint(i) for i, _ in items]
+    encoded = records.encode_many(fingerprints)
+    out = []
+    for j, (doc_id, (i, meta)) in enumerate(zip(ids, items, strict=True)):
+        out.append(
+            records.pack(
+                doc_id,
+                fingerprints[j],
+                sk.band_keys[i],
+                int(sk.shingles[i]),
+                meta,
+                sk.passages(i),
+                ends[j],
+                encoded[j],
+                texts_only[j],
+            )
+        )
+    return out
+
+
+def _own_records(ids: list[str], handles: list[int], old: list[bytes | None]) -> None:
+    """Refuse a round whose handles hold other ids' records: a handle is never given
+    twice, so the counter went back (its key was lost), and writing would overwrite."""
+    for doc_id, h, raw in zip(ids, handles, old, strict=True):
+        if raw is not None and records.id_of(raw) != doc_id:
+            raise HandleCounterError(
+                f"the collection's handle counter is behind its documents: handle {h} for "
+                f"{doc_id!r} holds {records.id_of(raw)!r} (was the counter's key lost to an "
+                "eviction policy, a failover to a replica that lagged, or a DEL?); nothing "
+                "was written. Run `neardup check --repair`, which moves the counter past "
+                "every handle in use, then retry"
+            )
+
+
+async def _unmap(
+    store: Store, ids: list[str], handles: list[int], made: list[bool], written: bool = False
+) -> None:
+    """Take back the id mappings this write made, those with a record left alone when
+    some may be `written` (best effort: Redis may be what failed, and the check mends
+    what is left)."""
+    mapped = [j for j, m in enumerate(made) if m]
+    try:
+        if written and mapped:
+            there = await store.have_records([handles[j] for j in mapped])
+            mapped = [j for j, t in zip(mapped, there, strict=True) if not t]
+        if not mapped:
+            return
+        await store.ids.forget([ids[j] for j in mapped], [handles[j] for j in mapped])
+    except Exception:  # the check mends what this could not take back
+        pass

@@ -267,7 +267,7 @@ class ClusterTransport(Transport):
         except Exception:  # the next failed request tries again
             self._refreshed_at = time.monotonic()
 
-    async def ping(self) -> bool:  # every master answers, not just one
+    async def _ping(self) -> bool:  # every master answers, not just one
         return bool(await self.run(self.client.ping(target_nodes=RedisCluster.PRIMARIES)))
 
     async def fewest_replicas(self) -> int:

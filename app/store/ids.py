@@ -51,13 +51,15 @@ class IdMap:
             (raw,) = await self.transport.commands([command])
         return [None if h is None else int(h) for h in raw]
 
-    async def assign(self, ids: Sequence[str]) -> list[int]:
-        """A handle for each id, creating one where the id has none.
+    async def assign(self, ids: Sequence[str]) -> tuple[list[int], list[bool]]:
+        """A handle for each id, creating one where the id has none, and whether this
+        call made it (mapped the id).
 
         HSETNX settles races: a concurrent writer of the same new id loses
         the field and takes the winner's handle.
         """
         known = await self.handles(ids)
+        made = [False] * len(ids)
         missing = [i for i, h in enumerate(known) if h is None]
         if missing:
             keys, commands = self._keys, self.transport.commands
@@ -71,14 +73,15 @@ class IdMap:
             lost = [i for i in missing if not won[ids[i]]]
             for i in missing:
                 if won[ids[i]]:
-                    known[i] = wanted[ids[i]]
+                    known[i], made[i] = wanted[ids[i]], True
             if lost:
                 settled = await self.handles([ids[i] for i in lost])
                 for i, h in zip(lost, settled, strict=True):
                     known[i] = h
         if any(h is None for h in known):  # deleted between the two reads
-            return await self.assign(ids)
-        return [int(h) for h in known]  # type: ignore[arg-type]
+            again, also = await self.assign(ids)
+            return again, [a or b for a, b in zip(made, also, strict=True)]
+        return [int(h) for h in known], made  # type: ignore[arg-type]
 
     async def _map(self, places: list[tuple[bytes, bytes, bytes]]) -> list[int]:
         """HSETNX of each (HASH, id, handle): 1 where it mapped the id, 0 where another
@@ -130,6 +133,16 @@ class IdMap:
         """The largest handle handed out so far (0 for an empty collection)."""
         (raw,) = await self.transport.commands([(b"GET", self._keys.next)])
         return int(raw or 0)
+
+    async def raise_counter(self, highest: int) -> int:
+        """Move the handle counter up to at least `highest` (never down: a writer's
+        INCRBY meanwhile only takes it further); how far it moved."""
+        behind = highest - await self.last_handle()
+        if behind > 0:
+            await self.transport.commands(
+                [(b"INCRBY", self._keys.next, b"%d" % behind)], write=True
+            )
+        return max(0, behind)
 
     async def count(self) -> int:
         """How many ids the collection maps: its id buckets' kept count (never below 0),

@@ -218,7 +218,7 @@ class SingleTransport(Transport):
             self.check_acked([int(replies.pop())])
         return replies
 
-    async def ping(self) -> bool:
+    async def _ping(self) -> bool:
         return bool(await self.run(self.client.ping()))
 
     async def fewest_replicas(self) -> int:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from app.core import metrics
@@ -88,9 +89,26 @@ class Transport(ABC):
         """The script's reply to each call of (keys..., args...), in one exchange; weight
         is the work the calls ask of Redis in commands, when more than one a call."""
 
-    @abstractmethod
     async def ping(self) -> bool:
-        """Whether Redis answers (every master of a cluster)."""
+        """Whether Redis answers (every master of a cluster).
+
+        A pooled connection that Redis dropped (a restart, CLIENT KILL) can be handed
+        out before its close is seen; the failed one is reconnected, so one more try
+        tells a blip from a Redis that is away, and readiness does not flap. Only a
+        failure that came at once is tried again: one that took the timeout is Redis
+        not answering, and a probe waits one timeout, never two."""
+        started = time.monotonic()
+        try:
+            return await self._ping()
+        except StoreUnavailableError as exc:
+            quick = time.monotonic() - started < self.timeout / 2
+            if not quick or not isinstance(exc.__cause__, RedisConnectionError):
+                raise
+            return await self._ping()
+
+    @abstractmethod
+    async def _ping(self) -> bool:
+        """One PING (of every master of a cluster)."""
 
     @abstractmethod
     async def fewest_replicas(self) -> int:
