@@ -385,3 +385,25 @@ def test_export_to_a_device_or_a_pipe_is_written_there_and_a_file_keeps_its_mode
     missing = run("query", "--id", "d1", "--texts", str(tmp_path / "nope"), env=env)
     assert missing.returncode == 2 and b"Traceback" not in missing.stderr
     assert b"No such file or directory" in missing.stderr
+
+
+def test_a_named_collection_is_opened_with_its_own_parameters(
+    tmp_path: Path, env: dict, redis_url: str
+) -> None:
+    """With settings that differ from the default collection's (it keeps texts, they say
+    not to), tools naming another collection work on it as it was made; the default one
+    is still refused for its mismatch, by name or not."""
+    base, other = f"keeps{os.getpid()}", f"plain{os.getpid()}"
+    env = {**env, "NEARDUP_REDIS_URL": redis_url, "NEARDUP_COLLECTION": base}
+    line = b"a one two three four five\n"
+    kept = {**env, "NEARDUP_KEEP_TEXT": "1"}
+    assert run("ingest", "--quiet", "-", env=kept, stdin=line).returncode == 0
+    made = run("ingest", "--quiet", "--collection", other, "-", env=env, stdin=line)
+    assert made.returncode == 0, made.stderr
+    for args in (["check", "--collection", other], ["get", "a", "--collection", other],
+                 ["collections", "show", other]):  # fmt: skip
+        done = run(*args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+    for args in (["check"], ["check", "--collection", base], ["get", "a"]):
+        done = run(*args, env=env)
+        assert done.returncode == 1 and b"keep_text" in done.stderr, (args, done.stderr)

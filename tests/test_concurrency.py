@@ -26,6 +26,8 @@ from support.keys import scan_keys
 from app.index import Document, Index, Params
 from app.index.check import check, check_ids
 from app.index.errors import HandleCounterError
+from app.index.similarity import query
+from app.index.sketch import sketch
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores
@@ -306,5 +308,34 @@ def test_passes_that_find_one_drift_mend_it_once(store_url: str, collection: str
         finally:
             for s in stores:
                 await s.close()
+
+    asyncio.run(run())
+
+
+def test_ingest_with_similar_leaves_out_its_own_id_whatever_its_handle(
+    store_url: str, collection: str
+) -> None:
+    """An ingest asking for near-duplicates leaves its own id out by id, not only by the
+    handle it looked up: a version another writer stored meanwhile (under a handle the
+    lookup did not see) is not answered as a near-duplicate of itself."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
+        try:
+            await index.ingest([Document(TEXTS[0], "self"), Document(TEXTS[0], "other")])
+            pieces = index.pieces
+            sk = await sketch(index.params, [TEXTS[0]], 1 << 20)
+            seen = await query(pieces, sk.fingerprint(0), sk.band_keys[0], None, 0.5, 10)
+            assert sorted(m.id for m in seen.results) == ["other", "self"]
+            (result,) = await index.ingest([Document(TEXTS[0], "self")], similar=True)
+            assert result.similar is not None
+            assert [m.id for m in result.similar.results] == ["other"]
+            left = await query(
+                pieces, sk.fingerprint(0), sk.band_keys[0], None, 0.5, 10, exclude_id="self"
+            )
+            assert [m.id for m in left.results] == ["other"]
+        finally:
+            await store.close()
 
     asyncio.run(run())

@@ -143,3 +143,34 @@ def test_keep_text_is_fixed_with_the_collection(store_url: str, collection: str)
             await _open(store_url, collection, keep=True)
 
     asyncio.run(run())
+
+
+def test_a_read_during_replaces_gets_one_whole_version(store_url: str, collection: str) -> None:
+    """Reads racing replaces of the same id always get a record and the kept text of that
+    record, never a null text (a replace writes its text just before its record)."""
+
+    async def run() -> None:
+        index = await _open(store_url, collection)
+        versions = [f"{TEXT} version {n}" for n in range(4)]
+        done = False
+
+        async def writer(k: int) -> None:
+            n = 0
+            while not done:
+                n += 1
+                await index.ingest([Document(versions[(k + n) % 4], "busy")])
+
+        try:
+            await index.ingest([Document(versions[0], "busy")])
+            writers = [asyncio.create_task(writer(k)) for k in range(3)]
+            try:
+                for _ in range(200):
+                    got = await index.read("busy")
+                    assert got is not None and got[1] in versions
+            finally:
+                done = True
+                await asyncio.gather(*writers)
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())

@@ -305,7 +305,8 @@ async def connect(
             yield RemoteBackend(client)
         return
     assert settings is not None
-    async with open_index(settings) as default:
+    # Another collection's tool must not trip over NEARDUP_COLLECTION's parameters.
+    async with open_index(settings, check=collection is None) as default:
         yield LocalBackend(await collection_index(default, settings, collection, creates))
 
 
@@ -318,7 +319,7 @@ async def collection_index(
     misspelt name must not leave an empty collection behind)."""
     if collection is None:
         return default
-    served = Collections(default, settings)
+    served = Collections(default, settings)  # checks the default when it is the one named
     try:
         return await served.get(collection)
     except NoCollectionError:
@@ -400,8 +401,9 @@ async def connect_rebuild(
             yield RemoteCollections(listed), remote
             return
         assert settings is not None
-        index = await stack.enter_async_context(open_index(settings, share_running=True))
-        served = Collections(index, settings)
+        # Each collection is checked where it is used (the default one too, if named).
+        opened = open_index(settings, share_running=True, check=False)
+        served = Collections(await stack.enter_async_context(opened), settings)
 
         async def local(name: str) -> Backend:
             return LocalBackend(await served.get(name))
@@ -420,5 +422,5 @@ async def connect_collections(
             yield RemoteCollections(client)
         return
     assert settings is not None
-    async with open_index(settings, share_running=True) as index:
+    async with open_index(settings, share_running=True, check=False) as index:
         yield LocalCollections(Collections(index, settings), settings)

@@ -456,7 +456,8 @@ def _check(args: argparse.Namespace) -> int:
     settings = _settings_or_exit()
 
     async def main() -> int:
-        async with open_index(settings, share_running=True) as default:
+        named = args.collection is not None
+        async with open_index(settings, share_running=True, check=not named) as default:
             index = await collection_index(default, settings, args.collection, creates=False)
             report = await check(index, repair=args.repair)
         print_check(report, args.json)

@@ -12,6 +12,10 @@ from app.index.sites import Sites
 from app.index.sketch import anchors_of
 from app.store import Store
 
+# How many times read() takes a record and its kept text again when they are of two
+# versions (a replace in flight); past it, the text is null, as after a crash.
+READ_TRIES = 4
+
 
 async def stored(store: Store, doc_id: str) -> tuple[int, bytes] | None:
     """The handle and packed record of a live (stored, unexpired) document."""
@@ -34,14 +38,19 @@ async def read(
 ) -> tuple[records.Record, str | None] | None:
     """A document's record and its kept text (None when the collection keeps none,
     or when a write that crashed left another version's text)."""
-    found = await stored(store, doc_id)
-    if found is None:
-        return None
-    handle, raw = found
-    text = None
-    if params.keep_text:
+    for _ in range(READ_TRIES):
+        found = await stored(store, doc_id)
+        if found is None:
+            return None
+        handle, raw = found
+        if not params.keep_text:
+            return records.unpack(raw), None
         (packed,) = await store.texts([handle])
         text = texts.unpack(packed, raw)
+        if text is not None:
+            break
+        # A replace writes its text before its record: read between the two, the text
+        # is the next version's. Read both again rather than answer a null text.
     return records.unpack(raw), text
 
 

@@ -154,19 +154,25 @@ async def query(
     limit: int,
     where: Filter | None = None,
     gathered: Gathered | None = None,
+    exclude_id: str | None = None,
 ) -> QueryResult:
-    """The verified near-duplicates of a sketch, best first, each id once."""
+    """The verified near-duplicates of a sketch, best first, each id once; exclude (a
+    handle) and exclude_id (an id, whatever handle it has by then) are never answered."""
     handles, raws, sims, found, capped = await verified(
         pieces, fingerprint, band_keys, exclude, threshold, gathered
     )
     if not raws:  # most queries of a corpus: nothing near; no ranking to do
         return QueryResult([], found, capped)
+    keep = None if where is None else lambda i: where.matches_record(raws[i])
+    if exclude_id is not None:
+        kept, keep = keep, lambda i: (records.id_of(raws[i]) != exclude_id
+                                      and (kept is None or kept(i)))  # fmt: skip
     # Most similar first, ties oldest first; ids parsed for the answer only.
     best = ranked(
         [0] if len(raws) == 1 else np.lexsort((handles, -sims)).tolist(),
         lambda i: records.id_of(raws[i]),
         limit,
-        None if where is None else lambda i: where.matches_record(raws[i]),
+        keep,
     )
     sites = Sites(pieces.store, pieces.params.template_pages)
     matches = [

@@ -62,9 +62,11 @@ async def ingest(
     if similar:
         known = dict(zip(ids, await store.ids.handles(ids), strict=True))
         for i in good:
+            # By id as well: a writer of the same id may have mapped it meanwhile.
             results[i].similar = await query(
-                pieces, sk.fingerprint(i), sk.band_keys[i], known[ids[i]], threshold, limit
-            )
+                pieces, sk.fingerprint(i), sk.band_keys[i], known[ids[i]], threshold, limit,
+                exclude_id=ids[i],
+            )  # fmt: skip
     # A batch may name an id twice: later occurrences go in later rounds,
     # so the last one wins and each round writes each id once.
     rounds: list[list[int]] = []

@@ -32,9 +32,9 @@ def params_of(settings: Settings) -> Params:
     )
 
 
-async def _first_contact(store: Store, settings: Settings) -> Index:
+async def _first_contact(store: Store, settings: Settings, check: bool = True) -> Index:
     """Durability first (NEARDUP_DURABILITY=always, NEARDUP_MIN_REPLICAS), then the
-    collection's stored parameters."""
+    collection's stored parameters (not yet unless check: an UncheckedIndex)."""
     if settings.min_replicas:
         fewest = await store.fewest_replicas()
         if fewest < settings.min_replicas:
@@ -53,6 +53,8 @@ async def _first_contact(store: Store, settings: Settings) -> Index:
                 why,
             )
     await _warn_if_evicting(store)
+    if not check:
+        return UncheckedIndex(store, settings)
     return await Index.open(
         store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
     )
@@ -124,7 +126,11 @@ class UncheckedIndex(Index):
 
 @asynccontextmanager
 async def open_index(
-    settings: Settings, *, wait_for_redis: bool = False, share_running: bool = False
+    settings: Settings,
+    *,
+    wait_for_redis: bool = False,
+    share_running: bool = False,
+    check: bool = True,
 ) -> AsyncIterator[Index]:
     """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis.
 
@@ -132,6 +138,8 @@ async def open_index(
     yet is not fatal: the index is an UncheckedIndex, and requests get 503
     until Redis answers. With share_running (a CLI tool), an embedded Redis
     that a running service already serves from the data dir is used as it is.
+    Without check (a tool working on another collection), the configured one's
+    parameters are not compared yet: an UncheckedIndex, checked where it is used.
     """
     embedded = None
     url = settings.redis_url
@@ -153,7 +161,7 @@ async def open_index(
     )
     try:
         try:
-            index = await _first_contact(store, settings)
+            index = await _first_contact(store, settings, check)
         except StoreUnavailableError as exc:
             if not wait_for_redis or embedded is not None:
                 raise
