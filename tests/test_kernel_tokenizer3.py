@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support import oracle
+from support.code_points import every_code_point
 from support.corpus import read_corpus
 from support.disguise import disguise
 from support.winnowed import rows
@@ -106,11 +107,8 @@ def test_sketches_match_oracle(batch: list[str], spec: str) -> None:
 
 def test_every_code_point_folds_like_the_oracle() -> None:
     """Every code point (no surrogates), between letters and alone, reads as the oracle says."""
-    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    for joiner in ("a", " "):
-        for start in range(0, len(cps), 1 << 17):
-            text = joiner.join(chr(c) for c in cps[start : start + (1 << 17)])
-            assert kernel.normalize(text, tokenizer=3) == oracle.normalized2(text, 3), hex(start)
+    for where, text, want in every_code_point(3):
+        assert kernel.normalize(text, tokenizer=3) == want, where
 
 
 def _long_mixed(rng: random.Random) -> str:

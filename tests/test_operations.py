@@ -117,3 +117,30 @@ def test_a_redis_that_evicts_is_warned_about(tmp_path: Path, caplog) -> None:  #
         assert bool(said) is warned, (policy, said)
         if warned:
             assert "allkeys-lru" in said[0] and "noeviction" in said[0]
+
+
+def test_an_evicting_policy_set_while_serving_shows_in_readyz_and_metrics(
+    tmp_path: Path,
+) -> None:
+    """A maxmemory-policy that deletes keys, set on Redis while the service runs, is named
+    in /readyz's warnings and flagged by neardup_redis_evicting; back to noeviction, both
+    clear."""
+    with (
+        RedisProc(tmp_path / "redis", "--maxmemory-policy", "noeviction") as rds,
+        serving(tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning") as server,
+        httpx.Client(base_url=server.url, timeout=10) as c,
+    ):
+        assert "warnings" not in c.get("/readyz").json()
+        assert _metric(c.get("/metrics").text, "neardup_redis_evicting") == 0
+        with rds.client() as r:
+            r.config_set("maxmemory", 100_000_000)
+            r.config_set("maxmemory-policy", "allkeys-lru")
+        ready = c.get("/readyz")
+        assert ready.status_code == 200
+        (said,) = ready.json()["warnings"]
+        assert "allkeys-lru" in said and "noeviction" in said
+        assert _metric(c.get("/metrics").text, "neardup_redis_evicting") == 1
+        with rds.client() as r:
+            r.config_set("maxmemory-policy", "noeviction")
+        assert "warnings" not in c.get("/readyz").json()
+        assert _metric(c.get("/metrics").text, "neardup_redis_evicting") == 0

@@ -76,6 +76,12 @@ REDIS_USED_MEMORY = Gauge(
     "Redis used_memory (of the fullest master in a cluster)",
     multiprocess_mode="mostrecent",
 )
+REDIS_EVICTING = Gauge(
+    "neardup_redis_evicting",
+    "1 when a Redis master has a maxmemory and a maxmemory-policy other than noeviction: "
+    "when full it deletes keys, and documents vanish without an error",
+    multiprocess_mode="mostrecent",
+)
 REDIS_MAX_MEMORY = Gauge(
     "neardup_redis_maxmemory_bytes",
     "Redis maxmemory of the same master (0: no limit); at it, writes are answered 507",

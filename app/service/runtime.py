@@ -87,14 +87,8 @@ async def _warn_if_evicting(store: Store) -> None:
         memory = await store.memory()
     except StoreError:  # INFO refused (some managed services): nothing to tell
         return
-    if memory.limit and memory.policy != "noeviction":
-        log.warning(
-            "Redis has maxmemory %d with maxmemory-policy %s: when full it deletes keys, "
-            "and the index loses documents; set maxmemory-policy noeviction (writes are "
-            "then refused with 507 when full, and nothing is lost)",
-            memory.limit,
-            memory.policy,
-        )
+    if memory.evicting is not None:
+        log.warning("%s", memory.evicting)
 
 
 class UncheckedIndex(Index):

@@ -10,7 +10,7 @@ order (bands first, record last; delete record first) in app.index.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,8 @@ class Memory:
     used: int
     limit: int
     policy: str
+    # What to tell an operator when this or another master deletes keys when full.
+    evicting: str | None = None
 
     @classmethod
     def of(cls, info: dict[str, Any]) -> Memory:
@@ -106,6 +108,17 @@ class Memory:
     @property
     def fraction(self) -> float:
         return self.used / self.limit if self.limit else 0.0
+
+    def eviction_warning(self) -> str | None:
+        """Why this master can lose documents silently (a maxmemory and a policy that
+        deletes keys at it), or None."""
+        if not self.limit or self.policy == "noeviction":
+            return None
+        return (
+            f"Redis has maxmemory {self.limit} with maxmemory-policy {self.policy}: when "
+            "full it deletes keys, and the index loses documents; set maxmemory-policy "
+            "noeviction (writes are then refused with 507 when full, and nothing is lost)"
+        )
 
 
 class Store:
@@ -210,9 +223,12 @@ class Store:
         return await self.transport.info(section)
 
     async def memory(self) -> Memory:
-        """Memory of the fullest master: the one whose writes are refused first."""
+        """Memory of the fullest master (the one whose writes are refused first), with
+        the warning of any master that evicts keys."""
         found = [Memory.of(info) for info in await self.transport.masters_info("memory")]
-        return max(found, key=lambda m: (m.fraction, m.used))
+        fullest = max(found, key=lambda m: (m.fraction, m.used))
+        said = next((w for m in found if (w := m.eviction_warning()) is not None), None)
+        return replace(fullest, evicting=said)
 
     async def close(self) -> None:
         await self.transport.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from fastapi import APIRouter, Request, Response
 
@@ -18,6 +19,8 @@ router = APIRouter(tags=["health"], route_class=Route)
 
 
 _OK = b'{"status":"ok"}'
+log = logging.getLogger("neardup")
+_WARNED: set[str] = set()  # each warning logged once a process
 
 
 @router.get("/healthz", response_model=dict[str, str])
@@ -38,6 +41,7 @@ async def prometheus(request: Request) -> Response:
         metrics.DOCUMENTS.set(await index.count())
         memory = await index.store.memory()
         metrics.REDIS_USED_MEMORY.set(memory.used)
+        metrics.REDIS_EVICTING.set(memory.evicting is not None)
         metrics.REDIS_MAX_MEMORY.set(memory.limit)
     body, content_type = metrics.render()
     return Response(body, media_type=content_type)
@@ -60,4 +64,17 @@ async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
             "behind); ready when it ends",
             headers=RETRY_AFTER,
         )
-    return {"status": "ready", "simd": kernel.simd_level(), "documents": await index.count()}
+    body: dict[str, object] = {
+        "status": "ready",
+        "simd": kernel.simd_level(),
+        "documents": await index.count(),
+    }
+    # A policy set while the service runs (CONFIG SET) is seen here, not only at start-up.
+    with contextlib.suppress(Unavailable):  # INFO refused (some managed services)
+        said = (await index.store.memory()).evicting
+        if said is not None:
+            body["warnings"] = [said]
+            if said not in _WARNED:
+                _WARNED.add(said)
+                log.warning("%s", said)
+    return body
