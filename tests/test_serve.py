@@ -11,7 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.procs import Server, wait_until
+import redis
+from support.procs import RedisProc, Server, wait_until
 
 from app.service.workers import default_workers
 
@@ -117,6 +118,36 @@ def test_changed_sketch_parameters_are_refused(tmp_path: Path) -> None:
         assert other.proc.wait(timeout=30) == 3
         assert "threshold: stored 0.5, configured 0.8" in other.output()
         assert "Traceback" not in other.output()
+
+
+def test_a_redis_that_wants_a_password_is_named_not_retried(tmp_path: Path) -> None:
+    """serve on a Redis that asks for a password its URL does not carry exits 3 with one
+    line saying to put the credentials in NEARDUP_REDIS_URL; a service whose Redis starts
+    asking for one answers 503 saying the same, without Retry-After (an operator must act)."""
+    with RedisProc(tmp_path / "redis") as rds:
+        with rds.client() as r:
+            r.config_set("requirepass", "s3cret")
+        with Server(tmp_path / "refused", NEARDUP_REDIS_URL=rds.url) as refused:
+            assert refused.proc.wait(timeout=30) == 3
+            said = refused.output()
+            assert "NEARDUP_REDIS_URL" in said and "Traceback" not in said, said
+        with redis.Redis(unix_socket_path=str(rds.socket), password="s3cret") as r:
+            r.config_set("requirepass", "")
+        server = Server(tmp_path / "served", NEARDUP_REDIS_URL=rds.url)
+        try:
+            server.wait_ready()
+            with rds.client() as r:
+                r.config_set("requirepass", "s3cret")
+                r.client_kill_filter(_type="normal", skipme=True)
+            time.sleep(0.2)
+            resp = httpx.put(server.url + "/documents/x", json={"text": TEXT})
+            assert resp.status_code == 503, resp.text
+            assert "NEARDUP_REDIS_URL" in resp.json()["detail"]
+            assert "retry-after" not in resp.headers
+        finally:
+            server.stop()
+            with redis.Redis(unix_socket_path=str(rds.socket), password="s3cret") as r:
+                r.config_set("requirepass", "")  # as RedisProc stops it
 
 
 def test_default_workers_are_one_per_usable_cpu_capped() -> None:

@@ -104,6 +104,11 @@ async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
     return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER)
 
 
+async def _misconfigured(_: Request, exc: Exception) -> ProblemResponse:
+    # No Retry-After: retrying does not help until an operator acts.
+    return problem(503, "Service misconfigured", str(exc))
+
+
 async def _full(_: Request, exc: Exception) -> ProblemResponse:
     return problem(507, "Insufficient storage", str(exc))
 
@@ -175,3 +180,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(errors.Conflict, _conflict)
     app.add_exception_handler(errors.Unavailable, _unavailable)
     app.add_exception_handler(errors.Full, _full)  # a subclass: its own answer
+    app.add_exception_handler(errors.Misconfigured, _misconfigured)  # likewise

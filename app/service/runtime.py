@@ -12,6 +12,7 @@ from app.index import Index, Params
 from app.index.errors import ConfigMismatchError
 from app.service.embedded import EmbeddedRedis
 from app.store import Store, StoreError, StoreUnavailableError
+from app.store.errors import StoreAuthError
 
 log = logging.getLogger("neardup")
 
@@ -68,7 +69,7 @@ async def collection_conflict(settings: Settings, url: str) -> str | None:
     store = Store.connect(url, settings.collection, settings.redis_timeout)
     try:
         await Index.open(store, params_of(settings), settings.candidate_cap)
-    except ConfigMismatchError as exc:
+    except (ConfigMismatchError, StoreAuthError) as exc:
         return str(exc)
     except (
         StoreError,

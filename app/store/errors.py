@@ -33,6 +33,10 @@ class StoreError(errors.Unavailable):
     the request, is at fault)."""
 
 
+class StoreAuthError(errors.Misconfigured):
+    """Redis refuses this service's credentials: NEARDUP_REDIS_URL must carry them."""
+
+
 # Errors that pass once Redis is back or a cluster has settled: a failover
 # (CLUSTERDOWN, MASTERDOWN, a master that now is a read-only replica),
 # redirects that did not settle, slots not covered yet, a node still loading.
@@ -54,10 +58,30 @@ _UNAVAILABLE_REPLIES = ("NOREPLICAS", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "T
 _OOM = "used memory > 'maxmemory'"
 
 
-def translate(exc: Exception) -> StoreError | StoreUnavailableError | StoreFullError:
+# Redis' replies to a client without (or with wrong) credentials.
+_AUTH = (
+    "NOAUTH",
+    "WRONGPASS",
+    "HELLO must be called with the client already authenticated",
+    "invalid username-password pair",
+    "Authentication required",
+    "invalid password",
+)
+
+
+def translate(
+    exc: Exception,
+) -> StoreError | StoreUnavailableError | StoreFullError | StoreAuthError:
     """The store's error for a redis-py exception or error reply: full when Redis
-    refuses writes for memory, unavailable when retrying may pass, else a StoreError."""
+    refuses writes for memory, a configuration error when it refuses the credentials,
+    unavailable when retrying may pass, else a StoreError."""
     said = str(exc)
+    if any(a in said for a in _AUTH):
+        return StoreAuthError(
+            f"Redis refuses this service's credentials ({said.strip()}): give the user and "
+            "password in NEARDUP_REDIS_URL (redis://user:password@host:port/0, or "
+            "redis://:password@host:port/0 without ACL users)"
+        )
     if isinstance(exc, OutOfMemoryError) or _OOM in said:
         return StoreFullError(
             "Redis is out of memory (used_memory reached maxmemory) and refuses writes; "
