@@ -164,6 +164,42 @@ def test_readiness_does_not_flap_when_redis_drops_its_connections(tmp_path: Path
             asyncio.run(run(url))
 
 
+def test_a_stream_redis_cuts_is_one_log_line_not_a_traceback(tmp_path: Path) -> None:
+    """A /duplicates stream whose Redis stops answering mid-way ends without its last
+    chunk (the client sees it cut), and the log says so in one warning line, with no
+    traceback."""
+    with (
+        RedisProc(tmp_path / "redis") as rds,
+        serving(tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning") as server,
+    ):
+        # Groups of near-copies: more documents than one block of the walk reads at once,
+        # and more pairs than socket buffers hold, so the walk is mid-way when Redis stops.
+        docs = [
+            {"id": f"c{i}", "text": " ".join(f"w{i // 60}x{j}" for j in range(40)) + f" t{i}"}
+            for i in range(1200)
+        ]
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            for at in range(0, len(docs), 500):
+                batch = {"documents": docs[at : at + 500]}
+                assert c.post("/documents/batch", json=batch).status_code == 200
+            cut = False
+            try:
+                with c.stream("GET", "/duplicates") as resp:
+                    lines = resp.iter_lines()
+                    assert next(lines)
+                    rds.pause()
+                    for _ in lines:
+                        pass
+            except httpx.HTTPError:
+                cut = True
+            finally:
+                rds.resume()
+        assert cut, "the stream ended as if whole"
+        said = server.output()
+        assert "a streamed response was cut" in said and "Redis is unavailable" in said, said
+        assert "Traceback" not in said, said
+
+
 def test_redis_killed_and_restarted(tmp_path: Path) -> None:
     """kill -9 of Redis (appendfsync always): fast 503s; restarted on the same socket, the
     service recovers by itself and every acknowledged document is there."""

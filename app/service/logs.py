@@ -11,6 +11,8 @@ from typing import Any, cast
 
 import orjson
 
+from app.core import errors
+
 # Fields a record may carry through `extra=` that belong in the output.
 FIELDS = ("request_id", "method", "path", "route", "status", "duration_ms", "client", "user_agent")
 
@@ -197,6 +199,25 @@ def direct_handler(logger: logging.Logger, level: int) -> Handler | None:
     return found
 
 
+class StreamCut(logging.Filter):
+    """uvicorn logs an exception raised once a response has started, traceback and all.
+    For a stream that Redis cut (it went away or stopped answering mid-way) that is an
+    event the client sees (the body ends without its last chunk), not a bug: one
+    warning line says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        seen = 0
+        while exc is not None and not isinstance(exc, errors.Unavailable) and seen < 8:
+            exc, seen = exc.__cause__ or exc.__context__, seen + 1
+        if isinstance(exc, errors.Unavailable):
+            record.msg = "a streamed response was cut: %s"
+            record.args = (exc,)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def configure(fmt: str, level: str) -> None:
     """Send neardup's and uvicorn's logs to stderr in the chosen format."""
     handler = Handler(sys.stderr)
@@ -206,3 +227,6 @@ def configure(fmt: str, level: str) -> None:
         logger.handlers = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+    uvicorn = logging.getLogger("uvicorn.error")
+    uvicorn.filters = [f for f in uvicorn.filters if not isinstance(f, StreamCut)]
+    uvicorn.addFilter(StreamCut())
