@@ -407,3 +407,9 @@ def test_a_named_collection_is_opened_with_its_own_parameters(
     for args in (["check"], ["check", "--collection", base], ["get", "a"]):
         done = run(*args, env=env)
         assert done.returncode == 1 and b"keep_text" in done.stderr, (args, done.stderr)
+    # Made by name as the default on a fresh store, it is compared with the settings.
+    fresh = {**env, "NEARDUP_COLLECTION": f"fresh{os.getpid()}"}
+    made = run("collections", "create", f"fresh{os.getpid()}", "--shingle", "word:5", env=fresh)
+    assert made.returncode != 0 and b"word:3" in made.stderr, made.stderr
+    shown = run("collections", "show", f"fresh{os.getpid()}", env=fresh)
+    assert shown.returncode == 0 and b'"word:3"' in shown.stdout, shown

@@ -280,6 +280,45 @@ def test_a_lost_handle_counter_overwrites_no_document(store_url: str, collection
     asyncio.run(run())
 
 
+def test_an_id_whose_handle_was_given_again_is_mapped_anew(store_url: str, collection: str) -> None:
+    """An id left mapped without its record (a cut write) whose handle a counter that went
+    back gave to another document: the check finds it dangling and repair unmaps it, or
+    writing the id again gives it a new handle; the other document is untouched."""
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        index = await Index.open(store, Params.create("word:3", 64, 128, 1, 0.5), 200)
+        r = sync_client(store_url)
+        try:
+            await index.ingest([Document(t, f"d{i}") for i, t in enumerate(TEXTS[:3])])
+            for repaired in (True, False):
+                (cut,), _ = await store.ids.assign(["cut"])  # a write that stopped there
+                r.set(f"nd:{collection}:next", cut - 1)  # the counter went back one
+                await index.ingest([Document(TEXTS[3], f"x{repaired}")])
+                assert await store.ids.handles([f"x{repaired}", "cut"]) == [cut, cut]
+                found = await check(index)
+                assert found.found["dangling_ids"] == 1, found.found
+                if repaired:
+                    assert (await check(index, repair=True)).repaired["dangling_ids"] == 1
+                    assert await store.ids.handles(["cut"]) == [None]
+                else:
+                    await index.ingest([Document(TEXTS[2], "cut")])
+                    (now,) = await store.ids.handles(["cut"])
+                    assert now is not None and now != cut
+                    rec = await index.get("cut")
+                    assert rec is not None and rec.id == "cut"
+                    await index.delete("cut")
+                other = await index.get(f"x{repaired}")
+                assert other is not None and other.id == f"x{repaired}"
+                await index.delete(f"x{repaired}")
+            assert (await check(index)).clean
+        finally:
+            r.close()
+            await store.close()
+
+    asyncio.run(run())
+
+
 def _move_count(store_url: str, collection: str, by: int) -> None:
     """Move a collection's kept id count from outside, as a write cut between its HSETNX
     and its INCRBY (or HDEL and DECRBY) leaves it."""

@@ -87,10 +87,16 @@ def test_a_single_quote_closing_after_a_hyphen_pairs_with_its_opener() -> None:
 
 
 def test_hostile_runs_of_marks_are_read_in_linear_time() -> None:
-    """A text of nothing but openers, or of nested openers never balanced, is read without
-    a scan per mark: a million marks each give the expected spans (none, or one a pair)."""
+    """A text of nothing but openers, of nested openers never balanced, or of straight or
+    single openers with a closer every few thousand characters, is read without a scan per
+    mark (a million marks, or 400,000: a quadratic reading takes minutes), each giving the
+    expected spans."""
     assert quote_spans("\u201c" * 1_000_000) == []
     assert len(quote_spans("\u201ca \u201cb\u201d " * 100_000)) == 100_000
+    # Straight and single marks: many openers before each closer, a closer every ~4,000.
+    for opener, closer in ((" 'a", "a' "), (' "a', 'a" '), (" \u2018a", "a\u2019 ")):
+        text = (opener * 1300 + closer) * 300
+        assert len(quote_spans(text)) == 300
 
 
 def test_bibliography_is_the_trailing_section() -> None:
@@ -222,3 +228,8 @@ def test_quoted_words_sprinkled_through_a_copy_take_out_only_themselves() -> Non
                for p in kept)  # fmt: skip
     mostly = [Span(int(q.starts[2]), int(q.ends[55]), "quote")]
     assert Exclusions(mostly).trim([whole], q, s, least=10) == ([], 0)
+    # Pieces shorter than a shingle hold none of the copy's shingles: not kept.
+    thirds = [Span(int(q.starts[i]), int(q.ends[i]), "quote") for i in range(2, 60, 3)]
+    assert Exclusions(thirds).trim([whole], q, s, least=10, k=3) == ([], 0)
+    kept, longest = Exclusions(thirds).trim([whole], q, s, least=10, k=2)
+    assert longest == 40 and all(b - a == 2 for a, b in (p.query_words for p in kept))

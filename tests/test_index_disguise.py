@@ -182,3 +182,21 @@ def test_an_invisible_character_between_words_flags_no_passage(client: TestClien
     glued = "My own words here. " + copied[:2] + "\u200b" + copied[2:]
     (found,) = _contained(client, "", glued)
     assert sum(p.get("disguised", 0) for p in found["passages"]) == 1
+
+
+def test_vowel_signs_are_not_taken_for_invisible_characters(  # type: ignore[no-untyped-def]
+    settings,
+) -> None:
+    """A zero-width space standing alone between words flags no word in scripts whose words
+    carry vowel signs (Devanagari, Thai), as in Latin; inside a word it does."""
+    from app.index.disguise import disguised_spans
+    from app.service.runtime import params_of
+
+    params = params_of(settings)
+    hindi = "\u0928\u092e\u0938\u094d\u0924\u0947 \u200b \u0926\u0941\u0928\u093f\u092f\u093e"
+    thai = "Thai \u200b \u0e01\u0e34\u0e19\u0e02\u0e49\u0e32\u0e27"
+    for text in (hindi, thai, "x \u200b word"):
+        starts, _ = disguised_spans(params, text)
+        assert len(starts) == 0, text
+    starts, ends = disguised_spans(params, "plain wo\u200brd here")
+    assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [(6, 11)]

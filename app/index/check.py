@@ -4,8 +4,9 @@ The invariant it checks is the one app.index.locks keeps: an id maps to at
 most one handle, only that handle's record answers for the id, and every
 band entry belongs to a live document's record. What breaks it, by kind:
 
-    dangling_ids    an id mapped to a handle that has no record (a write
-                    that stopped before its record)
+    dangling_ids    an id mapped to a handle that has no record of its own (a write
+                    that stopped before its record; or, after a counter that went
+                    back, a handle given again that holds another id's record)
     orphan_records  a record whose id maps elsewhere or nowhere (a handle
                     that lost its id); it could answer queries as a ghost
     orphan_bands    band entries of a handle with no record and no id
@@ -158,6 +159,7 @@ async def check(
         index, report, max([*mapping.values(), *bands, *texted], default=0), repair
     )
     live: dict[int, np.ndarray] = {}
+    owner: dict[int, str] = {}  # a live handle's id, as its record says
     digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
     at = expiry.now_ms()
@@ -172,12 +174,18 @@ async def check(
             report.note("far_expiries", f"handle {h}: expires at ms {rec.expires_ms}")
         if mapping.get(rec.id) == h:
             live[h] = entries_of(rec, store)
+            owner[h] = rec.id
             if h in texted:
                 digests[h] = texts.digest(raw)
         else:
             orphans[h] = (rec.id, entries_of(rec, store))
             report.note("orphan_records", f"handle {h} says id {rec.id!r}")
-    dangling = [(i, h) for i, h in mapping.items() if h not in live and h not in due]
+    # An id without a live record of its own: none at its handle, or another id's.
+    dangling = [
+        (i, h)
+        for i, h in mapping.items()
+        if h not in due and (h not in live or owner.get(h, i) != i)
+    ]
     for doc_id, h in dangling:
         report.note("dangling_ids", f"id {doc_id!r} -> handle {h}")
     mapped = set(mapping.values())
@@ -388,6 +396,11 @@ async def _repair(
                 if index.params.keep_text:
                     await store.delete_texts([h])
                 await store.remove_bands([(h, np.asarray(bands.get(h, []), np.uint64))])
+                await store.ids.forget([doc_id], [h])
+                fixed("dangling_ids")
+            elif now == h and raw is not None and records.id_of(raw) != doc_id:
+                # Its handle was given again (a counter that went back) and holds another
+                # id's document: only the mapping goes; bands and text are that one's.
                 await store.ids.forget([doc_id], [h])
                 fixed("dangling_ids")
     for h, (doc_id, keys) in orphans.items():

@@ -199,7 +199,7 @@ async def contained(
                 # A passage's words, which its pieces count together once trimmed.
                 longest = max((b - a for a, b in (x.query_words for x in passages)), default=0)
                 if set_aside is not None:  # the one place exclusions apply
-                    passages, longest = set_aside.trim(passages, layout, source, piece)
+                    passages, longest = set_aside.trim(passages, layout, source, piece, k)
             except DamagedLayout:
                 # Spans an older release stored without their overflow: no exact edges
                 # to give, so no passages; re-ingesting the source mends it.

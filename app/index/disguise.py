@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import replace
-from unicodedata import combining
 
 import numpy as np
 
@@ -58,7 +57,7 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     # after a full stop and a space, or a byte-order mark opening the text, hides nothing.
     alone = np.flatnonzero(hit & ((words.folds & np.uint8(kernel.FOLD_CONFUSABLE)) == 0))
     for i in alone.tolist():
-        hit[i] = _touched(text, int(starts[i]), int(ends[i]), params.tokenizer)
+        hit[i] = _touched(text, int(starts[i]), int(ends[i]))
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
 
 
@@ -67,7 +66,7 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
 TOUCH_REACH = 32
 
 
-def _touched(text: str, start: int, end: int, tokenizer: int) -> bool:
+def _touched(text: str, start: int, end: int) -> bool:
     """Whether an invisible character is inside text[start:end] or in the characters
     that are not spaces right before or after it (a text's opening U+FEFF excepted)."""
     lo = start
@@ -77,14 +76,14 @@ def _touched(text: str, start: int, end: int, tokenizer: int) -> bool:
     while hi < min(len(text), end + TOUCH_REACH) and not text[hi].isspace():
         hi += 1
     near = text[1 if lo == 0 and text.startswith("\ufeff") else lo : hi]
-    return any(_folded_away(c, tokenizer) for c in near if not c.isalnum() and not combining(c))
+    return any(_invisible(c) for c in near if not c.isalnum())
 
 
 @functools.lru_cache(maxsize=4096)
-def _folded_away(ch: str, tokenizer: int) -> bool:
-    """Whether the tokenizer reads ch inside a word as nothing: an invisible character, or
-    an accent (which `combining` tells apart)."""
-    return kernel.normalize(f"a{ch}b", tokenizer=tokenizer) == "ab"
+def _invisible(ch: str) -> bool:
+    """Whether ch is an invisible character: one that tokenizer 2 reads inside a word as
+    nothing (it keeps accents and vowel signs, which tokenizer 3 folds away too)."""
+    return kernel.normalize(f"a{ch}b", tokenizer=2) == "ab"
 
 
 def count_in(starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]]) -> list[int]:

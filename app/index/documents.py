@@ -47,7 +47,7 @@ async def read(
             return records.unpack(raw), None
         (packed,) = await store.texts([handle])
         text = texts.unpack(packed, raw)
-        if text is not None:
+        if text is not None or packed is None:  # none kept (an import): nothing to wait for
             break
         # A replace writes its text before its record: read between the two, the text
         # is the next version's. Read both again rather than answer a null text.

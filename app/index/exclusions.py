@@ -133,13 +133,12 @@ _MARKS = {mark: re.compile(f"[{re.escape(mark + closers)}]") for mark, closers i
 
 def _balanced(text: str, at: int, opener: str, ahead: _Ahead) -> int:
     """Where the closer is that balances an opener ending at `at` (within MAX_QUOTE and
-    BALANCE_MARKS marks), else the nearest closer within MAX_QUOTE, else -1. An opener
-    that is also one of its closers („ closed by “) only closes."""
+    BALANCE_MARKS marks), else the nearest closer within MAX_QUOTE, else -1."""
     closers = _PAIRS[opener]
     nearest = min(ahead.next(c, at) for c in closers)
     if nearest >= at + MAX_QUOTE or nearest >= len(text):
         return -1
-    if opener in closers or ahead.next(opener, at) > nearest:
+    if ahead.next(opener, at) > nearest:
         return nearest  # nothing nested: the nearest closer is the one
     depth = 1
     for n, m in enumerate(_MARKS[opener].finditer(text, at, at + MAX_QUOTE)):
@@ -167,10 +166,10 @@ def _ambiguous(text: str) -> list[tuple[int, int]]:
                 c = closer.search(text, o.end(), min(b, o.end() + MAX_QUOTE))
                 if c is None:
                     break
-                again = opener.search(text, o.end(), c.start())
-                if again is not None:
-                    pos = again.start()
-                    continue
+                # The closer pairs with the last opener before it (the others were
+                # apostrophes or left open): found in one pass, then on past the closer.
+                for later in opener.finditer(text, o.end(), c.start()):
+                    o = later
                 if _WORD.search(text, o.end(), c.start()):
                     out.append((o.start(), c.end()))
                 pos = c.end()
@@ -343,15 +342,16 @@ class Exclusions:
         return out
 
     def trim(
-        self, passages: list[Passage], query: Layout, source: Layout, least: int
+        self, passages: list[Passage], query: Layout, source: Layout, least: int, k: int = 1
     ) -> tuple[list[Passage], int]:
         """The passages without their excluded words, and the most words any one passage
         kept. A passage splits around its excluded words (the source side cut at the same
         distance from each end, which is exact unless words were added or removed
-        there), and its pieces are judged together, by the words they keep: under `least`
-        they are dropped as alignment drops a passage that short, under min_words set
-        aside as short. So quotation marks around a few words of a copy take those words
-        out of it, never the copy with them."""
+        there), pieces under k words (no shingle) are dropped, and the rest are judged
+        together, by the words they keep: under `least` they are dropped as alignment
+        drops a passage that short, under min_words set aside as short. So quotation
+        marks around a few words of a copy take those words out of it, never the copy
+        with them."""
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
@@ -361,6 +361,8 @@ class Exclusions:
             qa, qb = p.query_words
             sa, sb = p.source_words
             runs = [(qa, qb)] if excluded is None else _runs(~excluded[qa:qb], qa)
+            # A piece shorter than a shingle (k words) holds none of the copy's shingles.
+            runs = [(ra, rb) for ra, rb in runs if rb - ra >= k]
             kept = sum(rb - ra for ra, rb in runs)
             if kept < least:
                 continue

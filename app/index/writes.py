@@ -10,6 +10,7 @@ before anything else is written, so no record expires unqueued.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 
@@ -134,9 +135,13 @@ async def write(
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
         handles, made = await store.ids.assign(ids)
-        pairs = list(zip(handles, items, strict=True))
         try:
             old = await store.records(handles)
+            if await _drop_stale(store, ids, handles, made, old):
+                handles, again = await store.ids.assign(ids)  # new ones for those ids
+                made = [m or a for m, a in zip(made, again, strict=True)]
+                old = await store.records(handles)
+            pairs = list(zip(handles, items, strict=True))
             _own_records(ids, handles, old)
             new = _packed(ids, items, sk, ends, texts_only)
             # Queued before anything else is written, so no record expires unqueued.
@@ -151,17 +156,18 @@ async def write(
                 # Before the record that points at it; it carries that record's digest.
                 kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
                 await store.put_texts(list(zip(handles, kept, strict=True)))
-        except Exception:
+        except BaseException:
             # No record of the round is written yet: the ids this call mapped are taken
-            # back, so a refused write (a 507 or 503) leaves no dangling id behind.
-            await _unmap(store, ids, handles, made)
+            # back, so a refused write (a 507, a 503, the request's deadline cancelling
+            # it) leaves no dangling id behind.
+            await asyncio.shield(_unmap(store, ids, handles, made))
             raise
         try:
             await store.put_records(list(zip(handles, new, strict=True)))
-        except Exception:
+        except BaseException:
             # Some records may be written (each SET on its own): only the ids this call
             # mapped whose record is not there are taken back.
-            await _unmap(store, ids, handles, made, written=True)
+            await asyncio.shield(_unmap(store, ids, handles, made, written=True))
             raise
         if params.keep_text and bodies is None:
             await store.delete_texts(handles)  # a replaced version's, now stale
@@ -209,6 +215,22 @@ def _packed(
             )
         )
     return out
+
+
+async def _drop_stale(
+    store: Store, ids: list[str], handles: list[int], made: list[bool], old: list[bytes | None]
+) -> bool:
+    """Unmap the ids that were mapped before this write to a handle whose record names
+    another id (a write of theirs that never got its record, after which a counter that
+    went back gave the handle again): each is then given a new handle. Whether any was."""
+    stale = [
+        j
+        for j, raw in enumerate(old)
+        if not made[j] and raw is not None and records.id_of(raw) != ids[j]
+    ]
+    if stale:
+        await store.ids.forget([ids[j] for j in stale], [handles[j] for j in stale])
+    return bool(stale)
 
 
 def _own_records(ids: list[str], handles: list[int], old: list[bytes | None]) -> None:

@@ -116,6 +116,10 @@ class Collections:
         collections.check_name(name)
         params = params_with(self.settings, given)
         default = name == self.settings.collection
+        if default and isinstance(self.default, UncheckedIndex):
+            # Opened without its check (a tool on another collection): the default one
+            # is made from the settings first, as opening it would have, and compared.
+            await self.default.check()
         store = self.default.store if default else self._store(name)
         s = self.settings
         index, created = await collections.create(store, params, s.candidate_cap, s.max_text_bytes)
