@@ -446,3 +446,34 @@ def test_a_stored_document_with_a_damaged_layout_says_so(redis_url: str, collect
             await store.close()
 
     assert asyncio.run(run()).results == []
+
+
+def test_a_chance_match_on_a_copys_own_diagonal_does_not_hide_the_copy() -> None:
+    """A three-word phrase that the text before a copy shares with the source, by chance
+    on the copy's own diagonal and met first, is a weak hit; the copy's anchors on that
+    diagonal are still judged, and the whole copy is found (it was missed)."""
+    p = _params()
+    rng = random.Random(11)
+    vocab = [f"v{i}" for i in range(4000)]
+    tried = 0
+    for _ in range(400):
+        source = [rng.choice(vocab) for _ in range(200)]
+        (layout,) = passage_layouts(p, [" ".join(source)])
+        early = [int(a) for a in layout.anchor_words if 80 <= a <= 100]  # 17+ words apart
+        if not early:
+            continue
+        a = early[0]
+        prefix = [rng.choice(vocab) for _ in range(40)]
+        prefix[a - 80 : a - 77] = source[a : a + 3]  # on the diagonal 120 - 40 = 80
+        query = prefix + source[120:170]
+        q_layout = passage_layouts(p, [" ".join(query)])[0]
+        if a - 80 not in q_layout.anchor_words.tolist():
+            continue  # the phrase must be an anchor of the query too
+        tried += 1
+        found, _ = align(Query(q_layout), layout, 3, 10)
+        assert len(found) == 1, found
+        (qa, qb), (sa, sb) = found[0].query_words, found[0].source_words
+        # Its edges: the copy's, or a word or two past where an 8-bit word hash collides
+        # with the one before (an edit, then a match, is what extension takes).
+        assert 38 <= qa <= 40 and qb == 90 and (sa, sb) == (qa + 80, 170), found
+    assert tried >= 3

@@ -277,11 +277,15 @@ def _anchor_diagonals(
                 continue
             d = si - qi
             at = bisect.bisect_left(diagonals, d)
-            if at < len(diagonals) and diagonals[at] == d:
+            known = at < len(diagonals) and diagonals[at] == d
+            if known and strong:
                 continue
             if not strong:
-                near = (at > 0 and d - diagonals[at - 1] <= BAND) or (
-                    at < len(diagonals) and diagonals[at] - d <= BAND
+                # A diagonal met before is judged again by this hit: a chance match of a
+                # few words can lie on a copy's own diagonal, and must not hide it.
+                near = not known and (
+                    (at > 0 and d - diagonals[at - 1] <= BAND)
+                    or (at < len(diagonals) and diagonals[at] - d <= BAND)
                 )
                 if s_list is None:
                     s_list = source.word_hashes.tolist()
@@ -291,6 +295,8 @@ def _anchor_diagonals(
                 if not strong and looked < GATE_TRIES:
                     looked += 1
                     strong = _shared_around(q_list, qi, s_list, si)
+            if known:
+                continue
             diagonals.insert(at, d)
             if len(hits) < REPEAT_HITS:
                 hits.append((qi, si))
