@@ -219,6 +219,26 @@ def test_repeated_text_is_bounded_and_says_capped() -> None:
     assert len(passages) <= 10_000
 
 
+def test_a_sources_own_repeats_that_the_query_lacks_are_not_capped() -> None:
+    """A long source that repeats a common pair hundreds of times ("of the": more than a
+    tenth of its words), against a query copying a stretch without it: nothing the query
+    could seed was left out, so the copy is found and the answer is not capped; a query
+    that uses the pair as often is capped."""
+    rng = random.Random(4)
+    words = [f"w{rng.randrange(10**6)}" for _ in range(3000)]
+    source = " ".join(words[:1500] + [x for w in words[1500:] for x in (w, "of", "the")][:2400])
+    copied = " ".join(words[100:160])
+    filler = " ".join(f"f{rng.randrange(10**6)}" for _ in range(80))
+    params = _params()
+    query, src = passage_layouts(params, [f"{filler} {copied} {filler}", source])
+    passages, capped = align(Query(query), src, 3, 10)
+    assert [p.query_words[1] - p.query_words[0] for p in passages] == [60] and not capped
+    repeats = " ".join(x for w in words[1500:1900] for x in (w, "of", "the"))
+    (query,) = passage_layouts(params, [f"{copied} {repeats}"])
+    _, capped = align(Query(query), src, 3, 10)
+    assert capped
+
+
 def test_a_shared_common_phrase_is_no_passage() -> None:
     """Two unrelated texts that share one common phrase of a few words (an anchor) share no
     passage: the phrase is under the least passage length."""

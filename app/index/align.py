@@ -340,7 +340,9 @@ def _seeds(
     # (thousands of each key, whatever its length) still is not. MAX_SEEDS bounds the rest.
     q_bound = MAX_OCC * max(1, len(query.hashes) // QUERY_BLOCK)
     repeats = (in_query > q_bound) | in_source_over
-    capped = bool(repeats.sum() > REPEAT_SHARE * len(s_keys))
+    # Only a repeat the query shares is a seed left out: a source's own common pairs
+    # that the query never uses cut nothing.
+    capped = bool((repeats & (in_query > 0)).sum() > REPEAT_SHARE * len(s_keys))
     keep = (in_query > 0) & ~repeats
     s_pos = np.flatnonzero(keep)
     per = in_query[keep]
