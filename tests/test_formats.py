@@ -332,56 +332,55 @@ def test_a_docx_tracked_move_is_read_at_its_new_place_only() -> None:
     assert extract(DOCX, _docx(body)) == "stay moved words"
 
 
-def test_docx_hidden_text_is_not_read() -> None:
-    """A run with w:vanish, or with a character or paragraph style that vanishes (also
-    through w:basedOn), is left out; w:vanish off overrides its style."""
-    styles = (
-        '<w:style w:styleId="Secret"><w:rPr><w:vanish/></w:rPr></w:style>'
-        '<w:style w:styleId="Secret2"><w:basedOn w:val="Secret"/></w:style>'
-    )
-    body = (
-        _p("seen one") + _p("hidden one", "<w:vanish/>")
-        + _p("hidden two", '<w:rStyle w:val="Secret2"/>')
-        + _p("seen two", '<w:rStyle w:val="Secret"/><w:vanish w:val="0"/>')
-        + '<w:p><w:pPr><w:pStyle w:val="Secret"/></w:pPr><w:r><w:t>hidden three</w:t></w:r></w:p>'
-    )  # fmt: skip
+_SECRET = (
+    '<w:style w:styleId="Secret"><w:rPr><w:vanish/></w:rPr></w:style>'
+    '<w:style w:styleId="Secret2"><w:basedOn w:val="Secret"/></w:style>'
+)
+_DEFAULTS_HIDE = (
+    "<w:docDefaults><w:rPrDefault><w:rPr><w:vanish/></w:rPr></w:rPrDefault></w:docDefaults>"
+)
+_SHOWN = (
+    '<w:style w:type="character" w:styleId="Shown"><w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
+)
+_NORMAL_HIDES = (
+    '<w:style w:type="paragraph" w:default="1" w:styleId="Normal">'
+    "<w:rPr><w:vanish/></w:rPr></w:style>"
+    '<w:style w:type="paragraph" w:styleId="Body"><w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
+)
+
+
+@pytest.mark.parametrize(
+    ("styles", "body"),
+    [
+        (  # a run's w:vanish, or its character or paragraph style's (through w:basedOn)
+            _SECRET,
+            _p("seen one") + _p("hidden one", "<w:vanish/>")
+            + _p("hidden two", '<w:rStyle w:val="Secret2"/>')
+            + _p("seen two", '<w:rStyle w:val="Secret"/><w:vanish w:val="0"/>')
+            + '<w:p><w:pPr><w:pStyle w:val="Secret"/></w:pPr><w:r><w:t>hidden three</w:t></w:r>'
+            "</w:p>",
+        ),
+        (  # the document defaults hide what does not say otherwise
+            _DEFAULTS_HIDE + _SHOWN,
+            _p("hidden one") + _p("seen one", '<w:vanish w:val="false"/>')
+            + _p("seen two", '<w:rStyle w:val="Shown"/>'),
+        ),
+        (  # the default paragraph style too; a text box's paragraph has its own word
+            _NORMAL_HIDES + _SHOWN,
+            _p("hidden three")
+            + '<w:p><w:pPr><w:pStyle w:val="Body"/></w:pPr><w:r><w:t>seen one</w:t></w:r>'
+            "<w:r><w:txbxContent><w:p><w:r><w:t>hidden two</w:t></w:r></w:p></w:txbxContent>"
+            "</w:r><w:r><w:t> seen two</w:t></w:r></w:p>",
+        ),
+    ],
+    ids=["styles", "document-defaults", "default-paragraph-style"],
+)  # fmt: skip
+def test_docx_hidden_text_is_not_read(styles: str, body: str) -> None:
+    """Hidden text is left out as Word cascades w:vanish: the run's own, else its character
+    style's, else its paragraph's style (or the default one), else the document defaults,
+    each style through w:basedOn; a run that says w:vanish off is read anyway."""
     text = extract(DOCX, _docx(body, styles=styles))
     assert text.split() == ["seen", "one", "seen", "two"]
-
-
-def test_docx_hidden_text_follows_words_cascade() -> None:
-    """Hiding cascades as in Word: the document defaults (w:docDefaults) and the default
-    paragraph style hide what does not say otherwise; a run or its character style that
-    says w:vanish off is read even in a hidden paragraph, and a nested text box's
-    paragraph has its own word."""
-    defaults = (
-        "<w:docDefaults><w:rPrDefault><w:rPr><w:vanish/></w:rPr></w:rPrDefault></w:docDefaults>"
-    )
-    shown = (
-        '<w:style w:type="character" w:styleId="Shown">'
-        '<w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
-    )
-    body = (
-        _p("hidden one") + _p("seen one", '<w:vanish w:val="false"/>')
-        + _p("seen two", '<w:rStyle w:val="Shown"/>')
-    )  # fmt: skip
-    text = extract(DOCX, _docx(body, styles=defaults + shown))
-    assert text.split() == ["seen", "one", "seen", "two"]
-
-    normal = (
-        '<w:style w:type="paragraph" w:default="1" w:styleId="Normal">'
-        "<w:rPr><w:vanish/></w:rPr></w:style>"
-        '<w:style w:type="paragraph" w:styleId="Body">'
-        '<w:rPr><w:vanish w:val="0"/></w:rPr></w:style>'
-    )
-    box = (
-        '<w:p><w:pPr><w:pStyle w:val="Body"/></w:pPr><w:r><w:t>seen three</w:t></w:r>'
-        "<w:r><w:txbxContent><w:p><w:r><w:t>hidden two</w:t></w:r></w:p></w:txbxContent></w:r>"
-        "<w:r><w:t> seen four</w:t></w:r></w:p>"
-    )
-    body = _p("hidden three") + box + _p("seen five", '<w:vanish w:val="0"/>')
-    text = extract(DOCX, _docx(body, styles=normal + shown))
-    assert text.split() == ["seen", "three", "seen", "four", "seen", "five"]
 
 
 def test_odt_hidden_text_is_not_read() -> None:
