@@ -26,7 +26,7 @@ from schemathesis.generation import GenerationMode
 from support.procs import Server
 
 SCENARIOS = int(os.environ.get("NEARDUP_STATEFUL_SCENARIOS", "120"))
-STATEFUL_S = int(os.environ.get("NEARDUP_STATEFUL_SECONDS", "30"))  # repeats until spent
+STATEFUL_S = int(os.environ.get("NEARDUP_STATEFUL_SECONDS", "20"))  # repeats until spent
 PER_OPERATION = int(os.environ.get("NEARDUP_POSITIVE_CASES", "20"))
 # Operations allowed to refuse most schema-valid data: POST /import and its twin (an
 # export line holds sketches only the collection's own parameters make).
