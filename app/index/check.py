@@ -272,9 +272,10 @@ async def _handle_counter(index: Index, report: CheckReport, highest: int, repai
             "handle_counter", f"counter {counter}, handle {highest} in use", highest - counter
         )
         if repair:
-            await index.store.ids.raise_counter(highest)
+            # What it moved, which a writer's INCRBY since the read may have made less.
+            moved = await index.store.ids.raise_counter(highest)
             report.repaired["handle_counter"] += highest - counter
-            metrics.ORPHANS_REPAIRED.labels("handle_counter").inc(highest - counter)
+            metrics.ORPHANS_REPAIRED.labels("handle_counter").inc(moved)
     return max(counter, highest)
 
 
