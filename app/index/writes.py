@@ -137,12 +137,20 @@ async def write(
         handles, made = await store.ids.assign(ids)
         try:
             old = await store.records(handles)
-            if await _drop_stale(store, ids, handles, made, old):
-                handles, again = await store.ids.assign(ids)  # new ones for those ids
+            taken = _taken(ids, old)
+            # Ids mapped before this write to a handle that holds another id's record (a
+            # write of theirs that never got its record, then a counter that went back
+            # gave the handle again): unmapped, and each given a new handle.
+            stale = [j for j in taken if not made[j]]
+            if stale:
+                await store.ids.forget([ids[j] for j in stale], [handles[j] for j in stale])
+                handles, again = await store.ids.assign(ids)
                 made = [m or a for m, a in zip(made, again, strict=True)]
                 old = await store.records(handles)
+                taken = _taken(ids, old)
+            if taken:
+                raise _counter_behind(ids[taken[0]], handles[taken[0]], old[taken[0]])
             pairs = list(zip(handles, items, strict=True))
-            _own_records(ids, handles, old)
             new = _packed(ids, items, sk, ends, texts_only)
             # Queued before anything else is written, so no record expires unqueued.
             await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
@@ -217,34 +225,23 @@ def _packed(
     return out
 
 
-async def _drop_stale(
-    store: Store, ids: list[str], handles: list[int], made: list[bool], old: list[bytes | None]
-) -> bool:
-    """Unmap the ids that were mapped before this write to a handle whose record names
-    another id (a write of theirs that never got its record, after which a counter that
-    went back gave the handle again): each is then given a new handle. Whether any was."""
-    stale = [
-        j
-        for j, raw in enumerate(old)
-        if not made[j] and raw is not None and records.id_of(raw) != ids[j]
-    ]
-    if stale:
-        await store.ids.forget([ids[j] for j in stale], [handles[j] for j in stale])
-    return bool(stale)
+def _taken(ids: list[str], old: list[bytes | None]) -> list[int]:
+    """The places of the round whose handle holds another id's record."""
+    return [j for j, raw in enumerate(old) if raw is not None and records.id_of(raw) != ids[j]]
 
 
-def _own_records(ids: list[str], handles: list[int], old: list[bytes | None]) -> None:
-    """Refuse a round whose handles hold other ids' records: a handle is never given
-    twice, so the counter went back (its key was lost), and writing would overwrite."""
-    for doc_id, h, raw in zip(ids, handles, old, strict=True):
-        if raw is not None and records.id_of(raw) != doc_id:
-            raise HandleCounterError(
-                f"the collection's handle counter is behind its documents: handle {h} for "
-                f"{doc_id!r} holds {records.id_of(raw)!r} (was the counter's key lost to an "
-                "eviction policy, a failover to a replica that lagged, or a DEL?); nothing "
-                "was written. Run `neardup check --repair`, which moves the counter past "
-                "every handle in use, then retry"
-            )
+def _counter_behind(doc_id: str, h: int, raw: bytes | None) -> HandleCounterError:
+    """Why a round is refused whose new handle holds another id's record: a handle is
+    never given twice, so the counter went back (its key was lost), and writing would
+    overwrite."""
+    other = records.id_of(raw) if raw is not None else "?"
+    return HandleCounterError(
+        f"the collection's handle counter is behind its documents: handle {h} for "
+        f"{doc_id!r} holds {other!r} (was the counter's key lost to an eviction policy, a "
+        "failover to a replica that lagged, or a DEL?); nothing was written. Run "
+        "`neardup check --repair`, which moves the counter past every handle in use, then "
+        "retry"
+    )
 
 
 async def _unmap(

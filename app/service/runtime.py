@@ -89,7 +89,18 @@ async def _warn_if_evicting(store: Store) -> None:
     except StoreError:  # INFO refused (some managed services): nothing to tell
         return
     if memory.evicting is not None:
-        log.warning("%s", memory.evicting)
+        tell_evicting(memory.evicting, again=True)
+
+
+_TOLD: set[str] = set()  # evicting warnings this process has logged
+
+
+def tell_evicting(said: str, again: bool = False) -> None:
+    """Log an evicting Redis's warning: at start-up every time (again), from readiness
+    once a process (a policy set while the service runs)."""
+    if again or said not in _TOLD:
+        _TOLD.add(said)
+        log.warning("%s", said)
 
 
 class UncheckedIndex(Index):

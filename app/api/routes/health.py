@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 
 from fastapi import APIRouter, Request, Response
 
@@ -13,14 +12,13 @@ from app.api.problems import RETRY_AFTER, ProblemResponse, problem
 from app.api.routing import Route
 from app.core import metrics
 from app.core.errors import Unavailable
+from app.service.runtime import tell_evicting
 from app.service.supervisor import down_reason
 
 router = APIRouter(tags=["health"], route_class=Route)
 
 
 _OK = b'{"status":"ok"}'
-log = logging.getLogger("neardup")
-_WARNED: set[str] = set()  # each warning logged once a process
 
 
 @router.get("/healthz", response_model=dict[str, str])
@@ -74,7 +72,5 @@ async def readyz(request: Request) -> dict[str, object] | ProblemResponse:
         said = (await index.store.memory()).evicting
         if said is not None:
             body["warnings"] = [said]
-            if said not in _WARNED:
-                _WARNED.add(said)
-                log.warning("%s", said)
+            tell_evicting(said)
     return body
