@@ -411,3 +411,22 @@ def test_a_misspelt_setting_stops_start_up_with_a_suggestion(tmp_path: Path) -> 
     assert done.returncode == 2
     assert "NEARDUP_THRESHHOLD" in done.stderr and "did you mean NEARDUP_THRESHOLD?" in done.stderr
     assert not (tmp_path / "redis.sock").exists()
+
+
+def test_pipelined_requests_are_answered_whole_and_in_order(server: Server) -> None:
+    """Four requests sent at once get four whole answers in order, a HEAD's without a body."""
+    sent = [("GET", "/healthz", ""), ("HEAD", "/healthz", ""), ("GET", "/nowhere", "")]
+    sent.append(("GET", "/healthz", "connection: close\r\n"))
+    requests = b"".join(f"{m} {p} HTTP/1.1\r\nhost: x\r\n{h}\r\n".encode() for m, p, h in sent)
+    with _connect(server, requests) as sock:
+        rest = _read_to_eof(sock)
+    statuses = []
+    for method, _, _ in sent:
+        head, _, rest = rest.partition(b"\r\n\r\n")
+        statuses.append(head[9:12])
+        length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
+        if method == "GET":
+            body, rest = rest[:length], rest[length:]
+            assert body.startswith(b"{") and body.endswith(b"}"), body
+    assert statuses == [b"200", b"200", b"404", b"200"]
+    assert rest == b""
