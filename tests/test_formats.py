@@ -321,6 +321,78 @@ def test_a_docx_text_box_is_read_once() -> None:
     assert text.split() == ["Before.", "Boxed", "words", "here.", "After."]
 
 
+def test_a_docx_text_box_drawn_in_a_sentence_is_read_after_its_paragraph() -> None:
+    """A text box anchored mid-sentence is read on its own line after its paragraph, so
+    the sentence it is drawn in stays whole (and so does a box in a box)."""
+    inner = f"<w:r><w:txbxContent>{_p('Inner box.')}</w:txbxContent></w:r>"
+    box = (
+        "<w:r><w:txbxContent><w:p><w:r><w:t>Boxed words</w:t></w:r>"
+        f"{inner}<w:r><w:t> here.</w:t></w:r></w:p></w:txbxContent></w:r>"
+    )
+    body = (
+        f"<w:p><w:r><w:t>Half of the families on</w:t></w:r>{box}"
+        "<w:r><w:t> the coast moved inland.</w:t></w:r></w:p>" + _p("After.")
+    )
+    lines = [line for line in extract(DOCX, _docx(body)).splitlines() if line]
+    assert lines == [
+        "Half of the families on the coast moved inland.",
+        "Boxed words here.",
+        "Inner box.",
+        "After.",
+    ]
+
+
+def test_a_ruby_is_read_as_its_base_text() -> None:
+    """Furigana (a ruby's reading over its base text) are not read, in DOCX or ODT."""
+    docx_ruby = (
+        "<w:p><w:r><w:t>港の</w:t></w:r><w:r><w:ruby><w:rt><w:r><w:t>りょうし</w:t></w:r>"
+        "</w:rt><w:rubyBase><w:r><w:t>漁師</w:t></w:r></w:rubyBase></w:ruby></w:r>"
+        "<w:r><w:t>が来た</w:t></w:r></w:p>"
+    )
+    odt_ruby = (
+        "<text:p>港の<text:ruby><text:ruby-base>漁師</text:ruby-base>"
+        "<text:ruby-text>りょうし</text:ruby-text></text:ruby>が来た</text:p>"
+    )
+    assert extract(DOCX, _docx(docx_ruby)) == "港の漁師が来た"
+    assert extract(ODT, _odt(odt_ruby)) == "港の漁師が来た"
+
+
+def test_odt_index_templates_and_alt_text_are_not_read() -> None:
+    """An ODT's table of contents is read from its body, not its source's template title;
+    an image's title and description (alt text) are not read."""
+    toc = (
+        "<text:table-of-content><text:table-of-content-source>"
+        "<text:index-title-template>Never shown title</text:index-title-template>"
+        "</text:table-of-content-source><text:index-body><text:p>Contents</text:p>"
+        "<text:p>Chapter one 1</text:p></text:index-body></text:table-of-content>"
+    )
+    image = (
+        '<text:p>The story holds.<draw:frame xmlns:draw="urn:oasis:names:tc:opendocument:'
+        'xmlns:drawing:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0">'
+        "<svg:title>Alt title</svg:title><svg:desc>A long alt text</svg:desc></draw:frame>"
+        " Scientists agree.</text:p>"
+    )
+    text = extract(ODT, _odt(toc + image))
+    assert text == "Contents\nChapter one 1\nThe story holds. Scientists agree."
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_dtd_is_refused_in_a_utf16_part(encoding: str) -> None:
+    """A DTD or entity declared in a UTF-16 XML part (which OOXML and ODF allow) is
+    refused as it is in UTF-8, not expanded."""
+    xml = (
+        f'<?xml version="1.0" encoding="{encoding[:6].upper()}"?>'
+        '<!DOCTYPE w:document [<!ENTITY x "injected by the DTD">]>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        "<w:body><w:p><w:r><w:t>My essay &x;</w:t></w:r></w:p></w:body></w:document>"
+    ).encode(encoding)
+    assert "DTD" in _refused(DOCX, _zip({"word/document.xml": xml}))
+    # The same part without its DTD reads: the check is on the declaration, not UTF-16.
+    plain = xml.decode(encoding).replace('<!DOCTYPE w:document [<!ENTITY x "injected by the DTD">]>', "")
+    plain = plain.replace("&x;", "here")
+    assert extract(DOCX, _zip({"word/document.xml": plain.encode(encoding)})) == "My essay here"
+
+
 def test_a_docx_tracked_move_is_read_at_its_new_place_only() -> None:
     """A tracked move's old place (w:moveFrom) is skipped as a deletion is; its new
     place (w:moveTo) is read."""

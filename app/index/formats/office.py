@@ -41,6 +41,7 @@ _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
+_SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
 
 # First bytes: an OLE compound file (Office 97-2003, or an encrypted OOXML) and RTF.
 _OLE = b"\xd0\xcf\x11\xe0"
@@ -187,9 +188,25 @@ def _bomb(kind: str, name: str, size: int, packed: int) -> str:
     )
 
 
+# How a UTF-16 XML part starts (a byte-order mark, or "<?" either way round): the
+# one other encoding the XML parser reads besides UTF-8's ASCII-compatible kin.
+_UTF16_STARTS = (b"\xff\xfe", b"\xfe\xff", b"<\x00?\x00", b"\x00<\x00?")
+
+
+def _declares_dtd(xml: bytes) -> bool:
+    """Whether an XML part declares a DTD or entities, in whichever encoding it is."""
+    if b"<!DOCTYPE" in xml or b"<!ENTITY" in xml:
+        return True
+    if not xml.startswith(_UTF16_STARTS):
+        return False
+    big = xml.startswith((b"\xfe\xff", b"\x00<"))
+    text = xml.decode("utf-16-be" if big else "utf-16-le", errors="replace")
+    return "<!DOCTYPE" in text or "<!ENTITY" in text
+
+
 def parse(xml: bytes, kind: str) -> ET.Element:
     """An XML part's tree; FileError for malformed XML or a DTD."""
-    if b"<!DOCTYPE" in xml or b"<!ENTITY" in xml:
+    if _declares_dtd(xml):
         raise FileError(f"the {kind} is refused: its XML declares a DTD or entities")
     try:
         return ET.fromstring(xml)
@@ -300,6 +317,13 @@ class _DocxVisitor:
     def __init__(self, hiding: _Hiding) -> None:
         self.hiding = hiding
         self.paragraphs: list[bool] = []
+        # A text box's text is set on its own lines after the paragraph it is drawn
+        # in, not glued into that paragraph's sentence: where each box's text starts
+        # in the output, and the boxes' texts held, each with the depth of the
+        # paragraph around it.
+        self.out: list[str] = []
+        self.boxes: list[int] = []
+        self.held: list[tuple[int, str]] = []
 
     @staticmethod
     def _style(props: ET.Element | None, name: str) -> str | None:
@@ -307,10 +331,22 @@ class _DocxVisitor:
         return None if found is None else found.get(f"{_W}val")
 
     def leave(self, el: ET.Element) -> None:
-        if el.tag == f"{_W}p" and self.paragraphs:
+        if el.tag == f"{_W}txbxContent" and self.boxes:
+            start = self.boxes.pop()
+            box = "".join(self.out[start:])
+            del self.out[start:]
+            self.held.append((len(self.paragraphs), box))
+        elif el.tag == f"{_W}p" and self.paragraphs:
+            depth = len(self.paragraphs)
             self.paragraphs.pop()
+            if self.held and self.held[-1][0] >= depth:
+                # The boxes drawn in this paragraph, in their order, after its text.
+                mine = [text for d, text in self.held if d >= depth]
+                self.held = [(d, text) for d, text in self.held if d < depth]
+                self.out.append("\n" + "".join(mine).rstrip("\n"))
 
     def visit(self, el: ET.Element, out: list[str]) -> Iterable[ET.Element] | None:
+        self.out = out
         tag = el.tag
         if tag == f"{_W}t":
             out.append(el.text or "")
@@ -328,6 +364,9 @@ class _DocxVisitor:
             style = self._style(el.find(f"{_W}pPr"), "pStyle")
             self.paragraphs.append(self.hiding.paragraph(style))
             return el
+        if tag == f"{_W}txbxContent" and self.paragraphs:
+            self.boxes.append(len(out))
+            return el
         if tag == f"{_MC}AlternateContent":
             # Alternatives of the same content (a text box as DrawingML and as VML): the
             # first choice only, else the fallback.
@@ -344,9 +383,10 @@ class _DocxVisitor:
         return el
 
 
-# Tracked deletions and a move's old place, field codes, formatting: not what is read.
+# Tracked deletions and a move's old place, field codes, formatting, and a ruby's
+# reading aid (furigana over the base text, which is read): not what is read.
 _DOCX_SKIP = frozenset(
-    f"{_W}{name}" for name in ("del", "delText", "moveFrom", "instrText", "rPr", "pPr")
+    f"{_W}{name}" for name in ("del", "delText", "moveFrom", "instrText", "rPr", "pPr", "rt")
 )
 # Word's note separators, which are lines, not notes.
 _NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuationNotice"})
@@ -488,8 +528,32 @@ def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) 
     return "".join(out)
 
 
+# Notes (read after the body), tracked changes, comments; what an index or table of
+# contents is made from (its source: templates and a title never shown; the index
+# itself, its body, is read); an image's title and description (alt text, not shown);
+# a ruby's reading aid (furigana over the base text, which is read).
 _ODT_SKIP = frozenset(
-    {f"{_TEXT}note", f"{_TEXT}tracked-changes", f"{_TEXT}sequence-decls", f"{_OFFICE}annotation"}
+    {
+        f"{_TEXT}note",
+        f"{_TEXT}tracked-changes",
+        f"{_TEXT}sequence-decls",
+        f"{_OFFICE}annotation",
+        *(
+            f"{_TEXT}{kind}-source"
+            for kind in (
+                "table-of-content",
+                "illustration-index",
+                "alphabetical-index",
+                "user-index",
+                "table-index",
+                "object-index",
+                "bibliography",
+            )
+        ),
+        f"{_SVG}title",
+        f"{_SVG}desc",
+        f"{_TEXT}ruby-text",
+    }
 )
 
 
