@@ -388,7 +388,9 @@ def test_a_dtd_is_refused_in_a_utf16_part(encoding: str) -> None:
     ).encode(encoding)
     assert "DTD" in _refused(DOCX, _zip({"word/document.xml": xml}))
     # The same part without its DTD reads: the check is on the declaration, not UTF-16.
-    plain = xml.decode(encoding).replace('<!DOCTYPE w:document [<!ENTITY x "injected by the DTD">]>', "")
+    plain = xml.decode(encoding).replace(
+        '<!DOCTYPE w:document [<!ENTITY x "injected by the DTD">]>', ""
+    )
     plain = plain.replace("&x;", "here")
     assert extract(DOCX, _zip({"word/document.xml": plain.encode(encoding)})) == "My essay here"
 
