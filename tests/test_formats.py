@@ -111,6 +111,85 @@ def test_hand_made_pdf_keeps_its_text_and_drops_the_page_numbers() -> None:
     )
 
 
+def _body(lines: int, top: float = 700, x: float = 72) -> list[tuple[float, float, str]]:
+    return [(x, top - 14 * i, f"line {i} of the harbour story goes on") for i in range(lines)]
+
+
+def test_a_word_hyphenated_at_a_page_foot_is_joined_across_its_footnote() -> None:
+    """A word hyphenated on a page's last body line and ended on the next page is one
+    word, not glued to the footnote PDFium reads between; the footnote follows the line
+    the word ends in (after the next page's own hyphenated word, if its first line has
+    one), and LaTeX's page numbers (0.17 of the page from the bottom) are dropped."""
+    first = text_at(
+        [
+            *_body(10),
+            (72, 560, "and then the silt had re-"),
+            (72, 170, "1 A footnote on the harbour records."),
+            (300, 134, "1"),
+        ]
+    )
+    second = text_at(
+        [
+            (72, 700, "turned, and the boats came back to the win-"),
+            (72, 686, "ter quay"),
+            (72, 672, "and the market opened again."),
+            (300, 134, "2"),
+        ]
+    )
+    lines = extract(PDF, pdf([first, second])).splitlines()
+    assert lines[-4:] == [
+        "line 9 of the harbour story goes on",
+        "and then the silt had returned, and the boats came back to the winter quay",
+        "1 A footnote on the harbour records.",
+        "and the market opened again.",
+    ]
+    assert "1" not in lines and "2" not in lines
+
+
+def test_a_word_hyphenated_at_a_column_foot_ends_at_the_next_columns_top() -> None:
+    """In two columns, a word hyphenated at the left column's foot is joined with the
+    right column's first line over the footnote below it, which follows that line."""
+    left = [*_body(5), (72, 630, "the moment opens ma-")]
+    right = [(320, 700, "chine. The journey goes on"), (320, 686, "in the right column")]
+    page = text_at([*left, (72, 170, "2 A footnote here."), (300, 40, "3"), *right])
+    lines = extract(PDF, pdf([page])).splitlines()
+    assert lines[5:] == [
+        "the moment opens machine. The journey goes on",
+        "2 A footnote here.",
+        "in the right column",
+    ]
+
+
+def test_the_lowest_line_as_a_page_number_and_lines_recurring_near_an_edge() -> None:
+    """A page number alone is dropped on a page's lowest line within a quarter of the
+    page from the bottom, not as a body line above it; a line recurring at the same
+    height within that quarter on most pages is dropped, a body line of that shape
+    that does not recur is kept."""
+    pages = [
+        pdf_text.Page(["Body one", "7", "Chapter notes 1", "12"], [0.8, 0.3, 0.2, 0.17]),
+        pdf_text.Page(["Body two", "Chapter notes 2", "13"], [0.8, 0.2, 0.17]),
+        pdf_text.Page(["Body three", "14"], [0.8, 0.17]),
+    ]
+    assert pdf_text.clean(pages).split("\n\n") == ["Body one\n7", "Body two", "Body three"]
+
+
+def test_private_use_bullets_go_and_unspaced_lines_run_on() -> None:
+    """A symbol font's private-use bullet is not text; a line break between two Han or
+    kana characters is not a space and goes, one between Latin words stays."""
+    bullets = [pdf_text.Page(["\uf095 first item", "\ue000", "second line"], [0.8, 0.78, 0.76])]
+    assert pdf_text.clean(bullets) == "first item\nsecond line"
+    lines = [
+        "女たちは木陰に座って家族の話や季節の移り変わり",
+        "について語り合った。",
+        "A Latin",
+        "line",
+    ]
+    text = pdf_text.clean([pdf_text.Page(lines, [0.8, 0.78, 0.76, 0.74])])
+    assert (
+        text == "女たちは木陰に座って家族の話や季節の移り変わりについて語り合った。\nA Latin\nline"
+    )
+
+
 def test_pages_that_are_all_furniture_keep_their_lines() -> None:
     """Two pages holding the same line near their top (a line that would be a running
     header) are read as that line, not refused as having no text layer."""

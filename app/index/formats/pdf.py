@@ -17,6 +17,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -24,11 +25,19 @@ import pypdfium2.raw as pdfium_c
 from app.index.errors import FileError
 from app.index.formats.office import what_it_is
 
-# A line whose middle lies within this share of the page's height from its top or
-# bottom edge may be a header or footer.
+# A page number alone whose line's middle lies within this share of the page's height
+# from its top or bottom edge is furniture.
 EDGE_BAND = 0.12
-# An edge line of the same shape within this many points of the same height on at
-# least this share of the pages (two at least) is furniture.
+# Within this share, so is a page number alone on the page's lowest (highest) line
+# (LaTeX sets its page number 0.17 of the page from the bottom), and a line that
+# recurs at the same height on other pages.
+EXTREME_BAND = 0.25
+# A line-end hyphen's word goes on in the next line when that line lies at most this
+# many of the page's usual line gaps below; a line farther below is a footnote or a
+# footer between the column's last line and the next column or page.
+NEXT_LINE_GAPS = 1.6
+# A line near an edge of the same shape within this many points of the same height on
+# at least this share of the pages (two at least) is furniture.
 SAME_PLACE = 6.0
 REPEAT_SHARE = 0.5
 NO_TEXT = "no text: the PDF has no text layer; OCR it first"
@@ -50,6 +59,13 @@ _BROKEN = re.compile("(\\w+)[\ufffe\u00ad]\\s*(\\w+)")
 _STRAY_HYPHENS = re.compile("[\ufffe\u00ad]")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _PIECES = re.compile("[^\r\n\ufffe]*\ufffe|[^\r\n\ufffe]+|\r\n|\r|\n")
+# Unicode's private use area: glyphs with no meaning a reader shares (a symbol font's
+# list bullet, as LibreOffice writes it), not text.
+_PRIVATE = re.compile("[\ue000-\uf8ff]+")
+# Scripts written without spaces between words (Han, kana, their punctuation and
+# full-width forms): a line break between two of their characters is not a space.
+_UNSPACED = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_UNSPACED_BREAK = re.compile(f"(?<=[{_UNSPACED}])\n(?=[{_UNSPACED}])")
 
 
 @dataclass(frozen=True)
@@ -71,16 +87,34 @@ def _edge(height: float) -> int:
     return 1 if height >= 1 - EDGE_BAND else -1 if height <= EDGE_BAND else 0
 
 
+def _alone_edges(page: Page) -> list[bool]:
+    """Whether each line of a page is where a page number alone is furniture: in the top
+    or bottom band, or the page's highest or lowest line within EXTREME_BAND."""
+    out = [bool(_edge(h)) for h in page.heights]
+    if page.heights:
+        low = min(range(len(page.heights)), key=page.heights.__getitem__)
+        high = max(range(len(page.heights)), key=page.heights.__getitem__)
+        out[low] = out[low] or page.heights[low] <= EXTREME_BAND
+        out[high] = out[high] or page.heights[high] >= 1 - EXTREME_BAND
+    return out
+
+
+def _wide(height: float) -> bool:
+    """Whether a line is where a line recurring on other pages is furniture."""
+    return height <= EXTREME_BAND or height >= 1 - EXTREME_BAND
+
+
 def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int]]:
     """For each page, the indexes of its lines that are headers, footers or page
-    numbers: a line in the top or bottom band that is a page number alone, or whose
-    shape recurs at about the same height on at least REPEAT_SHARE of the pages."""
+    numbers: a page number alone in the top or bottom band (or the page's extreme line
+    in EXTREME_BAND), or a line whose shape recurs at about the same height within
+    EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages."""
     slot = SAME_PLACE / page_height
     seen: Counter[tuple[int, str]] = Counter()
     for page in pages:
         keys: set[tuple[int, str]] = set()
         for line, h in zip(page.lines, page.heights, strict=True):
-            if _edge(h):
+            if _wide(h):
                 # Two neighbouring slots, so a line just across a slot's border still meets.
                 keys.update((int(h / slot) + d, _shape(line)) for d in (0, 1))
         seen.update(keys)
@@ -88,11 +122,12 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     out: list[set[int]] = []
     for page in pages:
         drop: set[int] = set()
+        alone = _alone_edges(page)
         for i, (line, h) in enumerate(zip(page.lines, page.heights, strict=True)):
-            if not _edge(h):
+            if not _wide(h):
                 continue
             shape = _shape(line)
-            if _PAGE_NUMBER.fullmatch(shape) or (
+            if (alone[i] and _PAGE_NUMBER.fullmatch(shape)) or (
                 max(seen[int(h / slot), shape], seen[int(h / slot) + 1, shape]) >= least
             ):
                 drop.add(i)
@@ -165,11 +200,78 @@ def clean(pages: list[Page], page_height: float = 792.0) -> str:
 
 
 def _joined(pages: list[Page], drops: list[set[int]]) -> str:
-    kept = []
-    for page, drop in zip(pages, drops, strict=True):
-        lines = [line for i, line in enumerate(page.lines) if i not in drop]
-        kept.append(re.sub(r"(?<=\w-)\n(?=\w)", "", "\n".join(lines)))
-    return join_hyphenated("\n\n".join(k for k in kept if k).strip())
+    kept = [
+        Page(
+            [line for i, line in enumerate(page.lines) if i not in drop],
+            [h for i, h in enumerate(page.heights) if i not in drop],
+        )
+        for page, drop in zip(pages, drops, strict=True)
+    ]
+    texts = []
+    for lines in _broken_words_rejoined(kept):
+        lines = [line for line in (_PRIVATE.sub("", x).strip() for x in lines) if line]
+        text = re.sub(r"(?<=\w-)\n(?=\w)", "", "\n".join(lines))
+        texts.append(_UNSPACED_BREAK.sub("", text))
+    return join_hyphenated("\n\n".join(t for t in texts if t).strip())
+
+
+def _line_gap(heights: list[float]) -> float:
+    """A page's usual gap between a line and the next one below it (a page share)."""
+    gaps = sorted(a - b for a, b in pairwise(heights) if 0 < a - b < 0.1)
+    return gaps[len(gaps) // 2] if gaps else 0.02
+
+
+def _broken_words_rejoined(pages: list[Page]) -> list[list[str]]:
+    """Each page's lines, with the lines PDFium reads between a word hyphenated at the
+    foot of a column and the word's end (a footnote, a footer the page has once) moved
+    after the line the word ends in: the next column's top, or the next page's first
+    line.
+
+    Such lines lie below the hyphenated one, farther than a line's gap: the word's own
+    next line would be within NEXT_LINE_GAPS of the page's usual gap.
+    """
+    out: list[list[str]] = []
+    carried: dict[int, list[str]] = {}
+    for p, page in enumerate(pages):
+        order, carry = _reordered(page)
+        out.append([page.lines[k] for k in order])
+        if not carry:
+            continue
+        nxt = next((q for q in range(p + 1, len(pages)) if pages[q].lines), None)
+        if nxt is None:
+            out[p].extend(page.lines[k] for k in carry)
+        else:
+            carried.setdefault(nxt, []).extend(page.lines[k] for k in carry)
+    for q, lines in carried.items():
+        # After the line the word ends in, and the words hyphenated on from it.
+        at = next((k for k, line in enumerate(out[q]) if not line.endswith("\ufffe")), None)
+        at = len(out[q]) if at is None else at + 1
+        out[q][at:at] = lines
+    return out
+
+
+def _reordered(page: Page) -> tuple[list[int], list[int]]:
+    """A page's line indexes in the order _broken_words_rejoined reads them, and those
+    that go after the next page's first line."""
+    order = list(range(len(page.lines)))
+    if not any(line.endswith("\ufffe") for line in page.lines):
+        return order, []
+    heights = page.heights
+    reach = NEXT_LINE_GAPS * _line_gap(heights)
+    i = 0
+    while i < len(order) - 1:
+        at = order[i]
+        j = i + 1
+        if page.lines[at].endswith("\ufffe"):
+            while j < len(order) and heights[order[j]] < heights[at] - reach:
+                j += 1
+        between = order[i + 1 : j]
+        if between and j == len(order):  # the word ends on the next page
+            return order[: i + 1], between
+        if between:  # the word ends at the next column's top
+            order[i + 1 : j + 1] = [order[j], *between]
+        i += 1
+    return order, []
 
 
 def _open(raw: bytes) -> pdfium.PdfDocument:
