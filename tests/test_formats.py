@@ -190,6 +190,16 @@ def test_private_use_bullets_go_and_unspaced_lines_run_on() -> None:
     )
 
 
+def test_arabic_ligatures_read_as_their_letters_in_order() -> None:
+    """An Arabic PDF (LibreOffice's, justified) reads every word of its source: the
+    lam-alef ligatures' two letters in writing order, no kashida control characters."""
+    expected = (DATA / "arabic.txt").read_text(encoding="utf-8")
+    got = extract(PDF, (DATA / "arabic.pdf").read_bytes())
+    assert _words_missed(expected, got)[0] == 0, got
+    assert "الظلام" in got and "الظالم" not in got  # "the darkness", not "the oppressor"
+    assert not any(c < " " and c not in "\t\n" for c in got)
+
+
 def test_pages_that_are_all_furniture_keep_their_lines() -> None:
     """Two pages holding the same line near their top (a line that would be a running
     header) are read as that line, not refused as having no text layer."""

@@ -59,12 +59,17 @@ _BROKEN = re.compile("(\\w+)[\ufffe\u00ad]\\s*(\\w+)")
 _STRAY_HYPHENS = re.compile("[\ufffe\u00ad]")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _PIECES = re.compile("[^\r\n\ufffe]*\ufffe|[^\r\n\ufffe]+|\r\n|\r|\n")
-# Unicode's private use area: glyphs with no meaning a reader shares (a symbol font's
-# list bullet, as LibreOffice writes it), not text.
-_PRIVATE = re.compile("[\ue000-\uf8ff]+")
+# Glyphs with no meaning a reader shares, not text: Unicode's private use area (a
+# symbol font's list bullet, as LibreOffice writes it) and control characters (what
+# PDFium gives for the kashida that stretch a justified Arabic line).
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff]+")
 # Scripts written without spaces between words (Han, kana, their punctuation and
 # full-width forms): a line break between two of their characters is not a space.
 _UNSPACED = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+# An alef then a lam: how PDFium writes Arabic's lam-alef ligature (one glyph for the
+# two letters) when it reorders a right-to-left line, letters swapped ("الظلام", the
+# darkness, read as "الظالم", the oppressor); a real alef-lam pair is two glyphs.
+_ALEF_LAM = re.compile("[\u0622\u0623\u0625\u0627]\u0644")
 _UNSPACED_BREAK = re.compile(f"(?<=[{_UNSPACED}])\n(?=[{_UNSPACED}])")
 
 
@@ -209,7 +214,7 @@ def _joined(pages: list[Page], drops: list[set[int]]) -> str:
     ]
     texts = []
     for lines in _broken_words_rejoined(kept):
-        lines = [line for line in (_PRIVATE.sub("", x).strip() for x in lines) if line]
+        lines = [line for line in (_NOT_TEXT.sub("", x).strip() for x in lines) if line]
         text = re.sub(r"(?<=\w-)\n(?=\w)", "", "\n".join(lines))
         texts.append(_UNSPACED_BREAK.sub("", text))
     return join_hyphenated("\n\n".join(t for t in texts if t).strip())
@@ -305,6 +310,8 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
     for m in _PIECES.finditer(text):
         piece = m.group()
         size = len(piece.encode("utf-16-le")) // 2
+        if _ALEF_LAM.search(piece):
+            piece = _ligatures_in_order(textpage, piece, unit)
         stripped = piece.strip()
         if stripped and piece[0] not in "\r\n":
             first = unit + len(piece[: len(piece) - len(piece.lstrip())].encode("utf-16-le")) // 2
@@ -317,6 +324,21 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
             heights.append(middle)
         unit += size
     return Page(lines, heights)
+
+
+def _ligatures_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
+    """A line's lam-alef ligatures with their letters in writing order: an alef and a
+    lam that share one glyph's box are the ligature's two letters, swapped."""
+    chars = list(piece)
+    for m in _ALEF_LAM.finditer(piece):
+        at = unit + len(piece[: m.start()].encode("utf-16-le")) // 2
+        try:
+            same = textpage.get_charbox(at) == textpage.get_charbox(at + 1)
+        except pdfium.PdfiumError:
+            continue
+        if same:
+            chars[m.start()], chars[m.start() + 1] = chars[m.start() + 1], chars[m.start()]
+    return "".join(chars)
 
 
 def pages_of(raw: bytes) -> tuple[list[Page], float]:

@@ -14,7 +14,9 @@ the independent expectation the extractor tests compare against.
   footer on every page, hyphenation on (words split at line ends), as PDF,
   DOCX and ODT;
 - columns: 6 articles in a two-column section, with header and footer, as PDF;
-- encrypted: one sentence as a PDF that opens only with the password "secret".
+- encrypted: one sentence as a PDF that opens only with the password "secret";
+- arabic: a paragraph of Arabic with lam-alef ligatures (one glyph for two letters),
+  as PDF.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ def fodt(paragraphs: list[str], columns: bool) -> str:
     return DOC.format(styles=STYLES.format(header=HEADER), body=body)
 
 
+# Written for the fixture: "The darkness covered the city when the children came back
+# to their homes, and the families waited for them at the doors of the old houses."
+ARABIC = (
+    "كان الظلام يغطي المدينة حين عاد الأطفال إلى بيوتهم، "
+    "وكانت العائلات تنتظرهم عند الأبواب في البيوت القديمة."
+)
+
 ENCRYPTED = (
     'pdf:writer_pdf_Export:{"EncryptFile":{"type":"boolean","value":"true"},'
     '"DocumentOpenPassword":{"type":"string","value":"secret"}}'
@@ -140,6 +149,7 @@ def main(out: Path = HERE, scale: int = 1) -> None:
             out,
         )
         (out / "encrypted.txt").unlink()
+        make("arabic", [ARABIC], ["pdf"], False, out)
 
 
 if __name__ == "__main__":
