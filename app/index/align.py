@@ -19,7 +19,11 @@ seeded densely rather than only at the winnowed anchors that found it:
    ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
    merge nearby seeds, and so are chains that follow one another in the query whose
    source ranges, in any order, leave no hole over ``SOURCE_HOLE`` words (a copy whose
-   sentences were reordered).
+   sentences were reordered). Before that merge, the query words such a copy's pieces
+   leave between them (or just past its ends, or skipped inside a chain) are looked up
+   in its part of the source whatever their diagonal (``_fill``): a short sentence that
+   holds no anchor near its diagonal, or whose seeds a chain through a repeat elsewhere
+   took, is found where it must lie instead of splitting the copy.
 4. **Exact edges.** A chain starts at its first seed and ends at its last, which match
    word for word; a short extension past them takes a last edited word only when a
    matching word follows it (X-drop), so an edge stops at the first and last matching
@@ -36,6 +40,7 @@ result says so (``capped``), as a query's candidate cap does.
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 
 import numpy as np
@@ -61,6 +66,12 @@ MERGE_GAP = 10
 # where their source ranges, in any order, leave no hole over this many words: a sentence
 # of a reordered copy that holds no seed (PAN's cases keep such a copy whole).
 SOURCE_HOLE = 30
+# Sentences of a reordered copy missed by the seeding are sought between its pieces and
+# beyond its ends (_fill), beyond them at most this many times (each time SOURCE_HOLE words).
+FILL_ROUNDS = 3
+# ... each piece found so holding a run of at least this many bits of word hashes (five
+# words of 8 bits, ten of 4): found without an anchor, it must be as unlikely by chance.
+FILL_BITS = 40
 # Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
 # below the best score.
 EXT_MATCH = 2
@@ -95,6 +106,11 @@ TABLE_WORDS = 4000
 # When repeats leave a pair unseeded, at most this many of its verified anchor hits are
 # extended instead (ungapped, X-drop), each only where no extension reached yet.
 REPEAT_HITS = 16
+
+
+# A chain: (query first, query end, source first, source end, query words matched, its
+# runs as _runs gives them, in order).
+Chain = tuple[int, int, int, int, int, list[list[int]]]
 
 
 def seed_length(bits: int) -> int:
@@ -420,12 +436,13 @@ def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
     return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
 
 
-def _chains(runs: list[list[int]]) -> list[tuple[int, int, int, int, int]]:
+def _chains(runs: list[list[int]]) -> list[Chain]:
     """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
     chain among its LOOKBACK predecessors that start before it and end before it ends in
     both texts, at most MAX_GAP words away, gaining the query words it adds, less
     GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
-    (query first, query end, source first, source end, query words matched), best first."""
+    (query first, query end, source first, source end, query words matched, its runs),
+    best first."""
     count = len(runs)
     score = [0.0] * count
     back = [-1] * count
@@ -466,7 +483,9 @@ def _chains(runs: list[list[int]]) -> list[tuple[int, int, int, int, int]]:
             matched += max(0, q1 - max(q0, reach))
             reach = max(reach, q1)
         first = runs[members[0]]
-        out.append((first[0], runs[end][1], first[2], runs[end][3], matched))
+        out.append(
+            (first[0], runs[end][1], first[2], runs[end][3], matched, [runs[m] for m in members])
+        )
     return out
 
 
@@ -486,22 +505,190 @@ def _extend(q: np.ndarray, qi: int, s: np.ndarray, si: int, step: int) -> int:
     return taken
 
 
+def _extended(qh: np.ndarray, sh: np.ndarray, pieces: list[list[int]]) -> list[list[int]]:
+    """The pieces (qa, qb, sa, sb, matched) with their edges extended (_extend), in place."""
+    for piece in pieces:
+        qa, qb, sa, sb, _ = piece
+        left = _extend(qh, qa - 1, sh, sa - 1, -1)
+        right = _extend(qh, qb, sh, sb, 1)
+        piece[:4] = qa - left, qb + right, sa - left, sb + right
+    return pieces
+
+
 def _repeated(
     query: Query, source: Layout, hits: list[tuple[int, int]], deadline: float | None
-) -> list[tuple[int, int, int, int, int]]:
+) -> list[Chain]:
     """Chains of a pair whose seeds repeat too often to seed: each verified anchor hit
     extended both ways without gaps, a hit inside an earlier extension skipped (so a text
     of one repeated sentence costs one extension, bounded by its length)."""
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
-    chains: list[tuple[int, int, int, int, int]] = []
+    chains: list[Chain] = []
     for qi, si in hits:
-        if any(a <= qi < b for a, b, _, _, _ in chains):
+        if any(a <= qi < b for a, b, _, _, _, _ in chains):
             continue
         _check(deadline)
         left = _extend(qh, qi - 1, sh, si - 1, -1)
         right = _extend(qh, qi, sh, si, 1)
-        chains.append((qi - left, qi + right, si - left, si + right, left + right))
+        qa, qb, sa, sb = qi - left, qi + right, si - left, si + right
+        chains.append((qa, qb, sa, sb, left + right, [[qa, qb, sa, sb]]))
     return chains
+
+
+def _fill(
+    qh: np.ndarray,
+    sh: np.ndarray,
+    pieces: list[list[int]],
+    members: dict[int, list[list[int]]],
+    taken: np.ndarray,
+    bits: int,
+    least: int,
+    min_words: int,
+) -> list[list[int]]:
+    """Pieces of a reordered copy's sentences that the seeding missed, sought where they
+    must lie: in the query words between (and up to SOURCE_HOLE words before and after)
+    pieces that follow one another within SOURCE_HOLE words in the query and lie in one
+    part of the source (_source_parts), against that part (and SOURCE_HOLE words either
+    side of it).
+
+    A short sentence of a reordered copy often holds no anchor, and its diagonal can lie
+    more than BAND from every anchor's: it is not seeded at all. Or its seeds joined a
+    chain with a repeat of a neighbouring sentence elsewhere in the source, which a better
+    chain then put aside whole. Either way its copy is split at it (a query gap over
+    MERGE_GAP, a source hole over SOURCE_HOLE) and its words are lost. Here every seed of
+    the gap is looked up in the part's source words, whatever its diagonal; chains of at
+    least least matched words fill it, those in the part's source holes (words no run of
+    its pieces holds) first. One before the first piece or after the last must reach
+    within MERGE_GAP words of it.
+
+    The gaps inside a piece (between the runs of its chain, members by the piece's id)
+    are sought too where the words skipped are not those of the source on either run's
+    diagonal: a chain of a reordered copy can link two sentences over a third from
+    elsewhere in the source, whose words it then covers in the query but not in the
+    source. Only a chain in a source hole of the part fills such a gap.
+
+    Only a part whose pieces match min_words words is filled: a fill completes a copy
+    found, it never makes one. The gaps are short and the parts no longer than the copies
+    they hold. Query words filled are marked in taken; the new pieces are returned (qa,
+    qb, sa, sb, matched)."""
+    added: list[list[int]] = []
+    filled = np.zeros(len(taken), bool)  # query words of the pieces added
+    sought: set[int] = set()  # pieces whose inner gaps were sought
+    ordered = sorted(pieces, key=lambda p: p[:4])
+    for _ in range(FILL_ROUNDS):  # an edge filled may leave another sentence beyond it
+        grown = False
+        for group in _groups(ordered):
+            if sum(p[4] for p in group) < min_words:
+                continue  # a fill completes a copy found, it never makes one
+            lo = max(0, min(p[2] for p in group) - SOURCE_HOLE)
+            hi = min(len(sh), max(p[3] for p in group) + SOURCE_HOLE)
+            covered = np.zeros(hi - lo, bool)  # source words the group's runs hold
+            gaps = [(a[1], b[0], 0) for a, b in itertools.pairwise(group)]
+            gaps.append((max(0, group[0][0] - SOURCE_HOLE), group[0][0], -1))
+            gaps.append((group[-1][1], min(len(qh), group[-1][1] + SOURCE_HOLE), 1))
+            for p in group:
+                runs = members.get(id(p), [p])
+                # Its runs, and the words its extension took past them.
+                for r in [*runs, [0, 0, p[2], runs[0][2]], [0, 0, runs[-1][3], p[3]]]:
+                    covered[max(0, r[2] - lo) : max(0, r[3] - lo)] = True
+                if id(p) not in sought:
+                    sought.add(id(p))
+                    gaps += [(g0, g1, 2) for g0, g1 in _skipped(qh, sh, runs)]
+            keys: tuple[np.ndarray, np.ndarray] | None = None  # the part's, made once
+            run_words = max(least, -(-FILL_BITS // bits))
+            for q0, q1, edge in gaps:
+                mask = filled if edge == 2 else taken
+                if q1 - q0 < least or mask[q0:q1].all():
+                    continue
+                if keys is None:
+                    s_keys = seed_keys(sh[lo:hi], bits)
+                    order = np.argsort(s_keys, kind="stable")
+                    keys = (s_keys[order], order + lo)
+                for chain in _placed(_local(qh, q0, q1, keys, bits), covered, lo):
+                    qa, qb, sa, sb, matched, runs_found = chain
+                    if matched < least or mask[qa:qb].sum() > (qb - qa) // 2:
+                        continue
+                    if max(r[1] - r[0] for r in runs_found) < run_words:
+                        continue
+                    if (edge == -1 and q1 - qb > MERGE_GAP) or (edge == 1 and qa - q0 > MERGE_GAP):
+                        continue  # not next to the copy
+                    if edge == 2 and 2 * covered[sa - lo : sb - lo].sum() > sb - sa:
+                        continue
+                    taken[qa:qb] = filled[qa:qb] = True
+                    for r in runs_found:
+                        covered[r[2] - lo : r[3] - lo] = True
+                    added.append([qa, qb, sa, sb, matched])
+                    members[id(added[-1])] = runs_found
+                    grown = grown or edge in (-1, 1)
+        if not grown:
+            break
+        ordered = sorted(pieces + added, key=lambda p: p[:4])
+    return added
+
+
+def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
+    """Pieces (in query order) that follow one another within SOURCE_HOLE words in the
+    query and lie in one part of the source (_source_parts), each group in query order."""
+    out = []
+    i = 0
+    while i < len(ordered):
+        j, end = i + 1, ordered[i][1]
+        while j < len(ordered) and ordered[j][0] - end <= SOURCE_HOLE:
+            end = max(end, ordered[j][1])
+            j += 1
+        run = ordered[i:j]
+        part = _source_parts(run)
+        for number in sorted(set(part)):
+            out.append([p for p, x in zip(run, part, strict=True) if x == number])
+        i = j
+    return out
+
+
+def _placed(chains: list[Chain], covered: np.ndarray, lo: int) -> list[Chain]:
+    """The chains with those mostly on source words covered (from word lo) last, in
+    their order otherwise (best first): a missed sentence lies in a hole of its copy."""
+    return sorted(chains, key=lambda c: 2 * covered[c[2] - lo : c[3] - lo].sum() > c[3] - c[2])
+
+
+def _skipped(qh: np.ndarray, sh: np.ndarray, runs: list[list[int]]) -> list[tuple[int, int]]:
+    """The query words (first, end) between runs of a chain that follow one another
+    where they are not, mostly, the source's on either run's diagonal (a sentence from
+    elsewhere, not edits between the two)."""
+    out = []
+    for a, b in itertools.pairwise(runs):
+        g0, g1 = a[1], b[0]
+        if g1 <= g0:
+            continue
+        same = 0
+        for d in {a[2] - a[0], b[2] - b[0]}:
+            lo, hi = max(g0, -d), min(g1, len(sh) - d)
+            if hi > lo:
+                same = max(same, int((qh[lo:hi] == sh[lo + d : hi + d]).sum()))
+        if 2 * same < g1 - g0:
+            out.append((g0, g1))
+    return out
+
+
+def _local(
+    qh: np.ndarray, q0: int, q1: int, keys: tuple[np.ndarray, np.ndarray], bits: int
+) -> list[Chain]:
+    """Chains of the seeds that query words [q0, q1) share with a range of source words,
+    whatever their diagonals, as _chains gives them, best first. keys: the range's seed
+    keys sorted and the source word each starts at; a key more than MAX_OCC times in the
+    range is left out."""
+    q_keys = seed_keys(qh[q0:q1], bits)
+    ranked, where = keys
+    if not len(q_keys) or not len(ranked):
+        return []
+    first = np.searchsorted(ranked, q_keys)
+    per = np.searchsorted(ranked, q_keys, "right") - first
+    per[per > MAX_OCC] = 0
+    total = int(per.sum())
+    if not total:
+        return []
+    q_hit = np.repeat(np.arange(len(q_keys)), per) + q0
+    at = np.repeat(first - np.cumsum(per) + per, per) + np.arange(total)
+    s_hit = where[at]
+    return _chains(_runs(q_hit, s_hit, seed_length(bits)).tolist())
 
 
 def _merge(pieces: list[list[int]]) -> list[list[int]]:
@@ -569,22 +756,29 @@ def _align_dense(
         chains = _repeated(query, source, hits, deadline)
     # Overlapping chains in the query (a repeated source sentence): the better stands.
     taken = np.zeros(len(query.hashes) + 1, bool)
+    least = max(2 * n, min_words // 2)
     pieces = []
-    for qa, qb, sa, sb, matched in chains:
-        if matched < max(2 * n, min_words // 2):
+    runs_of: list[list[list[int]]] = []  # each piece's runs
+    for qa, qb, sa, sb, matched, held in chains:
+        if matched < least:
             continue
         if taken[qa:qb].sum() > (qb - qa) // 2:
             continue
         taken[qa:qb] = True
+        runs_of.append(held)
         pieces.append([qa, qb, sa, sb, matched])
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
     # Each piece's edges extended before merging: a merged passage's ends are then those
     # of its extreme pieces even where its pieces were reordered.
-    for piece in pieces:
-        qa, qb, sa, sb, _ = piece
-        left = _extend(qh, qa - 1, sh, sa - 1, -1)
-        right = _extend(qh, qb, sh, sb, 1)
-        piece[:4] = qa - left, qb + right, sa - left, sb + right
+    _extended(qh, sh, pieces)
+    if pieces:
+        # Sentences of a reordered copy that no piece holds, sought between its pieces.
+        _check(deadline)
+        for qa, qb, _, _, _ in pieces:
+            taken[qa:qb] = True
+        members = {id(p): r for p, r in zip(pieces, runs_of, strict=True)}
+        found = _fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
+        pieces += _extended(qh, sh, found)
     kept = []
     for qa, qb, sa, sb, matched in _merge(pieces):
         if qb - qa < min_words or sb - sa < min_words:
