@@ -537,3 +537,15 @@ def test_a_copy_of_short_sentences_reordered_is_one_whole_passage() -> None:
             abs(a - b) <= 2 for a, b in zip((*q_words, *s_words), (*q_copy, *s_copy), strict=True)
         )
     assert exact >= 27, exact
+
+
+def test_only_a_copy_with_signs_of_reordering_is_filled() -> None:
+    """A chain's runs on one diagonal, or moved by an edit's word or two, show no reordering
+    (its copy is not filled); a jump of a sentence's length between two runs does."""
+    from app.index.align import JUMP, _jumps
+
+    on_one = [[0, 10, 100, 110], [12, 30, 112, 130]]
+    edited = [[0, 10, 100, 110], [11, 20, 112, 121], [22, 40, 122, 140]]
+    moved = [[0, 10, 100, 110], [10, 20, 110 + JUMP + 1, 120 + JUMP + 1]]
+    assert not _jumps(on_one) and not _jumps(edited) and not _jumps(on_one[:1])
+    assert _jumps(moved) and _jumps([[0, 8, 300, 308], [8, 16, 200, 208]])

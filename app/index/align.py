@@ -69,6 +69,10 @@ SOURCE_HOLE = 30
 # Sentences of a reordered copy missed by the seeding are sought between its pieces and
 # beyond its ends (_fill), beyond them at most this many times (each time SOURCE_HOLE words).
 FILL_ROUNDS = 3
+# ... only for a copy found in several pieces, or in one whose chain's diagonal jumps by
+# more than this many words between two runs (an edit moves it by a word or two): a
+# copy found whole on its diagonal, the usual verbatim or edited one, has nothing to fill.
+JUMP = 4
 # ... each piece found so holding a run of at least this many bits of word hashes (five
 # words of 8 bits, ten of 4): found without an anchor, it must be as unlikely by chance.
 FILL_BITS = 40
@@ -579,6 +583,8 @@ def _fill(
         for group in _groups(ordered):
             if sum(p[4] for p in group) < min_words:
                 continue  # a fill completes a copy found, it never makes one
+            if len(group) == 1 and not _jumps(members.get(id(group[0]), [group[0]])):
+                continue  # one piece on one diagonal, edits aside: no sign of reordering
             lo = max(0, min(p[2] for p in group) - SOURCE_HOLE)
             hi = min(len(sh), max(p[3] for p in group) + SOURCE_HOLE)
             covered = np.zeros(hi - lo, bool)  # source words the group's runs hold
@@ -623,6 +629,12 @@ def _fill(
             break
         ordered = sorted(pieces + added, key=lambda p: p[:4])
     return added
+
+
+def _jumps(runs: list[list[int]]) -> bool:
+    """Whether a chain's runs change diagonal by more than an edit does (JUMP words)
+    between two that follow one another: sentences of a reordered copy it linked."""
+    return any(abs((b[2] - b[0]) - (a[2] - a[0])) > JUMP for a, b in itertools.pairwise(runs))
 
 
 def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
