@@ -641,18 +641,26 @@ def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
     """Pieces (in query order) that follow one another within SOURCE_HOLE words in the
     query and lie in one part of the source (_source_parts), each group in query order."""
     out = []
-    i = 0
-    while i < len(ordered):
-        j, end = i + 1, ordered[i][1]
-        while j < len(ordered) and ordered[j][0] - end <= SOURCE_HOLE:
-            end = max(end, ordered[j][1])
-            j += 1
-        run = ordered[i:j]
+    for run in _near(ordered, SOURCE_HOLE):
         part = _source_parts(run)
         for number in sorted(set(part)):
             out.append([p for p, x in zip(run, part, strict=True) if x == number])
-        i = j
     return out
+
+
+def _near(pieces: list[list[int]], gap: int) -> list[list[list[int]]]:
+    """Pieces in query order cut into runs in which each starts within gap words of the
+    query words the run's earlier ones reach."""
+    runs = []
+    i = 0
+    while i < len(pieces):
+        j, end = i + 1, pieces[i][1]
+        while j < len(pieces) and pieces[j][0] - end <= gap:
+            end = max(end, pieces[j][1])
+            j += 1
+        runs.append(pieces[i:j])
+        i = j
+    return runs
 
 
 def _placed(chains: list[Chain], covered: np.ndarray, lo: int) -> list[Chain]:
@@ -712,14 +720,7 @@ def _merge(pieces: list[list[int]]) -> list[list[int]]:
     (granularity), and its ends are the ends of its extreme pieces in each text. A piece
     from elsewhere in the source between two such pieces keeps them apart."""
     merged: list[list[int]] = []
-    pieces = sorted(pieces)
-    i = 0
-    while i < len(pieces):
-        j, end = i + 1, pieces[i][1]
-        while j < len(pieces) and pieces[j][0] - end <= MERGE_GAP:
-            end = max(end, pieces[j][1])
-            j += 1
-        run = pieces[i:j]
+    for run in _near(sorted(pieces), MERGE_GAP):
         part = _source_parts(run)
         for n, piece in enumerate(run):
             if n and part[n] == part[n - 1]:
@@ -729,7 +730,6 @@ def _merge(pieces: list[list[int]]) -> list[list[int]]:
                 last[4] += piece[4]
             else:
                 merged.append(list(piece))
-        i = j
     return merged
 
 
