@@ -200,6 +200,27 @@ def test_arabic_ligatures_read_as_their_letters_in_order() -> None:
     assert not any(c < " " and c not in "\t\n" for c in got)
 
 
+def test_note_reference_marks_are_not_read_into_words() -> None:
+    """A note's reference mark, small and raised after a word or opening the note's
+    text, is not read ("model,1" was one word, "1See" another); the same characters at
+    the text's size (a chapter's number, a word ending in i) are read."""
+    stream = (
+        b"BT /F1 11 Tf 72 700 Td (the melt has outpaced every model,) Tj /F1 6 Tf 4 Ts (1) Tj ET\n"
+        b"BT /F1 11 Tf 72 686 Td (and so will the glaciers. Another sentence.) Tj "
+        b"/F1 6 Tf 4 Ts (ii) Tj ET\n"
+        b"BT /F1 11 Tf 72 672 Td (Chapter 12 of the report on the Saudi) Tj ET\n"
+        b"BT /F1 11 Tf 72 658 Td (as shown in table 3) Tj ET\n"
+        b"BT /F1 6 Tf 72 200 Td 2 Ts (1) Tj /F1 8 Tf 0 Ts (See the registers.) Tj ET"
+    )
+    assert extract(PDF, pdf([stream])).splitlines() == [
+        "the melt has outpaced every model,",
+        "and so will the glaciers. Another sentence.",
+        "Chapter 12 of the report on the Saudi",
+        "as shown in table 3",
+        "See the registers.",
+    ]
+
+
 def test_pages_that_are_all_furniture_keep_their_lines() -> None:
     """Two pages holding the same line near their top (a line that would be a running
     header) are read as that line, not refused as having no text layer."""

@@ -70,6 +70,15 @@ _UNSPACED = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u
 # two letters) when it reorders a right-to-left line, letters swapped ("الظلام", the
 # darkness, read as "الظالم", the oppressor); a real alef-lam pair is two glyphs.
 _ALEF_LAM = re.compile("[\u0622\u0623\u0625\u0627]\u0644")
+# A note's reference mark as a word processor sets it, small and raised: digits (or a
+# small roman number) right after a word or its punctuation ("model,1"), or opening a
+# note's own text ("1See the registers"); the font size tells it from text.
+_MARKS = re.compile(
+    r"(?<=[^\W\d_])[.,;:!?)\]\u201d\u2019]?(?P<after>\d{1,3}|[ivx]{1,4})(?=\s|$)"
+    r"|^\s*(?P<opening>\d{1,3})(?=[^\W\d_])"
+)
+# ... at most this share of the neighbouring letter's font size.
+MARK_SIZE = 0.8
 _UNSPACED_BREAK = re.compile(f"(?<=[{_UNSPACED}])\n(?=[{_UNSPACED}])")
 
 
@@ -312,6 +321,8 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
         size = len(piece.encode("utf-16-le")) // 2
         if _ALEF_LAM.search(piece):
             piece = _ligatures_in_order(textpage, piece, unit)
+        if _MARKS.search(piece):
+            piece = _marks_dropped(textpage, piece, unit)
         stripped = piece.strip()
         if stripped and piece[0] not in "\r\n":
             first = unit + len(piece[: len(piece) - len(piece.lstrip())].encode("utf-16-le")) // 2
@@ -324,6 +335,29 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
             heights.append(middle)
         unit += size
     return Page(lines, heights)
+
+
+def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
+    """A line without its notes' reference marks: a _MARKS candidate whose characters'
+    font size is at most MARK_SIZE of the letter beside it (before it, or after an
+    opening mark), so "model,1" reads "model," and "1See" "See"."""
+
+    def size(at: int) -> float:
+        return float(pdfium_c.FPDFText_GetFontSize(textpage.raw, at))
+
+    def index(k: int) -> int:
+        return unit + len(piece[:k].encode("utf-16-le")) // 2
+
+    drop: list[tuple[int, int]] = []
+    for m in _MARKS.finditer(piece):
+        group = "after" if m.group("after") else "opening"
+        a, b = m.span(group)
+        letter = size(index(a) - 1) if group == "after" else size(index(b))
+        if letter > 0 and all(size(index(k)) <= MARK_SIZE * letter for k in range(a, b)):
+            drop.append((a, b))
+    for a, b in reversed(drop):
+        piece = piece[:a] + piece[b:]
+    return piece
 
 
 def _ligatures_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
