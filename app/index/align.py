@@ -637,6 +637,38 @@ def _jumps(runs: list[list[int]]) -> bool:
     return any(abs((b[2] - b[0]) - (a[2] - a[0])) > JUMP for a, b in itertools.pairwise(runs))
 
 
+def _rehomed(pieces: list[list[int]], runs_of: list[list[list[int]]], others: list[Chain]) -> None:
+    """Pieces moved, in place, to the occurrence near their copy's other pieces of a
+    sentence the source holds more than once.
+
+    Chains over the same query words tie when the source repeats a sentence, and the
+    first occurrence wins; a piece whose source range lies away from those of its
+    neighbours in the query (within SOURCE_HOLE words) takes instead a chain put aside
+    over nearly the same words (9/10 of them) that matches as many and lies within
+    SOURCE_HOLE words of a neighbour's source range, so the copy stays one passage."""
+
+    def near(a: list[int], sa: int, sb: int) -> bool:
+        return sa - a[3] <= SOURCE_HOLE and a[2] - sb <= SOURCE_HOLE
+
+    for i, piece in enumerate(pieces):
+        qa, qb, sa, sb, matched = piece
+        neighbours = [
+            p
+            for j, p in enumerate(pieces)
+            if j != i and p[0] - qb <= SOURCE_HOLE and qa - p[1] <= SOURCE_HOLE
+        ]
+        if not neighbours or any(near(p, sa, sb) for p in neighbours):
+            continue
+        for oa, ob, osa, osb, omatched, held in others:
+            same = min(ob, qb) - max(oa, qa)
+            if omatched < matched or 10 * same < 9 * (qb - qa) or 10 * same < 9 * (ob - oa):
+                continue
+            if any(near(p, osa, osb) for p in neighbours):
+                pieces[i] = [oa, ob, osa, osb, omatched]
+                runs_of[i] = held
+                break
+
+
 def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
     """Pieces (in query order) that follow one another within SOURCE_HOLE words in the
     query and lie in one part of the source (_source_parts), each group in query order."""
@@ -771,14 +803,19 @@ def _align_dense(
     least = max(2 * n, min_words // 2)
     pieces = []
     runs_of: list[list[list[int]]] = []  # each piece's runs
-    for qa, qb, sa, sb, matched, held in chains:
+    others: list[Chain] = []  # chains put aside for a better one over the same words
+    for chain in chains:
+        qa, qb, sa, sb, matched, held = chain
         if matched < least:
             continue
         if taken[qa:qb].sum() > (qb - qa) // 2:
+            others.append(chain)
             continue
         taken[qa:qb] = True
         runs_of.append(held)
         pieces.append([qa, qb, sa, sb, matched])
+    if others and len(pieces) > 1:
+        _rehomed(pieces, runs_of, others)
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
     # Each piece's edges extended before merging: a merged passage's ends are then those
     # of its extreme pieces even where its pieces were reordered.
