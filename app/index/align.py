@@ -440,6 +440,15 @@ def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
     return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
 
 
+def _longest_runs(runs: np.ndarray, most: int) -> np.ndarray:
+    """The most longest runs (in the query), in their order. Past the bound, most runs are
+    single seeds met by chance (a text of letters, as Chinese or Japanese is read,
+    repeats its letter pairs everywhere), and a copy's own runs are the long ones,
+    wherever they lie: the first runs in query order would keep the copy's start only."""
+    longest = np.argsort(runs[:, 0] - runs[:, 1], kind="stable")[:most]
+    return runs[np.sort(longest)]
+
+
 def _chains(runs: list[list[int]]) -> list[Chain]:
     """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
     chain among its LOOKBACK predecessors that start before it and end before it ends in
@@ -792,7 +801,7 @@ def _align_dense(
     n = seed_length(source.bits)
     runs = _runs(q_hit, s_hit, n)
     if len(runs) > MAX_RUNS:
-        runs, capped = runs[:MAX_RUNS], True
+        runs, capped = _longest_runs(runs, MAX_RUNS), True
     chains = _chains(runs.tolist())
     if cut and not chains:
         # Repetitive text (a repeated sentence, one letter over and over): its seed keys
