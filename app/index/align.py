@@ -384,8 +384,7 @@ def _seeds(
                 return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
     # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
-    first = np.repeat(lo - np.concatenate(([0], np.cumsum(per)[:-1])), per)
-    q_hit = q_words[first + np.arange(total)]
+    q_hit = q_words[_spread(lo, per)]
     diag = s_hit - q_hit
     at = np.searchsorted(diagonals, diag)
     below = np.abs(diag - diagonals[np.maximum(at - 1, 0)])
@@ -397,6 +396,12 @@ def _seeds(
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
     return q_hit, s_hit, capped
+
+
+def _spread(first: np.ndarray, per: np.ndarray) -> np.ndarray:
+    """first[i], first[i] + 1, ... per[i] places from each start, in turn: where each
+    key's matches lie in a sorted array, from where they start and how many there are."""
+    return np.repeat(first - np.cumsum(per) + per, per) + np.arange(int(per.sum()))
 
 
 def _in_bands(
@@ -747,8 +752,7 @@ def _local(
     if not total:
         return []
     q_hit = np.repeat(np.arange(len(q_keys)), per) + q0
-    at = np.repeat(first - np.cumsum(per) + per, per) + np.arange(total)
-    s_hit = where[at]
+    s_hit = where[_spread(first, per)]
     return _chains(_runs(q_hit, s_hit, seed_length(bits)).tolist())
 
 

@@ -313,19 +313,19 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
     text = textpage.get_text_range()
     lines: list[str] = []
     heights: list[float] = []
-    unit = 0  # PDFium's character index: UTF-16 units, one per character here
+    unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
     # no break before the word's second part, even when a footer comes between.
     for m in _PIECES.finditer(text):
         piece = m.group()
-        size = len(piece.encode("utf-16-le")) // 2
+        size = _units(piece)
         if _ALEF_LAM.search(piece):
             piece = _ligatures_in_order(textpage, piece, unit)
         if _MARKS.search(piece):
             piece = _marks_dropped(textpage, piece, unit)
         stripped = piece.strip()
         if stripped and piece[0] not in "\r\n":
-            first = unit + len(piece[: len(piece) - len(piece.lstrip())].encode("utf-16-le")) // 2
+            first = unit + _units(piece[: len(piece) - len(piece.lstrip())])
             try:
                 _, bottom, _, top = textpage.get_charbox(first)
                 middle = ((bottom + top) / 2) / height if height > 0 else 0.5
@@ -337,6 +337,12 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
     return Page(lines, heights)
 
 
+def _units(text: str) -> int:
+    """PDFium's character indexes a text takes: UTF-16 units (two for a character past
+    the Basic Multilingual Plane)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     """A line without its notes' reference marks: a _MARKS candidate whose characters'
     font size is at most MARK_SIZE of the letter beside it (before it, or after an
@@ -346,7 +352,7 @@ def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
         return float(pdfium_c.FPDFText_GetFontSize(textpage.raw, at))
 
     def index(k: int) -> int:
-        return unit + len(piece[:k].encode("utf-16-le")) // 2
+        return unit + _units(piece[:k])
 
     drop: list[tuple[int, int]] = []
     for m in _MARKS.finditer(piece):
@@ -365,7 +371,7 @@ def _ligatures_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> 
     lam that share one glyph's box are the ligature's two letters, swapped."""
     chars = list(piece)
     for m in _ALEF_LAM.finditer(piece):
-        at = unit + len(piece[: m.start()].encode("utf-16-le")) // 2
+        at = unit + _units(piece[: m.start()])
         try:
             same = textpage.get_charbox(at) == textpage.get_charbox(at + 1)
         except pdfium.PdfiumError:
