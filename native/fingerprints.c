@@ -222,31 +222,47 @@ static inline unsigned ef_low_bits(uint32_t count, uint32_t last) {
     return l;
 }
 
+/* ND_FP_SHIFTED when every value's low ND_FP_SHIFT bits are 0 (a collection that keeps
+ * each value's top 24 bits), else 0: such an array is encoded as its values >> 8. */
+static inline unsigned ef_shift_of(const uint32_t *v, uint32_t count) {
+    uint32_t low = 0;
+    for (uint32_t i = 0; i < count; i++) low |= v[i];
+    return count && (low & ((1u << ND_FP_SHIFT) - 1)) == 0 ? ND_FP_SHIFTED : 0;
+}
+
 static inline uint64_t ef_size(uint32_t count, unsigned l, uint32_t last) {
     if (count == 0) return 0;
     return 1 + ((uint64_t)count * l + 7) / 8 + ((((uint64_t)last >> l) + count) + 7) / 8;
 }
 
+/* Bytes the encoding of a non-empty array takes (shift: ef_shift_of's). */
+static inline uint64_t ef_size_of(uint32_t count, uint32_t last, unsigned shift) {
+    uint32_t top = shift ? last >> ND_FP_SHIFT : last;
+    return ef_size(count, ef_low_bits(count, top), top);
+}
+
 static uint64_t ef_encode(const uint32_t *v, uint32_t count, uint8_t *out) {
     if (count == 0) return 0;
-    uint32_t last = v[count - 1];
+    unsigned shift = ef_shift_of(v, count), s = shift ? ND_FP_SHIFT : 0;
+    uint32_t last = v[count - 1] >> s;
     unsigned l = ef_low_bits(count, last);
     uint64_t total = ef_size(count, l, last);
     memset(out, 0, total);
-    out[0] = (uint8_t)l;
+    out[0] = (uint8_t)(l | shift);
     uint8_t *low = out + 1;
     uint8_t *high = low + ((uint64_t)count * l + 7) / 8;
     uint64_t mask = l == 32 ? 0xFFFFFFFFull : ((1ull << l) - 1);
     for (uint32_t i = 0; i < count; i++) {
-        uint64_t bits = v[i] & mask, pos = (uint64_t)i * l;
+        uint32_t x = v[i] >> s;
+        uint64_t bits = x & mask, pos = (uint64_t)i * l;
         for (unsigned done = 0; done < l;) { /* byte by byte: never past the section */
-            unsigned shift = (unsigned)(pos & 7), take = 8 - shift;
+            unsigned shift_in = (unsigned)(pos & 7), take = 8 - shift_in;
             if (take > l - done) take = l - done;
-            low[pos >> 3] |= (uint8_t)(((bits >> done) & ((1u << take) - 1)) << shift);
+            low[pos >> 3] |= (uint8_t)(((bits >> done) & ((1u << take) - 1)) << shift_in);
             pos += take;
             done += take;
         }
-        uint64_t hp = ((uint64_t)v[i] >> l) + i;
+        uint64_t hp = ((uint64_t)x >> l) + i;
         high[hp >> 3] |= (uint8_t)(1u << (hp & 7));
     }
     return total;
@@ -256,7 +272,7 @@ static uint64_t ef_encode(const uint32_t *v, uint32_t count, uint8_t *out) {
 static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *out) {
     if (count == 0) return len == 0 ? ND_OK : ND_E_DATA;
     if (count > ND_MAX_FP_SIZE || len < 2) return ND_E_DATA;
-    unsigned l = p[0];
+    unsigned shifted = p[0] & ND_FP_SHIFTED, l = p[0] & ~ND_FP_SHIFTED;
     if (l > 32) return ND_E_DATA;
     uint64_t low_len = ((uint64_t)count * l + 7) / 8;
     if (len < 1 + low_len + 1) return ND_E_DATA;
@@ -313,6 +329,11 @@ static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *o
     if ((high[high_len - 1] == 0) || ef_low_bits(count, out[count - 1]) != l ||
         ef_size(count, l, out[count - 1]) != len)
         return ND_E_DATA;
+    if (shifted) {
+        /* the values were stored >> 8: none may lose a bit going back */
+        if (out[count - 1] > (0xFFFFFFFFu >> ND_FP_SHIFT)) return ND_E_DATA;
+        for (uint32_t j = 0; j < count; j++) out[j] <<= ND_FP_SHIFT;
+    }
     return ND_OK;
 }
 
@@ -334,7 +355,7 @@ ND_EXPORT int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets
     for (size_t i = 0; i < n; i++) {
         uint32_t count = (uint32_t)(offsets[i + 1] - offsets[i]);
         const uint32_t *v = count ? values + offsets[i] : NULL;
-        uint64_t need = count ? ef_size(count, ef_low_bits(count, v[count - 1]), v[count - 1]) : 0;
+        uint64_t need = count ? ef_size_of(count, v[count - 1], ef_shift_of(v, count)) : 0;
         if (need > out_cap - at || (need && out == NULL)) return ND_E_SPACE;
         at += ef_encode(v, count, out + at);
         out_offsets[i + 1] = at;

@@ -248,6 +248,13 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * so a value costs L + about 2 bits: 800 bytes for 256 values where plain
  * uint32 take 1,024. ND_FP_ENCODED_MAX(count) bytes always suffice.
  *
+ * Shifted: when every value's low ND_FP_SHIFT (8) bits are 0 (a collection
+ * that keeps each hash's top 24 bits), the encoder writes the values >> 8 as
+ * above, with ND_FP_SHIFTED set in the L byte, and the decoder shifts them
+ * back: 24 bits are stored in L - 8 + about 2 (about 576 bytes for 256).
+ * Encodings without the flag decode as they always did, also of such arrays
+ * (written before the flag existed).
+ *
  * nd_fp_encode_batch: n arrays, array i is values[offsets[i] .. offsets[i+1]);
  * its encoding goes to out[out_offsets[i] .. out_offsets[i+1]). ND_E_ARG if an
  * array is not strictly increasing (nothing useful is written), ND_E_SPACE if
@@ -268,6 +275,8 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * exactly what nd_jaccard_many gives for the decoded values, status[i] as in
  * nd_fp_decode_batch (out[i] = 0.0 where it is not ND_OK).
  */
+#define ND_FP_SHIFT 8
+#define ND_FP_SHIFTED 0x40
 #define ND_FP_ENCODED_MAX(count) (1u + 4u * (count) + (3u * (count) + 7u) / 8u)
 /*
  * nd_fp_encoded_bound: bytes that always hold the encodings of n arrays

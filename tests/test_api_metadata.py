@@ -186,6 +186,33 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
         assert {d["id"] for d in only} == {d["id"] for d in exported if d["metadata"]["n"] == 1}
 
 
+def test_whole_hash_exports_import_into_24_bit_collections_and_not_back(  # type: ignore[no-untyped-def]
+    client: TestClient, settings
+) -> None:
+    """An export that keeps whole hashes (32 bits, or an older export that does not say)
+    imports into a 24-bit collection as that collection's own ingest would store it; a
+    24-bit export into a 32-bit collection is refused (the lost bits cannot come back)."""
+    client.put("/documents/own", json={"text": BASE})
+    own = _ndjson(client.get("/export"))[1]
+    whole = load_settings(
+        redis_url=settings.redis_url, collection=settings.collection + "w32",
+        data_dir=settings.data_dir, fingerprint_bits=32,
+    )  # fmt: skip
+    with TestClient(create_app(whole)) as source:
+        source.put("/documents/own", json={"text": BASE})
+        head, doc, _ = _ndjson(source.get("/export"))
+        assert head["params"]["fingerprint_bits"] == 32 and doc["fingerprint"] != own["fingerprint"]
+        mine = _ndjson(client.get("/export"))[0]
+        refused = source.post("/import", json={"header": mine, "documents": [own]})
+        assert refused.status_code == 422 and "fingerprint_bits" in refused.json()["detail"]
+    older = {**head, "params": {k: v for k, v in head["params"].items() if k != "fingerprint_bits"}}
+    for header in (head, older):
+        resp = client.post("/import", json={"header": header, "documents": [{**doc, "id": "in"}]})
+        assert resp.status_code == 200, resp.text
+        got = next(d for d in _ndjson(client.get("/export"))[1:-1] if d["id"] == "in")
+        assert got["fingerprint"] == own["fingerprint"]
+
+
 def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
     """An export made with other sketch parameters, or a damaged line, stores nothing; one
     whose shingle spec is spelt otherwise (an older collection's " WORD:03") is taken."""

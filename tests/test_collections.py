@@ -86,6 +86,9 @@ def test_parameters_stored_and_conflicts_are_409(client: TestClient, collection:
     params = made.json()["parameters"]
     assert (params["shingle"], params["threshold"], params["num_perm"]) == ("word:2", 0.8, 64)
     assert params["fingerprint_size"] == 256  # not asked: the service's setting
+    assert params["fingerprint_bits"] == 24
+    whole = client.post("/collections", json={"name": f"{name}32", "fingerprint_bits": 32})
+    assert whole.status_code == 201 and whole.json()["parameters"]["fingerprint_bits"] == 32
     assert params["bands"] * params["rows"] <= 64
     again = client.post("/collections", json=asked)
     assert again.status_code == 200 and again.json()["parameters"] == params
@@ -130,6 +133,7 @@ def test_bad_parameters_are_422_naming_the_field(client: TestClient, collection:
         ({"shingle": "words:3"}, "shingle"),
         ({"passage_words": 2}, "passage_words (NEARDUP_PASSAGE_WORDS) must be"),
         ({"bands": 4}, "bands"),
+        ({"fingerprint_bits": 16}, "fingerprint_bits"),
     ]
     for extra, named in cases:
         body = _problem(client.post("/collections", json={"name": name, **extra}), 422)

@@ -16,11 +16,21 @@ def _bits_to_bytes(bits: list[int]) -> bytes:
     return bytes(sum(bits[j + k] << k for k in range(8)) for j in range(0, len(bits), 8))
 
 
-def reference_encode(values: list[int]) -> bytes:
-    """The format of native/neardup.h, written out bit by bit."""
+SHIFT, SHIFTED = 8, 0x40  # ND_FP_SHIFT, ND_FP_SHIFTED
+
+
+def reference_encode(values: list[int], shift: bool | None = None) -> bytes:
+    """The format of native/neardup.h, written out bit by bit: shifted (values >> 8, the
+    flag in the L byte) when every value's low 8 bits are 0, unless shift says otherwise
+    (False: the plain encoding, as written before the flag existed)."""
     n = len(values)
     if n == 0:
         return b""
+    if shift is None:
+        shift = all(v % (1 << SHIFT) == 0 for v in values)
+    if shift:
+        blob = reference_encode([v >> SHIFT for v in values], False)
+        return bytes([blob[0] | SHIFTED]) + blob[1:]
     last = values[-1]
     low = 0
     while low < 32 and (n << (low + 1)) <= last + 1:
@@ -50,7 +60,10 @@ def _sets(rng: np.random.Generator) -> list[list[int]]:
         for hi in (size + 3, 2**16, 2**24, 2**32):
             drawn.append(np.unique(rng.integers(0, hi, size, dtype=np.uint64)).tolist())
     clustered = np.unique(rng.integers(0, 40, 200) * 2**26 + rng.integers(0, 50, 200))
-    return edge + drawn + [clustered.tolist()]
+    # top-24-bit values, as a collection with fingerprint_bits 24 keeps them (shifted)
+    masked = [sorted({v & ~0xFF for v in d}) for d in drawn[::3]]
+    shifted = [[256], [TOP & ~0xFF], [0, 256, 512], [2**k for k in range(8, 32)]]
+    return edge + drawn + [clustered.tolist()] + masked + shifted
 
 
 def _encoded(blobs: list[bytes], counts: list[int]) -> kernel.Encoded:
@@ -70,6 +83,22 @@ def test_codec_matches_the_reference_and_round_trips() -> None:
     values, offsets = kernel.decode_fingerprints(enc)
     for i, v in enumerate(sets):
         assert values[int(offsets[i]) : int(offsets[i + 1])].tolist() == v
+
+
+def test_top_24_bit_values_are_stored_shifted_and_older_plain_encodings_still_read() -> None:
+    """256 values with their low 8 bits clear take about 8 bits a value less than full ones,
+    and the plain encoding written before the shifted one decodes to the same values."""
+    rng = np.random.default_rng(4)
+    full = np.unique(rng.integers(0, 2**32, 256, dtype=np.uint64)).astype(np.uint32)
+    top = np.unique(full & np.uint32(0xFFFFFF00))
+    assert len(kernel.encode_fingerprint(top)) <= len(kernel.encode_fingerprint(full)) - 240
+    assert kernel.encode_fingerprint(top)[0] & SHIFTED
+    for values in ([0], [256, 2**31], top.tolist()):
+        assert _decode_one(reference_encode(values, False), len(values)) == values
+        assert _decode_one(reference_encode(values, True), len(values)) == values
+    # flagged bytes whose values would lose bits going back are malformed
+    plain_top = reference_encode([TOP], False)
+    assert _decode_one(bytes([plain_top[0] | SHIFTED]) + plain_top[1:], 1) is None
 
 
 def test_a_batch_encodes_like_one_at_a_time() -> None:
@@ -140,7 +169,8 @@ def test_random_bytes_never_crash_and_decode_only_canonically() -> None:
         if got is not None:
             decoded += 1
             assert len(got) == count and got == sorted(set(got))
-            assert reference_encode(got) == blob
+            # the encoder's bytes, or the plain form it wrote before the shifted one
+            assert blob in (reference_encode(got), reference_encode(got, False))
     assert tried == 3000 and decoded < tried
 
 

@@ -18,6 +18,8 @@ DEFAULT_CAPACITY = 100_000
 DEFAULT_PASSAGE_WORDS = 30
 # Bits of a word's hash in new collections' passage layouts (format 3, app.index.align).
 DEFAULT_PASSAGE_BITS = 8
+# Bits of each shingle hash a new collection's fingerprints keep (fingerprint_bits).
+DEFAULT_FINGERPRINT_BITS = 24
 # About how many anchors a document has: buckets are sized for bands plus these.
 ANCHORS_PER_DOCUMENT = 24
 # The field of a stored config that marks its collection as being deleted.
@@ -63,6 +65,9 @@ class Params:
     # Id buckets (app.store.layout): the id map split into this many HASHes, a power of
     # two fixed from the capacity; 0: one ids HASH (collections made before).
     id_buckets: int = 0
+    # Bits of each shingle hash the fingerprints keep: 24 (the top 24, the rest zeroed:
+    # see fingerprint_of) or 32 (collections made before).
+    fingerprint_bits: int = 32
 
     @classmethod
     def create(
@@ -81,6 +86,7 @@ class Params:
         passage_bits: int = DEFAULT_PASSAGE_BITS,
         short_anchors: bool = True,
         short_fields: bool = True,
+        fingerprint_bits: int = DEFAULT_FINGERPRINT_BITS,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -103,6 +109,7 @@ class Params:
             short_anchors,
             short_fields,
             id_buckets_for(capacity),
+            fingerprint_bits,
         )
 
     @property
@@ -151,18 +158,22 @@ class Params:
         fields.setdefault("short_fields", False)
         # ... and one made before id buckets keeps one ids HASH.
         fields.setdefault("id_buckets", 0)
+        # ... and one made before 24-bit fingerprints keeps whole hashes.
+        fields.setdefault("fingerprint_bits", 32)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
         """These (configured) parameters as the stored collection has them, or a
         ConfigMismatchError naming every field that differs."""
         # The bucket counts are the stored ones: a changed NEARDUP_CAPACITY sizes new
-        # collections only; so is the passage length of a collection made without one.
+        # collections only; so is the passage length of a collection made without one,
+        # and the fingerprint's bits (NEARDUP_FINGERPRINT_BITS, as capacity).
         params = replace(
             self,
             band_buckets=stored.band_buckets,
             id_buckets=stored.id_buckets,
             tokenizer=stored.tokenizer,
+            fingerprint_bits=stored.fingerprint_bits,
         )
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)

@@ -24,8 +24,9 @@ Version 1 (written by releases before 2) has no fp_bytes word and keeps the
 fingerprint as fp_len plain u32 values; it reads and verifies as before, so a
 collection written by an older release keeps working, and every record it
 rewrites is written as version 2. The compressed fingerprint (about 800 bytes
-for 256 values instead of 1,024) is decoded by the kernel inside the
-verification call, straight from the joined records (encoded_fingerprints).
+for 256 values instead of 1,024; about 576 for the 24-bit values of a collection
+with fingerprint_bits 24, which the kernel stores shifted) is decoded by the kernel
+inside the verification call, straight from the joined records (encoded_fingerprints).
 
 In version 1 the last header word was always 0 before passages existed, so older
 records read as records without a passage section; and records without the trailing

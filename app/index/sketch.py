@@ -120,12 +120,15 @@ def sketch_now(
         list(texts),
         shingle=p.shingle,
         num_perm=p.num_perm,
-        fingerprint_size=p.fingerprint_size,
+        fingerprint_size=p.fingerprint_size + _spare(p, texts),
         seed=p.seed,
         tokenizer=p.tokenizer,
     )
     keys = kernel.band_keys(s.signatures, p.bands, p.rows)
-    sketched = Sketched(np.asarray(s.shingles), s.fp_values, s.fp_offsets, keys)
+    values, offsets = s.fp_values, s.fp_offsets
+    if p.fingerprint_bits < 32:
+        values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)
+    sketched = Sketched(np.asarray(s.shingles), values, offsets, keys)
     if not (p.passage_words and passages):
         return sketched
     if layouts:
@@ -143,6 +146,41 @@ def sketch_now(
     cuts = anchors.offsets.tolist()
     packed = kernel.pack_layouts(anchors, words, bits=p.passage_bits)
     return replace(sketched, packed=packed, anchor_hashes=[low[a:b] for a, b in pairwise(cuts)])
+
+
+def _spare(p: Params, texts: Sequence[str]) -> int:
+    """Values to ask the kernel for beyond fingerprint_size, so that fingerprint_size
+    remain once hashes equal in their kept bits are one: twice the expected number of
+    such pairs among the smallest, plus 8 (a text of n shingles has about
+    size * n / 2**(bits + 1) of them; n is at most its characters)."""
+    if p.fingerprint_bits >= 32 or not texts:
+        return 0
+    longest = max(map(len, texts))
+    pairs = p.fingerprint_size * longest / 2 ** (p.fingerprint_bits + 1)
+    return min(int(2 * pairs) + 8, kernel.MAX_FINGERPRINT_SIZE - p.fingerprint_size)
+
+
+def kept_bits(
+    values: np.ndarray, offsets: np.ndarray, bits: int, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fingerprints (sorted values, offsets of each) as a collection of `bits`-bit
+    fingerprints keeps them: each value's top `bits` bits (the rest zero), distinct, the
+    `size` smallest of each. Values are hashes, so this is the bottom-`size` fingerprint
+    of the hashes cut to their top bits, provided the input held enough (_spare)."""
+    counts = np.diff(np.asarray(offsets, np.int64)).astype(np.int64)
+    cut = (values & np.uint32((0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF)).astype(np.uint32)
+    owner = np.repeat(np.arange(len(counts)), counts)
+    keep = np.ones(len(cut), bool)
+    keep[1:] = (cut[1:] != cut[:-1]) | (owner[1:] != owner[:-1])
+    cut, owner = cut[keep], owner[keep]
+    kept = np.bincount(owner, minlength=len(counts))
+    first = np.zeros(len(counts), np.int64)
+    np.cumsum(kept[:-1], out=first[1:])
+    rank = np.arange(len(cut)) - first[owner]
+    inside = rank < size
+    out = np.zeros(len(counts) + 1, np.uint64)
+    np.cumsum(np.minimum(kept, size), out=out[1:])
+    return cut[inside], out
 
 
 def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.Winnowed]:

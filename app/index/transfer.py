@@ -39,7 +39,7 @@ from app.index.ids import check_id
 from app.index.index import Index
 from app.index.params import Params
 from app.index.passages import Layout
-from app.index.sketch import Sketched, anchor_keys
+from app.index.sketch import Sketched, anchor_keys, kept_bits
 from app.index.writes import MAX_BATCH
 
 FORMAT = "neardup-export"
@@ -48,6 +48,9 @@ VERSION = 1
 SHARED = ("shingle", "num_perm", "fingerprint_size", "seed", "threshold", "bands", "rows",
           "passage_words", "tokenizer")  # fmt: skip
 MAX_IMPORT = MAX_BATCH
+# Bits of each fingerprint value the export keeps (absent in exports made before: 32). A
+# collection takes an export whose fingerprints keep at least its own bits.
+BITS = "fingerprint_bits"
 
 
 class ImportRefused(errors.Invalid):
@@ -59,7 +62,8 @@ class ImportRefused(errors.Invalid):
 def header(params: Params) -> dict[str, Any]:
     """The first line of an export."""
     p = asdict(params)
-    return {"format": FORMAT, "version": VERSION, "params": _spelt({k: p[k] for k in SHARED})}
+    shared = _spelt({k: p[k] for k in SHARED})
+    return {"format": FORMAT, "version": VERSION, "params": {**shared, BITS: p[BITS]}}
 
 
 def _spelt(params: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +127,9 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     given = _spelt({"tokenizer": 1, **given})  # exports before tokenizer 2 read texts with 1
     diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
             if given.get(k) != ours[k]]  # fmt: skip
+    bits = given.get(BITS, 32)
+    if bits not in (24, 32) or bits < ours[BITS]:
+        diff.append(f"{BITS}: export {bits!r}, collection {ours[BITS]!r}")
     if diff:
         raise ImportRefused(
             "the export was made with other sketch parameters ("
@@ -219,6 +226,8 @@ def _restore(
     offsets = np.zeros(len(fps) + 1, np.uint64)
     offsets[1:] = np.cumsum([len(f) for f in fps])
     values = np.concatenate(fps).astype(np.uint32) if fps else np.zeros(0, np.uint32)
+    if p.fingerprint_bits < 32:  # whole hashes (an older export) cut as this collection keeps them
+        values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)
     keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
     restored = _Restored(
         np.asarray(shingles, np.int64), values, offsets, keys, raw_passages=passages

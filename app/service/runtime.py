@@ -30,6 +30,7 @@ def params_of(settings: Settings) -> Params:
         settings.keep_text,
         settings.default_ttl,
         settings.template_pages,
+        fingerprint_bits=settings.fingerprint_bits,
     )
 
 
