@@ -131,7 +131,9 @@ def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, fl
     sampled = buckets[: min(sample, len(buckets))]
     bucket = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in sampled)
     fields = statistics.fmean(int(client.hlen(k)) for k in sampled)
-    spills = list(client.scan_iter(match=f"{prefix}S{{*", count=10_000))
+    spills = [
+        k for head in ("S", "P") for k in client.scan_iter(match=f"{prefix}{head}{{*", count=10_000)
+    ]
     spilled = keys_bytes(client, spills)
     ids = id_map_bytes(client, prefix.encode())
     return {

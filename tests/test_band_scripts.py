@@ -50,9 +50,11 @@ async def _dump(store: Store) -> Dump:
 class _Model:
     """Band fields as the layout says they must be, in plain Python: inline handles in
     the order they came (each once), and once a band has more than MAX_INLINE, the
-    spill marker with the set's size and the set scored by handle."""
+    spill marker with the set's size and the set scored by handle (packed: the handles
+    ascending, 4 bytes each, in a STRING)."""
 
-    def __init__(self) -> None:
+    def __init__(self, packed: bool = False) -> None:
+        self.packed = packed
         self.inline: dict[int, list[int]] = {}
         self.spilled: dict[int, set[int]] = {}
 
@@ -87,18 +89,22 @@ class _Model:
             out.setdefault(bucket[prefix:], {})[field] = SPILLED + len(members).to_bytes(
                 4, "little"
             )
-            out[spill[prefix:]] = [(b"%d" % h, float(h)) for h in sorted(members)]
+            if self.packed:
+                out[spill[prefix:]] = b"".join(h.to_bytes(4, "little") for h in sorted(members))
+            else:
+                out[spill[prefix:]] = [(b"%d" % h, float(h)) for h in sorted(members)]
         return out
 
 
-@pytest.mark.parametrize("short", [False, True])
+@pytest.mark.parametrize(("short", "packed"), [(False, False), (True, False), (True, True)])
 def test_band_scripts_write_what_the_per_entry_commands_write(
-    store_url: str, collection: str, short: bool
+    store_url: str, collection: str, short: bool, packed: bool
 ) -> None:
     """Adds and removes in calls larger than a script call, with bands that spill within
     one call and entries named twice, leave the same buckets and spilled sets by either
     path, and both equal a plain-Python model of the layout (with short anchor fields:
-    half the keys anchors' keys, stored under 4-byte fields)."""
+    half the keys anchors' keys, stored under 4-byte fields; packed: spills as sorted
+    STRINGs of handles, whatever order the handles came in)."""
     rng = random.Random(11)
     keys = [rng.getrandbits(64) for _ in range(300)]
     if short:  # anchors' keys: a 32-bit hash spread and salted (app.index.sketch)
@@ -110,10 +116,10 @@ def test_band_scripts_write_what_the_per_entry_commands_write(
         scripted = Store.connect(store_url, collection + "s", 5.0)
         pipelined = Store.connect(store_url, collection + "p", 5.0)
         pipelined.band_scripts = False
-        model = _Model()
+        model = _Model(packed)
         try:
             for store in (scripted, pipelined):
-                store.use_band_buckets(64, short)  # buckets shared by many band keys
+                store.use_band_buckets(64, short, packed_spills=packed)  # shared buckets
             for step in range(4):
                 adds = []
                 for _ in range(60):
@@ -174,7 +180,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
                 assert await index.delete("copy3")
             ours, theirs = [await _dump(index.store) for index in indexes]
             assert ours == theirs
-            assert any(k.startswith(b"S{") for k in ours)  # some band spilled
+            assert any(k.startswith(b"P{") for k in ours)  # some band spilled, packed
             got = await indexes[0].get("d3")
             assert got is not None and got.shingles == len(oracle.shingles(texts[30]))
             assert len(oracle.shingles(texts[30])) != len(oracle.shingles(texts[3]))
@@ -268,6 +274,63 @@ def test_short_fields_answer_as_collections_made_before_them(
                 assert a == b == c and a is not None
             a, b, c = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
             assert a == b == c and len(a.results) >= 2
+        finally:
+            for index in indexes:
+                await index.store.close()
+
+    asyncio.run(run())
+
+
+def test_packed_spills_answer_as_sorted_sets_made_before_them(
+    store_url: str, collection: str
+) -> None:
+    """A config without packed_spills (made before them) keeps spilling hot bands to sorted
+    sets, a new one to packed strings holding the same handles ascending; memberships,
+    similarity and containment answers are the same, before and after deletes."""
+    texts = [t for _, t in read_corpus()[:30]]
+    docs = [Document(texts[i % 20], f"d{i}") for i in range(30)]
+    docs += [Document(texts[0], f"copy{i}") for i in range(20)]  # spills every band
+    query = texts[0][: len(texts[0]) // 2] + " " + texts[7]
+
+    async def run() -> None:
+        params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
+        older = params.to_json().replace(b',"packed_spills":true', b"")
+        assert b"packed_spills" not in older and params.packed_spills
+        indexes = []
+        for name, raw in (("zset", older), ("packed", None)):
+            store = Store.connect(store_url, collection + name, 5.0)
+            if raw is not None:
+                await store.config(raw)
+            indexes.append(await Index.open(store, params, 200))
+        assert [i.params.packed_spills for i in indexes] == [False, True]
+        try:
+            for step in range(2):
+                for index in indexes:
+                    await index.ingest(docs)
+                    if step:
+                        for doc_id in ("copy3", "copy0", "copy19", "d5"):
+                            assert await index.delete(doc_id)
+                zsets, packed = [await _dump(index.store) for index in indexes]
+                spills = {k[2:]: v for k, v in zsets.items() if k.startswith(b"S{")}
+                strings = {k[2:]: v for k, v in packed.items() if k.startswith(b"P{")}
+                assert spills and not any(k.startswith(b"P{") for k in zsets)
+                assert not any(k.startswith(b"S{") for k in packed)
+                assert set(strings) == set(spills)
+                for name, members in spills.items():
+                    handles = sorted(int(m) for m, _ in members)
+                    assert strings[name] == b"".join(h.to_bytes(4, "little") for h in handles)
+                assert {k: v for k, v in zsets.items() if k.startswith(b"B{")} == {
+                    k: v for k, v in packed.items() if k.startswith(b"B{")
+                }
+                for doc_id in ("d0", "d7", "copy5"):
+                    a, b = [await index.similar_to_id(doc_id, 0.5, 30) for index in indexes]
+                    assert a == b and a is not None and a.results
+                    a, b = [await index.containment_of_id(doc_id, 0.01, 30) for index in indexes]
+                    assert a == b and a is not None
+                a, b = [await index.containment_of_text(query, 0.01, 30) for index in indexes]
+                assert a == b and len(a.results) >= 2
+                pairs = [[p async for p in index.duplicate_pairs(0.5)] for index in indexes]
+                assert pairs[0] == pairs[1] and pairs[0]
         finally:
             for index in indexes:
                 await index.store.close()

@@ -430,7 +430,9 @@ async def _bands_holding(
     """Every band key whose members include the handle, read from Redis, and the keys
     wanted as band_memberships gives them (Store.entry_keys)."""
     store = Store.connect(url, collection, 2.0)
-    store.use_band_buckets(params.band_buckets, params.short_anchors, params.short_fields)
+    store.use_band_buckets(
+        params.band_buckets, params.short_anchors, params.short_fields, params.packed_spills
+    )
     try:
         got = {key async for key, handles in store.band_memberships() if handle in handles}
         return got, set(store.entry_keys(want).tolist())

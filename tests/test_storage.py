@@ -137,21 +137,25 @@ def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:
         Layout("c").use_band_buckets(1 << 33)
 
 
-@pytest.mark.parametrize("short", [False, True, "fields"])
+@pytest.mark.parametrize("short", [False, True, "fields", "packed"])
 def test_band_memberships_follow_a_dict_of_sets(
     store_url: str, collection: str, short: bool | str
 ) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
-    exactly like a dict of sets: through band_lookup, band_window and band_memberships
-    (with short anchor fields: anchors' keys among the band keys, each stored under its
-    4-byte hash; with short fields, every key under its low 4 bytes, memberships read
-    back as entry_keys)."""
+    exactly like a dict of sets: through band_lookup, band_window, band_members and
+    band_memberships (with short anchor fields: anchors' keys among the band keys, each
+    stored under its 4-byte hash; with short fields, every key under its low 4 bytes,
+    memberships read back as entry_keys; packed: short fields, hot bands spilled to
+    packed STRINGs)."""
     rng = random.Random(7)
+    packed = short == "packed"
+    if packed:
+        short = "fields"
 
     async def run() -> None:
         store = Store.connect(store_url, collection, 2.0)
         # Few buckets: many band keys share each HASH.
-        store.use_band_buckets(16, bool(short), short == "fields")
+        store.use_band_buckets(16, bool(short), short == "fields", packed_spills=packed)
         model: dict[int, set[int]] = {}
         mixed, anchors = _mixed_keys(rng, 20)
         keys = (mixed if short else _keys(rng, 40)).tolist()
@@ -200,6 +204,13 @@ def test_band_memberships_follow_a_dict_of_sets(
                 )
                 for (k, _), start, got in zip(spilled, starts, windows, strict=True):
                     assert got.tolist() == sorted(model[k])[start : start + 4]
+                above = rng.randint(0, 400)
+                hot_keys = np.array([k for k, _ in spilled], dtype=np.uint64)
+                firsts, complete = await store.band_members(hot_keys, above, 3)
+                for (k, _), got, whole in zip(spilled, firsts, complete, strict=True):
+                    want = sorted(h for h in model[k] if h > above)
+                    assert got.tolist() == want[:3]
+                    assert whole if len(want) < 3 else (not whole or len(want) == 3)
             assert any(len(v) > MAX_INLINE for v in model.values())  # the spill path ran
             # Every field as stored: an anchor's hash, or the key's 8 bytes.
             want = {

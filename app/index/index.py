@@ -67,7 +67,9 @@ class Index:
     ) -> None:
         self.store = store
         self.params = params
-        store.use_band_buckets(params.band_buckets, params.short_anchors, params.short_fields)
+        store.use_band_buckets(
+            params.band_buckets, params.short_anchors, params.short_fields, params.packed_spills
+        )
         store.ids.use_buckets(params.id_buckets)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes

@@ -68,6 +68,9 @@ class Params:
     # Bits of each shingle hash the fingerprints keep: 24 (the top 24, the rest zeroed:
     # see fingerprint_of) or 32 (collections made before).
     fingerprint_bits: int = 32
+    # Whether a hot band's handles spill to a packed STRING rather than a ZSET
+    # (app.store.layout); False in collections made before.
+    packed_spills: bool = False
 
     @classmethod
     def create(
@@ -87,6 +90,7 @@ class Params:
         short_anchors: bool = True,
         short_fields: bool = True,
         fingerprint_bits: int = DEFAULT_FINGERPRINT_BITS,
+        packed_spills: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -110,6 +114,7 @@ class Params:
             short_fields,
             id_buckets_for(capacity),
             fingerprint_bits,
+            packed_spills,
         )
 
     @property
@@ -160,6 +165,8 @@ class Params:
         fields.setdefault("id_buckets", 0)
         # ... and one made before 24-bit fingerprints keeps whole hashes.
         fields.setdefault("fingerprint_bits", 32)
+        # ... and one made before packed spills keeps its hot bands in sorted sets.
+        fields.setdefault("packed_spills", False)
         return cls(**fields)
 
     def agreed(self, stored: Params) -> Params:
@@ -182,7 +189,10 @@ class Params:
         # The passage layout's format is the stored one (old collections answer as before).
         params = replace(params, passage_bits=stored.passage_bits)
         params = replace(
-            params, short_anchors=stored.short_anchors, short_fields=stored.short_fields
+            params,
+            short_anchors=stored.short_anchors,
+            short_fields=stored.short_fields,
+            packed_spills=stored.packed_spills,
         )
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)

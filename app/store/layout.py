@@ -27,6 +27,9 @@ Every key is under ``nd:{collection}:``:
                           with short fields (use_short_fields), every key's field is
                           its low 32 bits (4 bytes)
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
+                          (collections made before packed spills)
+    P{bucket}key  STRING  the same, packed: its handles ascending, 4 bytes each (uint32
+                          LE), in collections with packed spills (use_packed_spills)
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
 fixed when the collection is made (Params.band_buckets, sized from
@@ -35,7 +38,18 @@ listpack encoding, so a band membership costs a field instead of a whole key
 per band per document. A bucket and its spilled sets share a hash tag, so they
 share a cluster slot and a band script touches one slot. A spilled set is
 sorted by handle because a query reads a bounded window of it, in one
-O(log n) ZRANGE.
+O(log n) ZRANGE, or, packed, one GETRANGE of its bytes.
+
+Why packed: a sorted set past Redis' zset-max-listpack-entries (128) becomes a skiplist
+and a dict, about 113 bytes a handle against 12 in a listpack, and the sets of a large
+collection's hot bands pass it (at 200,000 documents 85% of the spilled sets' bytes were
+in skiplists: 91 bytes a document). A packed spill costs 4 bytes a handle (up to twice
+that while Redis' greedy growth of an appended string holds room), at any size. Its
+writes stay cheap because handles mostly arrive in ascending order: one that belongs at
+the end is written there (SETRANGE, amortised O(1)); one that does not is found by
+binary search (GETRANGE of 4 bytes a probe) and only the handles after it are moved.
+A remove rewrites the string without it, O(n) in the band's size, as deletes are rarer
+than adds.
 
 A passage anchor's key (app.index.sketch) is its 32-bit hash h spread and salted,
 (h * ANCHOR_SPREAD) ^ ANCHOR_SALT mod 2**64: its bucket comes from those 64 bits, but
@@ -86,6 +100,10 @@ IDS_PER_BUCKET = 48
 # 20,000 documents but cost 12% of the ingest rate: Redis scans a listpack to write
 # or read a field, so a write costs it time in proportion to the bucket's entries.
 ENTRIES_PER_BUCKET = 48
+# What a spilled band's handles are kept under: a ZSET (collections made before packed
+# spills), or a packed STRING of them ascending.
+SPILL_HEAD = b"S{"
+PACKED_HEAD = b"P{"
 # A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
 SPILLED = b"\xff\xff\xff\xff"
 # Handles are stored in 4 bytes, and SPILLED is not one.
@@ -140,7 +158,7 @@ class Layout:
         self._lock = self.prefix + b"l:"
         # A bucket's keys are these heads, then the bucket's hex digits in braces.
         self._hash_head = self.prefix + b"B{"
-        self._spill_head = self.prefix + b"S{"
+        self._spill_head = self.prefix + SPILL_HEAD
         self.buckets_pattern = self._hash_head + b"*}"
         self._bucket_shift = 64
         self._bucket_shift_u64 = np.uint64(64)
@@ -149,6 +167,7 @@ class Layout:
         self._templates: dict[tuple[bytes, bool, int], tuple[Template, int, int, int]] = {}
         self.short_anchors = False
         self.short_fields = False
+        self.packed_spills = False
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
@@ -190,6 +209,12 @@ class Layout:
     def use_short_fields(self, on: bool) -> None:
         """Whether every key's field is its low 32 bits (collections made since)."""
         self.short_fields = on
+
+    def use_packed_spills(self, on: bool) -> None:
+        """Whether a hot band's handles spill to a packed STRING (collections made since)
+        rather than a ZSET; the key head says which (P{ or S{), so scripts can tell."""
+        self.packed_spills = on
+        self._spill_head = self.prefix + (PACKED_HEAD if on else SPILL_HEAD)
 
     def entry_keys(self, keys: np.ndarray) -> np.ndarray:
         """Each key as its band entry knows it: itself, or with short fields only its
@@ -248,7 +273,7 @@ class Layout:
         return self._lock + doc_id.encode()
 
     def band_place(self, key: int) -> tuple[bytes, bytes, bytes]:
-        """(bucket HASH, field, spill ZSET) of a 64-bit band key."""
+        """(bucket HASH, field, spill key: ZSET or packed STRING) of a 64-bit band key."""
         # A shift by 64 (one bucket) leaves 0 for every key.
         digits = self._bucket_format % (key >> self._bucket_shift)
         field = self.field(key)
@@ -270,8 +295,11 @@ class Layout:
         """The KEYS and ARGV of a band script (scripts.BAND_ADD, BAND_REMOVE) for a
         handle and each band key."""
         packed, decimal, inline = HANDLE.pack(handle), b"%d" % handle, b"%d" % MAX_INLINE
+        form = b"1" if self.packed_spills else b"0"
         places = map(self.band_place, keys)
-        return [(bucket, spill, field, packed, decimal, inline) for bucket, field, spill in places]
+        return [
+            (bucket, spill, field, packed, decimal, inline, form) for bucket, field, spill in places
+        ]
 
     def band_commands(
         self, command: bytes, keys: np.ndarray, handles: np.ndarray | None = None

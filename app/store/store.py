@@ -37,6 +37,12 @@ def _handles(members: list[bytes]) -> np.ndarray:
     return np.fromiter(map(int, members), dtype=np.int64, count=len(members))
 
 
+def _packed(raw: bytes | None) -> np.ndarray:
+    """Handles a packed spill holds (uint32 LE, ascending) as int64."""
+    raw = raw or b""
+    return np.frombuffer(raw, dtype="<u4", count=len(raw) // 4).astype(np.int64)
+
+
 def _entries(memberships: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """The band keys of memberships, concatenated (uint64), and each one's handle."""
     for h, _ in memberships:
@@ -187,14 +193,20 @@ class Store:
         return cls(transport, collection)
 
     def use_band_buckets(
-        self, buckets: int, short_anchors: bool = False, short_fields: bool = False
+        self,
+        buckets: int,
+        short_anchors: bool = False,
+        short_fields: bool = False,
+        packed_spills: bool = False,
     ) -> None:
-        """Set the collection's number of band buckets (a power of two), and whether its
+        """Set the collection's number of band buckets (a power of two), whether its
         anchors' keys are 4-byte fields (layout.Layout.use_short_anchors) or every key's
-        (layout.Layout.use_short_fields)."""
+        (layout.Layout.use_short_fields), and whether hot bands spill to packed STRINGs
+        (layout.Layout.use_packed_spills)."""
         self._keys.use_band_buckets(buckets)
         self._keys.use_short_anchors(short_anchors)
         self._keys.use_short_fields(short_fields)
+        self._keys.use_packed_spills(packed_spills)
 
     def entry_keys(self, keys: np.ndarray) -> np.ndarray:
         """Each band key as band_memberships gives it back (layout.Layout.entry_keys)."""
@@ -553,8 +565,16 @@ class Store:
         """counts[i] handles of spilled band key i, from rank starts[i] in handle order.
 
         One O(log n) ZRANGE each, however hot the band: SRANDMEMBER would cost
-        time per member read.
+        time per member read; packed, one GETRANGE of their bytes.
         """
+        if self._keys.packed_spills:
+            width = HANDLE.size
+            reads = [
+                (b"GETRANGE", self._keys.band_place(k)[2], b"%d" % (width * start),
+                 b"%d" % (width * (start + n) - 1))
+                for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
+            ]  # fmt: skip
+            return [_packed(raw) for raw in await self.transport.commands(reads)]
         commands = [
             (b"ZRANGE", self._keys.band_place(k)[2], b"%d" % start, b"%d" % (start + n - 1))
             for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
@@ -596,7 +616,14 @@ class Store:
             for i, end in zip(inline, ends, strict=True):
                 out[i] = handles[start:end]
                 start = end
-        if spilled:
+        if spilled and self._keys.packed_spills:
+            spills = [(b"GET", self._keys.band_place(int(keys[i]))[2]) for i in spilled]
+            for i, raw in zip(spilled, await self.transport.commands(spills), strict=True):
+                handles = _packed(raw)
+                handles = handles[handles > above]
+                complete[i] = most is None or len(handles) <= most
+                out[i] = handles if most is None else handles[:most]
+        elif spilled:
             low = b"(%d" % above
             limit = () if most is None else (b"LIMIT", b"0", b"%d" % most)
             commands = [
@@ -633,6 +660,9 @@ class Store:
                 key = self._keys.band_key(bucket, field)
                 if value[:_MARK] != SPILLED:
                     yield key, np.frombuffer(value, dtype="<u4").tolist()
+                elif self._keys.packed_spills:
+                    (raw,) = await commands([(b"GET", self._keys.band_place(key)[2])])
+                    yield key, _packed(raw).tolist()
                 else:
                     spill = self._keys.band_place(key)[2]
                     (members,) = await commands([(b"ZRANGE", spill, b"0", b"-1")])

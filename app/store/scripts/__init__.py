@@ -17,6 +17,7 @@ from app.store.layout import (
     BAND_KEY,
     HANDLE,
     HANDLE_FORMAT_LUA,
+    PACKED_HEAD,
     SPILLED,
 )
 from app.store.resp import Script
@@ -38,6 +39,8 @@ def _lua_string(raw: bytes) -> str:
 CONSTANTS: dict[str, str] = {
     # A spilled band's field starts with this, which no handle is (layout.SPILLED).
     "SPILLED": _lua_string(SPILLED),
+    # A spill key head ending so holds packed STRINGs, not ZSETs (layout.PACKED_HEAD).
+    "PACKED_HEAD": _lua_string(PACKED_HEAD),
     # A handle as a band's field holds it, for struct.pack/unpack (layout.HANDLE).
     "HANDLE": f"'{HANDLE_FORMAT_LUA}'",
     "HANDLE_BYTES": str(HANDLE.size),

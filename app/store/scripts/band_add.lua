@@ -1,6 +1,8 @@
 -- Add a handle to a band (band_ops.lua's band_add, which comes first): one entry, its
 -- keys in KEYS, so Redis Cluster routes the call to the bucket's slot.
--- KEYS[1] the bucket HASH, KEYS[2] the band's spill ZSET; ARGV[1] the field
+-- KEYS[1] the bucket HASH, KEYS[2] the band's spill key; ARGV[1] the field
 -- (band key), ARGV[2] the handle (packed), ARGV[3] the handle (decimal, unused),
--- ARGV[4] the most handles kept inline. Returns 1 when the handle was added.
-return band_add(KEYS[1], KEYS[2], ARGV[1], ARGV[2], HANDLE_BYTES * tonumber(ARGV[4]))
+-- ARGV[4] the most handles kept inline, ARGV[5] '1' when spills are packed STRINGs
+-- (else ZSETs). Returns 1 when the handle was added.
+local most = HANDLE_BYTES * tonumber(ARGV[4])
+return band_add(KEYS[1], KEYS[2], ARGV[1], ARGV[2], most, ARGV[5] == '1')

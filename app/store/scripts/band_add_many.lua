@@ -10,6 +10,6 @@
 local most = HANDLE_BYTES * tonumber(ARGV[4])
 local added = 0
 for bucket, spill, field, handle in entries() do
-  added = added + band_add(bucket, spill, field, handle, most)
+  added = added + band_add(bucket, spill, field, handle, most, packed_spills)
 end
 return added

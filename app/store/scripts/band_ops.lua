@@ -3,13 +3,44 @@
 -- and the many-entry ones (band_add_many.lua, band_remove_many.lua: a single server);
 -- scripts/__init__.py puts it before each of them, after the constants' preamble.
 -- A band's field holds its handles inline (HANDLE_BYTES each) until there are more
--- than `most` bytes of them; then all move to the band's sorted set (scored by handle)
--- and the field holds SPILLED and the set's size, so one lookup tells a query how
--- large every hot band is.
+-- than `most` bytes of them; then all move to the band's spill key and the field holds
+-- SPILLED and the spill's size, so one lookup tells a query how large every hot band
+-- is. The spill is a sorted set scored by handle, or with `packed` (collections made
+-- since packed spills) a STRING of the handles ascending, HANDLE_BYTES each.
 
--- Add handle (packed) to the band at field of bucket (spill: its sorted set); 1 when
+-- The handle at rank i (from 0) of a packed spill.
+local function packed_at(spill, i)
+  local at = i * HANDLE_BYTES
+  return (struct.unpack(HANDLE, redis.call('GETRANGE', spill, at, at + HANDLE_BYTES - 1)))
+end
+
+-- Where handle h is, or would go, among the n handles of a packed spill, and whether it
+-- is there. Handles mostly arrive ascending: the last one is asked first.
+local function packed_find(spill, n, h)
+  local last = packed_at(spill, n - 1)
+  if h > last then return n, false end
+  if h == last then return n - 1, true end
+  local lo, hi = 0, n - 1  -- the rank is in [lo, hi]: the first handle >= h
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if packed_at(spill, mid) < h then lo = mid + 1 else hi = mid end
+  end
+  return lo, packed_at(spill, lo) == h
+end
+
+-- A band's inline handles and one more, packed ascending: the band's first packed spill.
+local function packed_of(v, handle)
+  local hs = {(struct.unpack(HANDLE, handle))}
+  for i = 1, #v, HANDLE_BYTES do hs[#hs + 1] = (struct.unpack(HANDLE, v, i)) end
+  table.sort(hs)
+  local parts = {}
+  for k, h in ipairs(hs) do parts[k] = struct.pack(HANDLE, h) end
+  return table.concat(parts), #hs
+end
+
+-- Add handle (packed) to the band at field of bucket (spill: its spill key); 1 when
 -- it was not there yet.
-local function band_add(bucket, spill, field, handle, most)
+local function band_add(bucket, spill, field, handle, most, packed)
   if redis.call('HSETNX', bucket, field, handle) == 1 then return 1 end
   local v = redis.call('HGET', bucket, field)
   local spilled = string.sub(v, 1, #SPILLED) == SPILLED
@@ -21,10 +52,33 @@ local function band_add(bucket, spill, field, handle, most)
       redis.call('HSET', bucket, field, v .. handle)
       return 1
     end
+    if packed then
+      local all, n = packed_of(v, handle)
+      redis.call('SET', spill, all)
+      redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, n))
+      return 1
+    end
     for i = 1, #v, HANDLE_BYTES do
       local h = struct.unpack(HANDLE, v, i)
       redis.call('ZADD', spill, h, h)
     end
+  elseif packed then
+    -- The string's own length is the truth (the field's size follows it).
+    local n = math.floor(redis.call('STRLEN', spill) / HANDLE_BYTES)
+    if n == 0 then
+      redis.call('SET', spill, handle)
+      redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, 1))
+      return 1
+    end
+    local at, there = packed_find(spill, n, (struct.unpack(HANDLE, handle)))
+    if there then return 0 end
+    local tail = ''
+    if at < n then
+      tail = redis.call('GETRANGE', spill, at * HANDLE_BYTES, n * HANDLE_BYTES - 1)
+    end
+    redis.call('SETRANGE', spill, at * HANDLE_BYTES, handle .. tail)
+    redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, n + 1))
+    return 1
   end
   local h = struct.unpack(HANDLE, handle)  -- one value: unpack also returns a position
   local added = redis.call('ZADD', spill, h, h)
@@ -32,18 +86,40 @@ local function band_add(bucket, spill, field, handle, most)
   return added
 end
 
+-- Remove handle h from a packed spill; how many are left, or nil when it was not there.
+-- The string is written anew without it: exactly its handles, always.
+local function packed_remove(spill, h)
+  local n = math.floor(redis.call('STRLEN', spill) / HANDLE_BYTES)
+  if n == 0 then return nil end
+  local at, there = packed_find(spill, n, h)
+  if not there then return nil end
+  local rest = ''
+  if at > 0 then rest = redis.call('GETRANGE', spill, 0, at * HANDLE_BYTES - 1) end
+  if at < n - 1 then
+    rest = rest .. redis.call('GETRANGE', spill, (at + 1) * HANDLE_BYTES, n * HANDLE_BYTES - 1)
+  end
+  if n > 1 then redis.call('SET', spill, rest) else redis.call('DEL', spill) end
+  return n - 1
+end
+
 -- Remove handle (packed) from the band, inline or spilled; a band left empty loses its
--- field, and a spilled band's field keeps its set's size. 1 when it was there.
-local function band_remove(bucket, spill, field, handle)
+-- field, and a spilled band's field keeps its spill's size. 1 when it was there.
+local function band_remove(bucket, spill, field, handle, packed)
   local v = redis.call('HGET', bucket, field)
   if not v then return 0 end
   if string.sub(v, 1, #SPILLED) == SPILLED then
     local h = struct.unpack(HANDLE, handle)
-    local removed = redis.call('ZREM', spill, h)
-    local left = redis.call('ZCARD', spill)
+    local left
+    if packed then
+      left = packed_remove(spill, h)
+      if left == nil then return 0 end
+    else
+      if redis.call('ZREM', spill, h) == 0 then return 0 end
+      left = redis.call('ZCARD', spill)
+    end
     if left == 0 then redis.call('HDEL', bucket, field)
     else redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, left)) end
-    return removed
+    return 1
   end
   for i = 1, #v, HANDLE_BYTES do
     if string.sub(v, i, i + HANDLE_BYTES - 1) == handle then

@@ -5,6 +5,6 @@
 -- Returns how many entries were there.
 local removed = 0
 for bucket, spill, field, handle in entries() do
-  removed = removed + band_remove(bucket, spill, field, handle)
+  removed = removed + band_remove(bucket, spill, field, handle, packed_spills)
 end
 return removed

@@ -57,8 +57,20 @@ if #hot > 0 then
   local reading = 0
   for j = 1, #hot do reading = reading + counts[j] end
   if reading > hot_most then return hot_exit() end
+  -- A spill head ending in PACKED_HEAD: the hot keys' handles are packed STRINGs.
+  local packed = string.sub(spill_head, -#PACKED_HEAD) == PACKED_HEAD
   for j, b in ipairs(hot) do
-    local members = redis.call('ZRANGE', b[1], starts[j], starts[j] + counts[j] - 1)
+    local members
+    if packed then
+      local at = starts[j] * HANDLE_BYTES
+      local raw = redis.call('GETRANGE', b[1], at, at + counts[j] * HANDLE_BYTES - 1)
+      members = {}
+      for i = 1, #raw - HANDLE_BYTES + 1, HANDLE_BYTES do
+        members[#members + 1] = struct.unpack(HANDLE, raw, i)
+      end
+    else
+      members = redis.call('ZRANGE', b[1], starts[j], starts[j] + counts[j] - 1)
+    end
     for k = 1, #members do
       local h = tonumber(members[k])
       local n = hits[h]
