@@ -615,7 +615,8 @@ async function showCollection() {
     ["Shingles", p.shingle],
     ["MinHash signature", p.num_perm + " values, " + p.bands + " bands of " + p.rows + " rows"],
     ["Jaccard threshold", p.threshold],
-    ["Fingerprint (verification)", "bottom-" + p.fingerprint_size],
+    ["Fingerprint (verification)", "bottom-" + p.fingerprint_size +
+      (p.fingerprint_bits < 32 ? " of " + p.fingerprint_bits + "-bit hashes" : "")],
     ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
     ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
     ["Tokenizer", p.tokenizer >= 3

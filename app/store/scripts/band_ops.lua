@@ -14,18 +14,57 @@ local function packed_at(spill, i)
   return (struct.unpack(HANDLE, redis.call('GETRANGE', spill, at, at + HANDLE_BYTES - 1)))
 end
 
--- Where handle h is, or would go, among the n handles of a packed spill, and whether it
--- is there. Handles mostly arrive ascending: the last one is asked first.
+-- Where handle h is, or would go, among the first n handles of a packed spill (a
+-- binary search), and whether it is there.
 local function packed_find(spill, n, h)
-  local last = packed_at(spill, n - 1)
-  if h > last then return n, false end
-  if h == last then return n - 1, true end
-  local lo, hi = 0, n - 1  -- the rank is in [lo, hi]: the first handle >= h
+  local lo, hi = 0, n  -- the rank is in [lo, hi]: the first handle >= h, or n
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if packed_at(spill, mid) < h then lo = mid + 1 else hi = mid end
   end
-  return lo, packed_at(spill, lo) == h
+  return lo, lo < n and packed_at(spill, lo) == h
+end
+
+-- Handles read from a packed spill's end in one GETRANGE when an add is not the
+-- newest: another writer's batches (500 documents each) are ahead of it, seldom more.
+local WINDOW = 1024
+
+-- Add handle (packed) to a packed spill: how many handles it holds then, or 0 when
+-- the handle was there. Handles mostly arrive ascending, so the last is read first and
+-- an add after it is one SETRANGE at the end; else it is placed by a binary search of
+-- the window before the end (of the rest, when older), and only the handles after it
+-- move. The string's own length counts its handles (the band's field follows it).
+local function packed_add(spill, handle)
+  local h = struct.unpack(HANDLE, handle)
+  local n = math.floor(redis.call('STRLEN', spill) / HANDLE_BYTES)
+  if n == 0 then
+    redis.call('SET', spill, handle)
+    return 1
+  end
+  local tip = redis.call('GETRANGE', spill, (n - 1) * HANDLE_BYTES, n * HANDLE_BYTES - 1)
+  local last = struct.unpack(HANDLE, tip)
+  if h == last then return 0 end
+  if h > last then
+    redis.call('SETRANGE', spill, n * HANDLE_BYTES, handle)
+    return n + 1
+  end
+  local first = math.max(0, n - WINDOW)
+  local raw = redis.call('GETRANGE', spill, first * HANDLE_BYTES, n * HANDLE_BYTES - 1)
+  local lo, hi = 0, n - first  -- in the window: the first handle >= h
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if struct.unpack(HANDLE, raw, mid * HANDLE_BYTES + 1) < h then lo = mid + 1 else hi = mid end
+  end
+  if struct.unpack(HANDLE, raw, lo * HANDLE_BYTES + 1) == h then return 0 end
+  local at, tail = first + lo, string.sub(raw, lo * HANDLE_BYTES + 1)
+  if lo == 0 and first > 0 then  -- older than the whole window: search the rest
+    local there
+    at, there = packed_find(spill, first, h)
+    if there then return 0 end
+    tail = redis.call('GETRANGE', spill, at * HANDLE_BYTES, n * HANDLE_BYTES - 1)
+  end
+  redis.call('SETRANGE', spill, at * HANDLE_BYTES, handle .. tail)
+  return n + 1
 end
 
 -- A band's inline handles and one more, packed ascending: the band's first packed spill.
@@ -63,21 +102,9 @@ local function band_add(bucket, spill, field, handle, most, packed)
       redis.call('ZADD', spill, h, h)
     end
   elseif packed then
-    -- The string's own length is the truth (the field's size follows it).
-    local n = math.floor(redis.call('STRLEN', spill) / HANDLE_BYTES)
-    if n == 0 then
-      redis.call('SET', spill, handle)
-      redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, 1))
-      return 1
-    end
-    local at, there = packed_find(spill, n, (struct.unpack(HANDLE, handle)))
-    if there then return 0 end
-    local tail = ''
-    if at < n then
-      tail = redis.call('GETRANGE', spill, at * HANDLE_BYTES, n * HANDLE_BYTES - 1)
-    end
-    redis.call('SETRANGE', spill, at * HANDLE_BYTES, handle .. tail)
-    redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, n + 1))
+    local size = packed_add(spill, handle)
+    if size == 0 then return 0 end
+    redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, size))
     return 1
   end
   local h = struct.unpack(HANDLE, handle)  -- one value: unpack also returns a position
