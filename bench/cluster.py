@@ -132,7 +132,7 @@ def breakdown(client: redis.Redis, docs: int, sample: int = 300) -> dict[str, fl
     bucket = statistics.fmean(int(client.memory_usage(k, samples=0) or 0) for k in sampled)
     fields = statistics.fmean(int(client.hlen(k)) for k in sampled)
     spills = [
-        k for head in ("S", "P") for k in client.scan_iter(match=f"{prefix}{head}{{*", count=10_000)
+        k for head in ("S", "H") for k in client.scan_iter(match=f"{prefix}{head}{{*", count=10_000)
     ]
     spilled = keys_bytes(client, spills)
     ids = id_map_bytes(client, prefix.encode())

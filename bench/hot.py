@@ -36,9 +36,9 @@ def run_hot(
         log(f"hot: {load.qps:.0f} q/s p99 {load.p99_ms:.1f} ms capped {load.capped}")
         res = {"docs": len(hot.docs), "ingest": sl, "get": asdict(load), "workers": workers}
         r = redis.client()
-        # Spilled bands: sorted sets (S{, older collections) or packed strings (P{, 4 B each).
+        # Spilled bands: sorted sets (S{, older collections) or packed strings (H{, 4 B each).
         sizes = [int(r.zcard(k)) for k in r.scan_iter(match=b"nd:hot:S{*", count=5000)]
-        sizes += [r.strlen(k) // 4 for k in r.scan_iter(match=b"nd:hot:P{*", count=5000)]
+        sizes += [r.strlen(k) // 4 for k in r.scan_iter(match=b"nd:hot:H{*", count=5000)]
         res["largest_band_sets"] = sorted(sizes)[-5:]
         if args.profile:
             out = OUT / f"pyspy-hot-{workers}w.txt"

@@ -49,7 +49,7 @@ def neardup_memory_breakdown(redis: ThrowawayRedis, collection: str, docs: int) 
     rec_usage = [int(r.memory_usage(prefix + b"d:%d" % h, samples=0) or 0) for h in handles]
     rec_len = [int(r.strlen(prefix + b"d:%d" % h)) for h in handles]
     buckets = list(r.scan_iter(match=prefix + b"B{*", count=5000))
-    spills = [k for h in (b"S{", b"P{") for k in r.scan_iter(match=prefix + h + b"*", count=5000)]
+    spills = [k for h in (b"S{", b"H{") for k in r.scan_iter(match=prefix + h + b"*", count=5000)]
     sample = buckets[:: max(1, len(buckets) // 400)][:400]
     bucket_usage = [int(r.memory_usage(k, samples=0) or 0) for k in sample]
     bucket_fields = [int(r.hlen(k)) for k in sample]
@@ -113,7 +113,7 @@ def _kind(key: bytes, prefix: bytes) -> str:
         (b"d:", "records"),
         (b"B{", "band_buckets"),
         (b"S{", "spilled_sets"),
-        (b"P{", "spilled_sets"),
+        (b"H{", "spilled_sets"),
         (b"t:", "texts"),
         (b"ids", "ids"),
         (b"I{", "ids"),

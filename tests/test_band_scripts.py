@@ -180,7 +180,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
                 assert await index.delete("copy3")
             ours, theirs = [await _dump(index.store) for index in indexes]
             assert ours == theirs
-            assert any(k.startswith(b"P{") for k in ours)  # some band spilled, packed
+            assert any(k.startswith(b"H{") for k in ours)  # some band spilled, packed
             got = await indexes[0].get("d3")
             assert got is not None and got.shingles == len(oracle.shingles(texts[30]))
             assert len(oracle.shingles(texts[30])) != len(oracle.shingles(texts[3]))
@@ -312,8 +312,8 @@ def test_packed_spills_answer_as_sorted_sets_made_before_them(
                             assert await index.delete(doc_id)
                 zsets, packed = [await _dump(index.store) for index in indexes]
                 spills = {k[2:]: v for k, v in zsets.items() if k.startswith(b"S{")}
-                strings = {k[2:]: v for k, v in packed.items() if k.startswith(b"P{")}
-                assert spills and not any(k.startswith(b"P{") for k in zsets)
+                strings = {k[2:]: v for k, v in packed.items() if k.startswith(b"H{")}
+                assert spills and not any(k.startswith(b"H{") for k in zsets)
                 assert not any(k.startswith(b"S{") for k in packed)
                 assert set(strings) == set(spills)
                 for name, members in spills.items():

@@ -28,7 +28,7 @@ Every key is under ``nd:{collection}:``:
                           its low 32 bits (4 bytes)
     S{bucket}key  ZSET    the handles of a spilled (hot) band key, scored by handle
                           (collections made before packed spills)
-    P{bucket}key  STRING  the same, packed: its handles ascending, 4 bytes each (uint32
+    H{bucket}key  STRING  the same, packed: its handles ascending, 4 bytes each (uint32
                           LE), in collections with packed spills (use_packed_spills)
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
@@ -105,7 +105,7 @@ ENTRIES_PER_BUCKET = 48
 # What a spilled band's handles are kept under: a ZSET (collections made before packed
 # spills), or a packed STRING of them ascending.
 SPILL_HEAD = b"S{"
-PACKED_HEAD = b"P{"
+PACKED_HEAD = b"H{"
 # A spilled band's field: this, which no handle is, then the set's size (uint32 LE).
 SPILLED = b"\xff\xff\xff\xff"
 # Handles are stored in 4 bytes, and SPILLED is not one.
@@ -214,7 +214,7 @@ class Layout:
 
     def use_packed_spills(self, on: bool) -> None:
         """Whether a hot band's handles spill to a packed STRING (collections made since)
-        rather than a ZSET; the key head says which (P{ or S{), so scripts can tell."""
+        rather than a ZSET; the key head says which (H{ or S{), so scripts can tell."""
         self.packed_spills = on
         self._spill_head = self.prefix + (PACKED_HEAD if on else SPILL_HEAD)
 

@@ -2,7 +2,7 @@
 -- puts it before them): their arguments, and entries(), which walks the packed
 -- entries in order, giving each one's bucket HASH, spill key, field and handle.
 -- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill keys' head
--- (prefix .. 'S{' for ZSETs, prefix .. 'P{' for packed STRINGs: packed_spills),
+-- (prefix .. 'S{' for ZSETs, prefix .. 'H{' for packed STRINGs: packed_spills),
 -- ARGV[3] how many hex digits name a bucket, ARGV[4] the most handles kept inline,
 -- ARGV[5] the entries: each the bucket's hex digits, the field (ARGV[6] bytes: BAND_KEY_BYTES, a band key; 4 for every field of a collection
 -- with short fields, and for anchors' with short anchor fields) and the handle

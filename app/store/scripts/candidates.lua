@@ -3,9 +3,10 @@
 -- Single server only: it reads keys it builds itself (hot bands' sets, records),
 -- which Redis Cluster refuses; there the store keeps its per-node pipelines.
 -- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),
--- ARGV[3] the spill keys' head (nd:{c}:S{ for ZSETs, nd:{c}:P{ for packed STRINGs), ARGV[4] the handle to leave out (0:
--- none), ARGV[5] the cap, ARGV[6] how many hot members are read in full, ARGV[7] the
--- most hot members this script reads, then each band key's bucket HASH and field.
+-- ARGV[3] the spill keys' head (nd:{c}:S{ for ZSETs, nd:{c}:H{ for packed STRINGs),
+-- ARGV[4] the handle to leave out (0: none), ARGV[5] the cap, ARGV[6] how many hot
+-- members are read in full, ARGV[7] the most hot members this script reads, then each
+-- band key's bucket HASH and field.
 -- Returns capped (0/1), how many hot keys were read only in part, the number n of
 -- candidates, their n handles ascending, and their n records (nil where there is
 -- none); or just -1 when the hot keys' members to read are more than ARGV[7]: Lua

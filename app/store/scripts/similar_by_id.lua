@@ -3,7 +3,8 @@
 -- candidates.lua), where stored.lua and then candidates.lua took two.
 -- Single server only: it reads keys it builds itself.
 -- ARGV[1] the record key head (nd:{c}:d:), ARGV[2] the bucket HASH head (nd:{c}:B{),
--- ARGV[3] the spill keys' head (nd:{c}:S{ for ZSETs, nd:{c}:P{ for packed STRINGs), ARGV[4] the id's HASH (Layout.id_key), ARGV[5] the id,
+-- ARGV[3] the spill keys' head (nd:{c}:S{ for ZSETs, nd:{c}:H{ for packed STRINGs),
+-- ARGV[4] the id's HASH (Layout.id_key), ARGV[5] the id,
 -- ARGV[6] the cap, ARGV[7] how many hot members are read in full, ARGV[8] the most hot
 -- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
 -- number (Layout.use_band_buckets), ARGV[11] '1' when the collection stores anchors'
