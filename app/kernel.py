@@ -731,8 +731,11 @@ def encoded_bound(count: int) -> int:
     return _encoded_bound(np.array([0, count], dtype=np.uint64))
 
 
-def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8], U64]:
-    """Compress n packed fingerprints (values, offsets of n + 1), each sorted and distinct.
+def encode_fingerprints(
+    values: Any, offsets: Any, shifted: bool = False
+) -> tuple[npt.NDArray[np.uint8], U64]:
+    """Compress n packed fingerprints (values, offsets of n + 1), each sorted and distinct;
+    shifted: values whose low 8 bits are all 0 (24-bit fingerprints), stored without them.
 
     Returns (data, data_offsets): fingerprint i's encoding is data[data_offsets[i]:...[i + 1]].
     """
@@ -750,21 +753,25 @@ def encode_fingerprints(values: Any, offsets: Any) -> tuple[npt.NDArray[np.uint8
         ffi.from_buffer("uint32_t[]", vals),
         ffi.from_buffer("uint64_t[]", offs),
         n,
+        lib.ND_FP_SHIFTED if shifted else 0,
         ffi.from_buffer("uint8_t[]", out, require_writable=True),
         cap,
         ffi.from_buffer("uint64_t[]", out_offsets, require_writable=True),
     )
     if rc == lib.ND_E_ARG:
-        raise InvalidParameterError("a fingerprint is not sorted and distinct")
+        raise InvalidParameterError(
+            "a fingerprint is not sorted and distinct"
+            + (", or has values whose low 8 bits are not 0" if shifted else "")
+        )
     if rc != lib.ND_OK:  # pragma: no cover - cap is the documented bound
         raise KernelError(f"encoding fingerprints failed (code {rc})")
     return out[: int(out_offsets[n])], out_offsets
 
 
-def encode_fingerprint(fingerprint: Any) -> bytes:
+def encode_fingerprint(fingerprint: Any, shifted: bool = False) -> bytes:
     """One fingerprint compressed (see encode_fingerprints)."""
     fp = _fingerprint("fingerprint", fingerprint)
-    data, _ = encode_fingerprints(fp, np.array([0, len(fp)], dtype=np.uint64))
+    data, _ = encode_fingerprints(fp, np.array([0, len(fp)], dtype=np.uint64), shifted)
     return data.tobytes()
 
 

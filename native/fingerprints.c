@@ -222,12 +222,11 @@ static inline unsigned ef_low_bits(uint32_t count, uint32_t last) {
     return l;
 }
 
-/* ND_FP_SHIFTED when every value's low ND_FP_SHIFT bits are 0 (a collection that keeps
- * each value's top 24 bits), else 0: such an array is encoded as its values >> 8. */
-static inline unsigned ef_shift_of(const uint32_t *v, uint32_t count) {
+/* Whether every value's low ND_FP_SHIFT bits are 0, as a shifted encoding needs. */
+static inline int ef_low_clear(const uint32_t *v, uint32_t count) {
     uint32_t low = 0;
     for (uint32_t i = 0; i < count; i++) low |= v[i];
-    return count && (low & ((1u << ND_FP_SHIFT) - 1)) == 0 ? ND_FP_SHIFTED : 0;
+    return (low & ((1u << ND_FP_SHIFT) - 1)) == 0;
 }
 
 static inline uint64_t ef_size(uint32_t count, unsigned l, uint32_t last) {
@@ -235,15 +234,15 @@ static inline uint64_t ef_size(uint32_t count, unsigned l, uint32_t last) {
     return 1 + ((uint64_t)count * l + 7) / 8 + ((((uint64_t)last >> l) + count) + 7) / 8;
 }
 
-/* Bytes the encoding of a non-empty array takes (shift: ef_shift_of's). */
+/* Bytes the encoding of a non-empty array takes (shift: ND_FP_SHIFTED or 0). */
 static inline uint64_t ef_size_of(uint32_t count, uint32_t last, unsigned shift) {
     uint32_t top = shift ? last >> ND_FP_SHIFT : last;
     return ef_size(count, ef_low_bits(count, top), top);
 }
 
-static uint64_t ef_encode(const uint32_t *v, uint32_t count, uint8_t *out) {
+static uint64_t ef_encode(const uint32_t *v, uint32_t count, unsigned shift, uint8_t *out) {
     if (count == 0) return 0;
-    unsigned shift = ef_shift_of(v, count), s = shift ? ND_FP_SHIFT : 0;
+    unsigned s = shift ? ND_FP_SHIFT : 0;
     uint32_t last = v[count - 1] >> s;
     unsigned l = ef_low_bits(count, last);
     uint64_t total = ef_size(count, l, last);
@@ -338,26 +337,31 @@ static int ef_decode(const uint8_t *p, uint64_t len, uint32_t count, uint32_t *o
 }
 
 ND_EXPORT int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n,
-                                 uint8_t *out, uint64_t out_cap, uint64_t *out_offsets) {
+                                 unsigned flags, uint8_t *out, uint64_t out_cap,
+                                 uint64_t *out_offsets) {
     if (n == 0) {
         if (out_offsets != NULL) out_offsets[0] = 0;
         return ND_OK;
     }
-    if (offsets == NULL || out_offsets == NULL) return ND_E_ARG;
+    if (offsets == NULL || out_offsets == NULL || (flags & ~(unsigned)ND_FP_SHIFTED)) return ND_E_ARG;
+    unsigned shift = flags & ND_FP_SHIFTED;
     for (size_t i = 0; i < n; i++) {
         if (offsets[i + 1] < offsets[i] || offsets[i + 1] - offsets[i] > UINT32_MAX) return ND_E_ARG;
         if (values == NULL && offsets[i + 1] != offsets[i]) return ND_E_ARG;
         for (uint64_t j = offsets[i] + 1; j < offsets[i + 1]; j++)
             if (values[j] <= values[j - 1]) return ND_E_ARG;
+        if (shift && offsets[i + 1] != offsets[i] &&
+            !ef_low_clear(values + offsets[i], (uint32_t)(offsets[i + 1] - offsets[i])))
+            return ND_E_ARG;
     }
     uint64_t at = 0;
     out_offsets[0] = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t count = (uint32_t)(offsets[i + 1] - offsets[i]);
         const uint32_t *v = count ? values + offsets[i] : NULL;
-        uint64_t need = count ? ef_size_of(count, v[count - 1], ef_shift_of(v, count)) : 0;
+        uint64_t need = count ? ef_size_of(count, v[count - 1], shift) : 0;
         if (need > out_cap - at || (need && out == NULL)) return ND_E_SPACE;
-        at += ef_encode(v, count, out + at);
+        at += ef_encode(v, count, shift, out + at);
         out_offsets[i + 1] = at;
     }
     return ND_OK;

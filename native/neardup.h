@@ -248,17 +248,18 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * so a value costs L + about 2 bits: 800 bytes for 256 values where plain
  * uint32 take 1,024. ND_FP_ENCODED_MAX(count) bytes always suffice.
  *
- * Shifted: when every value's low ND_FP_SHIFT (8) bits are 0 (a collection
- * that keeps each hash's top 24 bits), the encoder writes the values >> 8 as
- * above, with ND_FP_SHIFTED set in the L byte, and the decoder shifts them
- * back: 24 bits are stored in L - 8 + about 2 (about 576 bytes for 256).
- * Encodings without the flag decode as they always did, also of such arrays
- * (written before the flag existed).
+ * Shifted (asked for with flags ND_FP_SHIFTED, by a collection that keeps each
+ * hash's top 24 bits: every value's low ND_FP_SHIFT (8) bits must be 0, else
+ * ND_E_ARG): the values >> 8 are encoded as above, with ND_FP_SHIFTED set in
+ * the L byte, and the decoder shifts them back: 24 bits are stored in L - 8 +
+ * about 2 (about 576 bytes for 256). The decoder takes either form; without
+ * the flag the encoder writes exactly what releases before it wrote.
  *
  * nd_fp_encode_batch: n arrays, array i is values[offsets[i] .. offsets[i+1]);
- * its encoding goes to out[out_offsets[i] .. out_offsets[i+1]). ND_E_ARG if an
- * array is not strictly increasing (nothing useful is written), ND_E_SPACE if
- * out_cap is too small.
+ * its encoding goes to out[out_offsets[i] .. out_offsets[i+1]), shifted with
+ * flags ND_FP_SHIFTED (flags 0: plain). ND_E_ARG if an array is not strictly
+ * increasing, a shifted one has a value with low bits set, or flags has other
+ * bits (nothing useful is written), ND_E_SPACE if out_cap is too small.
  *
  * nd_fp_decode_batch: n encodings, encoding i is data[starts[i] .. ends[i])
  * of data_len bytes with counts[i] values (at most ND_MAX_FP_SIZE); its
@@ -285,8 +286,8 @@ int nd_jaccard_many(const uint32_t *query, uint32_t nq, const uint32_t *values,
  * offsets decrease.
  */
 uint64_t nd_fp_encoded_bound(const uint64_t *offsets, size_t n);
-int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n, uint8_t *out,
-                       uint64_t out_cap, uint64_t *out_offsets);
+int nd_fp_encode_batch(const uint32_t *values, const uint64_t *offsets, size_t n, unsigned flags,
+                       uint8_t *out, uint64_t out_cap, uint64_t *out_offsets);
 int nd_fp_decode_batch(const uint8_t *data, uint64_t data_len, const uint64_t *starts,
                        const uint64_t *ends, const uint32_t *counts, size_t n, uint32_t *out,
                        uint64_t out_cap, uint64_t *out_offsets, int32_t *status);

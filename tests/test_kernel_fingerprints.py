@@ -19,16 +19,14 @@ def _bits_to_bytes(bits: list[int]) -> bytes:
 SHIFT, SHIFTED = 8, 0x40  # ND_FP_SHIFT, ND_FP_SHIFTED
 
 
-def reference_encode(values: list[int], shift: bool | None = None) -> bytes:
-    """The format of native/neardup.h, written out bit by bit: shifted (values >> 8, the
-    flag in the L byte) when every value's low 8 bits are 0, unless shift says otherwise
-    (False: the plain encoding, as written before the flag existed)."""
+def reference_encode(values: list[int], shift: bool = False) -> bytes:
+    """The format of native/neardup.h, written out bit by bit: plain, or shifted (values
+    >> 8, the flag in the L byte; every value's low 8 bits must be 0)."""
     n = len(values)
     if n == 0:
         return b""
-    if shift is None:
-        shift = all(v % (1 << SHIFT) == 0 for v in values)
     if shift:
+        assert all(v % (1 << SHIFT) == 0 for v in values)
         blob = reference_encode([v >> SHIFT for v in values], False)
         return bytes([blob[0] | SHIFTED]) + blob[1:]
     last = values[-1]
@@ -72,27 +70,45 @@ def _encoded(blobs: list[bytes], counts: list[int]) -> kernel.Encoded:
     return kernel.Encoded(b"".join(blobs), starts, ends, np.array(counts, dtype=np.uint32))
 
 
+def _clear(values: list[int]) -> bool:
+    return all(v % (1 << SHIFT) == 0 for v in values)
+
+
 def test_codec_matches_the_reference_and_round_trips() -> None:
-    """The kernel writes exactly the reference's bytes, and decodes them back to the values."""
+    """The kernel writes exactly the reference's bytes, plain and (for values with clear
+    low bits) shifted, and decodes both back to the values."""
     sets = _sets(np.random.default_rng(1))
     for values in sets:
         blob = kernel.encode_fingerprint(np.array(values, dtype=np.uint32))
         assert blob == reference_encode(values), values[:5]
         assert len(blob) <= kernel.encoded_bound(len(values))
-    enc = _encoded([reference_encode(v) for v in sets], [len(v) for v in sets])
-    values, offsets = kernel.decode_fingerprints(enc)
-    for i, v in enumerate(sets):
+        if values and _clear(values):
+            shifted = kernel.encode_fingerprint(np.array(values, dtype=np.uint32), shifted=True)
+            assert shifted == reference_encode(values, True) and shifted[0] & SHIFTED
+            assert len(shifted) <= len(blob)
+    blobs = [reference_encode(v) for v in sets]
+    blobs += [reference_encode(v, True) for v in sets if v and _clear(v)]
+    counts = [len(v) for v in sets] + [len(v) for v in sets if v and _clear(v)]
+    values, offsets = kernel.decode_fingerprints(_encoded(blobs, counts))
+    want = sets + [v for v in sets if v and _clear(v)]
+    for i, v in enumerate(want):
         assert values[int(offsets[i]) : int(offsets[i + 1])].tolist() == v
 
 
 def test_top_24_bit_values_are_stored_shifted_and_older_plain_encodings_still_read() -> None:
-    """256 values with their low 8 bits clear take about 8 bits a value less than full ones,
-    and the plain encoding written before the shifted one decodes to the same values."""
+    """256 values with their low 8 bits clear take about 8 bits a value less than full ones
+    when asked shifted; unasked (as for a collection of whole hashes) the plain encoding,
+    which releases before the flag can read, and both decode to the same values; a value
+    with a low bit set cannot be encoded shifted."""
     rng = np.random.default_rng(4)
     full = np.unique(rng.integers(0, 2**32, 256, dtype=np.uint64)).astype(np.uint32)
     top = np.unique(full & np.uint32(0xFFFFFF00))
-    assert len(kernel.encode_fingerprint(top)) <= len(kernel.encode_fingerprint(full)) - 240
-    assert kernel.encode_fingerprint(top)[0] & SHIFTED
+    shifted = kernel.encode_fingerprint(top, shifted=True)
+    assert len(shifted) <= len(kernel.encode_fingerprint(full)) - 240
+    assert shifted[0] & SHIFTED and not kernel.encode_fingerprint(top)[0] & SHIFTED
+    assert kernel.encode_fingerprint(np.array([256], np.uint32)) == reference_encode([256])
+    with pytest.raises(kernel.InvalidParameterError):
+        kernel.encode_fingerprint(full, shifted=True)
     for values in ([0], [256, 2**31], top.tolist()):
         assert _decode_one(reference_encode(values, False), len(values)) == values
         assert _decode_one(reference_encode(values, True), len(values)) == values
@@ -169,8 +185,9 @@ def test_random_bytes_never_crash_and_decode_only_canonically() -> None:
         if got is not None:
             decoded += 1
             assert len(got) == count and got == sorted(set(got))
-            # the encoder's bytes, or the plain form it wrote before the shifted one
-            assert blob in (reference_encode(got), reference_encode(got, False))
+            # the encoder's bytes: plain, or shifted (for values with clear low bits)
+            forms = [reference_encode(got)] + ([reference_encode(got, True)] if _clear(got) else [])
+            assert blob in forms
     assert tried == 3000 and decoded < tried
 
 

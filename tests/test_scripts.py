@@ -42,7 +42,7 @@ def test_the_preamble_gives_the_layout_constants(redis_url: str) -> None:
 def test_every_script_starts_with_the_preamble() -> None:
     """Every loaded script is the preamble, then its files."""
     loaded = [v for v in vars(scripts).values() if isinstance(v, scripts.Script)]
-    assert len(loaded) == 12
+    assert len(loaded) == 13
     for script in loaded:
         assert script.source.startswith(scripts.PREAMBLE), script.name
 

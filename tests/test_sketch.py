@@ -11,6 +11,7 @@ import numpy as np
 import orjson
 from support import oracle
 
+from app import kernel
 from app.index import Document, Index, Params, records
 from app.index.params import DEFAULT_FINGERPRINT_BITS
 from app.index.sketch import kept_bits, sketch_now
@@ -66,10 +67,11 @@ def test_kept_bits_merges_equal_tops_per_text_and_cuts_each_to_size() -> None:
 
 
 def test_a_24_bit_record_is_smaller_and_verifies_like_the_oracle(redis_url: str) -> None:
-    """The same documents cost ~200 bytes less a record with 24-bit fingerprints, read
-    back as the oracle's, and a near-duplicate's score is the oracle's estimate."""
+    """The same documents cost ~200 bytes less a record with 24-bit fingerprints (stored
+    shifted; a collection of whole hashes keeps the plain encoding older releases read),
+    read back as the oracle's, and a near-duplicate's score is the oracle's estimate."""
 
-    async def stored(bits: int, name: str) -> tuple[list[int], int, float]:
+    async def stored(bits: int, name: str) -> tuple[list[int], int, float, int]:
         store = Store.connect(redis_url, name, 2.0)
         p = Params.create("word:3", 128, 256, 1, 0.5, fingerprint_bits=bits)
         index = await Index.open(store, p, 1000)
@@ -84,12 +86,15 @@ def test_a_24_bit_record_is_smaller_and_verifies_like_the_oracle(redis_url: str)
             found = await index.similar_to_id("a", 0.5, 5)
             assert found is not None
             score = next(r.similarity for r in found.results if r.id == "b")
-            return records.unpack(raw).fingerprint.tolist(), len(raw), score
+            assert raw is not None
+            flag = raw[records.HEADER_WORDS * 4] & kernel.lib.ND_FP_SHIFTED  # the L byte
+            return records.unpack(raw).fingerprint.tolist(), len(raw), score, flag
         finally:
             await store.close()
 
-    fp24, size24, score24 = asyncio.run(stored(24, "fp24"))
-    fp32, size32, score32 = asyncio.run(stored(32, "fp32"))
+    fp24, size24, score24, flag24 = asyncio.run(stored(24, "fp24"))
+    fp32, size32, score32, flag32 = asyncio.run(stored(32, "fp32"))
+    assert flag24 and not flag32
     base = _text(600, 1)
     hashes = oracle.sketch_hashes(base)
     assert fp24 == _kept(hashes, 256, 24)

@@ -112,14 +112,16 @@ def pack(
     expires_ms: int = 0,
     encoded: bytes | None = None,
     plain: bool = False,
+    shifted: bool = False,
 ) -> bytes:
     """Serialise one document record (the current version); encoded, when given, is the
-    fingerprint already compressed (encode_many); plain marks a text that is not a page."""
+    fingerprint already compressed (encode_many); plain marks a text that is not a page;
+    shifted, a 24-bit fingerprint compressed without its zero low bits."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = encoded
     if fp is None:
-        fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32))
+        fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32), shifted)
     if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
         passages = kernel.compact_layout(passages)
     bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
@@ -146,14 +148,15 @@ def pack(
     )
 
 
-def encode_many(fingerprints: Sequence[np.ndarray]) -> list[bytes]:
-    """Each fingerprint compressed as pack() stores it, in one kernel call: a batch's
-    ingest spent ~6 us a document on the call overhead of one call each."""
+def encode_many(fingerprints: Sequence[np.ndarray], shifted: bool = False) -> list[bytes]:
+    """Each fingerprint compressed as pack() stores it (shifted: 24-bit ones), in one
+    kernel call: a batch's ingest spent ~6 us a document on the call overhead of one
+    call each."""
     if not fingerprints:
         return []
     offsets = np.zeros(len(fingerprints) + 1, dtype=np.uint64)
     np.cumsum([len(f) for f in fingerprints], out=offsets[1:])
-    data, ends = kernel.encode_fingerprints(np.concatenate(fingerprints), offsets)
+    data, ends = kernel.encode_fingerprints(np.concatenate(fingerprints), offsets, shifted)
     joined, cuts = data.tobytes(), ends.tolist()
     return [joined[cuts[i] : cuts[i + 1]] for i in range(len(fingerprints))]
 

@@ -151,7 +151,7 @@ async def write(
             if taken:
                 raise _counter_behind(ids[taken[0]], handles[taken[0]], old[taken[0]])
             pairs = list(zip(handles, items, strict=True))
-            new = _packed(ids, items, sk, ends, texts_only)
+            new = _packed(ids, items, sk, ends, texts_only, params.fingerprint_bits < 32)
             # Queued before anything else is written, so no record expires unqueued.
             await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
             # Band keys, then passage anchors: one exchange (one script reply per
@@ -203,10 +203,12 @@ def _packed(
     sk: Sketched,
     ends: list[int],
     texts_only: list[bool],
+    shifted: bool,
 ) -> list[bytes]:
-    """The round's records, packed (fingerprints compressed in one kernel call)."""
+    """The round's records, packed (fingerprints compressed in one kernel call; shifted:
+    a collection's 24-bit fingerprints, stored without their zero low bits)."""
     fingerprints = [sk.fingerprint(i) for i, _ in items]
-    encoded = records.encode_many(fingerprints)
+    encoded = records.encode_many(fingerprints, shifted)
     out = []
     for j, (doc_id, (i, meta)) in enumerate(zip(ids, items, strict=True)):
         out.append(

@@ -122,7 +122,9 @@ class Collections:
             await self.default.check()
         store = self.default.store if default else self._store(name)
         s = self.settings
-        index, created = await collections.create(store, params, s.candidate_cap, s.max_text_bytes)
+        index, created = await collections.create(
+            store, params, s.candidate_cap, s.max_text_bytes, asked=given.keys()
+        )
         return (self.default if default else index), created
 
     async def delete(self, name: str, steps: int | None = None) -> bool:

@@ -569,12 +569,15 @@ class Store:
         """
         if self._keys.packed_spills:
             width = HANDLE.size
+            # (A count of 0 would read GETRANGE key 0 -1: the whole band.)
+            wanted = [(k, s, n) for k, s, n in zip(keys.tolist(), starts, counts, strict=True)]
             reads = [
                 (b"GETRANGE", self._keys.band_place(k)[2], b"%d" % (width * start),
                  b"%d" % (width * (start + n) - 1))
-                for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
+                for k, start, n in wanted if n > 0
             ]  # fmt: skip
-            return [_packed(raw) for raw in await self.transport.commands(reads)]
+            got = iter(await self.transport.commands(reads)) if reads else iter(())
+            return [_packed(next(got)) if n > 0 else _NONE for _, _, n in wanted]
         commands = [
             (b"ZRANGE", self._keys.band_place(k)[2], b"%d" % start, b"%d" % (start + n - 1))
             for k, start, n in zip(keys.tolist(), starts, counts, strict=True)
@@ -617,12 +620,13 @@ class Store:
                 out[i] = handles[start:end]
                 start = end
         if spilled and self._keys.packed_spills:
-            spills = [(b"GET", self._keys.band_place(int(keys[i]))[2]) for i in spilled]
-            for i, raw in zip(spilled, await self.transport.commands(spills), strict=True):
-                handles = _packed(raw)
-                handles = handles[handles > above]
-                complete[i] = most is None or len(handles) <= most
-                out[i] = handles if most is None else handles[:most]
+            # A page each, found in Redis: a hot band may hold millions of handles.
+            page = (b"%d" % above, b"%d" % (most or 0))
+            calls = [(self._keys.band_place(int(keys[i]))[2], *page) for i in spilled]
+            replies = await self.transport.eval(scripts.PACKED_MEMBERS, calls)
+            for i, (left, raw) in zip(spilled, replies, strict=True):
+                out[i] = _packed(raw)
+                complete[i] = most is None or int(left) <= most
         elif spilled:
             low = b"(%d" % above
             limit = () if most is None else (b"LIMIT", b"0", b"%d" % most)

@@ -77,6 +77,7 @@ ID_COUNT_SET = _load("id_count_set")
 # One add and one remove body (band_ops.lua) for the one-entry and many-entry scripts.
 BAND_ADD = _load("band_add", head=("band_ops",))
 BAND_REMOVE = _load("band_remove", head=("band_ops",))
+PACKED_MEMBERS = _load("packed_members", head=("band_ops",))
 # Single server only: these read keys they build themselves (Store.candidates,
 # similar_by_id, stored, add_bands, remove_bands; Store.ids' assign and forget).
 CANDIDATES = _load("candidates", "rank")
