@@ -50,14 +50,6 @@ def open_config(store: Store, raw: bytes | None, candidate_cap: int, max_text_by
     return Index(store, Params.stored(raw), candidate_cap, max_text_bytes)
 
 
-# How a collection stores its data, chosen by the release that made it, never asked for:
-# asking again keeps the stored choice (a collection made before one of them is no
-# conflict). And parameters that are derived, kept unless what they derive from is asked.
-_STORED_FORMATS = ("tokenizer", "passage_bits", "short_anchors", "short_fields", "packed_spills",
-                   "id_buckets")  # fmt: skip
-_DERIVED = {"fingerprint_bits": "fingerprint_bits", "band_buckets": "capacity"}
-
-
 async def create(
     store: Store,
     params: Params,
@@ -70,7 +62,7 @@ async def create(
     Asking again with the same parameters is answered with the collection as it
     is; with other parameters it is a ParameterConflictError that names them. Of an
     existing collection, the storage formats are the stored ones, and so are the
-    fingerprint's bits and the band buckets unless `asked` names them (or capacity).
+    fingerprint's bits and the band buckets unless `asked` names them (Params.keeping).
     """
     proposed = params.to_json()
     raw = await store.read_config()
@@ -82,9 +74,7 @@ async def create(
     if b'"template_pages"' not in raw:
         # Made before site templates: it has none, and asking again is not a conflict.
         params = replace(params, template_pages=0)
-    kept = {name: getattr(stored, name) for name in _STORED_FORMATS}
-    kept |= {k: getattr(stored, k) for k, source in _DERIVED.items() if source not in asked}
-    params = replace(params, **kept)
+    params = params.keeping(stored, asked)
     if stored != params:
         theirs, ours = asdict(stored), asdict(params)
         diff = ", ".join(

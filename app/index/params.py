@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 
 import orjson
@@ -24,6 +25,13 @@ DEFAULT_FINGERPRINT_BITS = 24
 ANCHORS_PER_DOCUMENT = 24
 # The field of a stored config that marks its collection as being deleted.
 DELETING = "deleting"
+# How a collection stores its data, chosen by the release that made it and never asked
+# for: a collection keeps its own (one made before a format existed reads as then).
+STORED_FORMATS = ("tokenizer", "passage_bits", "short_anchors", "short_fields",
+                  "packed_spills", "id_buckets")  # fmt: skip
+# Parameters a collection keeps unless what they come from is asked for by name: its
+# band buckets are sized from a capacity, and NEARDUP_FINGERPRINT_BITS is as capacity.
+KEPT_UNLESS_ASKED = {"band_buckets": "capacity", "fingerprint_bits": "fingerprint_bits"}
 
 
 @dataclass(frozen=True)
@@ -169,31 +177,26 @@ class Params:
         fields.setdefault("packed_spills", False)
         return cls(**fields)
 
+    def keeping(self, stored: Params, asked: Collection[str] = ()) -> Params:
+        """These parameters with the stored collection's formats (STORED_FORMATS), and
+        its KEPT_UNLESS_ASKED ones where asked does not name what they come from."""
+        kept = {name: getattr(stored, name) for name in STORED_FORMATS}
+        kept |= {
+            k: getattr(stored, k) for k, came in KEPT_UNLESS_ASKED.items() if came not in asked
+        }
+        return replace(self, **kept)
+
     def agreed(self, stored: Params) -> Params:
         """These (configured) parameters as the stored collection has them, or a
         ConfigMismatchError naming every field that differs."""
-        # The bucket counts are the stored ones: a changed NEARDUP_CAPACITY sizes new
-        # collections only; so is the passage length of a collection made without one,
-        # and the fingerprint's bits (NEARDUP_FINGERPRINT_BITS, as capacity).
-        params = replace(
-            self,
-            band_buckets=stored.band_buckets,
-            id_buckets=stored.id_buckets,
-            tokenizer=stored.tokenizer,
-            fingerprint_bits=stored.fingerprint_bits,
-        )
+        # The formats and bucket counts are the stored ones (a changed NEARDUP_CAPACITY
+        # sizes new collections only); so is the passage length of a collection made
+        # without one.
+        params = self.keeping(stored)
         if stored.passage_words == 0:
             params = replace(params, passage_words=0)
         if stored.template_pages == 0:  # made before site templates: none
             params = replace(params, template_pages=0)
-        # The passage layout's format is the stored one (old collections answer as before).
-        params = replace(params, passage_bits=stored.passage_bits)
-        params = replace(
-            params,
-            short_anchors=stored.short_anchors,
-            short_fields=stored.short_fields,
-            packed_spills=stored.packed_spills,
-        )
         if stored != params:
             ours, theirs = asdict(params), asdict(stored)
             diff = ", ".join(
