@@ -66,7 +66,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 

@@ -29,9 +29,9 @@ extern "C" {
  * against the old header would get wrong: a declaration, a constant, the
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for (8:
- * tokenizer 3).
+ * tokenizer 3; 9: nd_fp_encode_batch's flags, for shifted 24-bit fingerprints).
  */
-#define ND_ABI_VERSION 8
+#define ND_ABI_VERSION 9
 unsigned nd_abi_version(void);
 
 enum nd_status {
