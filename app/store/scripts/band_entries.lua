@@ -4,9 +4,9 @@
 -- ARGV[1] the buckets' key head (prefix .. 'B{'), ARGV[2] the spill keys' head
 -- (prefix .. 'S{' for ZSETs, prefix .. 'H{' for packed STRINGs: packed_spills),
 -- ARGV[3] how many hex digits name a bucket, ARGV[4] the most handles kept inline,
--- ARGV[5] the entries: each the bucket's hex digits, the field (ARGV[6] bytes: BAND_KEY_BYTES, a band key; 4 for every field of a collection
--- with short fields, and for anchors' with short anchor fields) and the handle
--- (HANDLE_BYTES, packed).
+-- ARGV[5] the entries: each the bucket's hex digits, the field (ARGV[6] bytes:
+-- BAND_KEY_BYTES, a band key; 4 for every field of a collection with short fields,
+-- and for anchors' with short anchor fields) and the handle (HANDLE_BYTES, packed).
 local hash_head, spill_head = ARGV[1], ARGV[2]
 local packed_spills = string.sub(spill_head, -#PACKED_HEAD) == PACKED_HEAD
 local digits = tonumber(ARGV[3])

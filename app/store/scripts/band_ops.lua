@@ -8,21 +8,23 @@
 -- is. The spill is a sorted set scored by handle, or with `packed` (collections made
 -- since packed spills) a STRING of the handles ascending, HANDLE_BYTES each.
 
--- The handle at rank i (from 0) of a packed spill.
-local function packed_at(spill, i)
-  local at = i * HANDLE_BYTES
-  return (struct.unpack(HANDLE, redis.call('GETRANGE', spill, at, at + HANDLE_BYTES - 1)))
-end
-
--- Where handle h is, or would go, among the first n handles of a packed spill (a
--- binary search), and whether it is there.
-local function packed_find(spill, n, h)
-  local lo, hi = 0, n  -- the rank is in [lo, hi]: the first handle >= h, or n
+-- Where handle h is, or would go, among n ascending handles, handle_at(i) the one at
+-- rank i (from 0): the first rank whose handle is >= h (n if none), and whether it is h.
+local function rank_of(n, h, handle_at)
+  local lo, hi = 0, n
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if packed_at(spill, mid) < h then lo = mid + 1 else hi = mid end
+    if handle_at(mid) < h then lo = mid + 1 else hi = mid end
   end
-  return lo, lo < n and packed_at(spill, lo) == h
+  return lo, lo < n and handle_at(lo) == h
+end
+
+-- rank_of among the first n handles of a packed spill, read 4 bytes a probe.
+local function packed_find(spill, n, h)
+  return rank_of(n, h, function(i)
+    local at = i * HANDLE_BYTES
+    return (struct.unpack(HANDLE, redis.call('GETRANGE', spill, at, at + HANDLE_BYTES - 1)))
+  end)
 end
 
 -- Handles read from a packed spill's end in one GETRANGE when an add is not the
@@ -50,12 +52,10 @@ local function packed_add(spill, handle)
   end
   local first = math.max(0, n - WINDOW)
   local raw = redis.call('GETRANGE', spill, first * HANDLE_BYTES, n * HANDLE_BYTES - 1)
-  local lo, hi = 0, n - first  -- in the window: the first handle >= h
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if struct.unpack(HANDLE, raw, mid * HANDLE_BYTES + 1) < h then lo = mid + 1 else hi = mid end
-  end
-  if struct.unpack(HANDLE, raw, lo * HANDLE_BYTES + 1) == h then return 0 end
+  local lo, found = rank_of(n - first, h, function(i)
+    return (struct.unpack(HANDLE, raw, i * HANDLE_BYTES + 1))
+  end)
+  if found then return 0 end
   local at, tail = first + lo, string.sub(raw, lo * HANDLE_BYTES + 1)
   if lo == 0 and first > 0 then  -- older than the whole window: search the rest
     local there
@@ -113,20 +113,21 @@ local function band_add(bucket, spill, field, handle, most, packed)
   return added
 end
 
--- Remove handle h from a packed spill; how many are left, or nil when it was not there.
--- The string is written anew without it: exactly its handles, always.
+-- Remove handle h from a packed spill, as ZREM and ZCARD do from a sorted set: 1 when it
+-- was there (else 0), and how many are left. The string is written anew without it:
+-- exactly its handles, always.
 local function packed_remove(spill, h)
   local n = math.floor(redis.call('STRLEN', spill) / HANDLE_BYTES)
-  if n == 0 then return nil end
+  if n == 0 then return 0, 0 end
   local at, there = packed_find(spill, n, h)
-  if not there then return nil end
+  if not there then return 0, n end
   local rest = ''
   if at > 0 then rest = redis.call('GETRANGE', spill, 0, at * HANDLE_BYTES - 1) end
   if at < n - 1 then
     rest = rest .. redis.call('GETRANGE', spill, (at + 1) * HANDLE_BYTES, n * HANDLE_BYTES - 1)
   end
   if n > 1 then redis.call('SET', spill, rest) else redis.call('DEL', spill) end
-  return n - 1
+  return 1, n - 1
 end
 
 -- Remove handle (packed) from the band, inline or spilled; a band left empty loses its
@@ -136,17 +137,16 @@ local function band_remove(bucket, spill, field, handle, packed)
   if not v then return 0 end
   if string.sub(v, 1, #SPILLED) == SPILLED then
     local h = struct.unpack(HANDLE, handle)
-    local left
+    local removed, left
     if packed then
-      left = packed_remove(spill, h)
-      if left == nil then return 0 end
+      removed, left = packed_remove(spill, h)
     else
-      if redis.call('ZREM', spill, h) == 0 then return 0 end
+      removed = redis.call('ZREM', spill, h)
       left = redis.call('ZCARD', spill)
     end
     if left == 0 then redis.call('HDEL', bucket, field)
     else redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, left)) end
-    return 1
+    return removed
   end
   for i = 1, #v, HANDLE_BYTES do
     if string.sub(v, i, i + HANDLE_BYTES - 1) == handle then
