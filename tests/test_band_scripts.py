@@ -210,10 +210,11 @@ async def _handles(index: Index) -> list[tuple[str, int]]:
 def test_short_fields_answer_as_collections_made_before_them(
     store_url: str, collection: str
 ) -> None:
-    """Three generations of band fields hold the same memberships and give the same
+    """Four generations of band fields hold the same memberships and give the same
     similarity and containment answers: a config without short_anchors (8 bytes a key),
     one without short_fields (each anchor under its 32-bit hash, read from the records'
-    layouts; band keys in 8 bytes) and a new one (every key's low 4 bytes, in its bucket)."""
+    layouts; band keys in 8 bytes), one without field_bytes (every key's low 4 bytes, in
+    its bucket) and a new one (its low 2 bytes; keys sharing a place share an entry)."""
     texts = [t for _, t in read_corpus()[:30]]
     docs = [Document(texts[i % 20], f"d{i}") for i in range(30)]
     query = texts[4][: len(texts[4]) // 2] + " " + texts[7]
@@ -226,19 +227,24 @@ def test_short_fields_answer_as_collections_made_before_them(
         long_raw = fields_raw.replace(b',"short_anchors":true', b"")
         assert b"short_fields" not in fields_raw and b"short_anchors" not in long_raw
         assert b"id_buckets" not in fields_raw and params.id_buckets > 0
+        four_raw = re.sub(rb'"field_bytes":\d+,', b"", params.to_json())
+        assert b"field_bytes" not in four_raw and params.field_bytes == 2
         indexes = []
-        for name, raw in (("long", long_raw), ("anchors", fields_raw), ("new", None)):
+        generations = (("long", long_raw), ("anchors", fields_raw), ("four", four_raw))
+        for name, raw in (*generations, ("new", None)):
             store = Store.connect(store_url, collection + name, 5.0)
             if raw is not None:
                 await store.config(raw)
             indexes.append(await Index.open(store, params, 200))
-        _, anchors, new = indexes
+        _, anchors, _, _ = indexes
         assert [(i.params.short_anchors, i.params.short_fields) for i in indexes] == [
             (False, False),
             (True, False),
             (True, True),
+            (True, True),
         ]
-        assert [i.params.id_buckets for i in indexes] == [0, 0, params.id_buckets]
+        assert [i.params.field_bytes for i in indexes[2:]] == [4, 2]
+        assert [i.params.id_buckets for i in indexes] == [0, 0, *[params.id_buckets] * 2]
         try:
             for index in indexes:
                 await index.ingest(docs)
@@ -258,22 +264,29 @@ def test_short_fields_answer_as_collections_made_before_them(
             # Its 8-byte fields are the band keys: the long collection's other fields.
             assert {f for f in fields[1] if len(f) == 8} <= fields[0]
             assert len(fields[1]) == len(fields[0])
-            # The new one's fields are, bucket by bucket, the long ones' low 4 bytes.
-            assert {k: {f[:4] for f in v} for k, v in buckets[0].items()} == buckets[2]
-            assert {len(f) for f in fields[2]} == {4}
+            # The newer ones' fields are, bucket by bucket, the long ones' low 4 or 2 bytes.
+            for at, width in ((2, 4), (3, 2)):
+                low = {k: {f[:width] for f in v} for k, v in buckets[0].items()}
+                assert low == buckets[at]
+                assert {len(f) for f in fields[at]} == {width}
             members = [
                 {k: sorted(v) async for k, v in index.store.band_memberships()} for index in indexes
             ]
             assert members[0] == members[1]
-            as_new = new.store.entry_keys(np.array(list(members[0]), dtype=np.uint64))
-            assert dict(zip(as_new.tolist(), members[0].values(), strict=True)) == members[2]
+            for at in (2, 3):  # a place's handles: those of every key it stands for
+                places = indexes[at].store.entry_keys(np.array(list(members[0]), dtype=np.uint64))
+                merged: dict[int, set[int]] = {}
+                for place, handles in zip(places.tolist(), members[0].values(), strict=True):
+                    merged.setdefault(place, set()).update(handles)
+                assert {k: sorted(v) for k, v in merged.items()} == members[at]
             for doc_id in ("d3", "d7"):  # each with a copy (d23, d27)
-                a, b, c = [await index.similar_to_id(doc_id, 0.5, 10) for index in indexes]
-                assert a == b == c and a is not None and a.results
-                a, b, c = [await index.containment_of_id(doc_id, 0.01, 10) for index in indexes]
-                assert a == b == c and a is not None
-            a, b, c = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
-            assert a == b == c and len(a.results) >= 2
+                answers = [await index.similar_to_id(doc_id, 0.5, 10) for index in indexes]
+                assert answers[0] is not None and answers[0].results
+                assert answers.count(answers[0]) == len(indexes)
+                got = [await index.containment_of_id(doc_id, 0.01, 10) for index in indexes]
+                assert got[0] is not None and got.count(got[0]) == len(indexes)
+            texts_got = [await index.containment_of_text(query, 0.01, 10) for index in indexes]
+            assert len(texts_got[0].results) >= 2 and texts_got.count(texts_got[0]) == 4
         finally:
             for index in indexes:
                 await index.store.close()

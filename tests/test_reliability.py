@@ -431,7 +431,11 @@ async def _bands_holding(
     wanted as band_memberships gives them (Store.entry_keys)."""
     store = Store.connect(url, collection, 2.0)
     store.use_band_buckets(
-        params.band_buckets, params.short_anchors, params.short_fields, params.packed_spills
+        params.band_buckets,
+        params.short_anchors,
+        params.short_fields,
+        params.packed_spills,
+        params.field_bytes,
     )
     try:
         got = {key async for key, handles in store.band_memberships() if handle in handles}

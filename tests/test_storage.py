@@ -98,30 +98,40 @@ def test_short_anchor_fields_are_the_anchor_hash() -> None:
         assert layout.entry_keys(keys).tolist() == keys.tolist()
 
 
+@pytest.mark.parametrize("width", [4, 2])
 @pytest.mark.parametrize("buckets", [1, 16, 1 << 17, 1 << 24, 1 << 29, 1 << 32])
-def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(buckets: int) -> None:
-    """With short fields every key (band key or anchor's) has its low 4 bytes as its field,
-    in the bucket of its top bits; band_key reads back the key with only those bits, which
-    is what entry_keys makes of it, and two keys differing only between them share a place."""
+def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(
+    buckets: int, width: int
+) -> None:
+    """With short fields every key (band key or anchor's) has its low 4 (or 2) bytes as its
+    field, in the bucket of its top bits; band_key reads back the key with only those bits,
+    which is what entry_keys makes of it, and two keys differing only between them share a
+    place."""
     keys, _ = _mixed_keys(random.Random(buckets), 200)
     layout = Layout("c")
     layout.use_band_buckets(buckets)
     layout.use_short_anchors(True)
-    layout.use_short_fields(True)
+    layout.use_short_fields(True, width)
     bits = buckets.bit_length() - 1
     top = ((1 << bits) - 1) << (64 - bits) if bits else 0
+    low = (1 << 8 * width) - 1
     for k in keys.tolist():
         bucket, field, spill = layout.band_place(k)
-        assert field == (k & 0xFFFFFFFF).to_bytes(4, "little")
+        assert field == (k & low).to_bytes(width, "little")
         digits = b"%x" % (k >> (64 - bits)) if bits else b"0"
         assert bucket == b"nd:c:B{" + digits.rjust(max(1, -(-bits // 4)), b"0") + b"}"
         assert spill == b"nd:c:S{" + bucket[len(b"nd:c:B{") :] + field
-        place = k & (top | 0xFFFFFFFF)
+        place = k & (top | low)
         assert layout.band_key(bucket, field) == place
-        if bits < 32:  # at 32 bits the place is the whole key
-            twin = k ^ (1 << 32)  # a bit neither keeps
+        if bits + 8 * width < 64:  # else the place is the whole key
+            twin = k ^ (1 << 8 * width)  # a bit neither keeps
             assert layout.band_place(twin) == (bucket, field, spill)
-    assert layout.entry_keys(keys).tolist() == [k & (top | 0xFFFFFFFF) for k in keys.tolist()]
+    assert layout.entry_keys(keys).tolist() == [k & (top | low) for k in keys.tolist()]
+    rows = layout.band_entries(keys, np.arange(len(keys), dtype=np.uint32))
+    assert [w for w, _ in rows] == [width]
+    digits_n = int(layout.band_heads[2])
+    got = [bytes(row[digits_n : digits_n + width]) for row in rows[0][1]]
+    assert got == [layout.band_place(k)[1] for k in keys.tolist()]
 
 
 def test_bucket_count_is_a_power_of_two_that_grows_with_entries() -> None:

@@ -68,7 +68,11 @@ class Index:
         self.store = store
         self.params = params
         store.use_band_buckets(
-            params.band_buckets, params.short_anchors, params.short_fields, params.packed_spills
+            params.band_buckets,
+            params.short_anchors,
+            params.short_fields,
+            params.packed_spills,
+            params.field_bytes,
         )
         store.ids.use_buckets(params.id_buckets)
         self.candidate_cap = candidate_cap

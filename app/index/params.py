@@ -21,6 +21,8 @@ DEFAULT_PASSAGE_WORDS = 30
 DEFAULT_PASSAGE_BITS = 8
 # Bits of each shingle hash a new collection's fingerprints keep (fingerprint_bits).
 DEFAULT_FINGERPRINT_BITS = 24
+# Bytes of a band entry's field in new collections (field_bytes, app.store.layout).
+DEFAULT_FIELD_BYTES = 2
 # About how many anchors a document has: buckets are sized for bands plus these.
 ANCHORS_PER_DOCUMENT = 24
 # The field of a stored config that marks its collection as being deleted.
@@ -28,7 +30,7 @@ DELETING = "deleting"
 # How a collection stores its data, chosen by the release that made it and never asked
 # for: a collection keeps its own (one made before a format existed reads as then).
 STORED_FORMATS = ("tokenizer", "passage_bits", "short_anchors", "short_fields",
-                  "packed_spills", "id_buckets")  # fmt: skip
+                  "field_bytes", "packed_spills", "id_buckets")  # fmt: skip
 # Parameters a collection keeps unless what they come from is asked for by name: its
 # band buckets are sized from a capacity, and NEARDUP_FINGERPRINT_BITS is as capacity.
 KEPT_UNLESS_ASKED = {"band_buckets": "capacity", "fingerprint_bits": "fingerprint_bits"}
@@ -79,6 +81,9 @@ class Params:
     # Whether a hot band's handles spill to a packed STRING rather than a ZSET
     # (app.store.layout); False in collections made before.
     packed_spills: bool = False
+    # Bytes of a band entry's field with short_fields: the key's low 4 (collections made
+    # before) or 2 (app.store.layout says what the place then costs in shared entries).
+    field_bytes: int = 4
 
     @classmethod
     def create(
@@ -99,6 +104,7 @@ class Params:
         short_fields: bool = True,
         fingerprint_bits: int = DEFAULT_FINGERPRINT_BITS,
         packed_spills: bool = True,
+        field_bytes: int = DEFAULT_FIELD_BYTES,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -123,6 +129,7 @@ class Params:
             id_buckets_for(capacity),
             fingerprint_bits,
             packed_spills,
+            field_bytes if short_fields else 4,
         )
 
     @property
@@ -175,6 +182,8 @@ class Params:
         fields.setdefault("fingerprint_bits", 32)
         # ... and one made before packed spills keeps its hot bands in sorted sets.
         fields.setdefault("packed_spills", False)
+        # ... and one made before 2-byte fields keeps a key's low 4 bytes.
+        fields.setdefault("field_bytes", 4)
         return cls(**fields)
 
     def keeping(self, stored: Params, asked: Collection[str] = ()) -> Params:

@@ -70,6 +70,14 @@ odds of 2**-(32 + bits) a pair: with buckets sized to ~48 entries, about 24 * en
 handles as candidates, which the fingerprint Jaccard or the alignment verifies like
 any other, so answers are the same unless a query's candidates were cut at its cap.
 This saves 4 of a band entry's 16 bytes as well (~160 bytes a document of ~42 bands).
+
+Collections made since 2-byte fields keep only a key's low 16 bits (field_bytes): a
+listpack entry of 10 bytes instead of 12, ~2 bytes of each of a document's ~66 entries.
+Places are then shared by about entries / 2**16 of a bucket's pairs: with ~48 entries a
+bucket, one entry in 1,400 shares its place with another key, and one document in ~20
+brings a stranger's handles as a candidate to some query, to be verified and dropped
+like any other. The key bits that tell two bands apart are the bucket's and the field's
+together, so a larger collection (more buckets) keeps the same odds.
 """
 
 from __future__ import annotations
@@ -119,7 +127,8 @@ ANCHOR_SALT = 0x9E3779B97F4A7C15
 ANCHOR_SPREAD = 0xD6E8FEB86659FD93
 ANCHOR_UNSPREAD = pow(ANCHOR_SPREAD, -1, 1 << 64)
 _U64 = (1 << 64) - 1
-_LOW32 = 0xFFFFFFFF
+# A short field's widths: a key's low 4 bytes, or 2 (collections made since 2-byte fields).
+FIELD_WIDTHS = (4, 2)
 HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
 # The same packing in the struct library of Redis's Lua (app/store/scripts).
 HANDLE_FORMAT_LUA = "<I4"
@@ -169,6 +178,8 @@ class Layout:
         self._templates: dict[tuple[bytes, bool, int], tuple[Template, int, int, int]] = {}
         self.short_anchors = False
         self.short_fields = False
+        self.field_bytes = BAND_KEY.size
+        self._low_mask = _U64
         self.packed_spills = False
 
     def use_band_buckets(self, buckets: int) -> None:
@@ -208,9 +219,15 @@ class Layout:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
         self.short_anchors = on
 
-    def use_short_fields(self, on: bool) -> None:
-        """Whether every key's field is its low 32 bits (collections made since)."""
+    def use_short_fields(self, on: bool, width: int = 4) -> None:
+        """Whether every key's field is its low bytes (collections made since), and how
+        many: 4, or 2 (collections made since 2-byte fields)."""
+        if on and width not in FIELD_WIDTHS:
+            raise ValueError(f"a short field is 2 or 4 bytes, got {width}")
         self.short_fields = on
+        self.field_bytes = width if on else BAND_KEY.size
+        self._low_mask = (1 << 8 * width) - 1 if on else _U64
+        self._templates.clear()
 
     def use_packed_spills(self, on: bool) -> None:
         """Whether a hot band's handles spill to a packed STRING (collections made since)
@@ -220,12 +237,12 @@ class Layout:
 
     def entry_keys(self, keys: np.ndarray) -> np.ndarray:
         """Each key as its band entry knows it: itself, or with short fields only its
-        place (bucket bits and low 32 bits; band_key reads the same back)."""
+        place (bucket bits and low field_bytes; band_key reads the same back)."""
         keys = np.asarray(keys, dtype=np.uint64)
         if not self.short_fields:
             return keys
         top = 0 if self._bucket_shift >= 64 else (_U64 >> self._bucket_shift) << self._bucket_shift
-        return keys & np.uint64(top | _LOW32)
+        return keys & np.uint64(top | self._low_mask)
 
     def anchor_hashes(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which keys are anchors' keys stored as 4-byte fields (bool each; none unless
@@ -238,9 +255,9 @@ class Layout:
 
     def field(self, key: int) -> bytes:
         """A 64-bit band key's HASH field: 8 bytes, an anchor's 4 (short_anchors), or any
-        key's low 4 (short_fields)."""
+        key's low field_bytes (short_fields)."""
         if self.short_fields:
-            return ANCHOR_FIELD.pack(key & _LOW32)
+            return (key & self._low_mask).to_bytes(self.field_bytes, "little")
         if self.short_anchors:
             h = ((key ^ ANCHOR_SALT) * ANCHOR_UNSPREAD) & _U64
             if h >> 32 == 0:
@@ -285,10 +302,11 @@ class Layout:
         """The band key a bucket HASH's field stands for (with short fields: its
         entry_keys form, from the bucket's name)."""
         if self.short_fields:
+            low = int.from_bytes(field, "little")
             if self._bucket_shift >= 64:
-                return int(ANCHOR_FIELD.unpack(field)[0])
+                return low
             number = int(bucket[len(self._hash_head) : -1], 16)
-            return (number << self._bucket_shift) | ANCHOR_FIELD.unpack(field)[0]
+            return (number << self._bucket_shift) | low
         if len(field) == ANCHOR_FIELD.size:
             return ((ANCHOR_FIELD.unpack(field)[0] * ANCHOR_SPREAD) & _U64) ^ ANCHOR_SALT
         return int(BAND_KEY.unpack(field)[0])
@@ -337,10 +355,9 @@ class Layout:
             parts.append((part, where))
         return Interleaved(parts, n)
 
-    @staticmethod
-    def _low_fields(keys: np.ndarray) -> np.ndarray:
-        """Each key's low 4 bytes (little-endian), a row each."""
-        return np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 8)[:, :4])
+    def _low_fields(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's low field_bytes (little-endian), a row each."""
+        return np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 8)[:, : self.field_bytes])
 
     def _rows(
         self, command: bytes, keys: np.ndarray, fields: np.ndarray, handles: np.ndarray | None
@@ -370,13 +387,13 @@ class Layout:
     def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Rows for a band_*_many script, one per band key and handle: the bucket's hex
         digits, the field and the handle (uint32 LE); built by numpy at once, a block of
-        rows per field width (8, then anchors' 4 with short_anchors; only 4 with
-        short_fields), in order inside each: (width, rows) for each width some key has."""
+        rows per field width (8, then anchors' 4 with short_anchors; only field_bytes
+        with short_fields), in order inside each: (width, rows) for each width some key has."""
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
         packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
         if self.short_fields:
             digits = self._bucket_digits(keys).astype(np.uint8)
-            return [(4, np.hstack([digits, self._low_fields(keys), packed]))]
+            return [(self.field_bytes, np.hstack([digits, self._low_fields(keys), packed]))]
         short, hashes = self.anchor_hashes(keys)
         out: list[tuple[int, np.ndarray]] = []
         for chosen, width in ((~short, 8), (short, 4)):

@@ -198,14 +198,15 @@ class Store:
         short_anchors: bool = False,
         short_fields: bool = False,
         packed_spills: bool = False,
+        field_bytes: int = 4,
     ) -> None:
         """Set the collection's number of band buckets (a power of two), whether its
         anchors' keys are 4-byte fields (layout.Layout.use_short_anchors) or every key's
-        (layout.Layout.use_short_fields), and whether hot bands spill to packed STRINGs
-        (layout.Layout.use_packed_spills)."""
+        low field_bytes (layout.Layout.use_short_fields), and whether hot bands spill to
+        packed STRINGs (layout.Layout.use_packed_spills)."""
         self._keys.use_band_buckets(buckets)
         self._keys.use_short_anchors(short_anchors)
-        self._keys.use_short_fields(short_fields)
+        self._keys.use_short_fields(short_fields, field_bytes)
         self._keys.use_packed_spills(packed_spills)
 
     def entry_keys(self, keys: np.ndarray) -> np.ndarray:
@@ -524,6 +525,7 @@ class Store:
             *(b"%d" % n for n in limits),
             digits,
             b"2" if self._keys.short_fields else b"1" if self._keys.short_anchors else b"0",
+            b"%d" % self._keys.field_bytes,
         )
         # Its work: the id and record, then as candidates() for the record's band keys.
         reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)

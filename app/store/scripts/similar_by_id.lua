@@ -9,7 +9,7 @@
 -- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
 -- number (Layout.use_band_buckets), ARGV[11] '1' when the collection stores anchors'
 -- keys as 4-byte fields (Layout.use_short_anchors), '2' when it stores every key's low
--- 4 bytes (Layout.use_short_fields).
+-- ARGV[12] bytes (Layout.use_short_fields: 4, or 2 in collections made since).
 -- Returns {} for an unknown id; {handle} when it has no record; {handle, record, -2}
 -- when the record's band keys cannot be read here (the caller parses it and says
 -- why); {handle, record, -1} when the hot keys' members are more than ARGV[8]; else
@@ -41,9 +41,9 @@ local digits = '%0' .. ARGV[10] .. 'x'
 -- SPREAD's inverse mod 2^64, in 16-bit limbs (every sum below 2^36: exact in Lua's
 -- doubles), is h when its top half is 0. A band key is one with odds of 2^-32.
 local short = ARGV[11] == '1'
-local low = ARGV[11] == '2'
+local low = ARGV[11] == '2' and tonumber(ARGV[12] or '4')
 local function field_of(key)
-  if low then return string.sub(key, 1, 4) end
+  if low then return string.sub(key, 1, low) end
   if not short then return key end
   local a, c = {struct.unpack('<I2I2I2I2', key)}, ANCHOR_UNSPREAD_LIMBS
   for i = 1, 4 do a[i] = bit.bxor(a[i], ANCHOR_SALT_LIMBS[i]) end
