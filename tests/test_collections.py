@@ -313,15 +313,16 @@ def test_bad_collection_limits_stop_start_up(spec: str, why: str) -> None:
 def test_a_collection_made_before_newer_formats_is_asked_again_without_conflict(
     client: TestClient, collection: str
 ) -> None:
-    """A stored config from before 24-bit fingerprints, packed spills, short fields, format 3
-    passages and id buckets answers the same POST /collections with 200 and its own
-    formats (whole hashes, sorted sets); asking for 24-bit fingerprints by name is a 409."""
+    """A stored config from before 2-byte fields, 24-bit fingerprints, packed spills, short
+    fields, format 3 passages and id buckets answers the same POST /collections with 200
+    and its own formats (whole hashes, sorted sets, 4-byte fields); asking for 24-bit
+    fingerprints by name is a 409."""
     name = f"{collection}-old"
     assert client.post("/collections", json={"name": name}).status_code == 201
     store = client.app.state.index.store.sibling(name)  # type: ignore[attr-defined]
     fields = orjson.loads(client.portal.call(store.read_config))  # type: ignore[union-attr]
     for newer in ("fingerprint_bits", "packed_spills", "short_fields", "short_anchors",
-                  "passage_bits", "id_buckets"):  # fmt: skip
+                  "passage_bits", "id_buckets", "field_bytes"):  # fmt: skip
         del fields[newer]
     client.portal.call(store.replace_config, orjson.dumps(fields))  # type: ignore[union-attr]
     again = client.post("/collections", json={"name": name})
@@ -332,6 +333,7 @@ def test_a_collection_made_before_newer_formats_is_asked_again_without_conflict(
         False,
         False,
     )
+    assert got["field_bytes"] == 4
     detail = _problem(client.post("/collections", json={"name": name, "fingerprint_bits": 24}), 409)
     assert "fingerprint_bits: stored 32, asked 24" in detail["detail"]
     assert (
