@@ -539,18 +539,6 @@ def test_a_copy_of_short_sentences_reordered_is_one_whole_passage() -> None:
     assert exact >= 27, exact
 
 
-def test_only_a_copy_with_signs_of_reordering_is_filled() -> None:
-    """A chain's runs on one diagonal, or moved by an edit's word or two, show no reordering
-    (its copy is not filled); a jump of a sentence's length between two runs does."""
-    from app.index.align import JUMP, _jumps
-
-    on_one = [[0, 10, 100, 110], [12, 30, 112, 130]]
-    edited = [[0, 10, 100, 110], [11, 20, 112, 121], [22, 40, 122, 140]]
-    moved = [[0, 10, 100, 110], [10, 20, 110 + JUMP + 1, 120 + JUMP + 1]]
-    assert not _jumps(on_one) and not _jumps(edited) and not _jumps(on_one[:1])
-    assert _jumps(moved) and _jumps([[0, 8, 300, 308], [8, 16, 200, 208]])
-
-
 def test_a_sentence_the_source_repeats_is_placed_with_the_rest_of_its_copy() -> None:
     """A reordered copy's sentence that its source also holds far earlier is matched at
     the occurrence among the copy's other sentences, so the copy is one passage in one
@@ -573,19 +561,3 @@ def test_a_sentence_the_source_repeats_is_placed_with_the_rest_of_its_copy() -> 
         far += any(p.source_words[0] < first - 40 for p in found)
         whole += len(found) == 1
     assert whole >= 36 and far <= 3, (whole, far)
-
-
-def test_past_the_run_bound_the_longest_runs_are_kept_wherever_they_lie() -> None:
-    """When a pair's runs exceed the bound, the copy's long runs are kept in their order,
-    not the first runs in the query (a long Chinese or Japanese copy lost all but its
-    start to chance letter pairs, and was not found at all)."""
-    from app.index.align import _longest_runs
-
-    chance = [[q, q + 2, q + d, q + d + 2] for q in range(0, 3000, 3) for d in (-20, 7)]
-    copy = [[q, q + 40, q + 500, q + 540] for q in range(100, 3000, 300)]
-    runs = np.array(sorted(chance + copy), np.int64)
-    kept = _longest_runs(runs, 100)
-    assert len(kept) == 100
-    assert [list(r) for r in kept if r[1] - r[0] == 40] == copy  # every long run, in order
-    assert (np.diff(kept[:, 0]) >= 0).all()
-    assert _longest_runs(runs[:50], 100).tolist() == runs[:50].tolist()

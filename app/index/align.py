@@ -16,12 +16,12 @@ seeded densely rather than only at the winnowed anchors that found it:
    and a run continues the best chain among its recent predecessors that lie before it
    in both texts, paying for the words between them and for a change of diagonal (insertions and
    deletions). One edited copy is one chain; chains that still meet within
-   ``MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
+   ``reorder.MERGE_GAP`` words in both texts are merged, as Sanchez-Perez et al. (PAN 2014)
    merge nearby seeds, and so are chains that follow one another in the query whose
-   source ranges, in any order, leave no hole over ``SOURCE_HOLE`` words (a copy whose
+   source ranges, in any order, leave no hole over ``reorder.SOURCE_HOLE`` words (a copy whose
    sentences were reordered). Before that merge, the query words such a copy's pieces
    leave between them (or just past its ends, or skipped inside a chain) are looked up
-   in its part of the source whatever their diagonal (``_fill``): a short sentence that
+   in its part of the source whatever their diagonal (``reorder.fill``): a short sentence that
    holds no anchor near its diagonal, or whose seeds a chain through a repeat elsewhere
    took, is found where it must lie instead of splitting the copy.
 4. **Exact edges.** A chain starts at its first seed and ends at its last, which match
@@ -30,56 +30,38 @@ seeded densely rather than only at the winnowed anchors that found it:
    word instead of running into the host text.
 
 Every step is bounded: anchor hits per pair (``MAX_HITS``), a seed key occurring more
-than ``MAX_OCC`` times in either text is not seeded (repeats), seeds per pair
+than ``chaining.MAX_OCC`` times in either text is not seeded (repeats), seeds per pair
 (``MAX_SEEDS``, numpy work), runs chained per pair (``MAX_RUNS``, Python work: a run is
 the seeds that follow one another on one diagonal, so a verbatim copy of any length is
-one), predecessors per run (``LOOKBACK``). When a bound cuts real work the
+one), predecessors per run (``chaining.LOOKBACK``). When a bound cuts real work the
 result says so (``capped``), as a query's candidate cap does.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 import time
 
 import numpy as np
 
 from app.index import passages as legacy
+from app.index.chaining import (
+    MAX_OCC,
+    Chain,
+    chained,
+    extend,
+    extend_edges,
+    longest_runs,
+    seed_keys,
+    seed_length,
+    seed_runs,
+    spread,
+)
 from app.index.passages import Layout, Passage
+from app.index.reorder import fill, merge, rehome
 
-# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words,
-# two at least): two words from 6 bits a word up, three of 4 or 5 bits.
-SEED_BITS = 12
 # Seeds within this many diagonals of a shared anchor's diagonal are chained.
 BAND = 24
-# Chaining: a seed looks back at this many predecessors, and links only to one at most
-# MAX_GAP words before it in both texts.
-LOOKBACK = 24
-MAX_GAP = 20
-# A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
-GAP_COST = 0.3
-DIAG_COST = 0.5
-# Chains whose ends meet within this many words in both texts are one passage.
-MERGE_GAP = 10
-# ... and chains that follow one another in the query (within MERGE_GAP) are one passage
-# where their source ranges, in any order, leave no hole over this many words: a sentence
-# of a reordered copy that holds no seed (PAN's cases keep such a copy whole).
-SOURCE_HOLE = 30
-# Sentences of a reordered copy missed by the seeding are sought between its pieces and
-# beyond its ends (_fill), beyond them at most this many times (each time SOURCE_HOLE words).
-FILL_ROUNDS = 3
-# ... only for a copy found in several pieces, or in one whose chain's diagonal jumps by
-# more than this many words between two runs (an edit moves it by a word or two): a
-# copy found whole on its diagonal, the usual verbatim or edited one, has nothing to fill.
-JUMP = 4
-# ... each piece found so holding a run of at least this many bits of word hashes (five
-# words of 8 bits, ten of 4): found without an anchor, it must be as unlikely by chance.
-FILL_BITS = 40
-# Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
-# below the best score.
-EXT_MATCH = 2
-XDROP = 3
 # A passage must match at least this share of its query words through seeds.
 MIN_MATCHED = 0.5
 # A pair is seeded densely only if an anchor's ungapped extension spans this many words
@@ -92,7 +74,6 @@ GATE_SHARE = 0.6
 GATE_TRIES = 4
 # Work bounds (see the module's docstring).
 MAX_HITS = 4_000
-MAX_OCC = 32
 MAX_SEEDS = 1_000_000
 MAX_RUNS = 20_000
 # A pair is reported capped when repeats left more than this share of its source unseeded.
@@ -110,31 +91,6 @@ TABLE_WORDS = 4000
 # When repeats leave a pair unseeded, at most this many of its verified anchor hits are
 # extended instead (ungapped, X-drop), each only where no extension reached yet.
 REPEAT_HITS = 16
-
-
-# A chain: (query first, query end, source first, source end, query words matched, its
-# runs as _runs gives them, in order).
-Chain = tuple[int, int, int, int, int, list[list[int]]]
-
-
-def seed_length(bits: int) -> int:
-    """Words a seed holds for word hashes of this many bits."""
-    return max(2, -(-SEED_BITS // bits))
-
-
-def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
-    """Order-free keys of every run of seed_length(bits) words (int64; empty if shorter)."""
-    n = seed_length(bits)
-    h = np.asarray(hashes, np.int64)
-    if len(h) < n:
-        return np.zeros(0, np.int64)
-    if n == 2:  # 6 bits a word or more (most collections): the pair's smaller first
-        return (np.minimum(h[:-1], h[1:]) << bits) | np.maximum(h[:-1], h[1:])
-    runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
-    keys = np.zeros(len(runs), np.int64)
-    for j in range(n):
-        keys = (keys << bits) | runs[:, j]
-    return keys
 
 
 class Query(legacy.Query):
@@ -384,7 +340,7 @@ def _seeds(
                 return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
     # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
-    q_hit = q_words[_spread(lo, per)]
+    q_hit = q_words[spread(lo, per)]
     diag = s_hit - q_hit
     at = np.searchsorted(diagonals, diag)
     below = np.abs(diag - diagonals[np.maximum(at - 1, 0)])
@@ -396,12 +352,6 @@ def _seeds(
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
     return q_hit, s_hit, capped
-
-
-def _spread(first: np.ndarray, per: np.ndarray) -> np.ndarray:
-    """first[i], first[i] + 1, ... per[i] places from each start, in turn: where each
-    key's matches lie in a sorted array, from where they start and how many there are."""
-    return np.repeat(first - np.cumsum(per) + per, per) + np.arange(int(per.sum()))
 
 
 def _in_bands(
@@ -427,112 +377,6 @@ def _in_bands(
     return np.repeat(s_pos, len(d_lo)), lo, per
 
 
-def _runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
-    """Seeds that follow one another on one diagonal as one run: rows (query first, query
-    end, source first, source end) of the words they cover, sorted by query then source.
-    A verbatim stretch of any length is then one run for the chaining."""
-    if not len(q_hit):
-        return np.zeros((0, 4), np.int64)
-    diag = s_hit - q_hit
-    order = np.lexsort((q_hit, diag))
-    d, q = diag[order], q_hit[order]
-    start = np.ones(len(q), bool)
-    start[1:] = (d[1:] != d[:-1]) | (q[1:] != q[:-1] + 1)
-    firsts = np.flatnonzero(start)
-    lasts = np.concatenate((firsts[1:], [len(q)])) - 1
-    q0, q1 = q[firsts], q[lasts] + n
-    runs = np.stack((q0, q1, q0 + d[firsts], q1 + d[firsts]), 1)
-    return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
-
-
-def _longest_runs(runs: np.ndarray, most: int) -> np.ndarray:
-    """The most longest runs (in the query), in their order. Past the bound, most runs are
-    single seeds met by chance (a text of letters, as Chinese or Japanese is read,
-    repeats its letter pairs everywhere), and a copy's own runs are the long ones,
-    wherever they lie: the first runs in query order would keep the copy's start only."""
-    longest = np.argsort(runs[:, 0] - runs[:, 1], kind="stable")[:most]
-    return runs[np.sort(longest)]
-
-
-def _chains(runs: list[list[int]]) -> list[Chain]:
-    """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
-    chain among its LOOKBACK predecessors that start before it and end before it ends in
-    both texts, at most MAX_GAP words away, gaining the query words it adds, less
-    GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
-    (query first, query end, source first, source end, query words matched, its runs),
-    best first."""
-    count = len(runs)
-    score = [0.0] * count
-    back = [-1] * count
-    for i in range(count):
-        qi0, qi1, si0, si1 = runs[i]
-        best, arg = float(qi1 - qi0), -1
-        for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
-            qj0, qj1, sj0, sj1 = runs[j]
-            if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
-                continue
-            dq, ds = qi0 - qj1, si0 - sj1
-            if dq > MAX_GAP or ds > MAX_GAP:
-                continue
-            gain = float(qi1 - (qi0 if qi0 > qj1 else qj1))
-            gap = dq if dq > ds else ds
-            if gap > 0:
-                gain -= GAP_COST * gap
-            shift = (si0 - qi0) - (sj0 - qj0)
-            gain -= DIAG_COST * (shift if shift > 0 else -shift)
-            if score[j] + gain > best:
-                best, arg = score[j] + gain, j
-        score[i], back[i] = best, arg
-    used = [False] * count
-    out = []
-    for end in sorted(range(count), key=lambda i: -score[i]):
-        if used[end]:
-            continue
-        members = []
-        i = end
-        while i >= 0 and not used[i]:
-            members.append(i)
-            used[i] = True
-            i = back[i]
-        members.reverse()
-        matched, reach = 0, -1
-        for m in members:
-            q0, q1 = runs[m][0], runs[m][1]
-            matched += max(0, q1 - max(q0, reach))
-            reach = max(reach, q1)
-        first = runs[members[0]]
-        out.append(
-            (first[0], runs[end][1], first[2], runs[end][3], matched, [runs[m] for m in members])
-        )
-    return out
-
-
-def _extend(q: np.ndarray, qi: int, s: np.ndarray, si: int, step: int) -> int:
-    """Words to take from q[qi], s[si] on (stepping by step): the best-scoring prefix, a
-    match EXT_MATCH, a mismatch -1, stopping XDROP below the best."""
-    score = best = taken = n = 0
-    while 0 <= qi < len(q) and 0 <= si < len(s):
-        score += EXT_MATCH if q[qi] == s[si] else -1
-        n += 1
-        if score > best:
-            best, taken = score, n
-        elif best - score >= XDROP:
-            break
-        qi += step
-        si += step
-    return taken
-
-
-def _extended(qh: np.ndarray, sh: np.ndarray, pieces: list[list[int]]) -> list[list[int]]:
-    """The pieces (qa, qb, sa, sb, matched) with their edges extended (_extend), in place."""
-    for piece in pieces:
-        qa, qb, sa, sb, _ = piece
-        left = _extend(qh, qa - 1, sh, sa - 1, -1)
-        right = _extend(qh, qb, sh, sb, 1)
-        piece[:4] = qa - left, qb + right, sa - left, sb + right
-    return pieces
-
-
 def _repeated(
     query: Query, source: Layout, hits: list[tuple[int, int]], deadline: float | None
 ) -> list[Chain]:
@@ -545,251 +389,11 @@ def _repeated(
         if any(a <= qi < b for a, b, _, _, _, _ in chains):
             continue
         _check(deadline)
-        left = _extend(qh, qi - 1, sh, si - 1, -1)
-        right = _extend(qh, qi, sh, si, 1)
+        left = extend(qh, qi - 1, sh, si - 1, -1)
+        right = extend(qh, qi, sh, si, 1)
         qa, qb, sa, sb = qi - left, qi + right, si - left, si + right
         chains.append((qa, qb, sa, sb, left + right, [[qa, qb, sa, sb]]))
     return chains
-
-
-def _fill(
-    qh: np.ndarray,
-    sh: np.ndarray,
-    pieces: list[list[int]],
-    members: dict[int, list[list[int]]],
-    taken: np.ndarray,
-    bits: int,
-    least: int,
-    min_words: int,
-) -> list[list[int]]:
-    """Pieces of a reordered copy's sentences that the seeding missed, sought where they
-    must lie: in the query words between (and up to SOURCE_HOLE words before and after)
-    pieces that follow one another within SOURCE_HOLE words in the query and lie in one
-    part of the source (_source_parts), against that part (and SOURCE_HOLE words either
-    side of it).
-
-    A short sentence of a reordered copy often holds no anchor, and its diagonal can lie
-    more than BAND from every anchor's: it is not seeded at all. Or its seeds joined a
-    chain with a repeat of a neighbouring sentence elsewhere in the source, which a better
-    chain then put aside whole. Either way its copy is split at it (a query gap over
-    MERGE_GAP, a source hole over SOURCE_HOLE) and its words are lost. Here every seed of
-    the gap is looked up in the part's source words, whatever its diagonal; chains of at
-    least least matched words fill it, those in the part's source holes (words no run of
-    its pieces holds) first. One before the first piece or after the last must reach
-    within MERGE_GAP words of it.
-
-    The gaps inside a piece (between the runs of its chain, members by the piece's id)
-    are sought too where the words skipped are not those of the source on either run's
-    diagonal: a chain of a reordered copy can link two sentences over a third from
-    elsewhere in the source, whose words it then covers in the query but not in the
-    source. Only a chain in a source hole of the part fills such a gap.
-
-    Only a part whose pieces match min_words words is filled: a fill completes a copy
-    found, it never makes one. The gaps are short and the parts no longer than the copies
-    they hold. Query words filled are marked in taken; the new pieces are returned (qa,
-    qb, sa, sb, matched)."""
-    added: list[list[int]] = []
-    filled = np.zeros(len(taken), bool)  # query words of the pieces added
-    sought: set[int] = set()  # pieces whose inner gaps were sought
-    ordered = sorted(pieces, key=lambda p: p[:4])
-    for _ in range(FILL_ROUNDS):  # an edge filled may leave another sentence beyond it
-        grown = False
-        for group in _groups(ordered):
-            if sum(p[4] for p in group) < min_words:
-                continue  # a fill completes a copy found, it never makes one
-            if len(group) == 1 and not _jumps(members.get(id(group[0]), [group[0]])):
-                continue  # one piece on one diagonal, edits aside: no sign of reordering
-            lo = max(0, min(p[2] for p in group) - SOURCE_HOLE)
-            hi = min(len(sh), max(p[3] for p in group) + SOURCE_HOLE)
-            covered = np.zeros(hi - lo, bool)  # source words the group's runs hold
-            gaps = [(a[1], b[0], 0) for a, b in itertools.pairwise(group)]
-            gaps.append((max(0, group[0][0] - SOURCE_HOLE), group[0][0], -1))
-            gaps.append((group[-1][1], min(len(qh), group[-1][1] + SOURCE_HOLE), 1))
-            for p in group:
-                runs = members.get(id(p), [p])
-                # Its runs, and the words its extension took past them.
-                for r in [*runs, [0, 0, p[2], runs[0][2]], [0, 0, runs[-1][3], p[3]]]:
-                    covered[max(0, r[2] - lo) : max(0, r[3] - lo)] = True
-                if id(p) not in sought:
-                    sought.add(id(p))
-                    gaps += [(g0, g1, 2) for g0, g1 in _skipped(qh, sh, runs)]
-            keys: tuple[np.ndarray, np.ndarray] | None = None  # the part's, made once
-            run_words = max(least, -(-FILL_BITS // bits))
-            for q0, q1, edge in gaps:
-                mask = filled if edge == 2 else taken
-                if q1 - q0 < least or mask[q0:q1].all():
-                    continue
-                if keys is None:
-                    s_keys = seed_keys(sh[lo:hi], bits)
-                    order = np.argsort(s_keys, kind="stable")
-                    keys = (s_keys[order], order + lo)
-                for chain in _placed(_local(qh, q0, q1, keys, bits), covered, lo):
-                    qa, qb, sa, sb, matched, runs_found = chain
-                    if matched < least or mask[qa:qb].sum() > (qb - qa) // 2:
-                        continue
-                    if max(r[1] - r[0] for r in runs_found) < run_words:
-                        continue
-                    if (edge == -1 and q1 - qb > MERGE_GAP) or (edge == 1 and qa - q0 > MERGE_GAP):
-                        continue  # not next to the copy
-                    if edge == 2 and 2 * covered[sa - lo : sb - lo].sum() > sb - sa:
-                        continue
-                    taken[qa:qb] = filled[qa:qb] = True
-                    for r in runs_found:
-                        covered[r[2] - lo : r[3] - lo] = True
-                    added.append([qa, qb, sa, sb, matched])
-                    members[id(added[-1])] = runs_found
-                    grown = grown or edge in (-1, 1)
-        if not grown:
-            break
-        ordered = sorted(pieces + added, key=lambda p: p[:4])
-    return added
-
-
-def _jumps(runs: list[list[int]]) -> bool:
-    """Whether a chain's runs change diagonal by more than an edit does (JUMP words)
-    between two that follow one another: sentences of a reordered copy it linked."""
-    return any(abs((b[2] - b[0]) - (a[2] - a[0])) > JUMP for a, b in itertools.pairwise(runs))
-
-
-def _rehomed(pieces: list[list[int]], runs_of: list[list[list[int]]], others: list[Chain]) -> None:
-    """Pieces moved, in place, to the occurrence near their copy's other pieces of a
-    sentence the source holds more than once.
-
-    Chains over the same query words tie when the source repeats a sentence, and the
-    first occurrence wins; a piece whose source range lies away from those of its
-    neighbours in the query (within SOURCE_HOLE words) takes instead a chain put aside
-    over nearly the same words (9/10 of them) that matches as many and lies within
-    SOURCE_HOLE words of a neighbour's source range, so the copy stays one passage."""
-
-    def near(a: list[int], sa: int, sb: int) -> bool:
-        return sa - a[3] <= SOURCE_HOLE and a[2] - sb <= SOURCE_HOLE
-
-    for i, piece in enumerate(pieces):
-        qa, qb, sa, sb, matched = piece
-        neighbours = [
-            p
-            for j, p in enumerate(pieces)
-            if j != i and p[0] - qb <= SOURCE_HOLE and qa - p[1] <= SOURCE_HOLE
-        ]
-        if not neighbours or any(near(p, sa, sb) for p in neighbours):
-            continue
-        for oa, ob, osa, osb, omatched, held in others:
-            same = min(ob, qb) - max(oa, qa)
-            if omatched < matched or 10 * same < 9 * (qb - qa) or 10 * same < 9 * (ob - oa):
-                continue
-            if any(near(p, osa, osb) for p in neighbours):
-                pieces[i] = [oa, ob, osa, osb, omatched]
-                runs_of[i] = held
-                break
-
-
-def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
-    """Pieces (in query order) that follow one another within SOURCE_HOLE words in the
-    query and lie in one part of the source (_source_parts), each group in query order."""
-    out = []
-    for run in _near(ordered, SOURCE_HOLE):
-        part = _source_parts(run)
-        for number in sorted(set(part)):
-            out.append([p for p, x in zip(run, part, strict=True) if x == number])
-    return out
-
-
-def _near(pieces: list[list[int]], gap: int) -> list[list[list[int]]]:
-    """Pieces in query order cut into runs in which each starts within gap words of the
-    query words the run's earlier ones reach."""
-    runs = []
-    i = 0
-    while i < len(pieces):
-        j, end = i + 1, pieces[i][1]
-        while j < len(pieces) and pieces[j][0] - end <= gap:
-            end = max(end, pieces[j][1])
-            j += 1
-        runs.append(pieces[i:j])
-        i = j
-    return runs
-
-
-def _placed(chains: list[Chain], covered: np.ndarray, lo: int) -> list[Chain]:
-    """The chains with those mostly on source words covered (from word lo) last, in
-    their order otherwise (best first): a missed sentence lies in a hole of its copy."""
-    return sorted(chains, key=lambda c: 2 * covered[c[2] - lo : c[3] - lo].sum() > c[3] - c[2])
-
-
-def _skipped(qh: np.ndarray, sh: np.ndarray, runs: list[list[int]]) -> list[tuple[int, int]]:
-    """The query words (first, end) between runs of a chain that follow one another
-    where they are not, mostly, the source's on either run's diagonal (a sentence from
-    elsewhere, not edits between the two)."""
-    out = []
-    for a, b in itertools.pairwise(runs):
-        g0, g1 = a[1], b[0]
-        if g1 <= g0:
-            continue
-        same = 0
-        for d in {a[2] - a[0], b[2] - b[0]}:
-            lo, hi = max(g0, -d), min(g1, len(sh) - d)
-            if hi > lo:
-                same = max(same, int((qh[lo:hi] == sh[lo + d : hi + d]).sum()))
-        if 2 * same < g1 - g0:
-            out.append((g0, g1))
-    return out
-
-
-def _local(
-    qh: np.ndarray, q0: int, q1: int, keys: tuple[np.ndarray, np.ndarray], bits: int
-) -> list[Chain]:
-    """Chains of the seeds that query words [q0, q1) share with a range of source words,
-    whatever their diagonals, as _chains gives them, best first. keys: the range's seed
-    keys sorted and the source word each starts at; a key more than MAX_OCC times in the
-    range is left out."""
-    q_keys = seed_keys(qh[q0:q1], bits)
-    ranked, where = keys
-    if not len(q_keys) or not len(ranked):
-        return []
-    first = np.searchsorted(ranked, q_keys)
-    per = np.searchsorted(ranked, q_keys, "right") - first
-    per[per > MAX_OCC] = 0
-    total = int(per.sum())
-    if not total:
-        return []
-    q_hit = np.repeat(np.arange(len(q_keys)), per) + q0
-    s_hit = where[_spread(first, per)]
-    return _chains(_runs(q_hit, s_hit, seed_length(bits)).tolist())
-
-
-def _merge(pieces: list[list[int]]) -> list[list[int]]:
-    """Pieces (qa, qb, sa, sb, matched) that continue one another in both texts, as one.
-
-    Pieces that follow one another in the query, each within MERGE_GAP words of the last,
-    are one passage where their source ranges, in whatever order, leave no hole over
-    SOURCE_HOLE words: a copy whose sentences were reordered is one copy, as PAN counts it
-    (granularity), and its ends are the ends of its extreme pieces in each text. A piece
-    from elsewhere in the source between two such pieces keeps them apart."""
-    merged: list[list[int]] = []
-    for run in _near(sorted(pieces), MERGE_GAP):
-        part = _source_parts(run)
-        for n, piece in enumerate(run):
-            if n and part[n] == part[n - 1]:
-                last = merged[-1]
-                last[1], last[3] = max(last[1], piece[1]), max(last[3], piece[3])
-                last[2] = min(last[2], piece[2])
-                last[4] += piece[4]
-            else:
-                merged.append(list(piece))
-    return merged
-
-
-def _source_parts(run: list[list[int]]) -> list[int]:
-    """For each piece of run, which part of the source it lies in: pieces whose source
-    ranges reach within SOURCE_HOLE words of one another, in source order, share a part."""
-    part = [0] * len(run)
-    reach: int | None = None
-    n = 0
-    for x in sorted(range(len(run)), key=lambda x: run[x][2]):
-        if reach is not None and run[x][2] - reach > SOURCE_HOLE:
-            n += 1
-        part[x] = n
-        reach = run[x][3] if reach is None else max(reach, run[x][3])
-    return part
 
 
 def _align_dense(
@@ -803,10 +407,10 @@ def _align_dense(
     _check(deadline)
     capped = capped or cut
     n = seed_length(source.bits)
-    runs = _runs(q_hit, s_hit, n)
+    runs = seed_runs(q_hit, s_hit, n)
     if len(runs) > MAX_RUNS:
-        runs, capped = _longest_runs(runs, MAX_RUNS), True
-    chains = _chains(runs.tolist())
+        runs, capped = longest_runs(runs, MAX_RUNS), True
+    chains = chained(runs.tolist())
     if cut and not chains:
         # Repetitive text (a repeated sentence, one letter over and over): its seed keys
         # repeat past MAX_OCC and were not seeded; the anchors found where it is shared.
@@ -828,21 +432,21 @@ def _align_dense(
         runs_of.append(held)
         pieces.append([qa, qb, sa, sb, matched])
     if others and len(pieces) > 1:
-        _rehomed(pieces, runs_of, others)
+        rehome(pieces, runs_of, others)
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
     # Each piece's edges extended before merging: a merged passage's ends are then those
     # of its extreme pieces even where its pieces were reordered.
-    _extended(qh, sh, pieces)
+    extend_edges(qh, sh, pieces)
     if pieces:
         # Sentences of a reordered copy that no piece holds, sought between its pieces.
         _check(deadline)
         for qa, qb, _, _, _ in pieces:
             taken[qa:qb] = True
         members = {id(p): r for p, r in zip(pieces, runs_of, strict=True)}
-        found = _fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
-        pieces += _extended(qh, sh, found)
+        found = fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
+        pieces += extend_edges(qh, sh, found)
     kept = []
-    for qa, qb, sa, sb, matched in _merge(pieces):
+    for qa, qb, sa, sb, matched in merge(pieces):
         if qb - qa < min_words or sb - sa < min_words:
             continue
         if matched < MIN_MATCHED * (qb - qa):

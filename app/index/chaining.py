@@ -1,0 +1,166 @@
+"""Seeds and chains: the word-level primitives of alignment (app.index.align) and of the
+search for a reordered copy's sentences (app.index.reorder).
+
+A seed is a run of seed_length words keyed by its word hashes sorted (order-free, so an
+adjacent swap keeps its key); seeds that follow one another on one diagonal are one run
+(seed_runs), and runs are chained colinearly with gap and diagonal-shift costs
+(chained: minimap2's dynamic programme, Li 2018). A chain's edges are extended past its
+last seeds with an X-drop (extend), so an edge stops at the first and last matching word.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# A seed's key holds at least this many bits of word hashes (n = SEED_BITS / bits words,
+# two at least): two words from 6 bits a word up, three of 4 or 5 bits.
+SEED_BITS = 12
+# Chaining: a seed looks back at this many predecessors, and links only to one at most
+# MAX_GAP words before it in both texts.
+LOOKBACK = 24
+MAX_GAP = 20
+# A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
+GAP_COST = 0.3
+DIAG_COST = 0.5
+# Extension past a chain's ends: a match scores EXT_MATCH, a mismatch -1; stop XDROP
+# below the best score.
+EXT_MATCH = 2
+XDROP = 3
+# A seed key occurring more than this many times in either text is not seeded: a
+# repeat, which the anchors find instead (align.REPEAT_HITS).
+MAX_OCC = 32
+# A chain: (query first, query end, source first, source end, query words matched, its
+# runs as seed_runs gives them, in order).
+Chain = tuple[int, int, int, int, int, list[list[int]]]
+
+
+def seed_length(bits: int) -> int:
+    """Words a seed holds for word hashes of this many bits."""
+    return max(2, -(-SEED_BITS // bits))
+
+
+def seed_keys(hashes: np.ndarray, bits: int) -> np.ndarray:
+    """Order-free keys of every run of seed_length(bits) words (int64; empty if shorter)."""
+    n = seed_length(bits)
+    h = np.asarray(hashes, np.int64)
+    if len(h) < n:
+        return np.zeros(0, np.int64)
+    if n == 2:  # 6 bits a word or more (most collections): the pair's smaller first
+        return (np.minimum(h[:-1], h[1:]) << bits) | np.maximum(h[:-1], h[1:])
+    runs = np.sort(np.lib.stride_tricks.sliding_window_view(h, n), axis=1)
+    keys = np.zeros(len(runs), np.int64)
+    for j in range(n):
+        keys = (keys << bits) | runs[:, j]
+    return keys
+
+
+def spread(first: np.ndarray, per: np.ndarray) -> np.ndarray:
+    """first[i], first[i] + 1, ... per[i] places from each start, in turn: where each
+    key's matches lie in a sorted array, from where they start and how many there are."""
+    return np.repeat(first - np.cumsum(per) + per, per) + np.arange(int(per.sum()))
+
+
+def seed_runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
+    """Seeds that follow one another on one diagonal as one run: rows (query first, query
+    end, source first, source end) of the words they cover, sorted by query then source.
+    A verbatim stretch of any length is then one run for the chaining."""
+    if not len(q_hit):
+        return np.zeros((0, 4), np.int64)
+    diag = s_hit - q_hit
+    order = np.lexsort((q_hit, diag))
+    d, q = diag[order], q_hit[order]
+    start = np.ones(len(q), bool)
+    start[1:] = (d[1:] != d[:-1]) | (q[1:] != q[:-1] + 1)
+    firsts = np.flatnonzero(start)
+    lasts = np.concatenate((firsts[1:], [len(q)])) - 1
+    q0, q1 = q[firsts], q[lasts] + n
+    runs = np.stack((q0, q1, q0 + d[firsts], q1 + d[firsts]), 1)
+    return runs[np.lexsort((runs[:, 2], runs[:, 0]))]
+
+
+def longest_runs(runs: np.ndarray, most: int) -> np.ndarray:
+    """The most longest runs (in the query), in their order. Past the bound, most runs are
+    single seeds met by chance (a text of letters, as Chinese or Japanese is read,
+    repeats its letter pairs everywhere), and a copy's own runs are the long ones,
+    wherever they lie: the first runs in query order would keep the copy's start only."""
+    longest = np.argsort(runs[:, 0] - runs[:, 1], kind="stable")[:most]
+    return runs[np.sort(longest)]
+
+
+def chained(runs: list[list[int]]) -> list[Chain]:
+    """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
+    chain among its LOOKBACK predecessors that start before it and end before it ends in
+    both texts, at most MAX_GAP words away, gaining the query words it adds, less
+    GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
+    (query first, query end, source first, source end, query words matched, its runs),
+    best first."""
+    count = len(runs)
+    score = [0.0] * count
+    back = [-1] * count
+    for i in range(count):
+        qi0, qi1, si0, si1 = runs[i]
+        best, arg = float(qi1 - qi0), -1
+        for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
+            qj0, qj1, sj0, sj1 = runs[j]
+            if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
+                continue
+            dq, ds = qi0 - qj1, si0 - sj1
+            if dq > MAX_GAP or ds > MAX_GAP:
+                continue
+            gain = float(qi1 - (qi0 if qi0 > qj1 else qj1))
+            gap = dq if dq > ds else ds
+            if gap > 0:
+                gain -= GAP_COST * gap
+            shift = (si0 - qi0) - (sj0 - qj0)
+            gain -= DIAG_COST * (shift if shift > 0 else -shift)
+            if score[j] + gain > best:
+                best, arg = score[j] + gain, j
+        score[i], back[i] = best, arg
+    used = [False] * count
+    out = []
+    for end in sorted(range(count), key=lambda i: -score[i]):
+        if used[end]:
+            continue
+        members = []
+        i = end
+        while i >= 0 and not used[i]:
+            members.append(i)
+            used[i] = True
+            i = back[i]
+        members.reverse()
+        matched, reach = 0, -1
+        for m in members:
+            q0, q1 = runs[m][0], runs[m][1]
+            matched += max(0, q1 - max(q0, reach))
+            reach = max(reach, q1)
+        first = runs[members[0]]
+        out.append(
+            (first[0], runs[end][1], first[2], runs[end][3], matched, [runs[m] for m in members])
+        )
+    return out
+
+
+def extend(q: np.ndarray, qi: int, s: np.ndarray, si: int, step: int) -> int:
+    """Words to take from q[qi], s[si] on (stepping by step): the best-scoring prefix, a
+    match EXT_MATCH, a mismatch -1, stopping XDROP below the best."""
+    score = best = taken = n = 0
+    while 0 <= qi < len(q) and 0 <= si < len(s):
+        score += EXT_MATCH if q[qi] == s[si] else -1
+        n += 1
+        if score > best:
+            best, taken = score, n
+        elif best - score >= XDROP:
+            break
+        qi += step
+        si += step
+    return taken
+
+
+def extend_edges(qh: np.ndarray, sh: np.ndarray, pieces: list[list[int]]) -> list[list[int]]:
+    """The pieces (qa, qb, sa, sb, matched) with their edges extended (extend), in place."""
+    for piece in pieces:
+        qa, qb, sa, sb, _ = piece
+        left = extend(qh, qa - 1, sh, sa - 1, -1)
+        right = extend(qh, qb, sh, sb, 1)
+        piece[:4] = qa - left, qb + right, sa - left, sb + right
+    return pieces
