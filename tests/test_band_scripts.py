@@ -349,3 +349,74 @@ def test_packed_spills_answer_as_sorted_sets_made_before_them(
                 await index.store.close()
 
     asyncio.run(run())
+
+
+def test_crowded_two_byte_places_answer_as_four_byte_fields(
+    store_url: str, collection: str
+) -> None:
+    """In 16 buckets, 2-byte fields make dozens of band keys share a place (each a stranger's
+    candidates to the other's queries); similarity, containment and the duplicate scan
+    answer as with 4-byte fields, before and after deletes, and the check finds nothing
+    to repair in either."""
+    from app.index.check import check
+
+    texts = [t for _, t in read_corpus()[:240]]
+    rng = random.Random(5)
+    copies = []
+    for i in range(0, 240, 4):  # a near-duplicate of every fourth text
+        words = texts[i].split()
+        for _ in range(len(words) // 20):
+            words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
+        copies.append(" ".join(words))
+    docs = [Document(t, f"d{i}") for i, t in enumerate(texts + copies)]
+
+    async def answers(index: Index) -> list[Any]:
+        got: list[Any] = [p async for p in index.duplicate_pairs(0.5)]
+        # Answers, not how many candidates were verified: a shared place brings more.
+        for i in range(0, len(docs), 3):
+            found = await index.similar_to_id(f"d{i}", 0.5, 20)
+            got.append(None if found is None else (found.results, found.capped))
+        for i in range(0, len(docs), 15):
+            held = await index.containment_of_id(f"d{i}", 0.05, 10)
+            got.append(None if held is None else held.results)
+        return got
+
+    async def run() -> None:
+        indexes = []
+        for width in (4, 2):
+            params = Params.create(
+                "word:3", 128, 256, 1, 0.5, capacity=1, passage_words=30, field_bytes=width
+            )
+            assert params.band_buckets == 16
+            store = Store.connect(store_url, f"{collection}w{width}", 5.0)
+            indexes.append(await Index.open(store, params, 200))
+        try:
+            for index in indexes:
+                await index.ingest(docs)
+            keys = {
+                int(k)
+                for d in docs
+                for k in (await indexes[1].get(d.id)).band_keys  # type: ignore[union-attr]
+            }
+            places = indexes[1].store.entry_keys(np.array(sorted(keys), dtype=np.uint64))
+            assert len(set(places.tolist())) < len(keys) - 30  # crowded: dozens of shared places
+            members = [
+                len([k async for k, _ in index.store.band_memberships()]) for index in indexes
+            ]
+            assert members[1] < members[0] - 30  # the shared places, one entry each
+            before = [await answers(index) for index in indexes]
+            assert before[0] == before[1]
+            assert sum(1 for a in before[0] if isinstance(a, tuple) and a[0]) > 20
+            for index in indexes:
+                for i in range(0, len(docs), 2):
+                    assert await index.delete(f"d{i}")
+            after = [await answers(index) for index in indexes]
+            assert after[0] == after[1] and after[0] != before[0]
+            for index in indexes:
+                report = await check(index)
+                assert report.clean, report.as_dict()
+        finally:
+            for index in indexes:
+                await index.store.close()
+
+    asyncio.run(run())
