@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 
+import numpy as np
 import orjson
 import pytest
 from fastapi.testclient import TestClient
@@ -15,6 +17,7 @@ from support.textgen import mutate
 from app.api.app import create_app
 from app.core.settings import load_settings
 from app.index.check import check
+from app.store import PLACE_BITS
 
 BASE = (
     "Officials in the northern province said on Tuesday that heavy rain had flooded "
@@ -211,6 +214,44 @@ def test_whole_hash_exports_import_into_24_bit_collections_and_not_back(  # type
         assert resp.status_code == 200, resp.text
         got = next(d for d in _ndjson(client.get("/export"))[1:-1] if d["id"] == "in")
         assert got["fingerprint"] == own["fingerprint"]
+
+
+def test_short_band_keys_export_and_import_only_where_keys_are_kept_short(  # type: ignore[no-untyped-def]
+    client: TestClient, collection
+) -> None:
+    """A collection of 2-byte band fields keeps only its keys' place bits and exports them
+    as 48 (band_key_bits); it takes a whole-key export (or an older one that does not say)
+    cut as its own ingest cuts them, while a collection of longer fields refuses a 48-bit
+    export (422 naming band_key_bits)."""
+    client.put("/documents/own", json={"text": BASE})
+    head, own, _ = _ndjson(client.get("/export"))
+    keys = np.frombuffer(base64.b64decode(own["bands"]), "<u8")
+    assert head["params"]["band_key_bits"] == 48 and not (keys & ~np.uint64(PLACE_BITS)).any()
+    name = f"{collection}-long"  # a collection made before 2-byte fields
+    assert client.post("/collections", json={"name": name}).status_code == 201
+    store = client.app.state.index.store.sibling(name)  # type: ignore[attr-defined]
+    fields = orjson.loads(client.portal.call(store.read_config))  # type: ignore[union-attr]
+    del fields["field_bytes"]
+    client.portal.call(store.replace_config, orjson.dumps(fields))  # type: ignore[union-attr]
+    base = f"/collections/{name}"
+    assert client.put(f"{base}/documents/own", json={"text": BASE}).status_code in (200, 201)
+    long_head, long_doc, _ = _ndjson(client.get(f"{base}/export"))
+    whole = np.frombuffer(base64.b64decode(long_doc["bands"]), "<u8")
+    assert long_head["params"]["band_key_bits"] == 64
+    assert np.array_equal(whole & np.uint64(PLACE_BITS), keys) and (whole != keys).any()
+    refused = client.post(
+        f"{base}/import", json={"header": head, "documents": [{**own, "id": "in"}]}
+    )
+    assert refused.status_code == 422 and "band_key_bits" in refused.json()["detail"]
+    params = {k: v for k, v in long_head["params"].items() if k != "band_key_bits"}
+    for header in (long_head, {**long_head, "params": params}):
+        doc = {**long_doc, "id": "in"}
+        resp = client.post("/import", json={"header": header, "documents": [doc]})
+        assert resp.status_code == 200, resp.text
+        got = next(d for d in _ndjson(client.get("/export"))[1:-1] if d["id"] == "in")
+        assert got["bands"] == own["bands"]
+        assert [r["id"] for r in client.get("/similar/in").json()["results"]] == ["own"]
+    client.delete(base)
 
 
 def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ from support.sections import record_sections
 
 from app.index import records
 from app.index.passages import Layout
+from app.store import PLACE_BITS
 
 
 def _random_record(rng: np.random.Generator, i: int) -> tuple:
@@ -28,6 +29,32 @@ def test_pack_unpack_round_trip() -> None:
         rec = records.unpack(records.pack(doc_id, fp, keys, shingles, meta))
         assert rec.id == doc_id and rec.shingles == shingles and rec.metadata == meta
         assert np.array_equal(rec.fingerprint, fp) and np.array_equal(rec.band_keys, keys)
+
+
+def test_short_band_keys_are_kept_in_six_bytes_and_read_back_whole() -> None:
+    """Keys of only PLACE_BITS (a collection of 2-byte fields) come back exactly from 6
+    bytes each (84 bytes less for 42 bands, the section padded to 4), for any number of
+    keys; every reader of the record (unpack, sketch_of, id_of, expires_of) agrees."""
+    rng = np.random.default_rng(11)
+    for i in range(200):
+        doc_id, fp, keys, shingles, meta = _random_record(rng, i)
+        keys = keys & np.uint64(PLACE_BITS)
+        raw = records.pack(doc_id, fp, keys, shingles, meta, expires_ms=5 + i, short_keys=True)
+        whole = records.pack(doc_id, fp, keys, shingles, meta, expires_ms=5 + i)
+        assert len(whole) - len(raw) == 8 * len(keys) - ((6 * len(keys) + 3) & ~3)
+        rec = records.unpack(raw)
+        assert np.array_equal(rec.band_keys, keys) and rec.id == doc_id
+        assert np.array_equal(records.sketch_of(raw)[1], keys)
+        assert records.id_of(raw) == doc_id and records.expires_of(raw) == 5 + i
+        assert rec.metadata == meta and np.array_equal(rec.fingerprint, fp)
+    forty_two = np.arange(42, dtype=np.uint64)
+    assert (
+        len(records.pack("d", fp, forty_two, 1, None))
+        - len(records.pack("d", fp, forty_two, 1, None, short_keys=True))
+        == 84
+    )
+    with pytest.raises(records.CorruptRecordError):
+        records.unpack(raw[:-4])
 
 
 def test_fingerprints_encoded_in_one_batch_pack_the_same_records() -> None:

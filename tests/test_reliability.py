@@ -490,6 +490,8 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
                 seed=params.seed,
             )
             want = kernel.band_keys(sk.signatures, params.bands, params.rows)[0]
+            if params.short_keys:  # only the bits of the keys' places are kept
+                want = want & np.uint64(0xFFFFFFFF0000FFFF)
             assert rec.band_keys.tolist() == want.tolist()
             fp = sk.fp_values[int(sk.fp_offsets[0]) : int(sk.fp_offsets[1])]
             drop = 32 - params.fingerprint_bits  # the collection keeps each value's top bits

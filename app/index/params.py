@@ -140,6 +140,12 @@ class Params:
         return self.shingle if kind == "word" else "word:3"
 
     @property
+    def short_keys(self) -> bool:
+        """Whether the band keys are only the bits of their place (store.PLACE_BITS: a
+        collection of 2-byte fields), kept in 6 bytes a key by its records."""
+        return self.short_fields and self.field_bytes == 2
+
+    @property
     def plan(self) -> BandPlan:
         return plan_bands(self.threshold, self.num_perm)
 

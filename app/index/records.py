@@ -6,9 +6,15 @@ run of records joined end to end can be read as one uint32 array):
     u32 version | u32 fp_len | u64 shingles | u32 bands | u32 id_len | u32 meta_len
     | u32 passages_len | u32 fp_bytes
     fingerprint (fp_len values compressed by the kernel, Elias-Fano: fp_bytes bytes)
-    | bands x u64 band keys | id (UTF-8) | metadata (JSON)
+    | bands x u64 band keys (or, short: bands x u32 top halves, bands x u16 low words,
+    padded) | id (UTF-8) | metadata (JSON)
     | passages (app.index.passages.Layout.pack; passages_len bytes, 0 without)
     [| u64 expires_at (milliseconds since the epoch), only when the document expires]
+
+The top bit of the bands word (SHORT_KEYS) marks band keys kept in 6 bytes: a collection
+of 2-byte band fields keeps only the bits of a key's place (store.PLACE_BITS, the top 32
+and the low 16), so its records store each key's top half and low word, 2 bytes less
+than a whole key (84 bytes a document of 42 bands).
 
 The top bit of the shingles word (PLAIN) marks a document sent as text, not as a
 page: it is never answered as a site's thin page (app.index.sites). Records written
@@ -56,6 +62,38 @@ HEADER_WORDS = _HEADER.size // 4  # 9
 HEADER_WORDS_V1 = _HEADER_V1.size // 4  # 8
 # In the shingles word: the document was sent as text, not as a page (Record.plain).
 PLAIN = 1 << 63
+# In the bands word: the band keys are kept short (6 bytes each; see the docstring).
+SHORT_KEYS = 1 << 31
+_TOP = np.uint64(32)
+
+
+def _bands(word: int) -> tuple[int, int]:
+    """(how many band keys, the bytes of their section) from a header's bands word."""
+    if word & SHORT_KEYS:
+        n = word & ~SHORT_KEYS
+        return n, _pad(6 * n)
+    return word, 8 * word
+
+
+def _band_section(keys: np.ndarray, short: bool) -> bytes:
+    """The band keys as a record keeps them: whole, or short (top halves, then low
+    words; only a key's PLACE_BITS are kept)."""
+    keys = np.ascontiguousarray(keys, dtype="<u8")
+    if not short:
+        return keys.tobytes()
+    top = (keys >> _TOP).astype("<u4").tobytes()
+    low = (keys & np.uint64(0xFFFF)).astype("<u2").tobytes()
+    return (top + low).ljust(_pad(len(top) + len(low)), b"\0")
+
+
+def _band_keys(raw: bytes, at: int, word: int) -> np.ndarray:
+    """A record's band keys (uint64) from its section at `at`, whole or short."""
+    if not word & SHORT_KEYS:
+        return np.frombuffer(raw, dtype="<u8", count=word, offset=at)
+    n = word & ~SHORT_KEYS
+    top = np.frombuffer(raw, dtype="<u4", count=n, offset=at).astype(np.uint64)
+    low = np.frombuffer(raw, dtype="<u2", count=n, offset=at + 4 * n).astype(np.uint64)
+    return (top << _TOP) | low
 
 
 # A document's metadata as JSON, at most: it is in the record, which every query that
@@ -113,10 +151,12 @@ def pack(
     encoded: bytes | None = None,
     plain: bool = False,
     shifted: bool = False,
+    short_keys: bool = False,
 ) -> bytes:
     """Serialise one document record (the current version); encoded, when given, is the
     fingerprint already compressed (encode_many); plain marks a text that is not a page;
-    shifted, a 24-bit fingerprint compressed without its zero low bits."""
+    shifted, a 24-bit fingerprint compressed without its zero low bits; short_keys, band
+    keys of only PLACE_BITS (a collection of 2-byte fields), kept in 6 bytes each."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = encoded
@@ -124,12 +164,12 @@ def pack(
         fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32), shifted)
     if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
         passages = kernel.compact_layout(passages)
-    bk = np.ascontiguousarray(band_keys, dtype="<u8").tobytes()
+    bk = _band_section(band_keys, short_keys)
     header = _HEADER.pack(
         VERSION,
         len(fingerprint),
         shingles | PLAIN if plain else shingles,
-        len(bk) // 8,
+        len(band_keys) | SHORT_KEYS if short_keys else len(band_keys),
         len(id_bytes),
         len(meta),
         len(passages),
@@ -173,7 +213,7 @@ class _Head:
     fp_len: int
     fp_bytes: int  # the fingerprint section as stored, before padding
     shingles: int
-    bands: int
+    bands: int  # the header's word: the count, and SHORT_KEYS when kept short
     id_len: int
     meta_len: int
     pas_len: int
@@ -185,7 +225,7 @@ class _Head:
 
     @property
     def id_at(self) -> int:
-        return self.bands_at + 8 * self.bands
+        return self.bands_at + _bands(self.bands)[1]
 
     @property
     def meta_at(self) -> int:
@@ -203,7 +243,8 @@ class _Head:
 
 def _end(fp_at: int, fp_bytes: int, bands: int, id_len: int, meta_len: int, pas_len: int) -> int:
     """Where a record whose fingerprint starts at fp_at ends without its expiry word."""
-    return fp_at + _pad(fp_bytes) + 8 * bands + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
+    size = _bands(bands)[1]
+    return fp_at + _pad(fp_bytes) + size + _pad(id_len) + _pad(meta_len) + _pad(pas_len)
 
 
 def _head(raw: bytes) -> _Head:
@@ -246,7 +287,7 @@ def unpack(raw: bytes) -> Record:
     if len(raw) not in (h.end, h.end + _EXPIRES.size):
         raise CorruptRecordError("record length does not match its header")
     fingerprint = _fingerprint(raw, h)
-    band_keys = np.frombuffer(raw, dtype="<u8", count=h.bands, offset=h.bands_at)
+    band_keys = _band_keys(raw, h.bands_at, h.bands)
     doc_id = raw[h.id_at : h.id_at + h.id_len].decode("utf-8")
     metadata = orjson.loads(raw[h.meta_at : h.meta_at + h.meta_len]) if h.meta_len else None
     expires = _EXPIRES.unpack_from(raw, h.end)[0] if len(raw) > h.end else 0
@@ -399,5 +440,4 @@ def fingerprints_of(raws: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 def sketch_of(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Just the fingerprint and band keys of a record (see unpack), for scans."""
     h = _head(raw)
-    keys = np.frombuffer(raw, dtype="<u8", count=h.bands, offset=h.bands_at)
-    return _fingerprint(raw, h), keys
+    return _fingerprint(raw, h), _band_keys(raw, h.bands_at, h.bands)

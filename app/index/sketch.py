@@ -18,6 +18,7 @@ from app.index.params import Params
 from app.index.passages import Layout, layouts_of
 from app.store import ANCHOR_SALT as _SALT
 from app.store import ANCHOR_SPREAD as _SPREAD
+from app.store import PLACE_BITS
 
 # Sketching runs on a worker thread (the kernel releases the GIL) once a
 # request carries this much text; below it the thread hop costs more.
@@ -125,6 +126,8 @@ def sketch_now(
         tokenizer=p.tokenizer,
     )
     keys = kernel.band_keys(s.signatures, p.bands, p.rows)
+    if p.short_keys:  # the rest of each key is never read: its place holds these bits
+        keys = keys & np.uint64(PLACE_BITS)
     values, offsets = s.fp_values, s.fp_offsets
     if p.fingerprint_bits < 32:
         values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)

@@ -41,6 +41,7 @@ from app.index.params import Params
 from app.index.passages import Layout
 from app.index.sketch import Sketched, anchor_keys, kept_bits
 from app.index.writes import MAX_BATCH
+from app.store import PLACE_BITS
 
 FORMAT = "neardup-export"
 VERSION = 1
@@ -51,6 +52,10 @@ MAX_IMPORT = MAX_BATCH
 # Bits of each fingerprint value the export keeps (absent in exports made before: 32). A
 # collection takes an export whose fingerprints keep at least its own bits.
 BITS = "fingerprint_bits"
+# Bits of each band key the export keeps: 48 (store.PLACE_BITS) from a collection of
+# 2-byte band fields, else 64 (absent in exports made before). A collection of 2-byte
+# fields takes either; one of longer fields needs the whole keys.
+KEY_BITS = "band_key_bits"
 
 
 class ImportRefused(errors.Invalid):
@@ -63,7 +68,12 @@ def header(params: Params) -> dict[str, Any]:
     """The first line of an export."""
     p = asdict(params)
     shared = _spelt({k: p[k] for k in SHARED})
-    return {"format": FORMAT, "version": VERSION, "params": {**shared, BITS: p[BITS]}}
+    key_bits = 48 if params.short_keys else 64
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "params": {**shared, BITS: p[BITS], KEY_BITS: key_bits},
+    }
 
 
 def _spelt(params: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +140,9 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     bits = given.get(BITS, 32)
     if bits not in (24, 32) or bits < ours[BITS]:
         diff.append(f"{BITS}: export {bits!r}, collection {ours[BITS]!r}")
+    key_bits = given.get(KEY_BITS, 64)
+    if key_bits not in (48, 64) or key_bits < ours[KEY_BITS]:
+        diff.append(f"{KEY_BITS}: export {key_bits!r}, collection {ours[KEY_BITS]!r}")
     if diff:
         raise ImportRefused(
             "the export was made with other sketch parameters ("
@@ -229,6 +242,8 @@ def _restore(
     if p.fingerprint_bits < 32:  # whole hashes (an older export) cut as this collection keeps them
         values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)
     keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
+    if p.short_keys:  # whole keys (an older export) cut as this collection keeps them
+        keys = keys & np.uint64(PLACE_BITS)
     restored = _Restored(
         np.asarray(shingles, np.int64), values, offsets, keys, raw_passages=passages
     )

@@ -151,7 +151,9 @@ async def write(
             if taken:
                 raise _counter_behind(ids[taken[0]], handles[taken[0]], old[taken[0]])
             pairs = list(zip(handles, items, strict=True))
-            new = _packed(ids, items, sk, ends, texts_only, params.fingerprint_bits < 32)
+            new = _packed(
+                ids, items, sk, ends, texts_only, params.fingerprint_bits < 32, params.short_keys
+            )
             # Queued before anything else is written, so no record expires unqueued.
             await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
             # Band keys, then passage anchors: one exchange (one script reply per
@@ -204,9 +206,11 @@ def _packed(
     ends: list[int],
     texts_only: list[bool],
     shifted: bool,
+    short_keys: bool,
 ) -> list[bytes]:
     """The round's records, packed (fingerprints compressed in one kernel call; shifted:
-    a collection's 24-bit fingerprints, stored without their zero low bits)."""
+    a collection's 24-bit fingerprints, stored without their zero low bits; short_keys:
+    band keys of only their place's bits, 6 bytes each)."""
     fingerprints = [sk.fingerprint(i) for i, _ in items]
     encoded = records.encode_many(fingerprints, shifted)
     out = []
@@ -222,6 +226,7 @@ def _packed(
                 ends[j],
                 encoded[j],
                 texts_only[j],
+                short_keys=short_keys,
             )
         )
     return out

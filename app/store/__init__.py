@@ -8,13 +8,21 @@ chosen at connect), errors.py what the store raises.
 """
 
 from app.store.errors import ReplicationError, StoreError, StoreFullError, StoreUnavailableError
-from app.store.layout import ANCHOR_SALT, ANCHOR_SPREAD, MAX_INLINE, buckets_for, id_buckets_for
+from app.store.layout import (
+    ANCHOR_SALT,
+    ANCHOR_SPREAD,
+    MAX_INLINE,
+    PLACE_BITS,
+    buckets_for,
+    id_buckets_for,
+)
 from app.store.store import Candidates, Memory, Store
 
 __all__ = [
     "ANCHOR_SALT",
     "ANCHOR_SPREAD",
     "MAX_INLINE",
+    "PLACE_BITS",
     "Candidates",
     "Memory",
     "ReplicationError",

@@ -77,7 +77,8 @@ Places are then shared by about entries / 2**16 of a bucket's pairs: with ~48 en
 bucket, one entry in 1,400 shares its place with another key, and one document in ~20
 brings a stranger's handles as a candidate to some query, to be verified and dropped
 like any other. The key bits that tell two bands apart are the bucket's and the field's
-together, so a larger collection (more buckets) keeps the same odds.
+together, so a larger collection (more buckets) keeps the same odds. Such a collection's
+band keys are only the bits a place can use (PLACE_BITS), so its records keep them short.
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ ANCHOR_UNSPREAD = pow(ANCHOR_SPREAD, -1, 1 << 64)
 _U64 = (1 << 64) - 1
 # A short field's widths: a key's low 4 bytes, or 2 (collections made since 2-byte fields).
 FIELD_WIDTHS = (4, 2)
+# Every bit a place can hold in a collection of 2-byte fields: a bucket's (the top 32 at
+# most) and a field's (the low 16). Such a collection's band keys are only these bits
+# (app.index.sketch), so its records keep them in 6 bytes instead of 8.
+PLACE_BITS = 0xFFFFFFFF0000FFFF
 HANDLE = struct.Struct("<I")  # a handle as stored inline in a band's field
 # The same packing in the struct library of Redis's Lua (app/store/scripts).
 HANDLE_FORMAT_LUA = "<I4"

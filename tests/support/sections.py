@@ -21,7 +21,7 @@ def record_sections(raw: bytes) -> dict[str, int]:
     return {
         "header": h.fp_at,
         "fingerprint": _pad(h.fp_bytes),
-        "band_keys": 8 * h.bands,
+        "band_keys": records._bands(h.bands)[1],
         "id": _pad(h.id_len),
         "metadata": _pad(h.meta_len),
         "passages": _pad(h.pas_len),

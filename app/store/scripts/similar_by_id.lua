@@ -31,7 +31,12 @@ else
   return {handle, rec, -2}
 end
 local bands_at = fp_at + fp_bytes + (4 - fp_bytes % 4) % 4
-if bands_n == 0 or bands_at + 8 * bands_n > #rec then return {handle, rec, -2} end
+-- Short band keys (records.SHORT_KEYS, the bands word's top bit): each key's top half,
+-- then each key's low word; else whole keys of 8 bytes.
+local short_keys = bands_n >= 2147483648
+if short_keys then bands_n = bands_n - 2147483648 end
+local key_bytes = short_keys and 6 or 8
+if bands_n == 0 or bands_at + key_bytes * bands_n > #rec then return {handle, rec, -2} end
 -- A band key's bucket is its top `bits` bits (at most 32: the top four bytes of the
 -- little-endian field, a number Lua's doubles hold exactly), in `digits` hex digits.
 local scale = 2 ^ (32 - tonumber(ARGV[9]))
@@ -56,8 +61,14 @@ local function field_of(key)
 end
 local bands = {}
 for i = 0, bands_n - 1 do
-  local at = bands_at + 8 * i
-  local key = string.sub(rec, at + 1, at + 8)
+  local key
+  if short_keys then  -- as 8 bytes: its low word, two zero bytes, its top half
+    local top_at, low_at = bands_at + 4 * i, bands_at + 4 * bands_n + 2 * i
+    key = string.sub(rec, low_at + 1, low_at + 2) .. '\0\0' .. string.sub(rec, top_at + 1, top_at + 4)
+  else
+    local at = bands_at + 8 * i
+    key = string.sub(rec, at + 1, at + 8)
+  end
   local b5, b6, b7, b8 = string.byte(key, 5, 8)
   local bucket = math.floor((((b8 * 256 + b7) * 256 + b6) * 256 + b5) / scale)
   bands[#bands + 1] = hash_head .. string.format(digits, bucket) .. '}'
