@@ -88,9 +88,9 @@ def _band_section(keys: np.ndarray, short: bool) -> bytes:
 
 def _band_keys(raw: bytes, at: int, word: int) -> np.ndarray:
     """A record's band keys (uint64) from its section at `at`, whole or short."""
+    n = _bands(word)[0]
     if not word & SHORT_KEYS:
-        return np.frombuffer(raw, dtype="<u8", count=word, offset=at)
-    n = word & ~SHORT_KEYS
+        return np.frombuffer(raw, dtype="<u8", count=n, offset=at)
     top = np.frombuffer(raw, dtype="<u4", count=n, offset=at).astype(np.uint64)
     low = np.frombuffer(raw, dtype="<u2", count=n, offset=at + 4 * n).astype(np.uint64)
     return (top << _TOP) | low

@@ -125,9 +125,7 @@ def sketch_now(
         seed=p.seed,
         tokenizer=p.tokenizer,
     )
-    keys = kernel.band_keys(s.signatures, p.bands, p.rows)
-    if p.short_keys:  # the rest of each key is never read: its place holds these bits
-        keys = keys & np.uint64(PLACE_BITS)
+    keys = kept_keys(kernel.band_keys(s.signatures, p.bands, p.rows), p)
     values, offsets = s.fp_values, s.fp_offsets
     if p.fingerprint_bits < 32:
         values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)
@@ -161,6 +159,12 @@ def _spare(p: Params, texts: Sequence[str]) -> int:
     longest = max(map(len, texts))
     pairs = p.fingerprint_size * longest / 2 ** (p.fingerprint_bits + 1)
     return min(int(2 * pairs) + 8, kernel.MAX_FINGERPRINT_SIZE - p.fingerprint_size)
+
+
+def kept_keys(keys: np.ndarray, p: Params) -> np.ndarray:
+    """Band keys as the collection keeps them: whole, or with short keys only the bits
+    of their place (PLACE_BITS; the rest is never read)."""
+    return keys & np.uint64(PLACE_BITS) if p.short_keys else keys
 
 
 def kept_bits(

@@ -39,7 +39,7 @@ from app.index.ids import check_id
 from app.index.index import Index
 from app.index.params import Params
 from app.index.passages import Layout
-from app.index.sketch import Sketched, anchor_keys, kept_bits
+from app.index.sketch import Sketched, anchor_keys, kept_bits, kept_keys
 from app.index.writes import MAX_BATCH
 from app.store import PLACE_BITS
 
@@ -56,6 +56,7 @@ BITS = "fingerprint_bits"
 # 2-byte band fields, else 64 (absent in exports made before). A collection of 2-byte
 # fields takes either; one of longer fields needs the whole keys.
 KEY_BITS = "band_key_bits"
+_KEY_BITS_KEPT = (PLACE_BITS.bit_count(), 64)  # short keys, whole keys
 
 
 class ImportRefused(errors.Invalid):
@@ -68,7 +69,7 @@ def header(params: Params) -> dict[str, Any]:
     """The first line of an export."""
     p = asdict(params)
     shared = _spelt({k: p[k] for k in SHARED})
-    key_bits = 48 if params.short_keys else 64
+    key_bits = _KEY_BITS_KEPT[0] if params.short_keys else _KEY_BITS_KEPT[1]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -141,7 +142,7 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     if bits not in (24, 32) or bits < ours[BITS]:
         diff.append(f"{BITS}: export {bits!r}, collection {ours[BITS]!r}")
     key_bits = given.get(KEY_BITS, 64)
-    if key_bits not in (48, 64) or key_bits < ours[KEY_BITS]:
+    if key_bits not in _KEY_BITS_KEPT or key_bits < ours[KEY_BITS]:
         diff.append(f"{KEY_BITS}: export {key_bits!r}, collection {ours[KEY_BITS]!r}")
     if diff:
         raise ImportRefused(
@@ -241,9 +242,8 @@ def _restore(
     values = np.concatenate(fps).astype(np.uint32) if fps else np.zeros(0, np.uint32)
     if p.fingerprint_bits < 32:  # whole hashes (an older export) cut as this collection keeps them
         values, offsets = kept_bits(values, offsets, p.fingerprint_bits, p.fingerprint_size)
-    keys = np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64)
-    if p.short_keys:  # whole keys (an older export) cut as this collection keeps them
-        keys = keys & np.uint64(PLACE_BITS)
+    # Whole keys (an older export) cut as this collection keeps them.
+    keys = kept_keys(np.stack(bands) if bands else np.zeros((0, p.bands), np.uint64), p)
     restored = _Restored(
         np.asarray(shingles, np.int64), values, offsets, keys, raw_passages=passages
     )

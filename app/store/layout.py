@@ -232,7 +232,6 @@ class Layout:
         self.short_fields = on
         self.field_bytes = width if on else BAND_KEY.size
         self._low_mask = (1 << 8 * width) - 1 if on else _U64
-        self._templates.clear()
 
     def use_packed_spills(self, on: bool) -> None:
         """Whether a hot band's handles spill to a packed STRING (collections made since)
