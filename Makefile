@@ -10,6 +10,9 @@ SOURCES := $(shell find app native -type f -not -path '*/__pycache__/*' -not -pa
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# The suite runs on this many pytest-xdist workers (each with its own redis-server and,
+# when a test asks, its own cluster); 0 runs it in this process alone.
+TEST_WORKERS ?= 2
 
 .PHONY: venv install lock run test docs screenshots sanitize lint bench clean
 
@@ -49,8 +52,10 @@ run: $(STAMP)
 
 # pytest is run from its own entry point, not `python -m`, so the source
 # tree's app/ (which has no compiled kernel) never shadows the installed one.
+# Workers steal tests from each other's queues, so the long ones (a kill -9 mid-ingest,
+# the stateful phase) do not leave one worker idle at the end.
 test: $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 	@command -v chromium >/dev/null 2>&1 || echo "!!! THE BROWSER SUITE (tests/test_ui_browser.py) DID NOT RUN: chromium is missing; install it with: apt-get install -y chromium"
 
 # The documentation site (mkdocs.yml, docs/) into site/. Its tools live in their own
