@@ -403,6 +403,39 @@ def test_keys_missing_wrong_then_read(
         page.context.close()
 
 
+def test_a_check_sent_before_the_collection_answers_takes_its_threshold(
+    page: Page, server: Server, pasted
+) -> None:
+    """A text checked while GET /collection is still unanswered (the threshold field not yet
+    filled) is checked at the collection's own threshold, not refused for a number nobody
+    typed, and marks the passages the API gives a query that names no threshold."""
+    held: list = []  # the page's requests for the collection(s), answered only at the end
+    page.route(re.compile(r"/collections?(\?.*)?$"), lambda route: held.append(route))
+    text, _ = pasted
+    try:
+        page.goto(server.url + "/ui/")
+        page.get_by_label("Text to check").fill(text)
+        assert held and page.locator("#threshold").input_value() == ""
+        page.get_by_role("button", name="Check").click()
+        page.locator("#checked mark").first.wait_for()
+        api = httpx.post(
+            server.url + "/similar",
+            json={"text": text, "limit": 50, "measure": "containment", "evidence": True},
+            headers=READ,
+        ).json()
+        expected = {
+            (r["id"], p["query_start"], p["query_end"])
+            for r in api["results"]
+            for p in r["passages"]
+        }
+        marks = _marks(page, "#checked mark", ("data-source", "data-start", "data-end"))
+        assert expected and {(s, int(a), int(b)) for s, a, b, _ in marks} == expected
+        assert page.locator("#threshold").input_value() == ""  # still not answered
+    finally:
+        for route in held:
+            route.continue_()
+
+
 def test_collection_view_draws_the_s_curve(page: Page, server: Server, corpus) -> None:
     """The collection view shows the stored parameters (tokenizer, site templates and id
     buckets too), what the candidate cap did to the

@@ -490,11 +490,16 @@ async function checkText() {
     return;
   }
   const measure = document.querySelector("input[name=measure]:checked").value;
-  const threshold = parseFloat($("threshold").value);
+  // An empty field is the collection's own threshold: the field is filled from
+  // GET /collection only once that answers, and a check sent before it (a quick paste on
+  // a slow link) must not be refused for a number nobody typed. Text that is no number
+  // also reads as "" from a number field; badInput tells it apart.
+  const field = $("threshold");
+  const threshold = field.value.trim() === "" && !field.validity.badInput ? null : parseFloat(field.value);
   // Containment at 0 (its default) names every source holding a passage, whatever share
   // of the text it is; Jaccard needs a threshold above 0.
   const least = measure === "containment" ? 0 : Number.MIN_VALUE;
-  if (!(threshold >= least && threshold <= 1)) {
+  if (threshold !== null && !(threshold >= least && threshold <= 1)) {
     say(measure === "containment"
       ? "The threshold is a number from 0 (every source with a passage) to 1."
       : "The threshold is a number above 0 and at most 1.", true);
@@ -505,7 +510,7 @@ async function checkText() {
   if (exclude === false) return;
   say(file ? "Checking " + file.name + "…" : "Checking…");
   const query = file ? { ...file.body, limit: shown(), measure } : { text, limit: shown(), measure };
-  if (threshold > 0) query.threshold = threshold;
+  if (threshold !== null && threshold > 0) query.threshold = threshold;
   if (measure === "containment") query.evidence = true;
   if (exclude) query.exclude = exclude;
   const made = await saveCheck(query); // stored checks, below
