@@ -7,10 +7,14 @@ local hits, seen = {}, {}
 -- Every key's inline handles (counted once per key that has them), and each hot
 -- key's set and size.
 local hot = {}
+-- The query's own handle as a field holds it (false when there is none to leave out):
+-- most of a stored document's keys hold it alone, and it is left out below, so such a
+-- field is passed over whole.
+local own = exclude > 0 and struct.pack(HANDLE, exclude)
 for i = 1, #bands, 2 do
   local bucket, field = bands[i], bands[i + 1]
   local v = redis.call('HGET', bucket, field)
-  if v then
+  if v and v ~= own then
     if string.sub(v, 1, #SPILLED) == SPILLED then
       local spill = spill_head .. string.sub(bucket, #hash_head + 1) .. field
       hot[#hot + 1] = {spill, (struct.unpack(HANDLE, v, #SPILLED + 1))}

@@ -38,9 +38,11 @@ if short_keys then bands_n = bands_n - 2147483648 end
 local key_bytes = short_keys and 6 or 8
 if bands_n == 0 or bands_at + key_bytes * bands_n > #rec then return {handle, rec, -2} end
 -- A band key's bucket is its top `bits` bits (at most 32: the top four bytes of the
--- little-endian field, a number Lua's doubles hold exactly), in `digits` hex digits.
+-- little-endian field, a number Lua's doubles hold exactly), in `digits` hex digits;
+-- its HASH's whole name comes from one format (the head with its % doubled, the number,
+-- then '}'): one string made a key, not three.
 local scale = 2 ^ (32 - tonumber(ARGV[9]))
-local digits = '%0' .. ARGV[10] .. 'x'
+local name_fmt = string.gsub(hash_head, '%%', '%%%%') .. '%0' .. ARGV[10] .. 'x}'
 -- With short anchor fields, a key that is an anchor's ((h * SPREAD) ^ SALT mod 2^64,
 -- h of 32 bits: Layout.field) has the field h, 4 bytes: the key unsalted, times
 -- SPREAD's inverse mod 2^64, in 16-bit limbs (every sum below 2^36: exact in Lua's
@@ -60,19 +62,28 @@ local function field_of(key)
   return struct.pack('<I2I2', r0 % 65536, r1 % 65536)
 end
 local bands = {}
-for i = 0, bands_n - 1 do
-  local key
-  if short_keys then  -- as 8 bytes: its low word, two zero bytes, its top half
-    local top_at, low_at = bands_at + 4 * i, bands_at + 4 * bands_n + 2 * i
-    key = string.sub(rec, low_at + 1, low_at + 2) .. '\0\0' .. string.sub(rec, top_at + 1, top_at + 4)
-  else
-    local at = bands_at + 8 * i
-    key = string.sub(rec, at + 1, at + 8)
+local floor, format, sub, unpack_at = math.floor, string.format, string.sub, struct.unpack
+if short_keys and low == 2 then
+  -- A key's top half (its bucket) and low word (its field) are read where they lie:
+  -- no 8-byte key is made. (This loop is a fifth of the script's time.)
+  local lows = bands_at + 4 * bands_n
+  for i = 0, bands_n - 1 do
+    bands[2 * i + 1] = format(name_fmt, floor(unpack_at('<I4', rec, bands_at + 4 * i + 1) / scale))
+    bands[2 * i + 2] = sub(rec, lows + 2 * i + 1, lows + 2 * i + 2)
   end
-  local b5, b6, b7, b8 = string.byte(key, 5, 8)
-  local bucket = math.floor((((b8 * 256 + b7) * 256 + b6) * 256 + b5) / scale)
-  bands[#bands + 1] = hash_head .. string.format(digits, bucket) .. '}'
-  bands[#bands + 1] = field_of(key)
+else
+  for i = 0, bands_n - 1 do
+    local key
+    if short_keys then  -- as 8 bytes: its low word, two zero bytes, its top half
+      local top_at, low_at = bands_at + 4 * i, bands_at + 4 * bands_n + 2 * i
+      key = sub(rec, low_at + 1, low_at + 2) .. '\0\0' .. sub(rec, top_at + 1, top_at + 4)
+    else
+      local at = bands_at + 8 * i
+      key = sub(rec, at + 1, at + 8)
+    end
+    bands[2 * i + 1] = format(name_fmt, floor(unpack_at('<I4', key, 5) / scale))
+    bands[2 * i + 2] = field_of(key)
+  end
 end
 local exclude, cap, budget = tonumber(handle), tonumber(ARGV[6]), tonumber(ARGV[7])
 local hot_most = tonumber(ARGV[8])
