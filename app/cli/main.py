@@ -95,20 +95,26 @@ def _run_workers(args: argparse.Namespace, settings: Settings) -> None:
     stop_signals: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: stop_signals.append(signum))
+    from app.service import balance
     from app.service.server import GuardedHttpProtocol, Limits
 
     GuardedHttpProtocol.limits = Limits(settings)  # workers read theirs from the same env
-    uvicorn.run(
-        "app.api.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=workers,
-        log_level=settings.log_level,
-        access_log=False,  # app.api.observe logs each request with its id
-        http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
-        timeout_graceful_shutdown=30,
-    )
+    shares = balance.install(workers) if workers > 1 else None  # connections spread evenly
+    try:
+        uvicorn.run(
+            "app.api.app:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=workers,
+            log_level=settings.log_level,
+            access_log=False,  # app.api.observe logs each request with its id
+            http=GuardedHttpProtocol,  # header and body timeouts, a connection cap
+            timeout_graceful_shutdown=30,
+        )
+    finally:
+        if shares is not None:
+            os.unlink(shares)
 
 
 def _settings_or_exit() -> Settings:
