@@ -43,6 +43,8 @@ PUBLISH_EVERY_S = 0.05
 # socket stays readable, and trying again at once would spin.
 RETRY_S = 0.5
 _SLOT = struct.Struct("<q")
+# What a worker that stopped accepting publishes: more than any worker holds.
+STOPPING = 2**62
 
 
 class WorkerShares:
@@ -146,6 +148,9 @@ class Acceptor:
             return
         else:
             conn.setblocking(False)
+            # As uvloop's own server sets it: without it, a response written in two
+            # parts waits on the client's delayed ACK.
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._starting += 1
             self._shares.publish(self._count())
             task = self._loop.create_task(self._connect(conn))
@@ -177,7 +182,8 @@ class Acceptor:
             self._waiting.cancel()
         else:
             self._loop.remove_reader(self._sock.fileno())
-        self._shares.publish(0)
+        # A stopping worker takes no more connects: none is to be left to it.
+        self._shares.publish(STOPPING)
 
 
 class BalancedServer(uvicorn.Server):
