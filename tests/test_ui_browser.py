@@ -303,11 +303,7 @@ def test_a_disguised_passage_is_flagged(page: Page, server: Server, corpus, tmp_
         + _words(corpus[b], 40, 50)
     )
     _check(page, server, text)
-    api = httpx.post(
-        server.url + "/similar",
-        json={"text": text, "limit": 50, "measure": "containment", "evidence": True},
-        headers=READ,
-    ).json()
+    api = _containment(server, {"text": text})
     flagged = {
         (r["id"], p["query_start"], p["query_end"]): p["disguised"]
         for r in api["results"]
@@ -418,11 +414,7 @@ def test_a_check_sent_before_the_collection_answers_takes_its_threshold(
         assert held and page.locator("#threshold").input_value() == ""
         page.get_by_role("button", name="Check").click()
         page.locator("#checked mark").first.wait_for()
-        api = httpx.post(
-            server.url + "/similar",
-            json={"text": text, "limit": 50, "measure": "containment", "evidence": True},
-            headers=READ,
-        ).json()
+        api = _containment(server, {"text": text})
         expected = {
             (r["id"], p["query_start"], p["query_end"])
             for r in api["results"]
