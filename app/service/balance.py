@@ -150,7 +150,8 @@ class Acceptor:
             conn.setblocking(False)
             # As uvloop's own server sets it: without it, a response written in two
             # parts waits on the client's delayed ACK.
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if conn.family in (socket.AF_INET, socket.AF_INET6):
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._starting += 1
             self._shares.publish(self._count())
             task = self._loop.create_task(self._connect(conn))
