@@ -77,25 +77,10 @@ async def _build(url: str, n: int, ids: int) -> list[tuple[bytes, ...]]:
     for k in range(0, n, 500):
         docs = [Document(corpus.text(i), corpus.ids[i]) for i in range(k, min(n, k + 500))]
         await index.ingest(docs)
-    keys = store._keys  # the arguments Store.similar_by_id sends, for each id
-    mode = b"2" if keys.short_fields else b"1" if keys.short_anchors else b"0"
-    out = []
-    for i in range(0, n, max(1, n // ids)):
-        name = corpus.ids[i].encode()
-        out.append(
-            (
-                *keys.heads,
-                keys.id_key(name),
-                name,
-                b"50",  # cap
-                b"1000",  # hot members read in full
-                b"4000",  # the most hot members read
-                b"%d" % keys.bucket_bits,
-                keys.band_heads[2],
-                mode,
-                b"%d" % keys.field_bytes,
-            )
-        )
+    # The arguments Store.similar_by_id sends, for each id: a cap of 50, 1,000 hot
+    # members read in full, at most 4,000.
+    step = max(1, n // ids)
+    out = [store.similar_by_id_args(corpus.ids[i], 50, 1000, 4000) for i in range(0, n, step)]
     await store.close()
     return out
 
@@ -126,12 +111,12 @@ def main() -> None:
         try:
             argsets = asyncio.run(_build(redis.url, args.docs, args.ids))
             r = redis.client()
-            shas = {"this build": r.script_load(ours), f"baseline {args.baseline}": None}
-            shas[f"baseline {args.baseline}"] = r.script_load(theirs)
+            baseline = f"baseline {args.baseline}"
+            shas = {"this build": r.script_load(ours), baseline: r.script_load(theirs)}
             for a in argsets:
-                assert r.evalsha(shas["this build"], 0, *a) == r.evalsha(
-                    shas[f"baseline {args.baseline}"], 0, *a
-                ), f"the builds answer {a[5]!r} differently"
+                assert r.evalsha(shas["this build"], 0, *a) == r.evalsha(shas[baseline], 0, *a), (
+                    f"the builds answer {a[4]!r} differently"
+                )  # the id
             probes = {k: r.script_load(scripts.PREAMBLE + v) for k, v in _probes(ours).items()}
             best = {k: float("inf") for k in [*shas, *probes]}
             for _ in range(args.rounds):
@@ -139,7 +124,7 @@ def main() -> None:
                     best[k] = min(best[k], _usec_per_call(r, sha, argsets))
         finally:
             redis.stop()
-    base, now = best[f"baseline {args.baseline}"], best["this build"]
+    base, now = best[baseline], best["this build"]
     print(
         f"GET /similar/{{id}}'s script, {args.docs:,} documents, {len(argsets):,} ids, "
         f"Redis' µs per call (best of {args.rounds} rounds):"

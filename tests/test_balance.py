@@ -81,7 +81,7 @@ def _connections_per_worker(server: Server) -> dict[int, int]:
                     held += 1
         except OSError:
             continue
-        if held or pid in counts:
+        if held:  # serve's other children (its embedded redis-server) hold none
             counts[pid] = held
     return counts
 

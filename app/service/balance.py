@@ -32,7 +32,7 @@ from uvicorn.supervisors import multiprocess
 
 log = logging.getLogger("neardup.server")
 
-# Where the workers' shares file is named for them (set by install(), read by each worker;
+# Where the workers' shares file is named for them (set by install(), read by each worker).
 ENV = "_NEARDUP_WORKER_SHARES"  # not NEARDUP_*: settings refuse names they do not know
 # How long a worker holding more connections leaves a connect to another: one tick of
 # the event loop's timers (libuv's are in milliseconds).
@@ -60,12 +60,9 @@ class WorkerShares:
 
     def _claim(self) -> int | None:
         for i in range(self._slots):
-            try:
-                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _SLOT.size, i * _SLOT.size)
-            except OSError:
-                continue
-            _SLOT.pack_into(self._map, i * _SLOT.size, 0)
-            return i
+            if self._lock(i):
+                _SLOT.pack_into(self._map, i * _SLOT.size, 0)
+                return i
         return None  # more workers than slots (a restart racing its predecessor's exit)
 
     def publish(self, count: int) -> None:
@@ -84,12 +81,18 @@ class WorkerShares:
     def _alive(self, i: int) -> bool:
         # A slot's lock is held by its worker for the worker's life; getting it means
         # nobody holds it (POSIX record locks go with the process that held them).
-        try:
-            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _SLOT.size, i * _SLOT.size)
-        except OSError:
+        if not self._lock(i):
             return True
         fcntl.lockf(self._fd, fcntl.LOCK_UN, _SLOT.size, i * _SLOT.size)
         return False
+
+    def _lock(self, i: int) -> bool:
+        """Whether this process got slot i's lock (without waiting)."""
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _SLOT.size, i * _SLOT.size)
+        except OSError:
+            return False
+        return True
 
 
 class Acceptor:

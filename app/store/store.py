@@ -516,17 +516,7 @@ class Store:
         the caller: hot keys over hot_most, or a record whose band keys it cannot read."""
         if not self.scripted:
             raise StoreError("the similar_by_id script reads keys of many slots: one server only")
-        bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
-        limits = (cap, budget, hot_most, bits)
-        name = doc_id.encode()
-        head = (*self._keys.heads, self._keys.id_key(name), name)
-        args = (
-            *head,
-            *(b"%d" % n for n in limits),
-            digits,
-            b"2" if self._keys.short_fields else b"1" if self._keys.short_anchors else b"0",
-            b"%d" % self._keys.field_bytes,
-        )
+        args = self.similar_by_id_args(doc_id, cap, budget, hot_most)
         # Its work: the id and record, then as candidates() for the record's band keys.
         reply = await self._script(scripts.SIMILAR_BY_ID, args, None, 64 + budget + cap)
         if not reply:
@@ -538,6 +528,23 @@ class Store:
         if len(rest) == 1:  # -1 (hot) or -2 (unreadable band keys)
             return handle, raw, None
         return handle, raw, _ranked(rest)
+
+    def similar_by_id_args(
+        self, doc_id: str, cap: int, budget: int, hot_most: int
+    ) -> tuple[bytes, ...]:
+        """similar_by_id.lua's arguments for doc_id (bench/query_scripts.py calls the
+        script with them too)."""
+        bits, digits = self._keys.bucket_bits, self._keys.band_heads[2]
+        name = doc_id.encode()
+        return (
+            *self._keys.heads,
+            self._keys.id_key(name),
+            name,
+            *(b"%d" % n for n in (cap, budget, hot_most, bits)),
+            digits,
+            b"2" if self._keys.short_fields else b"1" if self._keys.short_anchors else b"0",
+            b"%d" % self._keys.field_bytes,
+        )
 
     async def _script(
         self,
