@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -133,3 +137,43 @@ def test_access_line_written_directly_is_the_formatted_record(fmt: str) -> None:
             "client=127.0.0.1:5555"
         )
         assert direct_none.endswith("client=None")
+
+
+_SPANS_OF_ONE_REQUEST = """
+from fastapi.testclient import TestClient
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from app.api.app import create_app
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+assert TestClient(create_app()).get("/openapi.json").status_code == 200
+print(len(exporter.get_finished_spans()))
+"""
+
+
+@pytest.mark.parametrize(("setting", "traced"), [(None, False), ("1", True)])
+def test_fastapi_spans_reach_a_configured_provider_only_with_the_setting(
+    tmp_path: Path, setting: str | None, traced: bool
+) -> None:
+    """NEARDUP_OPENTELEMETRY=1 hands requests to FastAPI's OpenTelemetry; unset, none."""
+    env = {k: v for k, v in os.environ.items() if k != "NEARDUP_OPENTELEMETRY"}
+    if setting is not None:
+        env["NEARDUP_OPENTELEMETRY"] = setting
+    env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
+    # A process of its own: a global tracer provider cannot be unset once set.
+    done = subprocess.run(
+        [sys.executable, "-c", _SPANS_OF_ONE_REQUEST],
+        cwd=tmp_path,  # not the source tree, whose app/ has no compiled kernel
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (int(done.stdout.split()[-1]) > 0) is traced

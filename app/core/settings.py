@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     durability: Literal["everysec", "always"] = "everysec"
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # FastAPI's own OpenTelemetry spans, metrics and logs, through the process's global
+    # providers; off, it costs nothing per request (app.api.app.telemetry).
+    opentelemetry: bool = False
     # Short enough that a stopped Redis is a 503 well within 1 s (see Store.connect).
     redis_timeout: float = Field(0.5, gt=0, le=60)
     request_timeout: float = Field(30.0, gt=0, le=3600)
