@@ -98,8 +98,10 @@ typedef struct {
      * ND_UC3_CONF/LATIN until word_end) and those
      * waiting for the next one; hstate 1: a hyphen ended the word's letters,
      * 2: and then a line break (hsoft: the hyphen was a soft one, which joins
-     * within a line too; hcr: the break so far is a CR, which LF may follow) */
-    uint8_t wflags, pflags, hstate, hsoft, hcr;
+     * within a line too; hcr: the break so far is a CR, which LF may follow;
+     * hfolds: the hyphen's own fold flags, the word's unless a line break
+     * follows it: a soft hyphen at a line end is typesetting's, not a disguise) */
+    uint8_t wflags, pflags, hstate, hsoft, hcr, hfolds;
 } nd_word;
 
 /* What a scanner makes: the shingle kind, and whether the shingles go to
@@ -216,9 +218,11 @@ static inline unsigned word_flags3(unsigned f) {
 static inline void word_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
     uint64_t h = w->h;
     if (w->nacc) h = (h ^ w->acc) * ND_M1;
-    unsigned f = MODE_IS_V3(mode) && MODE_FLAGS(mode) ? word_flags3(w->wflags) : w->wflags;
+    unsigned own = w->wflags | w->hfolds;
+    unsigned f = MODE_IS_V3(mode) && MODE_FLAGS(mode) ? word_flags3(own) : own;
     roll_push(c, r, mode, fmix64(h + w->len), w->start, w->end, f);
     w->wflags = 0;
+    w->hfolds = 0;
     w->h = c->word_seed;
     w->acc = 0;
     w->nacc = 0;
@@ -351,10 +355,12 @@ static inline void scan_outs2(nd_scan *c, nd_roll *r, nd_word *w, int mode, cons
 /* The word (or, char mode, the run of letters) ends where a hyphen put it on hold. */
 static inline void hyphen_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
     w->hstate = 0;
-    if (MODE_KIND(mode) == MODE_WORD)
+    if (MODE_KIND(mode) == MODE_WORD) {
         word_end(c, r, w, mode);
-    else
+    } else {
         w->in_word = 0;
+        w->hfolds = 0;
+    }
 }
 
 /* Tokenizers 2 and 3, one code point of the text: ignorables dropped (the word goes
@@ -407,6 +413,7 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
             if (w->hstate == 1) {
                 w->hstate = 2;
                 w->hcr = cp == '\r';
+                w->hfolds = 0; /* a line-end hyphen: its own folds are not the word's */
                 return;
             }
             if (cp == '\n' && w->hcr) {
@@ -415,8 +422,10 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
             }
         } else if ((alnum & 1) && (w->hstate == 2 || w->hsoft)) {
             unsigned joined = w->hstate == 2 ? ND_FOLD_HYPHEN : 0;
-            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_WORD) w->wflags |= (uint8_t)joined;
+            if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_WORD)
+                w->wflags |= (uint8_t)(joined | w->hfolds);
             if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)joined;
+            w->hfolds = 0;
             w->hstate = 0; /* joined: the letters go on in the same word */
             scan_outs2(c, r, w, mode, outs, n, alnum, folds);
             return;
@@ -426,7 +435,7 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
     if ((fl & ND_UC2_HYPHEN) && w->in_word) {
         w->hstate = 1;
         w->hsoft = n == 0;
-        if (MODE_FLAGS(mode)) w->wflags |= (uint8_t)folds;
+        if (MODE_FLAGS(mode)) w->hfolds = (uint8_t)folds;
         return;
     }
     if (n == 0) { /* ignorable: the word goes on across it */

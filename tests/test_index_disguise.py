@@ -200,3 +200,27 @@ def test_vowel_signs_are_not_taken_for_invisible_characters(  # type: ignore[no-
         assert len(starts) == 0, text
     starts, ends = disguised_spans(params, "plain wo\u200brd here")
     assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [(6, 11)]
+
+
+def test_a_line_end_hyphen_flags_no_word_and_a_soft_hyphen_within_a_line_does(
+    client: TestClient,
+) -> None:
+    """A copy broken across lines by a hyphen (ASCII, U+2010, or a soft hyphen as PDF viewers
+    copy it) is typesetting, not a disguise: no passage is flagged. A soft hyphen inside a word
+    within a line hides the word from a reader's search: that word is flagged."""
+    (source,) = _articles(1)
+    words = source.split()[10:90]
+    assert client.put("/documents/src", json={"text": source}).status_code == 201
+    at = next(i for i, w in enumerate(words[20:], 20) if w.isalpha() and len(w) >= 6)
+    for hyphen in ("-", "\u2010", "\u00ad"):
+        broken = words[at][:3] + hyphen + "\n" + words[at][3:]
+        copied = " ".join([*words[:at], broken, *words[at + 1 :]])
+        assert _oracle_count(copied, 0, len(copied)) == 0, repr(hyphen)
+        (found,) = _contained(client, "", "My own words here.\n" + copied)
+        assert found["id"] == "src" and found["passages"]
+        assert all("disguised" not in p for p in found["passages"]), repr(hyphen)
+    soft = words[at][:3] + "\u00ad" + words[at][3:]
+    copied = " ".join([*words[:at], soft, *words[at + 1 :]])
+    assert _oracle_count(copied, 0, len(copied)) == 1
+    (found,) = _contained(client, "", "My own words here.\n" + copied)
+    assert sum(p.get("disguised", 0) for p in found["passages"]) == 1

@@ -39,7 +39,10 @@ CLASSES = {
     "mixed look-alikes": ("p\u0430ss w\u03bfrd", "pass word", [2, 2]),
     "line-end hyphen": ("exam-\nple", "example", [kernel.FOLD_HYPHEN]),
     "line-end hyphen, spaces": ("exam- \t\r\n  ple", "example", [kernel.FOLD_HYPHEN]),
-    "line-end soft hyphen": ("exam\u00ad\nple", "example", [12]),
+    # at a line end a soft hyphen is typesetting's hyphen: no invisible character counts
+    "line-end soft hyphen": ("exam\u00ad\nple", "example", [kernel.FOLD_HYPHEN]),
+    "soft hyphen, two line ends": ("exam\u00ad\n\nple", "exam ple", [0, 0]),
+    "soft hyphen, then a space": ("exam\u00ad ple", "exam ple", [kernel.FOLD_INVISIBLE, 0]),
     "unicode hyphen": ("exam\u2010\nple", "example", [kernel.FOLD_HYPHEN]),
     "hyphen within a line": ("e-mail well- known", "e mail well known", [0, 0, 0, 0]),
     "two line ends": ("exam-\n\nple", "exam ple", [0, 0]),

@@ -397,10 +397,11 @@ def _blank2(ch: str) -> bool:
 def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     """At a hyphen text[i] that follows a letter: how far the word is held (horizontal spaces
     and ignorables, at most one line end, LF, CR or CR LF, then spaces and ignorables again),
-    the FOLD_* bits of the hyphen and those ignorables, and whether the word goes on there:
+    the FOLD_* bits of those ignorables and of the hyphen (unless a line end follows it), and
+    whether the word goes on there:
     after a line end, or, for a soft hyphen, with nothing blank in between either."""
     fold, is_blank = _fold(version), _blank3 if version == 3 else _blank2
-    j, flags, blank, crossed = i + 1, fold(text[i])[1], False, False
+    j, flags, blank, crossed = i + 1, 0, False, False
 
     def skip(j: int) -> int:
         nonlocal flags, blank
@@ -419,7 +420,10 @@ def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
         j, crossed = skip(j + 1), True
     first = fold(text[j])[0][:1] if j < len(text) else ""
     joins = first.isalnum() and (crossed or (text[i] == "\u00ad" and not blank))
-    return j, flags | (FOLD_HYPHEN if joins and crossed else 0), joins
+    # The hyphen's own folds (a soft hyphen's INVISIBLE) are the word's unless a line end
+    # follows it: there it is typesetting's hyphen, not a disguise.
+    own = 0 if crossed else fold(text[i])[1]
+    return j, flags | own | (FOLD_HYPHEN if joins and crossed else 0), joins
 
 
 def _unspaced(ch: str) -> bool:
