@@ -164,7 +164,12 @@ class _Text(_In):
         """The schema says what validation does: a text (plain or a page) or a file, one
         of them, each with its content types in their plain lower-case spelling (any
         case and parameters pass too: a media type); a generated client or fuzzer then
-        sends bodies that can pass."""
+        sends bodies that can pass.
+
+        The alternatives sit in allOf beside the properties, not in a oneOf of the body's
+        own: the same constraint in JSON Schema, but code generators (openapi-python-client)
+        read a body's own oneOf as a union of its branches, which drops the properties
+        (a generated DocumentIn had no id or metadata), or skip the operation."""
         schema: JsonDict = handler(core)
         one_of: list[Any] = []
         for kinds, given, absent in (
@@ -179,7 +184,7 @@ class _Text(_In):
                 "not": {"required": [absent]},
             }
             one_of.append(branch)
-        schema["oneOf"] = one_of
+        schema["allOf"] = [{"oneOf": one_of}]
         return schema
 
     @field_validator("text", "data")
@@ -606,22 +611,27 @@ class DeleteIn(_In):
         1000, description="with filter: records scanned per call"
     )
 
-    # "exactly one of ids and filter; cursor only with filter", said in the schema too.
+    # "exactly one of ids and filter; cursor only with filter", said in the schema too
+    # (inside allOf, for code generators: see _Text.__get_pydantic_json_schema__).
     model_config = ConfigDict(
         json_schema_extra={
-            "oneOf": [
+            "allOf": [
                 {
-                    "required": ["ids"],
-                    "properties": {
-                        "ids": {"type": "array"},
-                        "filter": {"type": "null"},
-                        "cursor": {"type": "null"},
-                    },
-                },
-                {
-                    "required": ["filter"],
-                    "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}},
-                },
+                    "oneOf": [
+                        {
+                            "required": ["ids"],
+                            "properties": {
+                                "ids": {"type": "array"},
+                                "filter": {"type": "null"},
+                                "cursor": {"type": "null"},
+                            },
+                        },
+                        {
+                            "required": ["filter"],
+                            "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}},
+                        },
+                    ]
+                }
             ]
         }
     )
