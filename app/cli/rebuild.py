@@ -142,7 +142,8 @@ def report(old: str, new: str, done: Rebuilt) -> int:
         shown = ", ".join(map(repr, done.without_text[:10]))
         print(
             f"neardup: {len(done.without_text)} documents had no text to read back (gone "
-            f"meanwhile, or a write of them was cut short; send them again): {shown}",
+            f"meanwhile, a write of them cut short, or imported from an export, which "
+            f"carries no texts; ingest their texts again): {shown}",
             file=sys.stderr,
         )
     for doc_id, why in done.failed[:10]:
