@@ -111,7 +111,8 @@ async def run(
     lang: str, tokenizer: int, redis_url: str, seed: int, lengths: tuple[int, ...] = ()
 ) -> dict[str, tuple]:
     """Per kind (as is, 5% changed, or verbatim passages of each of lengths): (found, mean
-    share marked) over the 40 plants."""
+    share marked over the 40 plants, mean characters marked past the plant's edges by the
+    passages that overlap it, over those found)."""
     texts = pages(lang)
     params = replace(Params.create("word:3", 128, 256, 1, 0.5, 1000), tokenizer=tokenizer)
     store = Store.connect(redis_url, f"{lang}{tokenizer}{len(lengths)}", 30.0)
@@ -124,22 +125,23 @@ async def run(
         ("5% any", True, 0, True),
     ]
     for kind, changed, length, mixed in kinds:
-        found, marked = 0, 0.0
+        found, marked, over = 0, 0.0, 0
         for i, (query, start, end) in enumerate(plants(lang, texts, seed, changed, length, mixed)):
             answer = await index.containment_of_text(query, 0.01, 20)
             hit = next((r for r in answer.results if r.id == f"p{i}"), None)
             if hit is None:
                 continue
-            spans = [(max(p.query_start, start), min(p.query_end, end)) for p in hit.passages]
-            spans = [(a, b) for a, b in spans if a < b]
+            near = [p for p in hit.passages if p.query_start < end and p.query_end > start]
+            spans = [(max(p.query_start, start), min(p.query_end, end)) for p in near]
             if not spans:
                 continue
             found += 1
+            over += sum(max(0, start - p.query_start) + max(0, p.query_end - end) for p in near)
             covered = set()
             for a, b in spans:
                 covered.update(range(a, b))
             marked += len(covered) / (end - start)
-        out[kind] = (found, marked / STORED)
+        out[kind] = (found, marked / STORED, over / max(found, 1))
     await store.close()
     return out
 
@@ -268,6 +270,10 @@ def main() -> None:
     parser.add_argument("--lengths", action="store_true", help="last, found by passage length")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--speed", metavar="REV", help="only: tokenizer 2's speed against REV")
+    parser.add_argument(
+        "--tokenizers", default=",".join(map(str, kernel.TOKENIZERS)), help="e.g. 3"
+    )
+    parser.add_argument("--langs", default="zh,ja,en", help="e.g. zh,ja")
     args = parser.parse_args()
     if args.speed:
         speed(args.speed)
@@ -276,20 +282,23 @@ def main() -> None:
         measure_k(args.seed)
     print("languages: 40 stored pages per language, a passage of each planted in an unstored one")
     print(
-        f"{'lang':<5} {'tokenizer':>9} {'as is: found':>13} {'marked':>7} "
-        f"{'5%: found':>10} {'marked':>7} {'5% any: found':>13} {'marked':>7}"
+        f"{'lang':<5} {'tokenizer':>9} {'as is: found':>13} {'marked':>7} {'past':>5} "
+        f"{'5%: found':>10} {'marked':>7} {'past':>5} {'5% any: found':>13} {'marked':>7} "
+        f"{'past':>5}"
     )
+    print("(past: characters marked beyond the plant's edges, mean over the plants found)")
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
         redis = ThrowawayRedis(Path(tmp), "languages").start()
         try:
-            for lang in ("zh", "ja", "en"):
-                for tokenizer in kernel.TOKENIZERS:
+            for lang in args.langs.split(","):
+                for tokenizer in map(int, args.tokenizers.split(",")):
                     log(f"languages: {lang}, tokenizer {tokenizer}")
                     r = asyncio.run(run(lang, tokenizer, redis.url, args.seed))
-                    (f1, m1), (f2, m2), (f3, m3) = r["as is"], r["5%"], r["5% any"]
+                    (f1, m1, o1), (f2, m2, o2), (f3, m3, o3) = r["as is"], r["5%"], r["5% any"]
                     print(
-                        f"{lang:<5} {tokenizer:>9} {f1:>10}/{STORED} {m1:>7.2f} "
-                        f"{f2:>7}/{STORED} {m2:>7.2f} {f3:>10}/{STORED} {m3:>7.2f}",
+                        f"{lang:<5} {tokenizer:>9} {f1:>10}/{STORED} {m1:>7.2f} {o1:>5.1f} "
+                        f"{f2:>7}/{STORED} {m2:>7.2f} {o2:>5.1f} "
+                        f"{f3:>10}/{STORED} {m3:>7.2f} {o3:>5.1f}",
                         flush=True,
                     )
             if args.lengths:

@@ -561,3 +561,14 @@ def test_a_sentence_the_source_repeats_is_placed_with_the_rest_of_its_copy() -> 
         far += any(p.source_words[0] < first - 40 for p in found)
         whole += len(found) == 1
     assert whole >= 36 and far <= 3, (whole, far)
+
+
+def test_a_query_word_is_a_letter_when_it_is_one_code_point_touching_another() -> None:
+    """Query.letters marks the tokens of Chinese or Japanese (one code point each, nothing
+    between them) and nothing of spaced text: not a one-letter word (a, I), not a digit
+    or letter cut off by punctuation (U.S., 3.5), not a CJK letter standing alone."""
+    text = "I saw a U.S. 3.5 note: 东京的天气 very 好 and データ here"
+    (layout,) = passage_layouts(_params(), [text])
+    words = [text[a:b] for a, b in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True)]
+    marked = {w for w, m in zip(words, Query(layout).letters.tolist(), strict=True) if m}
+    assert marked == set("东京的天气データ")

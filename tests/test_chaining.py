@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.index.chaining import longest_runs
+from app.index.chaining import LETTER_RUN, longest_runs, without_short_letter_runs
 
 
 def test_past_the_run_bound_the_longest_runs_are_kept_wherever_they_lie() -> None:
@@ -20,3 +20,20 @@ def test_past_the_run_bound_the_longest_runs_are_kept_wherever_they_lie() -> Non
     assert [list(r) for r in kept if r[1] - r[0] == 40] == copy  # every long run, in order
     assert (np.diff(kept[:, 0]) >= 0).all()
     assert longest_runs(runs[:50], 100).tolist() == runs[:50].tolist()
+
+
+def test_only_short_runs_wholly_of_unspaced_letters_are_left_unchained() -> None:
+    """A run is dropped exactly when it is shorter than LETTER_RUN and every query word it
+    covers is a letter of a script written without spaces (a plain loop says which)."""
+    rng = np.random.default_rng(5)
+    letters = rng.random(400) < 0.7
+    starts = rng.integers(0, 390, 2000)
+    widths = rng.integers(1, 10, 2000)
+    runs = np.stack((starts, starts + widths, starts + 3, starts + widths + 3), 1)
+    kept = without_short_letter_runs(runs, letters).tolist()
+    expected = [
+        r for r in runs.tolist() if r[1] - r[0] >= LETTER_RUN or not letters[r[0] : r[1]].all()
+    ]
+    assert kept == expected and len(expected) < len(runs)
+    spaced = np.zeros(400, bool)  # English: no word is such a letter, nothing is dropped
+    assert without_short_letter_runs(runs, spaced).tolist() == runs.tolist()

@@ -56,6 +56,7 @@ from app.index.chaining import (
     seed_length,
     seed_runs,
     spread,
+    without_short_letter_runs,
 )
 from app.index.passages import Layout, Passage
 from app.index.reorder import fill, merge, rehome
@@ -107,6 +108,22 @@ class Query(legacy.Query):
         self.hashes = np.asarray(layout.word_hashes, np.int64)
         self.hash_list: list[int] = self.hashes.tolist()
         self.hash_bytes = self.hashes.astype("<u2").tobytes()
+        self._letters: np.ndarray | None = None
+
+    @property
+    def letters(self) -> np.ndarray:
+        """Per word, whether it is a letter of a script written without spaces (a token of
+        Chinese or Japanese): one code point touching the token before or after it, as two
+        words of a spaced script never do (a separator lies between them)."""
+        if self._letters is None:
+            starts, ends = self.layout.starts, self.layout.ends
+            touch = np.zeros(len(starts), bool)
+            if len(starts) > 1:
+                joined = starts[1:] == ends[:-1]
+                touch[1:] |= joined
+                touch[:-1] |= joined
+            self._letters = touch & (ends - starts == 1)
+        return self._letters
 
     def at_bits(self, bits: int) -> Query:
         """The query with word hashes cut to bits (0: format 1), made once."""
@@ -389,8 +406,8 @@ def _repeated(
         if any(a <= qi < b for a, b, _, _, _, _ in chains):
             continue
         _check(deadline)
-        left = extend(qh, qi - 1, sh, si - 1, -1)
-        right = extend(qh, qi, sh, si, 1)
+        left = extend(qh, qi - 1, sh, si - 1, -1, query.letters)
+        right = extend(qh, qi, sh, si, 1, query.letters)
         qa, qb, sa, sb = qi - left, qi + right, si - left, si + right
         chains.append((qa, qb, sa, sb, left + right, [[qa, qb, sa, sb]]))
     return chains
@@ -407,7 +424,8 @@ def _align_dense(
     _check(deadline)
     capped = capped or cut
     n = seed_length(source.bits)
-    runs = seed_runs(q_hit, s_hit, n)
+    letters = query.letters
+    runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
     chains = chained(runs.tolist())
@@ -436,7 +454,7 @@ def _align_dense(
     qh, sh = query.hashes, np.asarray(source.word_hashes, np.int64)
     # Each piece's edges extended before merging: a merged passage's ends are then those
     # of its extreme pieces even where its pieces were reordered.
-    extend_edges(qh, sh, pieces)
+    extend_edges(qh, sh, pieces, letters)
     if pieces:
         # Sentences of a reordered copy that no piece holds, sought between its pieces.
         _check(deadline)
@@ -444,7 +462,7 @@ def _align_dense(
             taken[qa:qb] = True
         members = {id(p): r for p, r in zip(pieces, runs_of, strict=True)}
         found = fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
-        pieces += extend_edges(qh, sh, found)
+        pieces += extend_edges(qh, sh, found, letters)
     kept = []
     for qa, qb, sa, sb, matched in merge(pieces):
         if qb - qa < min_words or sb - sa < min_words:
