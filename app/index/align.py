@@ -462,7 +462,7 @@ def _align_dense(
             taken[qa:qb] = True
         members = {id(p): r for p, r in zip(pieces, runs_of, strict=True)}
         found = fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
-        pieces += extend_edges(qh, sh, found, letters)
+        pieces += extend_edges(qh, sh, found, letters, pieces)
     kept = []
     for qa, qb, sa, sb, matched in merge(pieces):
         if qb - qa < min_words or sb - sa < min_words:
