@@ -277,10 +277,14 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
         {**doc, "passages": "AAAA"},
         {**doc, "shingles": 0},
         {**doc, "id": ""},
+        {**doc, "expire_ms": 4_102_444_800_000},  # misspelt: read as absent, it would never expire
     ]
     for line in bad:
         resp = client.post(
             "/import", json={"header": head, "documents": [{**doc, "id": "z"}, line]}
         )
         assert resp.status_code == 422, line
+    assert "unknown field 'expire_ms'" in resp.json()["detail"]
+    resp = client.post("/import", json={"header": {**head, "extra": 1}, "documents": [doc]})
+    assert resp.status_code == 422 and "unknown field 'extra'" in resp.json()["detail"]
     assert client.get("/documents/z").status_code == 404

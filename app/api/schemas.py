@@ -671,6 +671,7 @@ IMPORT_HEADER: JsonDict = {
         },
     },
     "required": ["format", "version", "params"],
+    "additionalProperties": False,
 }
 IMPORT_LINE: JsonDict = {
     "properties": {
@@ -698,6 +699,7 @@ IMPORT_LINE: JsonDict = {
         },
     },
     "required": ["id", "shingles", "fingerprint", "bands"],
+    "additionalProperties": False,
 }
 
 

@@ -57,6 +57,17 @@ BITS = "fingerprint_bits"
 # fields takes either; one of longer fields needs the whole keys.
 KEY_BITS = "band_key_bits"
 _KEY_BITS_KEPT = (PLACE_BITS.bit_count(), 64)  # short keys, whole keys
+# What a header and a document line may hold: a misspelt field (expire_ms) is refused, not
+# read as absent (a document that was to expire would never expire).
+HEADER_FIELDS = ("format", "version", "params")
+LINE_FIELDS = ("id", "metadata", "shingles", "fingerprint", "bands", "passages", "expires_ms",
+               "plain")  # fmt: skip
+
+
+def _unknown(given: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    extra = sorted(set(given) - set(known))
+    if extra:
+        raise ImportRefused(f"{where}: unknown field {extra[0]!r} (it may hold {', '.join(known)})")
 
 
 class ImportRefused(errors.Invalid):
@@ -131,6 +142,7 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
         raise ImportRefused(f"the header must be a JSON object, got {str(head)[:200]}")
     if head.get("format") != FORMAT or head.get("version") != VERSION:
         raise ImportRefused(f"not a {FORMAT} version {VERSION} header: {str(head)[:200]}")
+    _unknown(head, HEADER_FIELDS, "the header")
     given = head.get("params")
     ours = header(index.params)["params"]
     if not isinstance(given, dict):
@@ -195,6 +207,7 @@ def _restore(
         except ValueError as exc:
             raise ImportRefused(f"{where}: {exc}") from None
         where = f"document {doc_id!r}"
+        _unknown(doc, LINE_FIELDS, where)
         meta = doc.get("metadata")
         problem = records.metadata_problem(meta)
         if problem is not None:
