@@ -196,6 +196,9 @@ def test_expiry_fields_are_checked(expiring: TestClient) -> None:
         {"expires_at": "2030-01-31T12:00:00"},  # no offset
         {"expires_at": "2030-01-31"},
         {"expires_at": "tomorrow"},
+        {"expires_at": "2030-01-31T12:00Z"},  # ISO 8601, not RFC 3339: no seconds
+        {"expires_at": "20300131T120000Z"},  # ISO 8601's basic format
+        {"expires_at": "2030-01-31T12:00:00+0100"},  # an offset without its colon
     ]
     for extra in bad:
         r = c.put("/documents/x", json={"text": STAY, **extra})

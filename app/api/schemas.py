@@ -249,6 +249,10 @@ EXPIRES_DOC = (
 
 # The seconds of a time of day that is a leap second (23:59:60 in UTC).
 _LEAP = re.compile(r"T\d{2}:\d{2}:(60)")
+# RFC 3339's date-time (its section 5.6), upper-cased: seconds and an offset with a colon
+# required, the extended format only. datetime.fromisoformat alone takes ISO 8601's
+# other spellings too (no seconds, 20300101T000000Z), which other clients may not read.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
 
 
 def parse_expiry(value: str) -> datetime:
@@ -264,7 +268,7 @@ def parse_expiry(value: str) -> datetime:
             when += timedelta(seconds=1)
     except (ValueError, OverflowError):
         when = None
-    if when is None or when.tzinfo is None or "T" not in value.upper():
+    if when is None or when.tzinfo is None or not _RFC3339.fullmatch(value.upper()):
         raise ValueError(
             f"expires_at {value!r} is not an RFC 3339 time with an offset, "
             "e.g. 2030-01-31T12:00:00Z"
