@@ -90,6 +90,16 @@ def test_bad_query_parameters_are_422(client: TestClient, loaded: dict, query: s
     assert client.post("/similar", json=post).status_code == 422
 
 
+@pytest.mark.parametrize("value", ["NaN", "nan", "Infinity", "-inf"])
+def test_a_threshold_that_is_not_a_number_is_named_so(
+    client: TestClient, loaded: dict, value: str
+) -> None:
+    """NaN or infinity as a threshold is a 422 saying a finite number is wanted (not that
+    it should be at most 1, which NaN is not either)."""
+    resp = client.get(f"/similar/base?threshold={value}")
+    assert resp.status_code == 422 and "finite number" in resp.json()["detail"], resp.text
+
+
 def test_below_index_threshold_says_why(client: TestClient, loaded: dict) -> None:
     """The 422 for a too-low threshold names the index's lowest threshold."""
     detail = client.get("/similar/base?threshold=0.2").json()["detail"]

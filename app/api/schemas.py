@@ -73,7 +73,7 @@ CollectionName = Annotated[
 ]
 PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
-Threshold = Annotated[float, Field(gt=0.0, le=1.0)]
+Threshold = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
 
 
 def _integral(value: Any) -> Any:
