@@ -6,6 +6,7 @@ module imports another.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import Request
@@ -36,7 +37,10 @@ async def answer_text(
     if body.measure == "containment":
         index = await get_index(request)
         t = index.check_containment(body.threshold)
-        exclude = body.exclusions(text)
+        # Quotations and a reference list are found in Python, in time linear in the text
+        # but not short for megabytes: on a worker thread, as alignment is, so the event
+        # loop serves other requests meanwhile.
+        exclude = None if body.exclude is None else await asyncio.to_thread(body.exclusions, text)
         found = await index.containment_of_text(
             text, t, body.limit, where, exclude, deadline_of(request), site=site
         )

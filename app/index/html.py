@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
+from resiliparse.parse.html import DOMNode, HTMLTree, NodeType
 
 from app.core.errors import Invalid
 
@@ -98,9 +99,9 @@ _ROLE_MAIN = re.compile(r"role\s*=\s*[\"']?main\b")
 # read whole, in linear time.
 MAX_DEPTH = 512
 _DEEPER = "body" + " > *" * (MAX_DEPTH + 1)
-# Quotations not inside another: an inner one is part of its outer one's text (reading
-# each of 2,000 nested <q>s took 10 s).
-_OUTER_QUOTES = "blockquote:not(blockquote blockquote, q blockquote), q:not(q q, blockquote q)"
+# The quotation elements; only those not inside another are read (an inner one is part
+# of its outer one's text: reading each of 2,000 nested <q>s took 10 s).
+_QUOTES = ("q", "blockquote")
 
 
 def _may_mark(low: str) -> bool:
@@ -247,9 +248,29 @@ def quoted_texts(html: str) -> list[str]:
         tree = HTMLTree.parse(_CONTROL.sub("", _repair(html)))
         if tree.body is None:
             return []
-        return [
-            extract_plain_text(el.html, alt_texts=False)
-            for el in tree.body.query_selector_all(_OUTER_QUOTES)
-        ]
+        return [extract_plain_text(el.html, alt_texts=False) for el in _outer_quotes(tree.body)]
     except Exception:  # the page was extracted already; a parser quirk here loses no text
         return []
+
+
+def _outer_quotes(root: DOMNode) -> Iterator[DOMNode]:
+    """The <q> and <blockquote> elements under root that no other one holds, in page order.
+
+    Walked by the nodes' own links, not by a selector: resiliparse reaches the n-th node
+    of a selector's collection by walking the n before it, so reading every quotation of
+    a page of thousands took time quadratic in them (2,000 <q>: 11 s; now 0.1 s)."""
+    node = root.first_child
+    while node is not None:
+        down = None
+        if node.type == NodeType.ELEMENT and node.tag in _QUOTES:
+            yield node  # not descended into: a quotation inside it is part of it
+        else:
+            down = node.first_child
+        if down is not None:
+            node = down
+            continue
+        while node.next_sibling is None:
+            node = node.parent
+            if node is None or node == root:
+                return
+        node = node.next_sibling
