@@ -256,3 +256,24 @@ def test_each_html_quotation_is_found_once_in_page_order() -> None:
     assert [many[s.start : s.end] for s in found] == [
         f"quoted words number {i}" for i in range(4000)
     ]
+
+
+def test_the_mask_marks_every_word_a_span_touches_and_is_made_once() -> None:
+    """A word is masked exactly when it overlaps an excluded span (checked word by word
+    against every span), however many spans overlap or nest; asked again for the same
+    layout (trim asks once per candidate source) the mask is the one already made."""
+    rng = np.random.default_rng(6)
+    for _ in range(50):
+        words = " ".join("w" * int(n) for n in rng.integers(1, 6, rng.integers(1, 60)))
+        layout = _layout(words)
+        spans = []
+        for _ in range(rng.integers(0, 12)):
+            a = int(rng.integers(0, len(words) + 1))
+            spans.append(Span(a, a + int(rng.integers(0, 15)), "quote"))
+        ex = Exclusions(spans)
+        expected = [
+            any(e > s.start and b < s.end for s in spans)
+            for b, e in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True)
+        ]
+        assert ex.mask(layout).tolist() == expected
+        assert ex.mask(layout) is ex.mask(layout)

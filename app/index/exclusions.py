@@ -382,15 +382,24 @@ class Exclusions:
     spans: list[Span]
     min_words: int = 0
     short: set[tuple[int, int]] = field(default_factory=set)
+    _masked: tuple[Layout, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def mask(self, layout: Layout) -> np.ndarray:
-        """Per query word: whether it lies (even in part) in an excluded span."""
+        """Per query word: whether it lies (even in part) in an excluded span. Made once
+        per layout (trim asks for every candidate source), in numpy: a loop over the
+        spans per source took 23 s for 50,000 quotations and 200 sources."""
+        if self._masked is not None and self._masked[0] is layout:
+            return self._masked[1]
         starts, ends = layout.starts, layout.ends
-        out = np.zeros(len(starts), dtype=bool)
-        for s in self.spans:
-            a = int(np.searchsorted(ends, s.start, side="right"))
-            b = int(np.searchsorted(starts, s.end, side="left"))
-            out[a:b] = True
+        first = np.searchsorted(ends, [s.start for s in self.spans], side="right")
+        last = np.searchsorted(starts, [s.end for s in self.spans], side="left")
+        # +1 where a span's words begin, -1 past them: covered where the sum is positive.
+        edges = np.zeros(len(starts) + 1, np.int64)
+        keep = first < last
+        np.add.at(edges, first[keep], 1)
+        np.add.at(edges, last[keep], -1)
+        out = np.cumsum(edges[:-1]) > 0
+        self._masked = (layout, out)
         return out
 
     def trim(

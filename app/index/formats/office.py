@@ -292,16 +292,26 @@ def _resolved(own: dict[str, bool | None], parent: dict[str, str]) -> dict[str, 
     """Each style's property where it or its nearest ancestor up the parent chain says
     (own[name] None: does not say); a style whose chain never says is left out (a loop
     ends the chain)."""
-    out: dict[str, bool] = {}
+    # Each style's answer is settled once, with every style its walk went through: a
+    # chain of n styles each based on the next was walked n times over (20,000 styles
+    # took 21 s, past the reader's bound, in a 111 KB file).
+    settled: dict[str, bool | None] = {}
     for name in own:
-        seen, cur = set(), name
-        while cur in own and own[cur] is None and cur in parent and cur not in seen:
+        path, seen, cur = [], set(), name
+        while (
+            cur not in settled
+            and cur in own
+            and own[cur] is None
+            and cur in parent
+            and cur not in seen
+        ):
             seen.add(cur)
+            path.append(cur)
             cur = parent[cur]
-        said = own.get(cur)
-        if said is not None:
-            out[name] = said
-    return out
+        said = settled[cur] if cur in settled else own.get(cur)
+        for on_the_way in path:
+            settled[on_the_way] = said
+    return {name: said for name in own if (said := settled.get(name, own[name])) is not None}
 
 
 def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset[str]:
