@@ -572,3 +572,27 @@ def test_a_query_word_is_a_letter_when_it_is_one_code_point_touching_another() -
     words = [text[a:b] for a, b in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True)]
     marked = {w for w, m in zip(words, Query(layout).letters.tolist(), strict=True) if m}
     assert marked == set("东京的天气データ")
+
+
+def test_a_long_copy_cut_by_the_bounds_is_found_whole() -> None:
+    """A text of one sentence repeated (its seed keys repeat past the bound: only its last
+    few words are seeded) is found whole in its own copy, and so is a 160,000-word copy with
+    every fourth word changed, whose runs outnumber the bound on runs so that its chain
+    stops halfway and its extension carries it on (both found nothing: the few seeds hid
+    the repeats' fallback, and the chain's own matches were too few for the whole)."""
+    params = _params()
+    sentence = "the cat sat on the mat and looked out of the window at the rain. "
+    text = (sentence * 4000)[:250_000]  # a last repeat cut short, as a text may end
+    query, source = passage_layouts(params, [text, text])
+    passages, capped = align(Query(query), source, 3, 30)
+    assert capped and [(p.query_words, p.source_words) for p in passages] == [
+        ((0, len(query.word_hashes)), (0, len(source.word_hashes)))
+    ]
+    rng = random.Random(7)
+    words = [f"w{rng.randrange(30_000)}x" for _ in range(160_000)]
+    edited = [w if i % 4 else "zz" + w for i, w in enumerate(words)]
+    query, source = passage_layouts(params, [" ".join(edited), " ".join(words)])
+    passages, capped = align(Query(query), source, 3, 10)
+    assert capped and [(p.query_words, p.source_words) for p in passages] == [
+        ((1, 160_000), (1, 160_000))
+    ]

@@ -429,13 +429,16 @@ def _align_dense(
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
     chains = chained(runs.tolist())
-    if cut and not chains:
+    least = max(2 * n, min_words // 2)
+    if cut and not any(chain[4] >= least for chain in chains):
         # Repetitive text (a repeated sentence, one letter over and over): its seed keys
         # repeat past MAX_OCC and were not seeded; the anchors found where it is shared.
+        # The few seeds that are left (a text's last words, short of a whole repeat) make
+        # no chain that counts, and must not hide the copy (a 250 KB text of one sentence
+        # against its own copy found nothing).
         chains = _repeated(query, source, hits, deadline)
     # Overlapping chains in the query (a repeated source sentence): the better stands.
     taken = np.zeros(len(query.hashes) + 1, bool)
-    least = max(2 * n, min_words // 2)
     pieces = []
     runs_of: list[list[list[int]]] = []  # each piece's runs
     others: list[Chain] = []  # chains put aside for a better one over the same words

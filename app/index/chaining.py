@@ -197,7 +197,8 @@ def extend_edges(
     letters: np.ndarray | None = None,
     others: list[list[int]] | None = None,
 ) -> list[list[int]]:
-    """The pieces (qa, qb, sa, sb, matched) with their edges extended (extend), in place.
+    """The pieces (qa, qb, sa, sb, matched) with their edges extended (extend), and the
+    words their extensions match added to matched, in place.
 
     An edge goes no further than the next piece in the query begins, or the one before
     it ends (others' too, which are not extended): those words are that piece's, which the
@@ -213,6 +214,13 @@ def extend_edges(
             room = max(0, every[k + 1][0] - qb) if k + 1 < len(every) else -1
             left = extend(qh, qa - 1, sh, sa - 1, -1, letters, max(0, qa - reach))
             right = extend(qh, qb, sh, sb, 1, letters, room)
+            # The words the extensions match count as the piece's own: a copy whose
+            # chain a work bound ended early is carried to its end by its extension, and
+            # must not be judged by the chain's share of it.
+            piece[4] += int(
+                np.count_nonzero(qh[qa - left : qa] == sh[sa - left : sa])
+                + np.count_nonzero(qh[qb : qb + right] == sh[sb : sb + right])
+            )
             piece[:4] = qa - left, qb + right, sa - left, sb + right
         reach = max(reach, piece[1])
     return pieces
