@@ -11,6 +11,7 @@ judged again, and a site that now has N pending pages is learned, its template f
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,7 +149,9 @@ class Sites:
         pending = {i: unpack_text(t) for i, t in (await self.store.templates.pending(site)).items()}
         if not pending:
             return
-        template = learn(list(pending.values()))
+        # On a worker thread: learning reads every pending page's lines, seconds for pages
+        # of megabytes, while the event loop serves other requests.
+        template = await asyncio.to_thread(learn, list(pending.values()))
         await self.store.templates.fix(site, template)
         again: list[Document] = []
         for doc_id, text in pending.items():
