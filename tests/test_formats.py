@@ -7,6 +7,7 @@ import asyncio
 import base64
 import io
 import random
+import re
 import zipfile
 from pathlib import Path
 
@@ -716,3 +717,40 @@ def test_style_inheritance_is_the_plain_walk_and_a_long_chain_is_read() -> None:
     own = {f"s{i}": None for i in range(n)} | {f"s{n}": True}
     parent = {f"s{i}": f"s{i + 1}" for i in range(n)}
     assert _resolved(own, parent) == dict.fromkeys(own, True)
+
+
+def test_hyphenated_words_are_joined_as_the_plain_pattern_joins_them_in_linear_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Joining PDF line-end hyphens gives what the plain pattern (a word part may start
+    anywhere) gives on random texts of letters, marks and breaks; and a line of a million
+    letters with one mark is joined (tried from inside the run, the plain pattern took
+    time quadratic in it: a 26 KB PDF of Han lines took 36 s)."""
+    from app.index.formats import pdf
+
+    plain = re.compile("(\\w+)[\ufffe\u00ad]\\s*(\\w+)")
+    rng = random.Random(9)
+    for _ in range(500):
+        text = "".join(rng.choice("ab ab\u00ad\ufffe\n\u4e00-") for _ in range(rng.randrange(40)))
+        with monkeypatch.context() as m:
+            m.setattr(pdf, "_BROKEN", plain)
+            expected = pdf.join_hyphenated(text)
+        assert pdf.join_hyphenated(text) == expected, repr(text)
+    long = "\u4e00" * 1_000_000 + " in\u00adformation"
+    assert pdf.join_hyphenated(long).endswith(" information")
+
+
+def test_many_docx_text_boxes_each_with_a_box_are_read_in_their_order() -> None:
+    """A paragraph drawing 5,000 text boxes, each holding a box of its own, is read with
+    every box after its paragraph in order, outer then inner (the boxes held were passed
+    over again at each inner paragraph's end: 40,000 took 72 s, past the reader's bound)."""
+    n = 5000
+    unit = (
+        "<w:r><w:txbxContent><w:p><w:r><w:t>o{i}</w:t><w:txbxContent>"
+        "<w:p><w:r><w:t>i{i}</w:t></w:r></w:p></w:txbxContent></w:r></w:p></w:txbxContent></w:r>"
+    )
+    body = (
+        "<w:p><w:r><w:t>start</w:t></w:r>" + "".join(unit.format(i=i) for i in range(n)) + "</w:p>"
+    )
+    lines = [line for line in extract(DOCX, _docx(body)).splitlines() if line]
+    assert lines == ["start", *[x for i in range(n) for x in (f"o{i}", f"i{i}")]]
