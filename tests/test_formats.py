@@ -754,3 +754,20 @@ def test_many_docx_text_boxes_each_with_a_box_are_read_in_their_order() -> None:
     )
     lines = [line for line in extract(DOCX, _docx(body)).splitlines() if line]
     assert lines == ["start", *[x for i in range(n) for x in (f"o{i}", f"i{i}")]]
+
+
+def test_pdfium_indexes_of_a_line_are_its_utf16_units_counted_once() -> None:
+    """The index PDFium gives the k-th character of a line is the UTF-16 length of what
+    comes before it, letters past the Basic Multilingual Plane counting two (checked by
+    encoding every prefix), now counted once a line, not once a mark."""
+    from app.index.formats.pdf import _indexes
+
+    rng = random.Random(10)
+    for _ in range(200):
+        piece = "".join(
+            rng.choice("ab1\u00b9\U0001d400\U0001f600 ") for _ in range(rng.randrange(30))
+        )
+        unit = rng.randrange(100)
+        index = _indexes(piece, unit)
+        for k in range(len(piece) + 1):
+            assert index(k) == unit + len(piece[:k].encode("utf-16-le")) // 2

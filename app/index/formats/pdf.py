@@ -13,9 +13,11 @@ order, is what tells).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -345,6 +347,17 @@ def _units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def _indexes(piece: str, unit: int) -> Callable[[int], int]:
+    """PDFium's character index of piece[k], piece starting at index unit: k plus the
+    characters past the Basic Multilingual Plane before it (two units each). Counted once
+    a line: re-encoding the line's start for every mark took time quadratic in a long
+    line (1.2 million characters: 23 s)."""
+    wide = [i for i, c in enumerate(piece) if ord(c) > 0xFFFF]
+    if not wide:
+        return lambda k: unit + k
+    return lambda k: unit + k + bisect.bisect_left(wide, k)
+
+
 def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     """A line without its notes' reference marks: a _MARKS candidate whose characters'
     font size is at most MARK_SIZE of the letter beside it (before it, or after an
@@ -353,9 +366,7 @@ def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     def size(at: int) -> float:
         return float(pdfium_c.FPDFText_GetFontSize(textpage.raw, at))
 
-    def index(k: int) -> int:
-        return unit + _units(piece[:k])
-
+    index = _indexes(piece, unit)
     drop: list[tuple[int, int]] = []
     for m in _MARKS.finditer(piece):
         group = "after" if m.group("after") else "opening"
@@ -372,8 +383,9 @@ def _ligatures_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> 
     """A line's lam-alef ligatures with their letters in writing order: an alef and a
     lam that share one glyph's box are the ligature's two letters, swapped."""
     chars = list(piece)
+    index = _indexes(piece, unit)
     for m in _ALEF_LAM.finditer(piece):
-        at = unit + _units(piece[: m.start()])
+        at = index(m.start())
         try:
             same = textpage.get_charbox(at) == textpage.get_charbox(at + 1)
         except pdfium.PdfiumError:
