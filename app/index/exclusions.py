@@ -103,7 +103,7 @@ def _paired(text: str) -> list[tuple[int, int]]:
         else:
             end = _balanced(text, m.end(), mark, ahead)
             close_len = 1
-        if end < 0 or ahead.word(m.end()) >= end:
+        if end < 0 or word >= end:
             pos = m.end()
             continue
         out.append((m.start(), end + close_len))
