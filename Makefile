@@ -56,7 +56,7 @@ run: $(STAMP)
 # the stateful phase) do not leave one worker idle at the end.
 test: $(STAMP)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
-	@command -v chromium >/dev/null 2>&1 || echo "!!! THE BROWSER SUITE (tests/test_ui_browser.py) DID NOT RUN: chromium is missing; install it with: apt-get install -y chromium"
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || echo "!!! THE BROWSER SUITES (tests/test_ui_browser.py, tests/test_ui_checks.py) DID NOT RUN: chromium is missing; install it with: apt-get install -y chromium"
 
 # The documentation site (mkdocs.yml, docs/) into site/. Its tools live in their own
 # environment, .venv-docs, from the pins of docs/requirements.txt, so `make test`'s

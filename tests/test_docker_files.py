@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
+from support.corpus import neardup_cmd
+from support.procs import Server, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
@@ -89,17 +94,17 @@ def test_base_images_are_pinned_by_digest() -> None:
 
 def test_image_builds_with_the_constraints_and_checks_readiness() -> None:
     """The build resolves with constraints.txt, installs only the built wheels, and the
-    HEALTHCHECK asks /readyz (a container whose Redis is away is unhealthy)."""
+    HEALTHCHECK is `neardup ready` (run for real below)."""
     ins = _instructions()
     runs = " ".join(r for w, r in ins if w == "RUN")
     assert "--constraint constraints.txt" in runs and "--no-index" in runs
     (check,) = [r for w, r in ins if w == "HEALTHCHECK"]
-    assert "/readyz" in check and "/healthz" not in check
+    assert json.loads(check[check.index("CMD") + 3 :].strip())[:2] == ["neardup", "ready"]
 
 
 def test_compose_redis_never_evicts_and_api_is_on_loopback() -> None:
     """Compose Redis has a maxmemory and `noeviction`; the API port is published on
-    127.0.0.1 unless API_BIND says otherwise; the healthcheck asks /readyz."""
+    127.0.0.1 unless API_BIND says otherwise; the healthcheck is `neardup ready`."""
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     redis, app = compose["services"]["redis"], compose["services"]["neardup"]
     cmd = redis["command"]
@@ -109,4 +114,47 @@ def test_compose_redis_never_evicts_and_api_is_on_loopback() -> None:
     bind, _, published = port.rpartition(":")
     host = re.fullmatch(r"\$\{API_BIND:-([^}]*)\}:(\d+)", bind)
     assert host and host.group(1) == "127.0.0.1" and published == "8000", port
-    assert "/readyz" in " ".join(app["healthcheck"]["test"])
+    assert app["healthcheck"]["test"][1:3] == ["neardup", "ready"]
+
+
+def _health_commands() -> dict[str, list[str]]:
+    """The neardup container's health check, as the image and compose give it."""
+    (check,) = [r for w, r in _instructions() if w == "HEALTHCHECK"]
+    image = json.loads(check[check.index("CMD") + 3 :].strip())
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    test = compose["services"]["neardup"]["healthcheck"]["test"]
+    assert test[0] == "CMD"
+    return {"image": image, "compose": test[1:]}
+
+
+def _run_check(argv: list[str], port: int, env: dict[str, str]) -> subprocess.CompletedProcess:
+    assert argv[0] == "neardup"
+    argv = [*neardup_cmd(), *(a.replace(":8000", f":{port}") for a in argv[1:])]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
+KEY = "health-check-key-0123456789"
+
+
+@pytest.mark.parametrize("where", ["image", "compose"])
+def test_the_health_check_passes_on_a_ready_service_with_keys(tmp_path: Path, where: str) -> None:
+    """The container's own check command, run with the container's settings (API keys
+    set, as compose requires), exits 0 against a ready service and 1 against one whose
+    Redis is away."""
+    keys = {"NEARDUP_API_KEYS": f"{KEY}:write"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")} | keys
+    argv = _health_commands()[where]
+    server = Server(tmp_path / "up", **keys)
+    try:
+        server.wait_ready(authorization=f"Bearer {KEY}")
+        done = _run_check(argv, server.port, env)
+        assert done.returncode == 0, done.stderr
+    finally:
+        server.stop()
+    away = Server(tmp_path / "away", NEARDUP_REDIS_URL=f"redis://127.0.0.1:{free_port()}", **keys)
+    try:
+        away.wait_up()
+        done = _run_check(argv, away.port, env | {"NEARDUP_REDIS_URL": "redis://127.0.0.1:1"})
+        assert done.returncode == 1 and "503" in done.stderr, (done.returncode, done.stderr)
+    finally:
+        away.stop()

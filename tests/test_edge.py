@@ -21,6 +21,8 @@ import pytest
 from support.corpus import neardup_cmd
 from support.procs import Server, wait_until
 
+from app.core.settings import simd_variable
+
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 HEADER_TIMEOUT = 1.0
 BODY_TIMEOUT = 1.0
@@ -411,6 +413,24 @@ def test_a_misspelt_setting_stops_start_up_with_a_suggestion(tmp_path: Path) -> 
     assert done.returncode == 2
     assert "NEARDUP_THRESHHOLD" in done.stderr and "did you mean NEARDUP_THRESHOLD?" in done.stderr
     assert not (tmp_path / "redis.sock").exists()
+
+
+def test_a_simd_switch_the_kernel_does_not_take_stops_start_up(tmp_path: Path) -> None:
+    """NEARDUP_SIMD=OFF (the kernel takes only lower-case off, 0, scalar, none) stops
+    `neardup serve` with a message naming it, where SIMD would silently have stayed on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env.update(NEARDUP_SIMD="OFF", NEARDUP_DATA_DIR=str(tmp_path))
+    done = subprocess.run(
+        [*neardup_cmd(), "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "NEARDUP_SIMD: 'OFF' is not a value it takes" in done.stderr
+    for taken in ("off", "0", "scalar", "none", ""):
+        assert simd_variable({"NEARDUP_SIMD": taken}) == []
 
 
 def test_pipelined_requests_are_answered_whole_and_in_order(server: Server) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,19 @@ def test_fastapi_spans_reach_a_configured_provider_only_with_the_setting(
     )
     assert done.returncode == 0, done.stderr
     assert (int(done.stdout.split()[-1]) > 0) is traced
+
+
+def test_every_metric_family_is_documented() -> None:
+    """Each metric app.core.metrics defines has a row in docs/api.md's metrics table."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from app.core import metrics
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    documented = set(re.findall(r"^\| `(neardup_\w+)` \|", guide, re.M))
+    defined = set()
+    for value in vars(metrics).values():
+        if isinstance(value, MetricWrapperBase):
+            (family,) = value.describe()
+            defined.add(family.name + ("_total" if family.type == "counter" else ""))
+    assert defined and defined == documented, (defined - documented, documented - defined)

@@ -84,6 +84,46 @@ def test_two_workers_share_one_embedded_redis(tmp_path: Path) -> None:
         assert server.stop() == 0
 
 
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+def test_kill_9_of_serve_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """kill -9 of a 2-worker serve leaves no worker holding the port: the next serve there
+    starts."""
+    server = Server(tmp_path, "--workers", "2")
+    server.wait_ready()
+    kids = _children(server.proc.pid)
+    assert len(kids) >= 3, kids  # the embedded Redis, two workers (and a resource tracker)
+    server.stop(signal.SIGKILL)
+    assert wait_until(lambda: not any(_alive(p) for p in kids), 15), [p for p in kids if _alive(p)]
+    again = Server(tmp_path, "--workers", "2", port=server.port)
+    try:
+        again.wait_ready()
+    finally:
+        assert again.stop() == 0
+
+
+def test_a_stopped_serve_leaves_no_metrics_directory(tmp_path: Path) -> None:
+    """The directory a multi-worker serve shares its metrics through goes when it stops."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    server = Server(tmp_path, "--workers", "2", TMPDIR=str(scratch))
+    server.wait_ready()
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("neardup-metrics-")]
+    assert server.stop() == 0
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("neardup-metrics-")]
+
+
 def test_second_server_on_same_data_dir_is_refused(tmp_path: Path) -> None:
     """A second serve on a data dir in use exits with a message instead of sharing it."""
     first = Server(tmp_path)

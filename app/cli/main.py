@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import math
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -86,9 +87,11 @@ def _run_workers(args: argparse.Namespace, settings: Settings) -> None:
             "NEARDUP_WORKERS sets it"
         )
         print(f"neardup: {workers} worker{plural} ({chosen})", file=sys.stderr)
+    metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        # Workers share their metrics through files in one directory.
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="neardup-metrics-")
+        # Workers share their metrics through files in one directory, this run's own.
+        metrics_dir = tempfile.mkdtemp(prefix="neardup-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     # uvicorn re-raises the signal that stopped it once it has shut down; with
     # a handler of our own in place that re-raise returns here instead of
     # killing the process, so serve flushes and stops the embedded Redis.
@@ -115,6 +118,8 @@ def _run_workers(args: argparse.Namespace, settings: Settings) -> None:
     finally:
         if shares is not None:
             os.unlink(shares)
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _settings_or_exit() -> Settings:
@@ -192,6 +197,14 @@ def _finite(value: str) -> float:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
     if not math.isfinite(x):
         raise argparse.ArgumentTypeError(f"{value!r} is not a finite number")
+    return x
+
+
+def _positive_float(value: str) -> float:
+    """A number argument above 0."""
+    x = _finite(value)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number above 0")
     return x
 
 
@@ -351,6 +364,12 @@ def _filter_arg(spec: str | None) -> dict | None:
     except FilterError as exc:
         print(f"neardup: --filter: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _ready(args: argparse.Namespace) -> int:
+    from app.cli.ready import ready
+
+    return ready(_settings_or_exit(), args.url, args.timeout)
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -584,7 +603,13 @@ def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's help ends with its default (where it has one)."""
+    """Every option's help ends with its default (where it has one): a default of None,
+    which the help itself explains, is not printed again as "(default: None)"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _doc_id(value: str) -> str:
@@ -774,6 +799,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--collection", type=_collection_name, help="the collection (None: NEARDUP_COLLECTION)"
     )
     chk.set_defaults(func=_check)
+
+    rdy = command(
+        "ready",
+        help="exit 0 when the service answers /readyz (a container's health check)",
+        description="GET /readyz of a running service with a key it accepts: NEARDUP_API_KEY, "
+        "else one of the NEARDUP_API_KEYS (or _FILE) the service itself was started with. "
+        "Exit 0 when it is ready, 1 (and why, on stderr) when not.",
+    )
+    rdy.add_argument(
+        "--url", type=_service_url, default="http://127.0.0.1:8000", help="the service"
+    )
+    rdy.add_argument(
+        "--timeout", type=_positive_float, default=2.0, metavar="SECONDS", help="wait this long"
+    )
+    rdy.set_defaults(func=_ready)
     _add_collections(command)
     return parser
 

@@ -231,6 +231,23 @@ def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     return lines
 
 
+# What the kernel (native/cpu.c) takes in NEARDUP_SIMD to force its scalar paths; it
+# reads the variable itself, so a value it does not know would silently leave SIMD on.
+SIMD_OFF = ("off", "0", "scalar", "none")
+
+
+def simd_variable(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A line saying what is wrong with NEARDUP_SIMD, if it is set to what the kernel
+    does not take (empty: as if unset)."""
+    value = (os.environ if environ is None else environ).get("NEARDUP_SIMD")
+    if not value or value in SIMD_OFF:
+        return []
+    return [
+        f"NEARDUP_SIMD: {value!r} is not a value it takes: set it to off (or 0, scalar, "
+        "none) to force the kernel's scalar paths, or unset it to let the kernel choose"
+    ]
+
+
 def rule_said(err: ErrorDetails) -> str:
     """What a broken rule says, without pydantic's "Value error, " before a validator's
     own message."""
@@ -240,7 +257,7 @@ def rule_said(err: ErrorDetails) -> str:
 def load_settings(**overrides: object) -> Settings:
     """Read the settings, turning validation errors and unknown NEARDUP_* variables
     into one readable message."""
-    lines = unknown_variables()
+    lines = unknown_variables() + simd_variable()
     try:
         settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

