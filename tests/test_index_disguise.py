@@ -179,7 +179,8 @@ def test_an_invisible_character_between_words_flags_no_passage(client: TestClien
         (found,) = _contained(client, "", before + copied)
         assert found["id"] == "src" and found["passages"]
         assert all("disguised" not in p for p in found["passages"]), repr(before)
-    glued = "My own words here. " + copied[:2] + "\u200b" + copied[2:]
+    assert copied[:2].isalnum()  # the first word: the character goes inside it
+    glued = "My own words here. " + copied[:1] + "\u200b" + copied[1:]
     (found,) = _contained(client, "", glued)
     assert sum(p.get("disguised", 0) for p in found["passages"]) == 1
 
@@ -200,6 +201,22 @@ def test_vowel_signs_are_not_taken_for_invisible_characters(  # type: ignore[no-
         assert len(starts) == 0, text
     starts, ends = disguised_spans(params, "plain wo\u200brd here")
     assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [(6, 11)]
+
+
+def test_an_invisible_character_beside_a_space_flags_no_word(settings) -> None:  # type: ignore[no-untyped-def]
+    """A zero-width space right after a word or right before one, with a space on its other
+    side, splits nothing and flags nothing (the kernel gives it to the word beside it); one
+    between a word and punctuation, with no space, or inside a word, does."""
+    from app.index.disguise import disguised_spans
+    from app.service.runtime import params_of
+
+    params = params_of(settings)
+    for text in ("plain word\u200b word here", "Done. \u200bNext one", "Done.\u200b Next one"):
+        starts, _ = disguised_spans(params, text)
+        assert len(starts) == 0, repr(text)
+    for text, word in (("plain wo\u200brd here", (6, 11)), ("one word\u200b, two", (4, 8))):
+        starts, ends = disguised_spans(params, text)
+        assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text
 
 
 def test_a_line_end_hyphen_flags_no_word_and_a_soft_hyphen_within_a_line_does(

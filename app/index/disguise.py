@@ -52,9 +52,10 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     assert words.folds is not None
     hit = (words.folds & np.uint8(kernel.DISGUISED)) != 0
     starts, ends = words.starts, words.ends
-    # The kernel gives invisible characters between words to the next word; only those
-    # inside a word or touching it (no space between) disguise it: a zero-width space
-    # after a full stop and a space, or a byte-order mark opening the text, hides nothing.
+    # The kernel gives an invisible character between words to a word beside it; only those
+    # inside a word, or between it and punctuation with no space on either side, disguise
+    # it: a zero-width space beside a space, or a byte-order mark opening the text, hides
+    # nothing.
     alone = np.flatnonzero(hit & ((words.folds & np.uint8(kernel.FOLD_CONFUSABLE)) == 0))
     for i in alone.tolist():
         hit[i] = _touched(text, int(starts[i]), int(ends[i]))
@@ -67,16 +68,26 @@ TOUCH_REACH = 32
 
 
 def _touched(text: str, start: int, end: int) -> bool:
-    """Whether an invisible character is inside text[start:end] or in the characters
-    that are not spaces right before or after it (a text's opening U+FEFF excepted)."""
+    """Whether a run of invisible characters inside text[start:end], or in the characters
+    that are not spaces right before or after it, has something other than a space (and
+    other than the text's edge) on both sides."""
     lo = start
     while lo > max(0, start - TOUCH_REACH) and not text[lo - 1].isspace():
         lo -= 1
     hi = end
     while hi < min(len(text), end + TOUCH_REACH) and not text[hi].isspace():
         hi += 1
-    near = text[1 if lo == 0 and text.startswith("\ufeff") else lo : hi]
-    return any(_invisible(c) for c in near if not c.isalnum())
+    j = lo
+    while j < hi:
+        if text[j].isalnum() or not _invisible(text[j]):
+            j += 1
+            continue
+        run = j  # a run of invisible characters: what stands on each side of it
+        while j < len(text) and not text[j].isalnum() and _invisible(text[j]):
+            j += 1
+        if run > 0 and j < len(text) and not text[run - 1].isspace() and not text[j].isspace():
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
