@@ -9,6 +9,7 @@ import numpy as np
 
 from app.index.chaining import (
     LETTER_RUN,
+    extend,
     extend_edges,
     longest_runs,
     without_short_letter_runs,
@@ -63,3 +64,13 @@ def test_an_edge_is_extended_no_further_than_the_next_piece() -> None:
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(pieces))  # no overlap
     assert pieces[0][0] == 100 and pieces[-1][1] == 5100  # the copy's own ends, exactly
     assert all(a[1] == b[0] for a, b in itertools.pairwise(pieces))  # they meet
+
+
+def test_an_edited_word_past_an_edge_is_taken_only_when_two_matches_follow_it() -> None:
+    """Past a chain's end a replaced word followed by one matching word (a chance "the")
+    is not taken; followed by two it is, with both."""
+    one = extend(np.array([5, 1, 9]), 0, np.array([6, 1, 8]), 0, 1)
+    two = extend(np.array([5, 1, 2, 9]), 0, np.array([6, 1, 2, 8]), 0, 1)
+    assert (one, two) == (0, 3)
+    backwards = extend(np.array([9, 2, 1, 5]), 3, np.array([8, 2, 1, 6]), 3, -1)
+    assert backwards == 3
