@@ -14,7 +14,13 @@ from typing import Any
 
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import AskError, RedisClusterException, RedisError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    MovedError,
+    RedisClusterException,
+    RedisError,
+    TryAgainError,
+)
 
 from app.core import metrics
 from app.core.redis_url import ClusterURL
@@ -26,9 +32,17 @@ from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
 
 # After a cluster error, the slot map is re-read at most this often.
 REFRESH_INTERVAL_S = 0.2
-# Replies that mean a slot is being moved: sent again through redis-py, which follows them.
+# Replies that mean a slot moved or is being moved (AskError covers MOVED too): each
+# command is sent again to the node the reply names (after ASKING, on the same
+# connection, for ASK), or, for TRYAGAIN, to its master again after a pause.
 _REDIRECTS = (AskError, TryAgainError)
+# TRYAGAIN lasts while a slot's keys are split between its two masters: redis-cli moves a
+# slot's keys in batches and then hands the slot over, so waits that double from 25 ms
+# (about 1.6 s in all) outlast a move of one slot.
+MAX_REDIRECTS = 7
+TRYAGAIN_WAIT_S = 0.025
 _READONLY = encode(b"READONLY")
+_ASKING = encode(b"ASKING")
 
 
 class ClusterTransport(Transport):
@@ -104,10 +118,11 @@ class ClusterTransport(Transport):
         """Single-key commands (name, key, args...) grouped by the master of each key's
         slot, one packed write and one read per master, all at once.
 
-        Replies that redirect (MOVED, ASK, TRYAGAIN: a slot being moved) are sent
-        again through redis-py, which follows them, and the slot map is re-read. A
-        write with min_replicas ends with WAIT on each master's connection; a
-        redirect, or a slot map that changed while it ran, makes it a ReplicationError.
+        Commands whose replies redirect (MOVED, ASK, TRYAGAIN: a slot moved or being
+        moved) are followed (_follow), and the slot map is re-read. A write with
+        min_replicas ends with WAIT on the connection of each node it ran on; a slot map
+        that then names another master for a slot than the one its write ran on makes
+        it a ReplicationError.
         """
         if not commands:
             return []
@@ -152,29 +167,94 @@ class ClusterTransport(Transport):
                 acked.append(got.pop())
             for i, reply in zip(idx, got, strict=True):
                 replies[i] = reply
-        moved = [i for i, r in enumerate(replies) if isinstance(r, _REDIRECTS)]
+        ran = {slot: before[slot].name for slot in slots}  # the node each slot's writes ran on
+        redirected = [i for i, r in enumerate(replies) if isinstance(r, _REDIRECTS)]
+        if redirected:
+            self.unavailable()  # MOVED: the map is stale (ASK: a slot is being moved)
+            moved = await self._follow(commands, slots, redirected, replies, wait, acked, ran)
+            if moved and wait:
+                await self._reread_slots()  # the map the writes are checked against below
         for reply in replies:
-            if isinstance(reply, Exception) and not isinstance(reply, _REDIRECTS):
+            if isinstance(reply, Exception):
                 error = translate(reply)
                 if isinstance(error, StoreUnavailableError):
                     self.unavailable()
                 raise error
-        if moved:
-            if wait:
-                raise self._slots_moved()
-            self.unavailable()
-            pipe = self.client.pipeline(transaction=False)
-            for i in moved:
-                pipe.execute_command(commands[i][0].decode(), *commands[i][1:])
-            again = await self.run(pipe.execute(), "pipeline")
-            for i, reply in zip(moved, again, strict=True):
-                replies[i] = reply
         if wait:
             after = await self._masters_of(set(slots))
-            if any(after[slot].name != before[slot].name for slot in after):
+            if any(ran[slot] not in (None, after[slot].name) for slot in after):
                 raise self._slots_moved()
             self.check_acked(acked)
         return replies
+
+    async def _follow(
+        self,
+        commands: Sequence[Command],
+        slots: list[int],
+        pending: list[int],
+        replies: list[Any],
+        wait: bool,
+        acked: list[Any],
+        ran: dict[int, str | None],
+    ) -> bool:
+        """Send the commands at pending (whose replies redirect) where their replies say,
+        in place, until none redirects: after MOVED to the node named, after ASK to it
+        with ASKING before each command on the same connection (a slot being moved: the
+        key is already on its new master), after TRYAGAIN (a script's keys split by the
+        move) to its master again after a pause. A write waits for its replicas on the
+        connection it ran on. ran: the node each slot's write ran on (None: an ASK's new
+        master, which the map names only once the move ends). Whether a MOVED came."""
+        moved = False
+        for attempt in range(MAX_REDIRECTS):
+            groups: dict[tuple[str, int, bool], list[int]] = {}
+            again = []
+            for i in pending:
+                reply = replies[i]
+                if isinstance(reply, AskError):
+                    asking = not isinstance(reply, MovedError)
+                    moved = moved or not asking
+                    groups.setdefault((reply.host, reply.port, asking), []).append(i)
+                    ran[slots[i]] = None if asking else f"{reply.host}:{reply.port}"
+                else:
+                    again.append(i)
+            if again:
+                await asyncio.sleep(TRYAGAIN_WAIT_S * 2**attempt)
+                masters = await self._masters_of({slots[i] for i in again})
+                for i in again:
+                    node = masters[slots[i]]
+                    groups.setdefault((node.host, node.port, False), []).append(i)
+            answers = await asyncio.gather(
+                *(
+                    self.node_exchange(
+                        self._node(host, port), [commands[i] for i in idx], wait, asking=asking
+                    )
+                    for (host, port, asking), idx in groups.items()
+                )
+            )
+            for idx, got in zip(groups.values(), answers, strict=True):
+                if wait:
+                    acked.append(got.pop())
+                for i, reply in zip(idx, got, strict=True):
+                    replies[i] = reply
+            pending = [i for i in pending if isinstance(replies[i], _REDIRECTS)]
+            if not pending:
+                return moved
+        self.unavailable()
+        raise StoreUnavailableError(
+            "Redis is unavailable: Redis Cluster kept redirecting a command (a slot is "
+            "being moved); retry"
+        )
+
+    def _node(self, host: str, port: int) -> ClusterNode:
+        """The client's node at host:port, which a redirect named."""
+        node = self.client.get_node(host=host, port=port)
+        if node is None:  # not in the map the client holds: it is being re-read
+            self.unavailable()
+            raise StoreUnavailableError(
+                f"Redis is unavailable: a redirect named {host}:{port}, which is not in "
+                "the cluster's slot map yet; retry"
+            )
+        return node
 
     def _readers(self, groups: dict[str, tuple[Any, list[int]]], slots: list[int]) -> dict:
         """The node each master's group of reads goes to: of the master and its
@@ -196,12 +276,21 @@ class ClusterTransport(Transport):
         return readers
 
     async def node_exchange(
-        self, node: ClusterNode, commands: Sequence[Command], wait: bool, readonly: bool = False
+        self,
+        node: ClusterNode,
+        commands: Sequence[Command],
+        wait: bool,
+        readonly: bool = False,
+        asking: bool = False,
     ) -> list[Any]:
         """Commands sent to one node in one write, every reply read (error replies as
         exception objects) under one timer, then WAIT's count if wait. With readonly
-        (a replica), READONLY goes first, so the replica serves its master's slots."""
-        parts = [encode(*c) for c in commands]
+        (a replica), READONLY goes first, so the replica serves its master's slots; with
+        asking (an ASK redirect), ASKING goes before each command."""
+        if asking:
+            parts = [p for c in commands for p in (_ASKING, encode(*c))]
+        else:
+            parts = [encode(*c) for c in commands]
         if readonly:
             parts.insert(0, _READONLY)
         budget = self.timeout + SECONDS_PER_COMMAND * len(parts)
@@ -223,6 +312,8 @@ class ClusterTransport(Transport):
             raise translate(exc) from exc
         finally:
             node.release(conn)
+        if asking:
+            return replies[1 : 2 * len(commands) : 2] + replies[2 * len(commands) :]
         return replies[1:] if readonly else replies
 
     async def _masters_of(self, slots: set[int]) -> dict[int, Any]:
