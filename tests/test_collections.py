@@ -249,7 +249,8 @@ def test_the_default_collection_cannot_be_deleted(client: TestClient, collection
 
 def test_keys_limited_to_collections_are_403_outside_them(settings, collection: str) -> None:  # type: ignore[no-untyped-def]
     """A key limited to collections reaches those (its scope still applies) and gets 403
-    on every other one, the unprefixed routes (the default collection's) and the list."""
+    on every other one, the unprefixed routes (the default collection's), the list, and
+    deleting a collection, its own too (which an unlimited key may)."""
     from pydantic import SecretStr
 
     from app.api.app import create_app
@@ -285,12 +286,14 @@ def test_keys_limited_to_collections_are_403_outside_them(settings, collection: 
             ("GET", "/collection", scoped),
             ("GET", "/collections", scoped),
             ("POST", "/collections", scoped),
+            ("DELETE", f"/collections/{theirs}", scoped),
         ]
         for method, path, key in refused:
             body = _problem(c.request(method, path, json={"name": mine}, headers=auth[key]), 403)
             assert "limited to the collections" in body["detail"], path
         assert c.get("/collections", headers=auth[admin]).status_code == 200
-        assert c.delete(f"/collections/{theirs}", headers=auth[scoped]).status_code == 204
+        assert c.get(f"/collections/{theirs}/documents/a", headers=auth[scoped]).status_code == 200
+        assert c.delete(f"/collections/{theirs}", headers=auth[admin]).status_code == 204
 
 
 @pytest.mark.parametrize(

@@ -218,3 +218,29 @@ def test_request_deadline_bounds_big_and_stalled_requests(tmp_path: Path) -> Non
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert waited < 1 + 1.5, waited
         assert httpx.put(server.url + "/documents/after", json={"text": TEXT}).status_code == 201
+
+
+def test_streams_of_a_named_collection_are_not_cut_by_the_deadline(  # type: ignore[no-untyped-def]
+    settings, collection: str
+) -> None:
+    """GET /export and /duplicates stream the whole collection past NEARDUP_REQUEST_TIMEOUT
+    under /collections/{name}/ as without the prefix (they were cut mid-stream there),
+    while any other request still gets the deadline's 503."""
+    from fastapi.testclient import TestClient
+
+    from app.api.app import create_app
+
+    name = f"{collection}-streams"
+    short = settings.model_copy(update={"request_timeout": 1e-6})
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/collections", json={"name": name}).status_code == 201
+        docs = [{"id": f"d{i}", "text": f"{TEXT} number {i}"} for i in range(30)]
+        assert c.post(f"/collections/{name}/documents/batch", json={"documents": docs}).is_success
+    with TestClient(create_app(short)) as c:
+        for path in ("/export", "/duplicates"):
+            for prefix in ("", f"/collections/{name}"):
+                resp = c.get(prefix + path)
+                assert resp.status_code == 200, (prefix + path, resp.text[:200])
+        exported = c.get(f"/collections/{name}/export").text.splitlines()
+        assert len(exported) == 30 + 2 and '"end"' in exported[-1]
+        assert c.get(f"/collections/{name}/documents/d1").status_code == 503

@@ -92,6 +92,16 @@ def test_docs_pages_load_every_asset_from_the_service(keyed: TestClient) -> None
             assert got.status_code == 200 and len(got.content) > 100, ref
     assert keyed.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
     assert keyed.get("/readyz").status_code == 401
+
+
+def test_docs_pages_cannot_be_framed_and_keep_no_key(keyed: TestClient) -> None:
+    """/docs and /redoc refuse to be framed by another site (a click on "Try it out" runs a
+    call with the user's key), and Swagger UI keeps the key only in the tab's memory."""
+    for page in ("/docs", "/redoc"):
+        headers = keyed.get(page).headers
+        assert headers["x-frame-options"] == "DENY", page
+        assert "frame-ancestors 'none'" in headers["content-security-policy"], page
+    assert '"persistAuthorization": false' in keyed.get("/docs").text
     assert keyed.get("/docs-assets/../readyz").status_code in (401, 404)
 
 

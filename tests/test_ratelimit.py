@@ -83,3 +83,35 @@ def test_buckets_refill_at_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     now[0] += 10  # both idle past burst/rate: full again
     assert buckets.take(b"third") == 0.0
     assert set(buckets.state) == {b"third"}
+
+
+def test_a_made_up_token_buys_no_bucket(settings, limited: TestClient) -> None:  # type: ignore[no-untyped-def]
+    """A bearer token that is not one of the keys (any token when keys are off, or one sent
+    to the report page's files, which need no key) counts against the client's address:
+    a fresh token per request does not escape the limit."""
+    with _app(settings, rate_limit=0.01, rate_burst=2) as c:
+        codes = [
+            c.get("/similar/nope", headers={"Authorization": f"Bearer made-up-{i}"}).status_code
+            for i in range(3)
+        ]
+    assert codes == [404, 404, 429]
+    fresh = [
+        limited.get("/ui/", headers={"Authorization": f"Bearer made-up-{i}"}).status_code
+        for i in range(4)
+    ]
+    assert fresh == [200, 200, 200, 429]
+    assert limited.get("/ui/", headers={"Authorization": f"Bearer {KEY_A}"}).status_code == 200
+
+
+def test_the_table_stays_bounded_when_every_client_is_active(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the table full of clients none of which is idle, a new client makes room by
+    dropping the least recently used tenth, not by growing: a client just seen stays."""
+    monkeypatch.setattr("app.api.ratelimit.MAX_CLIENTS", 10)
+    buckets = Buckets(rate=0.001, burst=5, clock=lambda: 0.0)
+    for i in range(200):
+        buckets.take(b"kept")
+        assert buckets.take(b"c%d" % i) == 0.0
+        assert len(buckets.state) <= 10
+    assert b"kept" in buckets.state and buckets.state[b"kept"][0] < 5 - 1

@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.rate_limit:
         # Inside Edge: a request without a valid key is refused before it costs a token.
         burst = ratelimit.burst_of(settings.rate_limit, settings.rate_burst)
-        app.add_middleware(ratelimit.RateLimit, rate=settings.rate_limit, burst=burst)
+        app.add_middleware(ratelimit.RateLimit, rate=settings.rate_limit, burst=burst, keys=keys)
         extend_openapi(app, ratelimit.document)
     # Request id, log line and metrics; API keys; body limit; deadline: one layer.
     app.add_middleware(

@@ -92,14 +92,20 @@ _READ_ONLY: Refusal = (
 )
 
 
-def _outside(names: frozenset[str], path: str, default: str) -> Refusal | None:
+def _outside(names: frozenset[str], method: str, path: str, default: str) -> Refusal | None:
     """Why a key limited to these collections may not use path (None: it may). A path
-    without the /collections/{name} prefix is a request to the default collection."""
-    name, _ = collection_of(path)
+    without the /collections/{name} prefix is a request to the default collection.
+    Deleting a collection takes every document and check of it, which the key's other
+    users rely on, and the key could not make it again: it needs an unlimited key, as
+    listing and making collections do."""
+    name, rest = collection_of(path)
     listed = ", ".join(sorted(names))
     if name is None and path in ("/collections", "/collections/"):
         detail = f"this API key is limited to the collections {listed}; listing and making "
         detail += "collections needs a key of every collection"
+    elif name is not None and rest in ("", "/") and method == "DELETE":
+        detail = f"this API key is limited to the collections {listed}; deleting a "
+        detail += "collection needs a key of every collection"
     elif (name or default) not in names:
         detail = f"this API key is limited to the collections {listed}, not {name or default!r}"
         if name is None:
@@ -136,7 +142,7 @@ def refusal(
     if granted is None:
         return _BAD_KEY
     if granted.collections is not None:
-        outside = _outside(granted.collections, path, default)
+        outside = _outside(granted.collections, method, path, default)
         if outside is not None:
             return outside
     if granted.scope != "write" and needs_write(method, path):

@@ -27,12 +27,15 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api import body, observe
-from app.api.auth import refusal, refuse
+from app.api.auth import collection_of, refusal, refuse
 from app.api.deps import DEADLINE
 from app.api.paths import not_utf8
 from app.api.problems import RETRY_AFTER, send_problem
 from app.core.keys import KeyRing
 
+# Streams of the whole corpus (under /collections/{name}/ too) are bounded by the corpus,
+# not by NEARDUP_REQUEST_TIMEOUT.
+STREAMS = ("/duplicates", "/export")
 _RETRY = [(name.lower().encode(), value.encode()) for name, value in RETRY_AFTER.items()]
 _CLIENT_CLOSED = 499  # logged and counted only: the client left before its body was in
 
@@ -123,7 +126,7 @@ class Edge:
                 await send_problem(observed_send, 413, "Request too large", self.too_large)
             else:
                 gzipped = body.gzipped(content_type, encoding) if has_body else False
-                if scope["path"].startswith(("/duplicates", "/export")):
+                if collection_of(scope["path"])[1].startswith(STREAMS):
                     # Streams of the whole corpus are bounded by the corpus, not a clock.
                     await self._run(app_scope, receive, observed_send, has_body, gzipped)
                 else:

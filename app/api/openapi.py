@@ -74,29 +74,45 @@ def _assets() -> str:
     return str(files("fastapi_offline") / "static")
 
 
+# The docs pages run calls with the key a user types in: no other site may frame them
+# (and trick a click on "Try it out"). Their inline scripts rule out a stricter policy.
+DOC_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
 def install_docs(app: FastAPI) -> None:
     """Serve /docs (Swagger UI) and /redoc from the packaged assets, nothing from a CDN."""
     app.mount(ASSETS, StaticFiles(directory=_assets()), name="docs-assets")
     favicon = f"{ASSETS}/favicon.png"
 
     async def swagger(_: Request) -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url="/openapi.json",
             title=f"{app.title} - Swagger UI",
             swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS}/swagger-ui.css",
             swagger_favicon_url=favicon,
-            swagger_ui_parameters={"persistAuthorization": True},
+            # The key stays in the tab's memory, not in localStorage, where it would
+            # outlive the tab on the report page's origin.
+            swagger_ui_parameters={"persistAuthorization": False},
         )
+        page.headers.update(DOC_HEADERS)
+        return page
 
     async def redoc(_: Request) -> HTMLResponse:
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url="/openapi.json",
             title=f"{app.title} - ReDoc",
             redoc_js_url=f"{ASSETS}/redoc.standalone.js",
             redoc_favicon_url=favicon,
             with_google_fonts=False,
         )
+        page.headers.update(DOC_HEADERS)
+        return page
 
     app.add_route("/docs", swagger, include_in_schema=False)
     app.add_route("/redoc", redoc, include_in_schema=False)
