@@ -450,3 +450,27 @@ def test_pipelined_requests_are_answered_whole_and_in_order(server: Server) -> N
             assert body.startswith(b"{") and body.endswith(b"}"), body
     assert statuses == [b"200", b"200", b"404", b"200"]
     assert rest == b""
+
+
+def test_headers_past_the_bound_are_431_and_a_big_body_is_not(server: Server) -> None:
+    """A request whose headers run past 64 KiB (one huge header, or many small ones) is
+    answered 431 and closed without reaching a route; a request with 60 KiB of headers,
+    or a 1 MB body sent in the same write as its headers, is served as usual."""
+    for headers in (b"x-big: " + b"a" * 70_000 + b"\r\n", b"x-n: 1234567890\r\n" * 6_000):
+        sent = b"GET /healthz HTTP/1.1\r\nhost: x\r\n" + headers + b"\r\n"
+        with _connect(server, sent) as sock:
+            answer = _read_to_eof(sock)
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+        assert b"ran past 65536 bytes" in answer
+    ok = (
+        b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-fine: "
+        + b"a" * 60_000
+        + b"\r\nconnection: close\r\n\r\n"
+    )
+    with _connect(server, ok) as sock:
+        assert _read_to_eof(sock).startswith(b"HTTP/1.1 200 ")
+    body = b'{"text": "' + b"word " * 200_000 + b'"}'
+    head = b"POST /similar HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    head += b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+    with _connect(server, head + body) as sock:
+        assert _read_to_eof(sock).startswith(b"HTTP/1.1 200 ")

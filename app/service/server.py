@@ -12,7 +12,9 @@ Here every connection has one timer at a time:
 otherwise the connection is closed, with a 408 when the client had started a request
 it has not finished (the route, if it was reading the body, sees a disconnect). And a
 connection beyond NEARDUP_MAX_CONNECTIONS open in this worker is answered 503 with
-Retry-After as soon as its headers are in, without reaching the application.
+Retry-After as soon as its headers are in, without reaching the application. A
+request whose headers run past MAX_HEADER_BYTES is answered 431 and closed: the
+timeout bounds time, not bytes, and uvicorn keeps every header it is sent in memory.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ log = logging.getLogger("neardup.server")
 _LOG_EVERY = 10.0
 
 _NEW, _HEADERS, _BODY, _DONE = range(4)
+# The most bytes a request's line and headers may take (nginx allows 4 buffers of 8 KB
+# by default; a long bearer key and cookies fit many times over).
+MAX_HEADER_BYTES = 64 * 1024
 
 
 def _problem(status: bytes, detail: str, *headers: bytes) -> bytes:
@@ -111,6 +116,15 @@ class Limits:
             "body_timeout",
             f"closed %d connection(s) that did not send their request body within "
             f"{self.body_timeout} s (NEARDUP_BODY_TIMEOUT)",
+        )
+        self.headers_431 = _problem(
+            b"431 Request Header Fields Too Large",
+            f"the request line and headers ran past {MAX_HEADER_BYTES} bytes; send fewer "
+            "or shorter headers",
+        )
+        self.headers_big = _Tally(
+            "header_size",
+            f"closed %d connection(s) whose request headers ran past {MAX_HEADER_BYTES} bytes",
         )
         self.too_many = _Tally(
             "max_connections",
@@ -194,6 +208,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._phase = _NEW
         self._timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._head_bytes = 0  # the request line's and headers' bytes so far
+        self._oversize = False  # answered 431: nothing more of this connection is read
 
     # A timer is armed after the parser has seen the bytes that arrived, not in its
     # callbacks: a whole request in one read arms and cancels nothing.
@@ -206,7 +222,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._timer = self.loop.call_later(limits.header_timeout, self._expired)
 
     def data_received(self, data: bytes) -> None:
+        if self._oversize:
+            return
         super().data_received(data)
+        if self._head_bytes > MAX_HEADER_BYTES:  # headers not complete in this read
+            self._too_big()
+            return
         if self._timer is None and not self.transport.is_closing():
             if self._phase == _HEADERS:
                 self._timer = self.loop.call_later(self._limits.header_timeout, self._expired)
@@ -221,8 +242,33 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         # A new connection's timer, already running, counts from the opening.
         self._phase = _HEADERS
+        self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._head_bytes += len(url)
+        if self._head_bytes <= MAX_HEADER_BYTES:
+            super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes <= MAX_HEADER_BYTES:  # past it, nothing more is kept
+            super().on_header(name, value)
+
+    def _too_big(self) -> None:
+        """Answer 431 and close: the request line and headers ran past MAX_HEADER_BYTES."""
+        self._cancel()
+        self._phase = _DONE
+        self._oversize = True
+        if not self.transport.is_closing():
+            self.transport.write(self._limits.headers_431)
+            self.transport.close()
+            self._limits.headers_big.add()
 
     def on_headers_complete(self) -> None:
+        if self._head_bytes > MAX_HEADER_BYTES:
+            self._too_big()
+            return
+        self._head_bytes = 0
         self._cancel()
         self._phase = _BODY
         if self._refused:
@@ -241,13 +287,13 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().handle_websocket_upgrade()
 
     def on_body(self, body: bytes) -> None:
-        if not self._refused:
+        if not self._refused and not self._oversize:
             super().on_body(body)
 
     def on_message_complete(self) -> None:
         self._cancel()
         self._phase = _DONE
-        if not self._refused:
+        if not self._refused and not self._oversize:
             super().on_message_complete()
 
     def _cancel(self) -> None:
