@@ -67,3 +67,31 @@ def test_start_up_pass_drops_dangling_ids_only(
         assert {k for k, n in report.found.items() if n} == {"orphan_bands"}
         assert report.repaired == report.found
         assert c.portal.call(check, index).clean  # type: ignore[union-attr]
+
+
+def test_start_up_pass_covers_every_collection(
+    redis_url: str, collection: str, tmp_path: Path
+) -> None:
+    """A dangling id in a collection made with POST /collections is dropped at start-up as
+    one in the service's own collection is: its count is what GET reads again."""
+    from app.api.app import create_app
+    from app.core.settings import load_settings
+
+    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    named = f"{collection}-named"
+    text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/collections", json={"name": named}).status_code == 201
+        for name in ("live", "cut"):
+            put = c.put(f"/collections/{named}/documents/{name}", json={"text": f"{text} {name}"})
+            assert put.status_code == 201
+    with redis.Redis.from_url(redis_url) as r:  # as if the crash came before the record
+        assert r.delete(f"nd:{named}:d:{handle_of(r, named, 'cut')}") == 1
+        assert len(all_ids(r, named)) == 2
+    with TestClient(create_app(settings)) as c:
+        assert c.get("/readyz").status_code == 200
+        assert c.get(f"/collections/{named}").json()["documents"] == 1
+        assert c.get(f"/collections/{named}/documents/cut").status_code == 404
+        assert c.get(f"/collections/{named}/documents/live").status_code == 200
+    with redis.Redis.from_url(redis_url) as r:
+        assert set(all_ids(r, named)) == {"live"}

@@ -63,7 +63,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.collections = Collections(index, settings)
             tasks = []
             if not app.state.startup_check.done:
-                tasks.append(asyncio.create_task(app.state.startup_check.run(index)))
+                served = app.state.collections.served
+                tasks.append(asyncio.create_task(app.state.startup_check.run(index, served)))
                 # A small collection is checked before the first request is taken; a large
                 # one (or one whose Redis is away) goes on in the background while
                 # /readyz answers 503.

@@ -114,14 +114,35 @@ class StartupCheck:
     """The pass a service makes before it reports ready: ids a crash left mapped to a
     handle whose record was never written are dropped before /readyz says yes, so its
     document count is what GET can read. Only that kind (``check_ids``, one EXISTS per
-    id): the rest a crash can leave answers nothing and waits for the full check."""
+    id): the rest a crash can leave answers nothing and waits for the full check. Every
+    collection there is gets the pass, the default one first (a write into a collection
+    made with POST /collections is cut by a crash as one into the default one is)."""
 
     def __init__(self, enabled: bool) -> None:
         self.done = not enabled
         self.report: CheckReport | None = None
 
-    async def run(self, index: Index) -> None:
-        """Check and repair once, waiting for Redis if it is away; logs what it did."""
+    async def run(
+        self, index: Index, others: Callable[[], Awaitable[Sequence[Index]]] | None = None
+    ) -> None:
+        """Check and repair once, waiting for Redis if it is away; logs what it did.
+        others: the service's other collections (after the default one, index)."""
+        self.report = await self._one(index, index.store.collection)
+        for other in await self._others(others, index):
+            await self._one(other, other.store.collection)
+        self.done = True
+
+    async def _others(
+        self, others: Callable[[], Awaitable[Sequence[Index]]] | None, index: Index
+    ) -> Sequence[Index]:
+        while others is not None:
+            try:
+                return [i for i in await others() if i is not index]
+            except Unavailable:
+                await asyncio.sleep(RETRY_S)
+        return []
+
+    async def _one(self, index: Index, name: str) -> CheckReport:
         started = time.monotonic()
         waited = False
         while True:
@@ -135,12 +156,13 @@ class StartupCheck:
                     log.warning("start-up consistency check waits: %s", exc)
                 waited = True
                 await asyncio.sleep(RETRY_S)
-        self.report, self.done = report, True
         log.log(
             logging.INFO if report.clean else logging.WARNING,
-            "start-up consistency check: %d ids, %d without a record, in %.2f s; repaired %s",
+            "start-up consistency check of %r: %d ids, %d without a record, in %.2f s; repaired %s",
+            name,
             report.ids,
             report.found["dangling_ids"],
             time.monotonic() - started,
             _repaired(report),
         )
+        return report
