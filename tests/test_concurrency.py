@@ -161,8 +161,9 @@ def test_contended_writes_leave_a_sequential_outcome(
 
 
 def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None:
-    """Debris of every kind, made by hand the way a crash or a lost lock would leave it,
-    is found by kind and removed by repair, while the live documents keep answering."""
+    """Debris of every kind, made by hand the way a crash or a lost lock would leave it
+    (or a write into a collection deleted and made again), is found by kind, without a
+    crash, and removed by repair, while the live documents keep answering."""
 
     async def run() -> None:
         store = Store.connect(store_url, collection, 5.0)
@@ -189,12 +190,19 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             await store.add_expiries([(20_000, 1)])
             # Two deletes that stopped between their HDEL and their DECRBY (a cluster's).
             _move_count(store_url, collection, 2)
+            # An entry of another layout's width, in one of this collection's buckets (a
+            # write that ran on while the collection was deleted and made anew).
+            bucket = await anext(store.transport.scan(store._keys.buckets_pattern))
+            await store.transport.commands(
+                [(b"HSET", bucket, b"\x01\x02\x03\x04\x05", b"\x07\x00\x00\x00")], write=True
+            )
 
             found = await check(index)
             assert found.found == {
                 "dangling_ids": 1,
                 "orphan_records": 1,
                 "orphan_bands": 3,
+                "foreign_bands": 1,
                 "stray_bands": 2,
                 "missing_bands": 1,
                 "orphan_texts": 0,  # this collection keeps no texts

@@ -73,6 +73,7 @@ KINDS = (
     "dangling_ids",
     "orphan_records",
     "orphan_bands",
+    "foreign_bands",
     "stray_bands",
     "missing_bands",
     "orphan_texts",
@@ -144,10 +145,13 @@ async def check(
     report = CheckReport()
     # 1. bands, before the id map (see the module docstring)
     bands: dict[int, list[int]] = defaultdict(list)
-    async for key, handles in store.band_memberships():
+    foreign: list[tuple[bytes, bytes]] = []  # entries another layout wrote (Layout.fits)
+    async for key, handles in store.band_memberships(foreign):
         for h in handles:
             bands[h].append(key)
             report.band_entries += 1
+    for bucket, fld in foreign:
+        report.note("foreign_bands", f"{bucket.decode(errors='replace')} field {fld.hex()}")
     keeps = index.params.keep_text
     texted = {h async for h in store.text_handles()} if keeps else set()
     # 2. ids, 3. records
@@ -219,6 +223,10 @@ async def check(
         report.note("stale_expiries", f"handle {h}")
     if repair and not report.clean:
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
+        if foreign:  # no key of this layout reads them: nothing can be lost
+            await store.drop_band_fields(foreign)
+            report.repaired["foreign_bands"] += len(foreign)
+            metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(len(foreign))
         await _repair_texts(index, report, lost_texts, stale, mapping)
         if queued:  # a handle without a record is never written again (module docstring)
             await index.store.drop_expiries(queued)

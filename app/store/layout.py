@@ -302,6 +302,23 @@ class Layout:
         field = self.field(key)
         return self._hash_head + digits + b"}", field, self._spill_head + digits + b"}" + field
 
+    def fits(self, bucket: bytes, field: bytes) -> bool:
+        """Whether this layout could have written the entry: a field of its width and, with
+        short fields, a bucket number within its bits. Another layout's entries (a
+        write that ran on while its collection was deleted and made anew with other
+        parameters) do not, and band_key would read them as nonsense."""
+        if not self.short_fields:
+            return len(field) in (ANCHOR_FIELD.size, BAND_KEY.size)
+        if len(field) != self.field_bytes:
+            return False
+        if self._bucket_shift >= 64:
+            return True
+        try:
+            number = int(bucket[len(self._hash_head) : -1], 16)
+        except ValueError:
+            return False
+        return number >> (64 - self._bucket_shift) == 0
+
     def band_key(self, bucket: bytes, field: bytes) -> int:
         """The band key a bucket HASH's field stands for (with short fields: its
         entry_keys form, from the bucket's name)."""

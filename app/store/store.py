@@ -648,20 +648,31 @@ class Store:
                 complete[i] = complete[i] or len(members) < (most or 0)
         return out, complete
 
-    async def band_memberships(self) -> AsyncIterator[tuple[int, list[int]]]:
+    async def band_memberships(
+        self, foreign: list[tuple[bytes, bytes]] | None = None
+    ) -> AsyncIterator[tuple[int, list[int]]]:
         """Every band key (as entry_keys gives it) with its handles, in no order: for
-        checks and tools, not queries."""
+        checks and tools, not queries. The (bucket, field) of each entry this layout
+        cannot have written (Layout.fits) goes to foreign instead, if given."""
         buckets: list[bytes] = []
         async for bucket in self.transport.scan(self._keys.buckets_pattern):
             buckets.append(bucket)
             if len(buckets) == BUCKETS_PER_READ:
-                async for entry in self._bucket_members(buckets):
+                async for entry in self._bucket_members(buckets, foreign):
                     yield entry
                 buckets = []
-        async for entry in self._bucket_members(buckets):
+        async for entry in self._bucket_members(buckets, foreign):
             yield entry
 
-    async def _bucket_members(self, buckets: list[bytes]) -> AsyncIterator[tuple[int, list[int]]]:
+    async def drop_band_fields(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
+        """Delete these (bucket, field) entries, whatever they hold (check's repair of
+        entries of another layout)."""
+        if entries:
+            await self.transport.commands([(b"HDEL", b, f) for b, f in entries], write=True)
+
+    async def _bucket_members(
+        self, buckets: list[bytes], foreign: list[tuple[bytes, bytes]] | None = None
+    ) -> AsyncIterator[tuple[int, list[int]]]:
         # A collection has tens of buckets per document slot: one exchange per
         # bucket made a full scan cost a round trip each (50,000 for 1,000 documents).
         if not buckets:
@@ -670,6 +681,10 @@ class Store:
         replies = await commands([(b"HGETALL", b) for b in buckets])
         for bucket, fields in zip(buckets, replies, strict=True):
             for field, value in pairs(fields):
+                if not self._keys.fits(bucket, field):
+                    if foreign is not None:
+                        foreign.append((bucket, field))
+                    continue
                 key = self._keys.band_key(bucket, field)
                 if value[:_MARK] != SPILLED:
                     yield key, np.frombuffer(value, dtype="<u4").tolist()
