@@ -343,3 +343,39 @@ def test_a_collection_made_before_newer_formats_is_asked_again_without_conflict(
         client.post("/collections", json={"name": name, "fingerprint_bits": 32}).status_code == 200
     )
     client.delete(f"/collections/{name}")
+
+
+def test_a_write_opened_before_its_collection_was_made_anew_stores_nothing(
+    store_url: str, collection: str
+) -> None:
+    """A write through an index opened on a collection that is then deleted and made again
+    (with the same parameters, or others) is refused 409 before any record, maps no id,
+    and the new collection stays empty; a write opened on the new one is stored."""
+    from app.index import Document
+    from app.index.errors import CollectionChangedError
+    from app.index.params import Params
+
+    text = BASE + " and one more sentence of its own"
+
+    async def run() -> list[tuple[int, list]]:
+        store = Store.connect(store_url, f"{collection}-anew", 5.0)
+        seen = []
+        try:
+            for other in (False, True):
+                params = Params.create("word:3", 64, 128, 1, 0.8 if other else 0.5)
+                first = Params.create("word:3", 64, 128, 1, 0.5)
+                old, _ = await collections.create(store, first, 50, 1 << 20)
+                await collections.delete(store)
+                new, made = await collections.create(store, params, 50, 1 << 20)
+                assert made
+                with pytest.raises(CollectionChangedError):
+                    await old.ingest([Document(text, "stale")])
+                seen.append((await new.count(), await store.ids.handles(["stale"])))
+                await new.ingest([Document(text, "fresh")])
+                assert [m.id for m in (await new.similar_to_text(text)).results] == ["fresh"]
+                await collections.delete(store)
+        finally:
+            await store.close()
+        return seen
+
+    assert asyncio.run(run()) == [(0, [None]), (0, [None])]

@@ -10,6 +10,7 @@ that the same request, sent again, completes.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection
 from dataclasses import asdict, replace
 
@@ -18,7 +19,7 @@ import orjson
 from app.core import errors
 from app.core.names import COLLECTION_RULE, valid_collection
 from app.index.index import Index
-from app.index.params import DELETING, Params
+from app.index.params import DELETING, MADE, Params
 from app.store import Store
 
 # Keys unlinked per step of a delete: one SCAN's worth, a bounded pause for Redis.
@@ -47,7 +48,7 @@ def open_config(store: Store, raw: bytes | None, candidate_cap: int, max_text_by
     """The collection of store, whose stored config (Store.read_config) is raw."""
     if raw is None:
         raise NoCollectionError(f"no collection named {store.collection!r}")
-    return Index(store, Params.stored(raw), candidate_cap, max_text_bytes)
+    return Index(store, Params.stored(raw), candidate_cap, max_text_bytes, config=raw)
 
 
 async def create(
@@ -64,7 +65,9 @@ async def create(
     existing collection, the storage formats are the stored ones, and so are the
     fingerprint's bits and the band buckets unless `asked` names them (Params.keeping).
     """
-    proposed = params.to_json()
+    made = orjson.loads(params.to_json())
+    made[MADE] = secrets.token_hex(8)
+    proposed = orjson.dumps(made, option=orjson.OPT_SORT_KEYS)
     raw = await store.read_config()
     created = raw is None
     if raw is None:
@@ -84,7 +87,7 @@ async def create(
             f"collection {store.collection!r} exists with other parameters ({diff}); "
             "ask for the stored ones, or choose another name"
         )
-    return Index(store, stored, candidate_cap, max_text_bytes), created
+    return Index(store, stored, candidate_cap, max_text_bytes, config=raw), created
 
 
 async def delete(store: Store, steps: int | None = None, batch: int = DROP_BATCH) -> bool:

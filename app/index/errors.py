@@ -35,6 +35,13 @@ class NoPassagesError(errors.Invalid):
     title = "No passage index"
 
 
+class CollectionChangedError(errors.Conflict):
+    """The collection a write was opened on was deleted, or deleted and made anew, while
+    the write ran: nothing of it is stored."""
+
+    title = "Collection changed"
+
+
 class BusyError(errors.Busy):
     """A document stayed locked by another writer for too long; retry."""
 

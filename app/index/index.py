@@ -64,7 +64,10 @@ class Index:
         params: Params,
         candidate_cap: int,
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        config: bytes | None = None,
     ) -> None:
+        """config: the stored config the collection was opened from, which its writes
+        check is still the stored one (None: they do not)."""
         self.store = store
         self.params = params
         store.use_band_buckets(
@@ -77,7 +80,7 @@ class Index:
         store.ids.use_buckets(params.id_buckets)
         self.candidate_cap = candidate_cap
         self.max_text_bytes = max_text_bytes
-        self.pieces = Pieces(store, params, candidate_cap, max_text_bytes)
+        self.pieces = Pieces(store, params, candidate_cap, max_text_bytes, config)
         self.sites = Sites(store, params.template_pages)
 
     @classmethod
@@ -89,8 +92,8 @@ class Index:
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> Index:
         """Open the collection, creating it with params if it is new."""
-        stored = Params.stored(await store.config(params.to_json()))
-        return cls(store, params.agreed(stored), candidate_cap, max_text_bytes)
+        raw = await store.config(params.to_json())
+        return cls(store, params.agreed(Params.stored(raw)), candidate_cap, max_text_bytes, raw)
 
     def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:
         """Each text's anchors and words (app.index.passages), in two kernel calls."""
@@ -226,7 +229,9 @@ class Index:
         plain: list[bool] | None = None,
     ) -> list[bool]:
         """Write one round of sketched documents, each id once (app.index.writes.write)."""
-        return await writes.write(self.store, self.params, ids, items, sk, bodies, expires, plain)
+        return await writes.write(
+            self.store, self.params, ids, items, sk, bodies, expires, plain, self.pieces.config
+        )
 
     def locked(self, ids: list[str]) -> AbstractAsyncContextManager[None]:
         """Hold the write locks of these ids: no other writer changes them meanwhile."""

@@ -27,6 +27,10 @@ DEFAULT_FIELD_BYTES = 2
 ANCHORS_PER_DOCUMENT = 24
 # The field of a stored config that marks its collection as being deleted.
 DELETING = "deleting"
+# A random mark each making of a collection stores in its config, so a collection deleted
+# and made again with the same parameters has another config than before (writes.write's
+# fence), which no parameter reads.
+MADE = "made"
 # How a collection stores its data, chosen by the release that made it and never asked
 # for: a collection keeps its own (one made before a format existed reads as then).
 STORED_FORMATS = ("tokenizer", "passage_bits", "short_anchors", "short_fields",
@@ -157,6 +161,7 @@ class Params:
         """The parameters of a stored config (Store.config); a collection being deleted
         (app.index.collections) has none any more."""
         fields = orjson.loads(raw)
+        fields.pop(MADE, None)
         if fields.pop(DELETING, False):
             raise DeletingError(
                 "the collection is being deleted; DELETE it again to finish, then create it anew"

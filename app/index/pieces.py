@@ -19,3 +19,6 @@ class Pieces:
     params: Params
     candidate_cap: int
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    # The stored config the index was opened from (None: not known); a write checks it
+    # is still the stored one before its records make it visible (writes.write).
+    config: bytes | None = None

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.index import documents, records, texts
-from app.index.errors import ExpiryError, HandleCounterError
+from app.index.errors import CollectionChangedError, ExpiryError, HandleCounterError
 from app.index.expiry import MAX_TTL_S, live, now_ms
 from app.index.locks import locked
 from app.index.params import Params
@@ -88,6 +88,7 @@ async def ingest(
             [judged.texts[i] for i in batch],
             [expires[i] for i in batch],
             [not docs[i].html for i in batch],
+            pieces.config,
         )
         for i, c in zip(batch, created, strict=True):
             results[i].created = c
@@ -125,12 +126,19 @@ async def write(
     bodies: list[str] | None = None,
     expires: list[int] | None = None,
     plain: list[bool] | None = None,
+    fence: bytes | None = None,
 ) -> list[bool]:
     """Write one round (each id once) under the ids' locks; items are each id's
     text number in sk and metadata; bodies are the texts to keep (None: an import of
     sketches, which has none), expires when each expires (ms since the epoch, 0 or
     None: never), plain whether each was sent as text, not as a page (None: none
-    was). Returns whether each id was new."""
+    was). Returns whether each id was new.
+
+    fence: the stored config the write's parameters came from. Just before the records
+    (which make the round visible) it must still be the stored one; a collection deleted,
+    or deleted and made anew, while the round ran gets none of its records, and the ids
+    it mapped are taken back (CollectionChangedError): its other keys answer nothing and
+    the check removes them."""
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
@@ -166,6 +174,12 @@ async def write(
                 # Before the record that points at it; it carries that record's digest.
                 kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
                 await store.put_texts(list(zip(handles, kept, strict=True)))
+            if fence is not None and await store.read_config() != fence:
+                raise CollectionChangedError(
+                    f"collection {store.collection!r} was deleted (or deleted and made "
+                    "anew) while this write ran; nothing of it was stored: retry on the "
+                    "collection as it is now"
+                )
         except BaseException:
             # No record of the round is written yet: the ids this call mapped are taken
             # back, so a refused write (a 507, a 503, the request's deadline cancelling

@@ -126,7 +126,7 @@ class UncheckedIndex(Index):
             # The stored parameters win where a collection keeps its own (made before
             # tokenizer 2, id buckets...): this index reads and writes as that one would.
             stored = (opened.params, opened.candidate_cap, opened.max_text_bytes)
-            Index.__init__(self, self.store, *stored)
+            Index.__init__(self, self.store, *stored, opened.pieces.config)
             self.checked = True
             log.info("Redis answers again; collection %s checked", self._settings.collection)
 
