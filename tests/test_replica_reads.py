@@ -9,6 +9,7 @@ import contextlib
 import random
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,6 +142,10 @@ def master_and_replica() -> Iterator[tuple[str, str]]:
     replica = RedisProc(directory / "r", "--replicaof", "127.0.0.1", str(port)).start()
     try:
         assert wait_until(lambda: master.client().info("replication")["connected_slaves"], 30)
+        # In sync, not syncing: a replica that is not yet is left out of reads.
+        assert wait_until(
+            lambda: replica.client().info("replication")["master_link_status"] == "up", 30
+        )
         yield master.url, replica.url
     finally:
         replica.stop()
@@ -162,6 +167,44 @@ def test_single_master_replica_reads_answer_as_master(
         replica_urls=replica,
     )
     _check_replicas(master, settings, _nodes(f"{master},{replica}"))
+
+
+def test_a_replica_that_is_down_or_detached_is_left_out(
+    master_and_replica: tuple[str, str],
+    collection: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replica detached from its master (REPLICAOF NO ONE: it misses what the master
+    takes from then on) gets no more reads once its ROLE is asked, so a document written
+    after is found by every query; a replica that is down makes no query fail: the master
+    answers the read, where a third of the queries got 503 for as long as it was down."""
+    monkeypatch.setattr("app.store.single.ROLE_CHECK_S", 0.2)
+    master, replica = master_and_replica
+    settings = load_settings(
+        redis_url=master, collection=collection, data_dir=tmp_path, replica_urls=replica
+    )
+    docs = _corpus(8)
+    with _service(settings, min_replicas=1) as writer:
+        batch = [{"id": k, "text": v} for k, v in docs.items()]
+        assert writer.post("/documents/batch", json={"documents": batch}).status_code == 200
+    with _service(settings, read_from_replicas=True) as reader:
+        assert reader.get("/similar/a0").status_code == 200
+        redis.Redis.from_url(replica).replicaof("NO", "ONE")
+        assert wait_until(lambda: not _is_replica(redis.Redis.from_url(replica)), 10)
+        time.sleep(0.3)
+        assert reader.get("/similar/a1").status_code == 200  # asks the ROLEs again
+        time.sleep(0.5)
+        late = docs["a2"] + " written after the replica was detached"
+        assert reader.put("/documents/late", json={"text": late}).status_code == 201
+        found = [
+            [m["id"] for m in reader.post("/similar", json={"text": late}).json()["results"]]
+            for _ in range(12)
+        ]
+        assert all("late" in ids for ids in found), found
+        redis.Redis.from_url(replica).shutdown(nosave=True)
+        codes = [reader.get(f"/similar/{doc_id}").status_code for doc_id in list(docs) * 2]
+        assert codes == [200] * len(codes)
 
 
 def test_replica_urls_must_name_single_servers() -> None:
@@ -210,3 +253,43 @@ def test_only_marked_read_only_commands_reach_a_replica(
     assert unmarked == 0 and writes == 0
     assert 5 <= marked <= 15  # about half of 20, by the fewest-commands rule
     assert strong == marked
+
+
+def test_cluster_reads_of_a_replica_that_cannot_answer_go_to_its_master(
+    cluster_url: str, collection: str
+) -> None:
+    """With every replica of the 3+3 cluster paused (CLIENT PAUSE: it takes no command),
+    each query's replica exchange times out and is read from its master instead: the
+    answers are the masters', not 503s."""
+    import asyncio
+
+    from app.index import Document, Index, Params
+    from app.store import Store, reads
+
+    docs = _corpus(8)
+    params = Params.create("word:3", 128, 256, 1, 0.5)
+    replicas = [n for n in _nodes(cluster_url) if _is_replica(n)]
+
+    async def run() -> tuple[list, list]:
+        masters = Store.connect(cluster_url, collection, 5.0)
+        mixed = Store.connect(cluster_url, collection, 0.5, read_from_replicas=True)
+        try:
+            index = await Index.open(masters, params, 1000)
+            await index.ingest([Document(t, k) for k, t in docs.items()])
+            want = [[m.id for m in (await index.similar_to_id(k)).results] for k in docs]
+            reader = await Index.open(mixed, params, 1000)
+            for n in replicas:
+                n.execute_command("CLIENT", "PAUSE", "4000")
+            try:
+                with reads.replica_reads():
+                    got = [[m.id for m in (await reader.similar_to_id(k)).results] for k in docs]
+            finally:
+                for n in replicas:
+                    n.execute_command("CLIENT", "UNPAUSE")
+            return want, got
+        finally:
+            await masters.close()
+            await mixed.close()
+
+    want, got = asyncio.run(run())
+    assert got == want and any(want)

@@ -32,6 +32,11 @@ from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
 
 # After a cluster error, the slot map is re-read at most this often.
 REFRESH_INTERVAL_S = 0.2
+# ... and, while reads go to replicas, at least this often: a replica that came back (or
+# a master that rejoined as one) is read again.
+SLOT_MAP_MAX_AGE_S = 30.0
+# A replica whose exchange failed gets no reads for this long (its master takes them).
+REPLICA_DOWN_S = 5.0
 # Replies that mean a slot moved or is being moved (AskError covers MOVED too): each
 # command is sent again to the node the reply names (after ASKING, on the same
 # connection, for ASK), or, for TRYAGAIN, to its master again after a pause.
@@ -72,6 +77,7 @@ class ClusterTransport(Transport):
         self.read_from_replicas = read_from_replicas
         self.replica_reads = 0  # node exchanges a replica answered (bench, tests)
         self._sent: dict[str, int] = {}  # query commands sent to each node, by name
+        self._down: dict[str, float] = {}  # replicas left out until then (monotonic s)
         self._refresh: asyncio.Task[None] | None = None
         self._refreshed_at = 0.0
         self.rereads = 0  # slot map re-reads started
@@ -146,12 +152,7 @@ class ClusterTransport(Transport):
         try:
             answers = await asyncio.gather(
                 *(
-                    self.node_exchange(
-                        readers[name],
-                        [commands[i] for i in idx],
-                        wait,
-                        readers[name] is not node,  # readonly (positional, as tests wrap it)
-                    )
+                    self._read_or_master(readers[name], node, [commands[i] for i in idx], wait)
                     for name, (node, idx) in groups.items()
                 )
             )
@@ -226,7 +227,7 @@ class ClusterTransport(Transport):
             answers = await asyncio.gather(
                 *(
                     self.node_exchange(
-                        self._node(host, port), [commands[i] for i in idx], wait, asking=asking
+                        self._node(host, port), [commands[i] for i in idx], wait, False, asking
                     )
                     for (host, port, asking), idx in groups.items()
                 )
@@ -256,6 +257,21 @@ class ClusterTransport(Transport):
             )
         return node
 
+    async def _read_or_master(
+        self, reader: ClusterNode, master: ClusterNode, commands: Sequence[Command], wait: bool
+    ) -> list[Any]:
+        """The exchange on reader (the master, or a replica for reads); if a replica
+        cannot answer, on its master instead, the replica left out for REPLICA_DOWN_S
+        and the slot map re-read (a replica that died is dropped from it)."""
+        if reader is master:
+            return await self.node_exchange(master, commands, wait)
+        try:
+            return await self.node_exchange(reader, commands, wait, True)  # readonly
+        except StoreUnavailableError:
+            self._down[reader.name] = time.monotonic() + REPLICA_DOWN_S
+            self.unavailable()
+            return await self.node_exchange(master, commands, wait)
+
     def _readers(self, groups: dict[str, tuple[Any, list[int]]], slots: list[int]) -> dict:
         """The node each master's group of reads goes to: of the master and its
         replicas (the slot map's), the one sent the fewest query commands so far (one
@@ -264,11 +280,24 @@ class ClusterTransport(Transport):
         very different sizes, and taking turns would send its large ones to the same
         node every time; nor at random, whose shares wander by several percent."""
         nodes = self.client.nodes_manager
-        sent = self._sent
+        sent, down = self._sent, self._down
+        now = time.monotonic()
+        if now - self._refreshed_at > SLOT_MAP_MAX_AGE_S:
+            self.unavailable()  # in the background; this exchange uses the map as it is
         readers = {}
         for name, (master, idx) in groups.items():
-            serving = nodes.slots_cache.get(slots[idx[0]]) or [master]
-            node = min(serving, key=lambda n: sent.get(n.name, 0))
+            serving = [
+                n
+                for n in nodes.slots_cache.get(slots[idx[0]]) or [master]
+                if n is master or down.get(n.name, 0.0) <= now
+            ]
+            if any(n.name not in sent for n in serving):
+                # A node new to the map (a replica back, a failover) starts level with
+                # the others, not at 0, where it would take every read until it caught up.
+                level = max((sent[n.name] for n in serving if n.name in sent), default=0)
+                for n in serving:
+                    sent.setdefault(n.name, level)
+            node = min(serving, key=lambda n: sent[n.name])
             sent[node.name] = sent.get(node.name, 0) + len(idx)
             readers[name] = node
             if node is not master:

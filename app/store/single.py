@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -18,6 +18,10 @@ from app.store.scripts import Script
 from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
 
 _EXCHANGE_SECONDS = metrics.REDIS_SECONDS.labels("pipeline")
+# A replica whose exchange failed gets no reads for this long (the master takes them).
+REPLICA_DOWN_S = 5.0
+# How often each replica's ROLE is asked (in the background, while reads go to replicas).
+ROLE_CHECK_S = 5.0
 
 
 class _Lane:
@@ -61,7 +65,8 @@ class SingleTransport(Transport):
 
     With replicas (NEARDUP_REPLICA_URLS and NEARDUP_READ_FROM_REPLICAS), a read
     that app.store.reads allows goes to the master or a replica, whichever has
-    been sent the fewest query commands.
+    been sent the fewest query commands; a replica that fails a read, or is not a
+    replica connected to its master, is left out for a while and the master answers.
     """
 
     cluster = False
@@ -87,6 +92,13 @@ class SingleTransport(Transport):
         # Where reads go in turn: the master, then each replica (same options as bulk).
         self._readers = [self._lane, *(_Lane(r.connection_pool) for r in self._replicas)]
         self._sent = [0] * len(self._readers)  # query commands sent to each, so far
+        # When each reader may be sent reads again (monotonic s; 0: now): a replica that
+        # failed an exchange, or that is not a connected replica (its ROLE, asked every
+        # ROLE_CHECK_S in the background), is left out, and the master takes its reads.
+        self._down = [0.0] * len(self._readers)
+        self._role_ok = [True] * len(self._readers)  # as the last ROLE check found each
+        self._roles_at = 0.0
+        self._roles: asyncio.Task[None] | None = None
         self._replica_ro: bool | None = None  # whether replicas know EVALSHA_RO (Redis 7+)
         self.replica_reads = 0  # exchanges a replica answered (bench, tests)
 
@@ -125,10 +137,50 @@ class SingleTransport(Transport):
         """
         if write or not self._replicas or not read_only or not reads.replica_allowed():
             return None
-        sent = self._sent
-        pick = sent.index(min(sent))
+        now = time.monotonic()
+        if now - self._roles_at > ROLE_CHECK_S:
+            self._roles_at = now
+            self._roles = asyncio.get_running_loop().create_task(self._check_roles())
+        sent, down, ok = self._sent, self._down, self._role_ok
+        usable = (i for i in range(len(sent)) if i == 0 or (ok[i] and down[i] <= now))
+        pick = min(usable, key=sent.__getitem__)
         sent[pick] += weight
         return self._readers[pick] if pick else None
+
+    def _left_out(self, lane: _Lane) -> None:
+        """No reads to this replica for REPLICA_DOWN_S; its share starts level with the
+        rest when it is back, so it does not take every read until its count catches up."""
+        i = self._readers.index(lane)
+        self._down[i] = time.monotonic() + REPLICA_DOWN_S
+        self._sent[i] = max(self._sent)
+
+    async def _check_roles(self) -> None:
+        """Leave out, until a check finds it well again, each replica that is not a
+        replica connected to its master (promoted, detached, resyncing, down): it may
+        miss what the master acknowledged."""
+        for i, replica in enumerate(self._replicas, 1):
+            try:
+                async with asyncio.timeout(self.timeout):
+                    role = await replica.execute_command("ROLE")
+                ok = role[0] in (b"slave", "slave") and role[3] in (b"connected", "connected")
+            except Exception:  # down or refusing: left out as well
+                ok = False
+            if ok and not self._role_ok[i]:
+                self._sent[i] = max(self._sent)  # back: level with the rest
+            self._role_ok[i] = ok
+
+    async def _on_replica(
+        self, lane: _Lane | None, read: Callable[[_Lane | None], Awaitable[list[Any]]]
+    ) -> list[Any]:
+        """read on lane; if that replica cannot answer, on the master instead, the replica
+        left out for REPLICA_DOWN_S."""
+        if lane is None:
+            return await read(None)
+        try:
+            return await read(lane)
+        except StoreUnavailableError:
+            self._left_out(lane)
+            return await read(None)
 
     async def commands(self, commands: Sequence[Command], write: bool = False) -> list[Any]:
         if not commands:
@@ -136,7 +188,9 @@ class SingleTransport(Transport):
         parts = [encode(*c) for c in commands]
         read_only = all(c[0] in reads.READ_ONLY for c in commands)
         lane = self._reader(write, read_only, len(commands))
-        return await self._exchange(parts, len(parts), len(parts), write, lane)
+        return await self._on_replica(
+            lane, lambda on: self._exchange(parts, len(parts), len(parts), write, on)
+        )
 
     async def send(self, batch: Batch, write: bool = False) -> list[Any]:
         size = batch.size
@@ -144,9 +198,21 @@ class SingleTransport(Transport):
             return []
         lane = self._reader(write, batch.read_only, size)
         if lane is not None and isinstance(batch, Eval):
-            return await self._replica_eval(batch, lane)
+            call = batch
+
+            async def scripted(on: _Lane | None) -> list[Any]:
+                if on is None:
+                    payload, count = call.packed()
+                    return call.replies(await self._exchange([payload], count, size, write))
+                return await self._replica_eval(call, on)
+
+            return await self._on_replica(lane, scripted)
         payload, count = batch.packed()
-        return batch.replies(await self._exchange([payload], count, size, write, lane))
+        return batch.replies(
+            await self._on_replica(
+                lane, lambda on: self._exchange([payload], count, size, write, on)
+            )
+        )
 
     async def _replica_eval(self, call: Eval, lane: _Lane) -> list[Any]:
         """A read script's call on a replica: after a NOSCRIPT (a replica has not
@@ -230,6 +296,8 @@ class SingleTransport(Transport):
         return [await self.client.config_get("appendonly")]
 
     async def close(self) -> None:
+        if self._roles is not None:
+            self._roles.cancel()
         await self.client.aclose()
         for lane in self._readers:
             await lane.close()
