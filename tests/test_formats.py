@@ -507,6 +507,19 @@ def test_a_dtd_is_refused_in_a_utf16_part(encoding: str) -> None:
     assert extract(DOCX, _zip({"word/document.xml": plain.encode(encoding)})) == "My essay here"
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_dtd_is_refused_in_a_utf16_part_without_a_mark_or_declaration(encoding: str) -> None:
+    """A UTF-16 part that opens straight with its DTD (no byte-order mark, no <?xml?>),
+    which the parser reads as UTF-16 all the same, is refused too: the byte prefixes the
+    check knew let it through, and its entity's text reached the index."""
+    xml = (
+        '<!DOCTYPE w:document [<!ENTITY x "injected by the DTD">]>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        "<w:body><w:p><w:r><w:t>My essay &x;</w:t></w:r></w:p></w:body></w:document>"
+    ).encode(encoding)
+    assert "DTD" in _refused(DOCX, _zip({"word/document.xml": xml}))
+
+
 def test_a_docx_tracked_move_is_read_at_its_new_place_only() -> None:
     """A tracked move's old place (w:moveFrom) is skipped as a deletion is; its new
     place (w:moveTo) is read."""

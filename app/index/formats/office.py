@@ -22,6 +22,7 @@ import io
 import zipfile
 from collections.abc import Callable, Iterable
 from xml.etree import ElementTree as ET
+from xml.parsers import expat
 
 from app.index.errors import FileError
 
@@ -188,20 +189,30 @@ def _bomb(kind: str, name: str, size: int, packed: int) -> str:
     )
 
 
-# How a UTF-16 XML part starts (a byte-order mark, or "<?" either way round): the
-# one other encoding the XML parser reads besides UTF-8's ASCII-compatible kin.
-_UTF16_STARTS = (b"\xff\xfe", b"\xfe\xff", b"<\x00?\x00", b"\x00<\x00?")
+class _Declared(Exception):
+    """An XML part declares a DTD or an entity."""
+
+
+def _refuse(*_: object) -> None:
+    raise _Declared
 
 
 def _declares_dtd(xml: bytes) -> bool:
-    """Whether an XML part declares a DTD or entities, in whichever encoding it is."""
-    if b"<!DOCTYPE" in xml or b"<!ENTITY" in xml:
+    """Whether an XML part declares a DTD or entities, in whichever encoding the parser
+    reads it (UTF-16 without a byte-order mark, a single-byte codec its declaration
+    names): asked of expat itself, which reads it as the parse below will, not of its
+    bytes."""
+    scan = expat.ParserCreate()
+    scan.StartDoctypeDeclHandler = _refuse
+    scan.EntityDeclHandler = _refuse
+    scan.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        scan.Parse(xml, True)
+    except _Declared:
         return True
-    if not xml.startswith(_UTF16_STARTS):
-        return False
-    big = xml.startswith((b"\xfe\xff", b"\x00<"))
-    text = xml.decode("utf-16-be" if big else "utf-16-le", errors="replace")
-    return "<!DOCTYPE" in text or "<!ENTITY" in text
+    except expat.ExpatError:
+        return False  # broken: the parse below says where
+    return False
 
 
 def parse(xml: bytes, kind: str) -> ET.Element:
