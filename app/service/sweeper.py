@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from app.core import metrics
-from app.core.errors import Busy, Unavailable
+from app.core.errors import Busy, NeardupError, Unavailable
 from app.index import Index, records
 from app.index.check import CheckReport, check, check_ids
 from app.index.expiry import GRACE_MS, now_ms
@@ -114,9 +114,10 @@ class StartupCheck:
     """The pass a service makes before it reports ready: ids a crash left mapped to a
     handle whose record was never written are dropped before /readyz says yes, so its
     document count is what GET can read. Only that kind (``check_ids``, one EXISTS per
-    id): the rest a crash can leave answers nothing and waits for the full check. Every
-    collection there is gets the pass, the default one first (a write into a collection
-    made with POST /collections is cut by a crash as one into the default one is)."""
+    id): the rest a crash can leave answers nothing and waits for the full check. The
+    other collections there are (a write into one made with POST /collections is cut by
+    a crash as one into the default one is) get the same pass right after, while the
+    service already serves: readiness does not wait for every collection on the Redis."""
 
     def __init__(self, enabled: bool) -> None:
         self.done = not enabled
@@ -128,9 +129,14 @@ class StartupCheck:
         """Check and repair once, waiting for Redis if it is away; logs what it did.
         others: the service's other collections (after the default one, index)."""
         self.report = await self._one(index, index.store.collection)
-        for other in await self._others(others, index):
-            await self._one(other, other.store.collection)
         self.done = True
+        for other in await self._others(others, index):
+            try:
+                await self._one(other, other.store.collection)
+            except NeardupError as exc:  # one that cannot be opened stops no other
+                log.warning(
+                    "start-up consistency check of %r skipped: %s", other.store.collection, exc
+                )
 
     async def _others(
         self, others: Callable[[], Awaitable[Sequence[Index]]] | None, index: Index
@@ -140,6 +146,9 @@ class StartupCheck:
                 return [i for i in await others() if i is not index]
             except Unavailable:
                 await asyncio.sleep(RETRY_S)
+            except NeardupError as exc:  # a collection that cannot be opened
+                log.warning("start-up consistency check of the other collections: %s", exc)
+                return []
         return []
 
     async def _one(self, index: Index, name: str) -> CheckReport:
