@@ -439,6 +439,11 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
         return;
     }
     if (n == 0) { /* ignorable: the word goes on across it */
+        /* a mark (or tatweel) tokenizer 3 drops is part of the letter before it: the
+         * word's span takes it in, so a passage's edge never splits a character */
+        if (MODE_HAS_SPANS(mode) && MODE_KIND(mode) == MODE_WORD && w->in_word &&
+            !(fl & ND_FOLD_INVISIBLE))
+            w->end = w->cp + 1;
         if (MODE_FLAGS(mode)) {
             if (w->in_word && MODE_KIND(mode) == MODE_WORD)
                 w->wflags |= (uint8_t)folds;

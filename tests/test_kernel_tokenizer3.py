@@ -91,6 +91,24 @@ def test_normalize_and_word_folds_match_oracle(text: str) -> None:
         assert rows(w) == expected
 
 
+def test_a_words_span_takes_in_the_marks_after_its_letters() -> None:
+    """A combining mark tokenizer 3 drops (an accent in decomposed text, a Devanagari vowel
+    sign, Arabic vowels) ends its word's span, so a passage's edge never splits a
+    character; an invisible character after a word does not (it is no part of it)."""
+    texts = {
+        "cafe\u0301 noir": [(0, 5), (6, 10)],
+        "\u0925\u0947 \u0925": [(0, 2), (3, 4)],
+        "\u0643\u062a\u0628\u064e \u0627": [(0, 4), (5, 6)],
+        "word\u200b next": [(0, 4), (6, 10)],
+    }
+    for text, spans in texts.items():
+        for simd in (True, False):
+            w = kernel.winnow(
+                [text], shingle="word:1", passage_words=1, tokenizer=3, unspaced_k=1, simd=simd
+            )
+            assert list(zip(w.starts.tolist(), w.ends.tolist(), strict=True)) == spans, text
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(script_texts, min_size=1, max_size=5), st.sampled_from(["word:1", "word:3", "char:4"])

@@ -437,7 +437,8 @@ def word_letters2(
     text: str, unspaced: bool = True, version: int = 2
 ) -> list[tuple[list[tuple[str, int]], int]]:
     """Tokenizer 2's words: each as its letters (with the index of the code point of text each
-    comes from) and the FOLD_* bits of its folds: those of its letters' code points, of the
+    comes from; a mark the tokenizer drops after a letter is there as an empty letter, so
+    the word's span ends after it) and the FOLD_* bits of its folds: those of its letters' code points, of the
     ignorables and hyphens inside it or after its last letter before it ends, and, for
     ignorables between words, of the next word. A letter of a script written without spaces
     is a word of its own (tests/support/segmented.py), with the ignorables waiting before it;
@@ -461,6 +462,8 @@ def word_letters2(
         if folded == "":
             if letters:
                 flags |= f
+                if not f & FOLD_INVISIBLE:  # a dropped mark: the word's span takes it in
+                    letters.append(("", i))
             else:
                 waiting |= f
         for c in folded:
