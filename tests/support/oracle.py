@@ -438,12 +438,13 @@ def word_letters2(
 ) -> list[tuple[list[tuple[str, int]], int]]:
     """Tokenizer 2's words: each as its letters (with the index of the code point of text each
     comes from; a mark the tokenizer drops after a letter is there as an empty letter, so
-    the word's span ends after it) and the FOLD_* bits of its folds: those of its letters' code points, of the
-    ignorables and hyphens inside it or after its last letter before it ends, and, for
-    ignorables between words, of the next word. A letter of a script written without spaces
-    is a word of its own (tests/support/segmented.py), with the ignorables waiting before it;
-    unspaced=False leaves them in words (the normalized text, which char shingles read).
-    version=3: the same with fold3, and a word's flags those of word_flags3."""
+    the word's span ends after it) and the FOLD_* bits of its folds: those of its letters'
+    code points, of the ignorables and hyphens inside it or after its last letter before it
+    ends, and, for ignorables between words, of the next word. A letter of a script written
+    without spaces is a word of its own (tests/support/segmented.py), with the ignorables
+    waiting before it; unspaced=False leaves them in words (the normalized text, which char
+    shingles read). version=3: the same with fold3, and a word's flags those of
+    word_flags3."""
     fold = _fold(version)
     out: list[tuple[list[tuple[str, int]], int]] = []
     letters: list[tuple[str, int]] = []
