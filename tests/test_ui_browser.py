@@ -598,6 +598,21 @@ def test_the_collection_chooser_routes_the_page_to_the_chosen_collection(
     page.locator("#summary").filter(has_text="of the text was found").wait_for()
     assert "only-there" in page.locator("#sources").inner_text()
     assert any(u == f"{server.url}/collections/{name}/checks" for u in requests_seen)
+    # A document's own view names the collection, so its link opens it in any tab.
+    view = page.locator("#source-title a")
+    if not view.count():
+        page.locator("#sources").get_by_text("only-there").first.click()
+    href = view.get_attribute("href")
+    assert href == f"/ui/collections/{name}/documents/only-there", href
+    other = _page(page.context.browser, server, requests_seen, READ_KEY)  # type: ignore[arg-type]
+    try:
+        other.goto(server.url + href)
+        other.locator("#checked-title", has_text="only-there").wait_for()
+        assert any(
+            u == f"{server.url}/collections/{name}/documents/only-there" for u in requests_seen
+        )
+    finally:
+        other.context.close()
 
 
 FORMATS = Path(__file__).resolve().parent / "data" / "formats"

@@ -393,7 +393,7 @@ async function showSource(id, focusQuery) {
   const title = $("source-title");
   title.replaceChildren("Source ", el("span", "srcno src-" + colour, String(n)), " ", bdi(id), " ");
   const open = el("a", "", "open its own view");
-  open.href = "/ui/documents/" + encodeURIComponent(id);
+  open.href = documentView(id);
   title.append(open);
   const box = $("source-text");
   const passages = (r && r.passages) || [];
@@ -542,7 +542,7 @@ async function showDocument(id) {
     const row = body.insertRow();
     const a = el("a");
     a.append(bdi(m.id));
-    a.href = "/ui/documents/" + encodeURIComponent(m.id);
+    a.href = documentView(m.id);
     row.insertCell().append(a);
     row.insertCell().textContent = m.similarity.toFixed(3);
   }
@@ -991,11 +991,26 @@ function decoded(segment) {
   }
 }
 
+// A document's view, in the tab's collection: the link names it, so it opens the same
+// document in another tab or in a mail, whatever collection that tab was in.
+const DOCUMENT_VIEW = /^\/ui\/(?:collections\/([^/]+)\/)?documents\/(.+)$/;
+
+function documentView(id) {
+  const named = sessionStorage.getItem(CHOSEN_STORE);
+  const head = named === null ? "/ui" : "/ui/collections/" + encodeURIComponent(named);
+  return head + "/documents/" + encodeURIComponent(id);
+}
+
 function route() {
   const path = location.pathname;
-  if (path.startsWith("/ui/documents/")) {
-    const raw = path.slice("/ui/documents/".length);
-    return () => showDocument(decoded(raw));
+  const doc = DOCUMENT_VIEW.exec(path);
+  if (doc) {
+    return () => {
+      // The link's collection (none: the service's own) becomes the tab's.
+      chooseCollection(doc[1] === undefined ? null : decoded(doc[1]));
+      state.collection = null;
+      return showDocument(decoded(doc[2]));
+    };
   }
   if (path === "/ui/collection") return showCollection;
   const stored = storedCheckRoute(path); // stored checks, below
