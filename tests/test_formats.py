@@ -314,6 +314,22 @@ def test_workers_read_files_and_give_up_on_slow_ones() -> None:
         pool.close()
 
 
+def test_a_files_text_over_the_limit_is_refused_in_the_worker() -> None:
+    """A file whose text runs past the pool's most characters (NEARDUP_MAX_TEXT_BYTES) is
+    refused by the worker, naming the setting, and its text never crosses to the service;
+    the same file is read under a larger limit."""
+    docx = (DATA / "essay.docx").read_bytes()
+    whole = extract(DOCX, docx)
+    pool = Extractors(workers=1, timeout=30, max_chars=len(whole) - 1)
+    try:
+        with pytest.raises(FileError, match="NEARDUP_MAX_TEXT_BYTES"):
+            pool.run(DOCX, docx)
+        pool.max_chars = len(whole)
+        assert pool.run(DOCX, docx) == whole
+    finally:
+        pool.close()
+
+
 def test_content_types_are_the_three() -> None:
     """The file types are PDF, DOCX and ODT by their registered media types, and the CLI's
     suffixes map to them."""

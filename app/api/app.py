@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install_docs(app)
     app.state.settings = settings
     # Files in: how many worker processes read PDF, DOCX and ODT files, and for how long.
-    workers.configure(settings.extract_workers, settings.extract_timeout)
+    workers.configure(settings.extract_workers, settings.extract_timeout, settings.max_text_bytes)
     # /readyz waits for it: what a crash left is repaired before the service says ready.
     app.state.startup_check = StartupCheck(settings.startup_check)
     # /healthz fails while the supervisor of `neardup serve` cannot start the embedded Redis.

@@ -46,8 +46,9 @@ def _read(kind: str, payload: Any) -> Any:
 
 
 def _serve(conn: Connection, memory: int) -> None:
-    """A worker's loop: (kind, payload) in, ("ok", what _read answers) or ("error",
-    message) out."""
+    """A worker's loop: (kind, payload, most) in, ("ok", what _read answers) or ("error",
+    message) out; a file's text of more than `most` characters (0: any) is an error, so
+    a file that expands to hundreds of megabytes of text never reaches the service."""
     try:
         import resource
 
@@ -57,11 +58,17 @@ def _serve(conn: Connection, memory: int) -> None:
         pass  # no such limit here: the time limit still holds
     while True:
         try:
-            content_type, raw = conn.recv()
+            content_type, raw, most = conn.recv()
         except (EOFError, OSError):
             return
         try:
             answer: tuple[str, Any] = ("ok", _read(content_type, raw))
+            if most and content_type != PAGE and len(answer[1]) > most:
+                answer = (
+                    "error",
+                    f"the {_NAMES[content_type]}'s text is over {most:,} "
+                    "characters (NEARDUP_MAX_TEXT_BYTES); send a shorter one",
+                )
         except Invalid as exc:
             answer = ("error", str(exc))
         except MemoryError:
@@ -99,8 +106,10 @@ class Extractors:
         workers: int = DEFAULT_WORKERS,
         timeout: float = DEFAULT_TIMEOUT,
         memory: int = DEFAULT_MEMORY,
+        max_chars: int = 0,
     ) -> None:
-        self.timeout, self.memory = timeout, memory
+        """max_chars: the most characters of text a file may give (0: any)."""
+        self.timeout, self.memory, self.max_chars = timeout, memory, max_chars
         self._threads = ThreadPoolExecutor(workers, thread_name_prefix="neardup-extract")
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
@@ -132,7 +141,7 @@ class Extractors:
         kind = _NAMES.get(content_type, "file")
         failed = html.HTMLError if content_type == PAGE else FileError
         try:
-            worker.conn.send((content_type, raw))
+            worker.conn.send((content_type, raw, self.max_chars))
             if not worker.conn.poll(self.timeout):
                 worker.kill()
                 raise failed(
@@ -166,16 +175,19 @@ class Extractors:
 
 _shared: Extractors | None = None
 _shared_lock = threading.Lock()
-_sizes = (DEFAULT_WORKERS, DEFAULT_TIMEOUT)
+_sizes: tuple[int, float, int, int] = (DEFAULT_WORKERS, DEFAULT_TIMEOUT, DEFAULT_MEMORY, 0)
 
 
-def configure(workers: int, timeout: float) -> None:
-    """Size the process's extractors (NEARDUP_EXTRACT_WORKERS, NEARDUP_EXTRACT_TIMEOUT);
-    extractors already made with other sizes are replaced on their next use."""
+def configure(workers: int, timeout: float, max_text_bytes: int = 0) -> None:
+    """Size the process's extractors (NEARDUP_EXTRACT_WORKERS, NEARDUP_EXTRACT_TIMEOUT; a
+    file's text past NEARDUP_MAX_TEXT_BYTES characters, more than that many bytes, is
+    refused in the worker); extractors already made with other sizes are replaced on
+    their next use."""
     global _sizes, _shared
     with _shared_lock:
-        if (workers, timeout) != _sizes:
-            _sizes = (workers, timeout)
+        wanted = (workers, timeout, DEFAULT_MEMORY, max_text_bytes)
+        if wanted != _sizes:
+            _sizes = wanted
             old, _shared = _shared, None
             if old is not None:
                 old.close()
