@@ -193,8 +193,15 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             # An entry of another layout's width, in one of this collection's buckets (a
             # write that ran on while the collection was deleted and made anew).
             bucket = await anext(store.transport.scan(store._keys.buckets_pattern))
+            head = bucket[: bucket.index(b"{") + 1]
+            wider = head + b"0" + bucket[len(head) :]  # a layout of 16 times the buckets
+            field = (await store.transport.commands([(b"HKEYS", bucket)]))[0][0]
             await store.transport.commands(
-                [(b"HSET", bucket, b"\x01\x02\x03\x04\x05", b"\x07\x00\x00\x00")], write=True
+                [
+                    (b"HSET", bucket, b"\x01\x02\x03\x04\x05", b"\x07\x00\x00\x00"),
+                    (b"HSET", wider, field, b"\x07\x00\x00\x00"),
+                ],
+                write=True,
             )
 
             found = await check(index)
@@ -202,7 +209,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "dangling_ids": 1,
                 "orphan_records": 1,
                 "orphan_bands": 3,
-                "foreign_bands": 1,
+                "foreign_bands": 2,
                 "stray_bands": 2,
                 "missing_bands": 1,
                 "orphan_texts": 0,  # this collection keeps no texts

@@ -151,7 +151,8 @@ async def check(
             bands[h].append(key)
             report.band_entries += 1
     for bucket, fld in foreign:
-        report.note("foreign_bands", f"{bucket.decode(errors='replace')} field {fld.hex()}")
+        if fld:  # not a spill key that goes with one
+            report.note("foreign_bands", f"{bucket.decode(errors='replace')} field {fld.hex()}")
     keeps = index.params.keep_text
     texted = {h async for h in store.text_handles()} if keeps else set()
     # 2. ids, 3. records
@@ -225,8 +226,9 @@ async def check(
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
         if foreign:  # no key of this layout reads them: nothing can be lost
             await store.drop_band_fields(foreign)
-            report.repaired["foreign_bands"] += len(foreign)
-            metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(len(foreign))
+            dropped = sum(1 for _, fld in foreign if fld)
+            report.repaired["foreign_bands"] += dropped
+            metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(dropped)
         await _repair_texts(index, report, lost_texts, stale, mapping)
         if queued:  # a handle without a record is never written again (module docstring)
             await index.store.drop_expiries(queued)

@@ -10,7 +10,6 @@ that the same request, sent again, completes.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Collection
 from dataclasses import asdict, replace
 
@@ -19,7 +18,7 @@ import orjson
 from app.core import errors
 from app.core.names import COLLECTION_RULE, valid_collection
 from app.index.index import Index
-from app.index.params import DELETING, MADE, Params
+from app.index.params import DELETING, Params
 from app.store import Store
 
 # Keys unlinked per step of a delete: one SCAN's worth, a bounded pause for Redis.
@@ -65,9 +64,7 @@ async def create(
     existing collection, the storage formats are the stored ones, and so are the
     fingerprint's bits and the band buckets unless `asked` names them (Params.keeping).
     """
-    made = orjson.loads(params.to_json())
-    made[MADE] = secrets.token_hex(8)
-    proposed = orjson.dumps(made, option=orjson.OPT_SORT_KEYS)
+    proposed = params.to_json_made()
     raw = await store.read_config()
     created = raw is None
     if raw is None:

@@ -92,7 +92,7 @@ class Index:
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> Index:
         """Open the collection, creating it with params if it is new."""
-        raw = await store.config(params.to_json())
+        raw = await store.config(params.to_json_made())
         return cls(store, params.agreed(Params.stored(raw)), candidate_cap, max_text_bytes, raw)
 
     def passage_layouts(self, texts: Sequence[str]) -> list[Layout]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 
@@ -152,6 +153,13 @@ class Params:
     @property
     def plan(self) -> BandPlan:
         return plan_bands(self.threshold, self.num_perm)
+
+    def to_json_made(self) -> bytes:
+        """The config a new collection stores: to_json with a random mark of this making
+        (MADE), which Params.stored drops."""
+        fields = asdict(self)
+        fields[MADE] = secrets.token_hex(8)
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self), option=orjson.OPT_SORT_KEYS)

@@ -9,6 +9,7 @@ parameters a request gives, each defaulting to the service's own setting.
 from __future__ import annotations
 
 import inspect
+import logging
 from dataclasses import asdict
 from typing import Any
 
@@ -22,6 +23,8 @@ from app.index.errors import DeletingError
 from app.index.params import Params
 from app.service.runtime import UncheckedIndex, params_of
 from app.store import MAX_INLINE, Store
+
+log = logging.getLogger("neardup")
 
 # The parameters a collection is made with: those of Params.create that are settings
 # (so a parameter added to both is accepted by POST /collections without a list here).
@@ -89,6 +92,7 @@ class Collections:
         self.settings = settings
         self._open: dict[str, Index] = {}
         self._raw: dict[str, bytes] = {}  # the config each open index was made from
+        self._left_out: set[str] = set()  # collections served() could not open, logged
 
     def _store(self, name: str) -> Store:
         return self.default.store.sibling(name)
@@ -141,13 +145,21 @@ class Collections:
 
     async def served(self) -> list[Index]:
         """The index of every collection there is (the default one first), for the
-        background tasks that work on each (the expiry sweeper)."""
+        background tasks that work on each (the expiry sweeper, the start-up check); one
+        that cannot be opened (made by another release, a name refused) is logged and
+        left out, not every one after it."""
         found = [self.default]
         for name in sorted(set(await self.default.store.registered()) - {self.settings.collection}):
             try:
                 found.append(await self.get(name))
             except (DeletingError, collections.NoCollectionError):
                 continue
+            except errors.Unavailable:
+                raise
+            except errors.NeardupError as exc:
+                if name not in self._left_out:  # once a process: the sweeper asks often
+                    self._left_out.add(name)
+                    log.warning("collection %r left out of the background work: %s", name, exc)
         return found
 
     async def listing(self) -> list[dict[str, Any]]:

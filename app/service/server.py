@@ -39,6 +39,8 @@ _NEW, _HEADERS, _BODY, _DONE = range(4)
 # The most bytes a request's line and headers may take (nginx allows 4 buffers of 8 KB
 # by default; a long bearer key and cookies fit many times over).
 MAX_HEADER_BYTES = 64 * 1024
+# How long a connection refused for its headers is read (and dropped) before it closes.
+LINGER_S = 1.0
 
 
 def _problem(status: bytes, detail: str, *headers: bytes) -> bytes:
@@ -208,7 +210,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._phase = _NEW
         self._timer: asyncio.TimerHandle | None = None
         self._refused = False
-        self._head_bytes = 0  # the request line's and headers' bytes so far
+        self._head_bytes = 0  # the request line's and headers' bytes so far, as parsed
+        self._head_reads = 0  # bytes read while the headers were not complete
         self._oversize = False  # answered 431: nothing more of this connection is read
 
     # A timer is armed after the parser has seen the bytes that arrived, not in its
@@ -224,8 +227,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._oversize:
             return
+        if self._phase <= _HEADERS:
+            self._head_reads += len(data)
         super().data_received(data)
-        if self._head_bytes > MAX_HEADER_BYTES:  # headers not complete in this read
+        # Headers still not complete after this read: the parser holds a header value
+        # whole until it ends (and tells on_header only then), so the bytes read count.
+        if self._head_bytes > MAX_HEADER_BYTES or (
+            self._phase <= _HEADERS and self._head_reads > MAX_HEADER_BYTES
+        ):
             self._too_big()
             return
         if self._timer is None and not self.transport.is_closing():
@@ -255,20 +264,28 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             super().on_header(name, value)
 
     def _too_big(self) -> None:
-        """Answer 431 and close: the request line and headers ran past MAX_HEADER_BYTES."""
+        """Answer 431 and close: the request line and headers ran past MAX_HEADER_BYTES.
+
+        The answer is followed by a FIN, and what the client still sends is read and
+        dropped for LINGER_S before the connection closes: closed at once with its bytes
+        unread, the connection would be reset, and a client still sending would lose the
+        431 (lingering close, as web servers do it)."""
         self._cancel()
         self._phase = _DONE
         self._oversize = True
         if not self.transport.is_closing():
             self.transport.write(self._limits.headers_431)
-            self.transport.close()
+            self.transport.write_eof()
+            self._timer = self.loop.call_later(LINGER_S, self.transport.close)
             self._limits.headers_big.add()
 
     def on_headers_complete(self) -> None:
+        if self._oversize:  # a request pipelined after a refused one
+            return
         if self._head_bytes > MAX_HEADER_BYTES:
             self._too_big()
             return
-        self._head_bytes = 0
+        self._head_bytes = self._head_reads = 0
         self._cancel()
         self._phase = _BODY
         if self._refused:

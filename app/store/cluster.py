@@ -43,11 +43,20 @@ REPLICA_DOWN_S = 5.0
 _REDIRECTS = (AskError, TryAgainError)
 # TRYAGAIN lasts while a slot's keys are split between its two masters: redis-cli moves a
 # slot's keys in batches and then hands the slot over, so waits that double from 25 ms
-# (about 1.6 s in all) outlast a move of one slot.
+# (about 3.2 s in all) outlast a move of one slot.
 MAX_REDIRECTS = 7
 TRYAGAIN_WAIT_S = 0.025
 _READONLY = encode(b"READONLY")
 _ASKING = encode(b"ASKING")
+
+
+def _acked(acked: list[Any], got: list[Any]) -> None:
+    """Take an exchange's WAIT reply off its replies, into acked unless every command of
+    it was redirected (nothing was written there: a node that is no longer a master
+    answers WAIT with an error)."""
+    wait = got.pop()
+    if not all(isinstance(r, _REDIRECTS) for r in got):
+        acked.append(wait)
 
 
 class ClusterTransport(Transport):
@@ -162,10 +171,10 @@ class ClusterTransport(Transport):
         finally:
             metrics.REDIS_SECONDS.labels("pipeline").observe(time.perf_counter() - started)
         replies: list[Any] = [None] * len(commands)
-        acked = []
+        acked: list[Any] = []
         for (_, idx), got in zip(groups.values(), answers, strict=True):
             if wait:
-                acked.append(got.pop())
+                _acked(acked, got)
             for i, reply in zip(idx, got, strict=True):
                 replies[i] = reply
         ran = {slot: before[slot].name for slot in slots}  # the node each slot's writes ran on
@@ -234,7 +243,7 @@ class ClusterTransport(Transport):
             )
             for idx, got in zip(groups.values(), answers, strict=True):
                 if wait:
-                    acked.append(got.pop())
+                    _acked(acked, got)
                 for i, reply in zip(idx, got, strict=True):
                     replies[i] = reply
             pending = [i for i in pending if isinstance(replies[i], _REDIRECTS)]
@@ -266,11 +275,21 @@ class ClusterTransport(Transport):
         if reader is master:
             return await self.node_exchange(master, commands, wait)
         try:
-            return await self.node_exchange(reader, commands, wait, True)  # readonly
+            got = await self.node_exchange(reader, commands, wait, True)  # readonly
+            # A replica loading its data (LOADING) or cut off from its master with
+            # replica-serve-stale-data off (MASTERDOWN) answers with error replies.
+            if not any(
+                isinstance(r, Exception)
+                and not isinstance(r, _REDIRECTS)
+                and isinstance(translate(r), StoreUnavailableError)
+                for r in got
+            ):
+                return got
         except StoreUnavailableError:
-            self._down[reader.name] = time.monotonic() + REPLICA_DOWN_S
-            self.unavailable()
-            return await self.node_exchange(master, commands, wait)
+            pass
+        self._down[reader.name] = time.monotonic() + REPLICA_DOWN_S
+        self.unavailable()
+        return await self.node_exchange(master, commands, wait)
 
     def _readers(self, groups: dict[str, tuple[Any, list[int]]], slots: list[int]) -> dict:
         """The node each master's group of reads goes to: of the master and its
@@ -291,6 +310,10 @@ class ClusterTransport(Transport):
                 for n in nodes.slots_cache.get(slots[idx[0]]) or [master]
                 if n is master or down.get(n.name, 0.0) <= now
             ]
+            for n in serving:
+                if n.name in down:  # back from being left out: level with the rest
+                    del down[n.name]
+                    sent.pop(n.name, None)
             if any(n.name not in sent for n in serving):
                 # A node new to the map (a replica back, a failover) starts level with
                 # the others, not at 0, where it would take every read until it caught up.

@@ -307,17 +307,25 @@ class Layout:
         short fields, a bucket number within its bits. Another layout's entries (a
         write that ran on while its collection was deleted and made anew with other
         parameters) do not, and band_key would read them as nonsense."""
+        digits = bucket[len(self._hash_head) : -1]
+        if len(digits) != len(self._nibble_shifts):  # another count of buckets
+            return False
         if not self.short_fields:
             return len(field) in (ANCHOR_FIELD.size, BAND_KEY.size)
         if len(field) != self.field_bytes:
             return False
-        if self._bucket_shift >= 64:
-            return True
         try:
-            number = int(bucket[len(self._hash_head) : -1], 16)
+            number = int(digits, 16)
         except ValueError:
             return False
-        return number >> (64 - self._bucket_shift) == 0
+        return number >> (64 - self._bucket_shift) == 0 if self._bucket_shift < 64 else number == 0
+
+    def spills_of(self, bucket: bytes, field: bytes) -> list[bytes]:
+        """The keys a bucket's spilled field may keep its members in, as band_place names
+        them: a sorted set's or a packed string's (an entry of another layout may be
+        either)."""
+        tail = bucket[len(self._hash_head) :] + field
+        return [self.prefix + head + tail for head in (SPILL_HEAD, PACKED_HEAD)]
 
     def band_key(self, bucket: bytes, field: bytes) -> int:
         """The band key a bucket HASH's field stands for (with short fields: its

@@ -665,10 +665,12 @@ class Store:
             yield entry
 
     async def drop_band_fields(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
-        """Delete these (bucket, field) entries, whatever they hold (check's repair of
-        entries of another layout)."""
+        """Delete these (bucket, field) entries, whatever they hold, and the (key, b"")
+        ones' keys: check's repair of entries of another layout and their spills."""
         if entries:
-            await self.transport.commands([(b"HDEL", b, f) for b, f in entries], write=True)
+            await self.transport.commands(
+                [(b"HDEL", b, f) if f else (b"DEL", b) for b, f in entries], write=True
+            )
 
     async def _bucket_members(
         self, buckets: list[bytes], foreign: list[tuple[bytes, bytes]] | None = None
@@ -684,6 +686,8 @@ class Store:
                 if not self._keys.fits(bucket, field):
                     if foreign is not None:
                         foreign.append((bucket, field))
+                        if value[:_MARK] == SPILLED:  # its members' key goes with it
+                            foreign += [(k, b"") for k in self._keys.spills_of(bucket, field)]
                     continue
                 key = self._keys.band_key(bucket, field)
                 if value[:_MARK] != SPILLED:

@@ -177,11 +177,13 @@ class Transport(ABC):
         timeout_ms = max(1, round(self.replica_timeout * 1000))
         return encode(b"WAIT", b"%d" % self.min_replicas, b"%d" % timeout_ms)
 
-    def check_acked(self, acked: Sequence[int]) -> None:
-        """Refuse a write that fewer replicas than required acknowledged (WAIT replies)."""
-        if min(acked) < self.min_replicas:
+    def check_acked(self, acked: Sequence[Any]) -> None:
+        """Refuse a write that fewer replicas than required acknowledged (WAIT replies; an
+        error reply, as from a node that is no longer a master, counts as none)."""
+        counts = [a if isinstance(a, int) else 0 for a in acked]
+        if counts and min(counts) < self.min_replicas:
             raise ReplicationError(
-                f"the write was applied, but only {min(acked)} of the "
+                f"the write was applied, but only {min(counts)} of the "
                 f"{self.min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
                 f"acknowledged it within {self.replica_timeout:g} s, so it may not "
                 "survive a failover; retry"
