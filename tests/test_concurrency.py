@@ -203,6 +203,8 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 ],
                 write=True,
             )
+            # ... and a text it kept, in this collection that keeps none.
+            await store.put_texts([(30_000, b"a text kept by another making of it")])
 
             found = await check(index)
             assert found.found == {
@@ -212,7 +214,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "foreign_bands": 2,
                 "stray_bands": 2,
                 "missing_bands": 1,
-                "orphan_texts": 0,  # this collection keeps no texts
+                "orphan_texts": 1,  # this collection keeps none: any text is another's
                 "stale_texts": 0,
                 "stale_expiries": 1,
                 "far_expiries": 0,

@@ -154,7 +154,11 @@ async def check(
         if fld:  # not a spill key that goes with one
             report.note("foreign_bands", f"{bucket.decode(errors='replace')} field {fld.hex()}")
     keeps = index.params.keep_text
-    texted = {h async for h in store.text_handles()} if keeps else set()
+    every_text = {h async for h in store.text_handles()}
+    texted = every_text if keeps else set()
+    # In a collection that keeps no texts, every text is another's (a write that ran on
+    # while its collection was deleted and made again without keep_text).
+    foreign_texts = set() if keeps else every_text
     # 2. ids, 3. records
     kept = await store.ids.kept_count()
     mapping = {doc_id: h async for doc_id, h in store.ids.mappings()}
@@ -213,7 +217,7 @@ async def check(
             report.note("missing_bands", f"handle {h}: {len(lacking)} entries", len(lacking))
     lost_texts = sorted(
         h for h in texted if h not in live and h not in mapped and h not in orphans and h not in due
-    )
+    ) + sorted(foreign_texts)
     for h in lost_texts:
         report.note("orphan_texts", f"handle {h}")
     stale = await _stale_texts(index, digests, batch)
@@ -353,7 +357,11 @@ async def _repair_texts(
 ) -> None:
     """Remove unreachable texts, and texts that belong to no version of their record."""
     store = index.store
-    if lost:
+    if lost and not index.params.keep_text:  # none of them can be read: all go
+        await store.delete_texts(lost)
+        report.repaired["orphan_texts"] += len(lost)
+        metrics.ORPHANS_REPAIRED.labels("orphan_texts").inc(len(lost))
+    elif lost:
         still = {h async for _, h in store.ids.mappings()}
         gone = [h for h in lost if h not in still]
         present = await store.records(gone)
