@@ -399,17 +399,22 @@ def test_unknown_body_fields_are_422_naming_them(server: Server, http: httpx.Cli
     _problem(http.get("/documents/u"), 404)
 
 
-def test_a_misspelt_setting_stops_start_up_with_a_suggestion(tmp_path: Path) -> None:
-    """NEARDUP_THRESHHOLD stops `neardup serve` before it listens, naming NEARDUP_THRESHOLD."""
+def _start_with(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """`neardup serve` run with these NEARDUP_* variables only, until it exits."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
-    env.update(NEARDUP_THRESHHOLD="0.8", NEARDUP_DATA_DIR=str(tmp_path))
-    done = subprocess.run(
+    env.update(settings, NEARDUP_DATA_DIR=str(tmp_path))
+    return subprocess.run(
         [*neardup_cmd(), "serve", "--port", "1"],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_a_misspelt_setting_stops_start_up_with_a_suggestion(tmp_path: Path) -> None:
+    """NEARDUP_THRESHHOLD stops `neardup serve` before it listens, naming NEARDUP_THRESHOLD."""
+    done = _start_with(tmp_path, NEARDUP_THRESHHOLD="0.8")
     assert done.returncode == 2
     assert "NEARDUP_THRESHHOLD" in done.stderr and "did you mean NEARDUP_THRESHOLD?" in done.stderr
     assert not (tmp_path / "redis.sock").exists()
@@ -418,15 +423,7 @@ def test_a_misspelt_setting_stops_start_up_with_a_suggestion(tmp_path: Path) -> 
 def test_a_simd_switch_the_kernel_does_not_take_stops_start_up(tmp_path: Path) -> None:
     """NEARDUP_SIMD=OFF (the kernel takes only lower-case off, 0, scalar, none) stops
     `neardup serve` with a message naming it, where SIMD would silently have stayed on."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
-    env.update(NEARDUP_SIMD="OFF", NEARDUP_DATA_DIR=str(tmp_path))
-    done = subprocess.run(
-        [*neardup_cmd(), "serve", "--port", "1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _start_with(tmp_path, NEARDUP_SIMD="OFF")
     assert done.returncode == 2
     assert "NEARDUP_SIMD: 'OFF' is not a value it takes" in done.stderr
     for taken in ("off", "0", "scalar", "none", ""):
