@@ -20,7 +20,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import orjson
 import pytest
 import redis
 from support.corpus import read_corpus
@@ -462,7 +461,7 @@ def test_fifty_concurrent_puts_to_one_id_leave_one_consistent_version(
     ) as server:  # fmt: skip
         r = redis.Redis.from_url(redis_url)
         prefix = f"nd:{collection}:".encode()
-        params = Params(**orjson.loads(r.get(prefix + b"config")))  # stored at start-up
+        params = Params.stored(r.get(prefix + b"config"))  # stored at start-up
         for round_ in range(2):
             doc_id = f"contended-{round_}"
             texts = [" ".join(rng.choices(words, k=80)) for _ in range(50)]
