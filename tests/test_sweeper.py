@@ -100,3 +100,54 @@ def test_start_up_pass_covers_every_collection(
         assert c.get(f"/collections/{named}/documents/live").status_code == 200
     with redis.Redis.from_url(redis_url) as r:
         assert set(all_ids(r, named)) == {"live"}
+
+
+def test_ids_a_failed_write_could_not_take_back_are_mended_by_the_sweeper(
+    redis_url: str, collection: str, tmp_path: Path
+) -> None:
+    """When a refused write could not unmap its ids (Redis failed it, so the store is marked
+    ids_to_check), the background sweeper runs the id check once Redis answers: the id
+    without a record is dropped and the count is what GET reads, without a restart."""
+    from app.api.app import create_app
+    from app.core.settings import load_settings
+
+    settings = load_settings(
+        redis_url=redis_url, collection=collection, data_dir=tmp_path, expiry_interval=0.05
+    )
+    text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
+    with TestClient(create_app(settings)) as c:
+        for name in ("live", "cut"):
+            assert c.put(f"/documents/{name}", json={"text": f"{text} {name}"}).status_code == 201
+        with redis.Redis.from_url(redis_url) as r:  # as a write cut before its record leaves it
+            assert r.delete(f"nd:{collection}:d:{handle_of(r, collection, 'cut')}") == 1
+        time.sleep(0.3)
+        assert c.get("/readyz").json()["documents"] == 2  # nothing mends it unasked
+        c.app.state.index.store.ids_to_check = True  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while c.get("/readyz").json()["documents"] != 1:
+            assert time.monotonic() < deadline, "the sweeper never checked the ids"
+            time.sleep(0.05)
+        assert c.app.state.index.store.ids_to_check is False  # type: ignore[attr-defined]
+    with redis.Redis.from_url(redis_url) as r:
+        assert set(all_ids(r, collection)) == {"live"}
+
+
+def test_a_write_that_cannot_unmap_its_ids_marks_the_store() -> None:
+    """_unmap against a Redis that does not answer swallows the failure (the write's own
+    error is what the client gets) and marks the store for the sweeper's id check."""
+    import asyncio
+
+    from support.procs import free_port
+
+    from app.index.writes import _unmap
+    from app.store import Store
+
+    async def run() -> bool:
+        store = Store.connect(f"redis://127.0.0.1:{free_port()}", "nowhere", 0.5)
+        try:
+            await _unmap(store, ["a"], [1], [True])
+            return store.ids_to_check
+        finally:
+            await store.close()
+
+    assert asyncio.run(run()) is True

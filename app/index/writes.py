@@ -279,5 +279,5 @@ async def _unmap(
         if not mapped:
             return
         await store.ids.forget([ids[j] for j in mapped], [handles[j] for j in mapped])
-    except Exception:  # the check mends what this could not take back
-        pass
+    except Exception:  # the sweeper's id check mends it once Redis answers (ids_to_check)
+        store.ids_to_check = True

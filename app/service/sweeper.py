@@ -92,6 +92,26 @@ async def expire_tick(index: Index, batch: int) -> int:
         return 0
 
 
+async def _mend_ids(index: Index) -> None:
+    """The id check with repair, for a collection where a refused write could not take back
+    the ids it had mapped (Redis failed mid-write): they would answer nothing and count
+    as documents until a check."""
+    try:
+        report = await check_ids(index, repair=True)
+    except (Unavailable, Busy) as exc:  # the next tick tries again
+        log.warning("id check after a failed write skipped: %s", exc)
+        return
+    index.store.ids_to_check = False
+    log.log(
+        logging.INFO if report.clean else logging.WARNING,
+        "id check of %r after a failed write: %d ids, %d without a record; repaired %s",
+        index.store.collection,
+        report.ids,
+        report.found["dangling_ids"],
+        _repaired(report),
+    )
+
+
 async def expire_forever(
     indexes: Callable[[], Awaitable[Sequence[Index]]], interval: float, batch: int
 ) -> None:
@@ -107,6 +127,8 @@ async def expire_forever(
         full = False
         for index in found:
             full = await expire_tick(index, batch) >= batch or full
+            if index.store.ids_to_check:
+                await _mend_ids(index)
         await asyncio.sleep(PAUSE_S if full else interval)  # a pause leaves room for traffic
 
 

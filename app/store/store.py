@@ -133,6 +133,9 @@ class Store:
     def __init__(self, transport: Transport, collection: str) -> None:
         self.transport = transport
         self.collection = collection
+        # A write could not take back the ids it mapped (Redis failed it): the background
+        # sweeper runs the id check (app.index.check.check_ids) once Redis answers.
+        self.ids_to_check = False
         self._keys = Layout(collection)
         # The id map (app.store.ids): its own keys and operations.
         self.ids = IdMap(transport, self._keys)
