@@ -134,10 +134,10 @@ async def write(
     None: never), plain whether each was sent as text, not as a page (None: none
     was). Returns whether each id was new.
 
-    fence: the stored config the write's parameters came from. Just before the records
-    (which make the round visible) it must still be the stored one; a collection deleted,
+    fence: the stored config the write's parameters came from. Just before the kept texts
+    and the records (which make the round visible) it must still be the stored one; a collection deleted,
     or deleted and made anew, while the round ran gets none of its records, and the ids
-    it mapped are taken back (CollectionChangedError): its other keys answer nothing and
+    it mapped are taken back (CollectionChangedError): its band entries answer nothing and
     the check removes them."""
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
@@ -170,16 +170,19 @@ async def write(
                 [(h, sk.band_keys[i]) for h, (i, _) in pairs]
                 + [(h, sk.anchors(i)) for h, (i, _) in pairs]
             )
-            if params.keep_text and bodies is not None:
-                # Before the record that points at it; it carries that record's digest.
-                kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
-                await store.put_texts(list(zip(handles, kept, strict=True)))
+            # Before the text, not between it and its record: a reader that finds the
+            # next version's text beside this record reads both again, and the window
+            # between the two stays one write.
             if fence is not None and await store.read_config() != fence:
                 raise CollectionChangedError(
                     f"collection {store.collection!r} was deleted (or deleted and made "
                     "anew) while this write ran; nothing of it was stored: retry on the "
                     "collection as it is now"
                 )
+            if params.keep_text and bodies is not None:
+                # Before the record that points at it; it carries that record's digest.
+                kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
+                await store.put_texts(list(zip(handles, kept, strict=True)))
         except BaseException:
             # No record of the round is written yet: the ids this call mapped are taken
             # back, so a refused write (a 507, a 503, the request's deadline cancelling
