@@ -135,10 +135,10 @@ async def write(
     was). Returns whether each id was new.
 
     fence: the stored config the write's parameters came from. Just before the kept texts
-    and the records (which make the round visible) it must still be the stored one; a collection deleted,
-    or deleted and made anew, while the round ran gets none of its records, and the ids
-    it mapped are taken back (CollectionChangedError): its band entries answer nothing and
-    the check removes them."""
+    and the records (which make the round visible) it must still be the stored one; a
+    collection deleted, or deleted and made anew, while the round ran gets none of its
+    records, and the ids it mapped are taken back (CollectionChangedError): its band
+    entries answer nothing and the check removes them."""
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
