@@ -12,7 +12,7 @@ import sys
 
 import httpx
 
-from app.core.keys import Grant, parse_keys, read_key_file
+from app.core.keys import load_keys
 from app.core.settings import Settings
 
 
@@ -22,11 +22,8 @@ def probe_key(settings: Settings) -> str | None:
     without keys."""
     if given := os.environ.get("NEARDUP_API_KEY"):
         return given
-    keys: dict[str, Grant] = {}
-    if settings.api_keys is not None:
-        keys.update(parse_keys(settings.api_keys.get_secret_value()))
-    if settings.api_keys_file is not None:
-        keys.update(read_key_file(settings.api_keys_file))
+    spec = settings.api_keys.get_secret_value() if settings.api_keys is not None else None
+    keys = load_keys(spec, settings.api_keys_file)
     usable = [k for k, grant in keys.items() if grant.allows(settings.collection)]
     return usable[0] if usable else None
 

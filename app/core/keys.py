@@ -134,6 +134,23 @@ def read_key_file(path: Path) -> dict[str, Grant]:
     return _collect(pairs)
 
 
+def load_keys(spec: str | None, path: Path | None) -> dict[str, Grant]:
+    """The keys of NEARDUP_API_KEYS (spec) and NEARDUP_API_KEYS_FILE (path) together, as
+    {key: Grant}; a key in both with different grants is an ApiKeyError."""
+    keys: dict[str, Grant] = {}
+    if spec is not None:
+        keys.update(parse_keys(spec))
+    if path is not None:
+        for key, grant in read_key_file(path).items():
+            if keys.get(key, grant) != grant:
+                raise ApiKeyError(
+                    "a key is in both NEARDUP_API_KEYS and NEARDUP_API_KEYS_FILE with "
+                    "different grants (scope or collections): give it once, or the same"
+                )
+            keys[key] = grant
+    return keys
+
+
 def _digest(token: bytes) -> bytes:
     return hashlib.sha256(token).digest()
 
@@ -153,18 +170,7 @@ class KeyRing:
     @classmethod
     def load(cls, spec: str | None, path: Path | None) -> KeyRing:
         """The keys of NEARDUP_API_KEYS (spec) and NEARDUP_API_KEYS_FILE (path) together."""
-        keys: dict[str, Grant] = {}
-        if spec is not None:
-            keys.update(parse_keys(spec))
-        if path is not None:
-            for key, scope in read_key_file(path).items():
-                if keys.get(key, scope) != scope:
-                    raise ApiKeyError(
-                        "a key is in both NEARDUP_API_KEYS and NEARDUP_API_KEYS_FILE with "
-                        "different grants (scope or collections): give it once, or the same"
-                    )
-                keys[key] = scope
-        return cls.of(keys)
+        return cls.of(load_keys(spec, path))
 
     def __bool__(self) -> bool:
         return bool(self.entries)

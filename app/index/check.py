@@ -60,7 +60,7 @@ from app.core import metrics
 from app.index import expiry, records, texts
 from app.index.index import Index
 from app.index.sketch import anchors_of
-from app.store import Store
+from app.store import ForeignEntry, Store
 
 
 def entries_of(rec: records.Record, store: Store) -> np.ndarray:
@@ -145,14 +145,13 @@ async def check(
     report = CheckReport()
     # 1. bands, before the id map (see the module docstring)
     bands: dict[int, list[int]] = defaultdict(list)
-    foreign: list[tuple[bytes, bytes]] = []  # entries another layout wrote (Layout.fits)
+    foreign: list[ForeignEntry] = []  # entries another layout wrote (Layout.fits)
     async for key, handles in store.band_memberships(foreign):
         for h in handles:
             bands[h].append(key)
             report.band_entries += 1
-    for bucket, fld in foreign:
-        if fld:  # not a spill key that goes with one
-            report.note("foreign_bands", f"{bucket.decode(errors='replace')} field {fld.hex()}")
+    for e in foreign:
+        report.note("foreign_bands", f"{e.bucket.decode(errors='replace')} field {e.field.hex()}")
     keeps = index.params.keep_text
     every_text = {h async for h in store.text_handles()}
     texted = every_text if keeps else set()
@@ -230,9 +229,8 @@ async def check(
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
         if foreign:  # no key of this layout reads them: nothing can be lost
             await store.drop_band_fields(foreign)
-            dropped = sum(1 for _, fld in foreign if fld)
-            report.repaired["foreign_bands"] += dropped
-            metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(dropped)
+            report.repaired["foreign_bands"] += len(foreign)
+            metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(len(foreign))
         await _repair_texts(index, report, lost_texts, stale, mapping)
         if queued:  # a handle without a record is never written again (module docstring)
             await index.store.drop_expiries(queued)

@@ -30,6 +30,21 @@ def _repaired(report: CheckReport) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in report.repaired.items() if n) or "nothing"
 
 
+def _said_ids(what: str, name: str, report: CheckReport, started: float) -> None:
+    """Log an id check with repair (check_ids): what ran it, on which collection, what it
+    found and mended; a warning when it found anything."""
+    log.log(
+        logging.INFO if report.clean else logging.WARNING,
+        "%s of %r: %d ids, %d without a record, in %.2f s; repaired %s",
+        what,
+        name,
+        report.ids,
+        report.found["dangling_ids"],
+        time.monotonic() - started,
+        _repaired(report),
+    )
+
+
 async def sweep_forever(index: Index, interval: float) -> None:
     """Check and repair the collection every interval seconds until cancelled."""
     while True:
@@ -96,20 +111,14 @@ async def _mend_ids(index: Index) -> None:
     """The id check with repair, for a collection where a refused write could not take back
     the ids it had mapped (Redis failed mid-write): they would answer nothing and count
     as documents until a check."""
+    started = time.monotonic()
     try:
         report = await check_ids(index, repair=True)
     except (Unavailable, Busy) as exc:  # the next tick tries again
         log.warning("id check after a failed write skipped: %s", exc)
         return
     index.store.ids_to_check = False
-    log.log(
-        logging.INFO if report.clean else logging.WARNING,
-        "id check of %r after a failed write: %d ids, %d without a record; repaired %s",
-        index.store.collection,
-        report.ids,
-        report.found["dangling_ids"],
-        _repaired(report),
-    )
+    _said_ids("id check after a failed write", index.store.collection, report, started)
 
 
 async def expire_forever(
@@ -187,13 +196,5 @@ class StartupCheck:
                     log.warning("start-up consistency check waits: %s", exc)
                 waited = True
                 await asyncio.sleep(RETRY_S)
-        log.log(
-            logging.INFO if report.clean else logging.WARNING,
-            "start-up consistency check of %r: %d ids, %d without a record, in %.2f s; repaired %s",
-            name,
-            report.ids,
-            report.found["dangling_ids"],
-            time.monotonic() - started,
-            _repaired(report),
-        )
+        _said_ids("start-up consistency check", name, report, started)
         return report

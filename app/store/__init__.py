@@ -16,7 +16,7 @@ from app.store.layout import (
     buckets_for,
     id_buckets_for,
 )
-from app.store.store import Candidates, Memory, Store
+from app.store.store import Candidates, ForeignEntry, Memory, Store
 
 __all__ = [
     "ANCHOR_SALT",
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_INLINE",
     "PLACE_BITS",
     "Candidates",
+    "ForeignEntry",
     "Memory",
     "ReplicationError",
     "Store",

@@ -143,18 +143,21 @@ class SingleTransport(Transport):
             self._roles = asyncio.get_running_loop().create_task(self._check_roles())
         sent, down, ok = self._sent, self._down, self._role_ok
         for i in range(1, len(sent)):
-            if down[i] and down[i] <= now:  # back from being left out: level with the rest
+            if down[i] and down[i] <= now:  # back from being left out
                 down[i] = 0.0
-                sent[i] = max(sent[j] for j in range(len(sent)) if j != i)
+                self._level(i)
         usable = (i for i in range(len(sent)) if i == 0 or (ok[i] and down[i] <= now))
         pick = min(usable, key=sent.__getitem__)
         sent[pick] += weight
         return self._readers[pick] if pick else None
 
+    def _level(self, i: int) -> None:
+        """Reader i, back from being left out, starts level with the most-read of the
+        others, so it does not take every read until its count catches up."""
+        self._sent[i] = max(n for j, n in enumerate(self._sent) if j != i)
+
     def _left_out(self, lane: _Lane) -> None:
-        """No reads to this replica for REPLICA_DOWN_S; its share starts level with the
-        rest when it is back (_reader), so it does not take every read until its count
-        catches up."""
+        """No reads to this replica for REPLICA_DOWN_S (then _reader levels it)."""
         self._down[self._readers.index(lane)] = time.monotonic() + REPLICA_DOWN_S
 
     async def _check_roles(self) -> None:
@@ -168,8 +171,8 @@ class SingleTransport(Transport):
                 ok = role[0] in (b"slave", "slave") and role[3] in (b"connected", "connected")
             except Exception:  # down or refusing: left out as well
                 ok = False
-            if ok and not self._role_ok[i]:  # back: level with the rest
-                self._sent[i] = max(self._sent[j] for j in range(len(self._sent)) if j != i)
+            if ok and not self._role_ok[i]:  # back
+                self._level(i)
             self._role_ok[i] = ok
 
     async def _on_replica(

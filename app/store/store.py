@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
 from app.store.ids import IdMap
 from app.store.layout import HANDLE, MAX_HANDLE, MAX_INLINE, SPILLED, Layout
-from app.store.resp import Eval, Interleaved, MGet, Rows, pairs
+from app.store.resp import Command, Eval, Interleaved, MGet, Rows, pairs
 from app.store.scripts import Script
 from app.store.single import SingleTransport
 from app.store.templates import SiteTemplates
@@ -125,6 +125,15 @@ class Memory:
             "full it deletes keys, and the index loses documents; set maxmemory-policy "
             "noeviction (writes are then refused with 507 when full, and nothing is lost)"
         )
+
+
+class ForeignEntry(NamedTuple):
+    """A band entry of another layout than the collection's (Layout.fits): its bucket,
+    its field, and whether its members were spilled to a key of their own."""
+
+    bucket: bytes
+    field: bytes
+    spilled: bool
 
 
 class Store:
@@ -652,11 +661,11 @@ class Store:
         return out, complete
 
     async def band_memberships(
-        self, foreign: list[tuple[bytes, bytes]] | None = None
+        self, foreign: list[ForeignEntry] | None = None
     ) -> AsyncIterator[tuple[int, list[int]]]:
         """Every band key (as entry_keys gives it) with its handles, in no order: for
-        checks and tools, not queries. The (bucket, field) of each entry this layout
-        cannot have written (Layout.fits) goes to foreign instead, if given."""
+        checks and tools, not queries. Each entry this layout cannot have written
+        (Layout.fits) goes to foreign instead, if given."""
         buckets: list[bytes] = []
         async for bucket in self.transport.scan(self._keys.buckets_pattern):
             buckets.append(bucket)
@@ -667,16 +676,19 @@ class Store:
         async for entry in self._bucket_members(buckets, foreign):
             yield entry
 
-    async def drop_band_fields(self, entries: Sequence[tuple[bytes, bytes]]) -> None:
-        """Delete these (bucket, field) entries, whatever they hold, and the (key, b"")
-        ones' keys: check's repair of entries of another layout and their spills."""
-        if entries:
-            await self.transport.commands(
-                [(b"HDEL", b, f) if f else (b"DEL", b) for b, f in entries], write=True
-            )
+    async def drop_band_fields(self, entries: Sequence[ForeignEntry]) -> None:
+        """Delete these entries, whatever they hold, and a spilled one's members: check's
+        repair of entries of another layout."""
+        commands: list[Command] = []
+        for bucket, field, spilled in entries:
+            commands.append((b"HDEL", bucket, field))
+            if spilled:
+                commands += [(b"DEL", k) for k in self._keys.spills_of(bucket, field)]
+        if commands:
+            await self.transport.commands(commands, write=True)
 
     async def _bucket_members(
-        self, buckets: list[bytes], foreign: list[tuple[bytes, bytes]] | None = None
+        self, buckets: list[bytes], foreign: list[ForeignEntry] | None = None
     ) -> AsyncIterator[tuple[int, list[int]]]:
         # A collection has tens of buckets per document slot: one exchange per
         # bucket made a full scan cost a round trip each (50,000 for 1,000 documents).
@@ -688,9 +700,7 @@ class Store:
             for field, value in pairs(fields):
                 if not self._keys.fits(bucket, field):
                     if foreign is not None:
-                        foreign.append((bucket, field))
-                        if value[:_MARK] == SPILLED:  # its members' key goes with it
-                            foreign += [(k, b"") for k in self._keys.spills_of(bucket, field)]
+                        foreign.append(ForeignEntry(bucket, field, value[:_MARK] == SPILLED))
                     continue
                 key = self._keys.band_key(bucket, field)
                 if value[:_MARK] != SPILLED:
