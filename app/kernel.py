@@ -66,7 +66,7 @@ __all__ = [
     "winnow_window",
 ]
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 """The kernel interface (ND_ABI_VERSION in native/neardup.h) this module is written for."""
 
 
@@ -96,20 +96,28 @@ if shingles.MAX_K != MAX_K:  # pragma: no cover - a build from mismatched source
 MAX_NUM_PERM: int = lib.ND_MAX_NUM_PERM
 MAX_FINGERPRINT_SIZE: int = lib.ND_MAX_FP_SIZE
 
-TOKENIZERS: tuple[int, ...] = (lib.ND_TOKENIZER_1, lib.ND_TOKENIZER_2, lib.ND_TOKENIZER_3)
+TOKENIZERS: tuple[int, ...] = (
+    lib.ND_TOKENIZER_1,
+    lib.ND_TOKENIZER_2,
+    lib.ND_TOKENIZER_3,
+    lib.ND_TOKENIZER_4,
+)
 """What a text is read as (native/neardup.h, enum nd_tokenizer): 1 case-folds; 2 also folds
 compatibility forms, ignorable and format code points, confusable look-alikes and words
 hyphenated across a line end; 3 folds as 2 but decomposes (NFKD) and drops accents and other
 marks, folds look-alikes towards Latin only and never two letters of one script alike, and
-flags only mixed-script words. A collection keeps the one its sketches were made with."""
+flags only mixed-script words; 4 folds as 3 and also each small letter 3 leaves alone that
+looks like one ASCII letter or digit itself (Cyrillic shha, komi de; Latin alpha; Greek nu;
+Armenian ho), the look-alikes a disguise uses that 3 judged by their capitals. A collection
+keeps the one its sketches were made with."""
 LATEST_TOKENIZER: int = max(TOKENIZERS)
 
 FOLD_COMPAT: int = lib.ND_FOLD_COMPAT
 FOLD_CONFUSABLE: int = lib.ND_FOLD_CONFUSABLE
 FOLD_INVISIBLE: int = lib.ND_FOLD_INVISIBLE
 FOLD_HYPHEN: int = lib.ND_FOLD_HYPHEN
-"""Bits of :attr:`Winnowed.folds`: what tokenizer 2 or 3 folded in a selection's words (3 sets
-FOLD_CONFUSABLE only on a word mixing a folded look-alike with an unfolded Latin letter)."""
+"""Bits of :attr:`Winnowed.folds`: what tokenizers 2 to 4 folded in a selection's words (3 and 4
+set FOLD_CONFUSABLE only on a word mixing a folded look-alike with an unfolded Latin letter)."""
 DISGUISED: int = FOLD_CONFUSABLE | FOLD_INVISIBLE
 """The fold bits that mark a word as disguised (look-alike letters or invisible characters,
 which plain copying and PDF export do not make), as containment's ``disguised`` reports it;
@@ -189,14 +197,12 @@ def _unspaced(kind: str, tokenizer: int, unspaced_k: int) -> int:
     """Check an explicit K for unspaced scripts (0: tokenizer 2's and 3's own, 2K + 1)."""
     unspaced_k = _check_int("unspaced_k", unspaced_k, 0, MAX_K)
     if unspaced_k and (kind != "word" or tokenizer < 2):
-        raise InvalidParameterError(
-            "unspaced_k applies to word shingles of tokenizers 2 and 3 only"
-        )
+        raise InvalidParameterError("unspaced_k applies to word shingles of tokenizers 2 to 4 only")
     return unspaced_k
 
 
 def unspaced_k(k: int) -> int:
-    """Tokenizers 2 and 3: the K of a word:K shingle that ends at a letter of a script written
+    """Tokenizers 2 to 4: the K of a word:K shingle that ends at a letter of a script written
     without spaces (Han, kana, Thai, Lao, Khmer, Myanmar): 2K + 1, at most MAX_K (ND_UNSPACED_K;
     measured by bench/languages.py, docs/languages.md)."""
     return min(2 * k + 1, MAX_K)
@@ -281,8 +287,8 @@ def sketch(
     """Signatures, fingerprints and shingle counts of many texts in one C call.
 
     ``texts``: a list of str or UTF-8 bytes (bytes are checked by the C decoder).
-    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1, 2 or 3 (:data:`TOKENIZERS`).
-    ``simd=False`` forces the scalar paths. Tokenizers 2 and 3 make each letter of Han, kana, Thai,
+    ``shingle``: ``"word:K"`` or ``"char:K"``. ``tokenizer``: 1 to 4 (:data:`TOKENIZERS`).
+    ``simd=False`` forces the scalar paths. Tokenizers 2 to 4 make each letter of Han, kana, Thai,
     Lao, Khmer and Myanmar a token, and a word shingle ending at one :func:`unspaced_k` tokens
     long; ``unspaced_k`` sets another length (see ND_FLAG_UNSPACED in native/neardup.h).
     """
@@ -366,7 +372,7 @@ class Winnowed:
     ``starts`` / ``ends``: int64, the code points of the text (indices into the Python str)
     that the selected shingle covers, ``text[start:end]``.
     ``offsets``: uint64 [n + 1]. ``window``: the window, in shingles, that selected them.
-    ``folds``: uint8, per selection the FOLD_* bits of what tokenizer 2 or 3 folded in its words
+    ``folds``: uint8, per selection the FOLD_* bits of what tokenizers 2 to 4 folded in its words
     (all 0 with tokenizer 1); None where not asked for.
     """
 
@@ -425,10 +431,10 @@ def winnow(
     iota) lies in both. A run of equal hashes (a word repeated more than K times) selects
     every position in it, as the rightmost-minimum rule says.
 
-    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1, 2 or 3 (:data:`TOKENIZERS`);
+    ``texts``: a list of str or UTF-8 bytes. ``tokenizer``: 1 to 4 (:data:`TOKENIZERS`);
     ``folds=True`` also gives :attr:`Winnowed.folds`. ``simd=False`` forces the scalar paths.
 
-    Word shingles of tokenizers 2 and 3: letters of scripts written without spaces are tokens, and
+    Word shingles of tokenizers 2 to 4: letters of scripts written without spaces are tokens, and
     ``unspaced_k`` as for :func:`sketch` (a words layout, ``word:1``, wants 1). A shared run
     of them needs ``passage_words - K + unspaced_k`` letters for the guarantee. Ties are
     broken robustly (a window keeps the previous selection while it is inside), so a letter
@@ -1021,6 +1027,6 @@ def unicode_version() -> str:
 
 
 def confusables_version() -> str:
-    """The UTS #39 confusables.txt the tables of tokenizers 2 and 3 come from: version, date,
+    """The UTS #39 confusables.txt the tables of tokenizers 2 to 4 come from: version, date,
     source."""
     return ffi.string(lib.nd_confusables_version()).decode("ascii")

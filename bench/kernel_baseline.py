@@ -11,7 +11,8 @@ The declarations are those of kernel ABI 4 (the revision before the split) and 5
 cdef generator. Calls of a newer interface are adapted for ABI 4-5 (the tokenizer argument
 dropped; only version 1 exists there); ABI 7 takes the calls as they are, tokenizer 2 included,
 and so does ABI 8, the same declarations with tokenizer 3 (``tokenizers`` says which a baseline
-has), and ABI 9, whose one change (nd_fp_encode_batch's flags) is not a timed call. ABI 6
+has), ABI 9, whose one change (nd_fp_encode_batch's flags) is not a timed call, and ABI 10,
+the same with tokenizer 4. ABI 6
 (tokenizer 2 before its unspaced scripts) is not read. Constants come from the current build,
 whose values those ABIs share.
 """
@@ -134,8 +135,8 @@ def build(rev: str) -> _Adapted | _Current:
     src = tmp / "native"
     name = f"_nd_baseline_{sha}"
     abi = _abi(src)
-    if abi not in (4, 5, 7, 8, 9):
-        raise SystemExit(f"{rev} is kernel ABI {abi}; this baseline reads 4, 5, 7, 8 and 9")
+    if abi not in (4, 5, 7, 8, 9, 10):
+        raise SystemExit(f"{rev} is kernel ABI {abi}; this baseline reads 4, 5, 7 to 10")
     ffi = cffi.FFI()
     ffi.cdef(CDEF_ABI4 if abi < 6 else CDEF_ABI7)
     ffi.set_source(
@@ -154,7 +155,9 @@ def build(rev: str) -> _Adapted | _Current:
     from app import kernel
 
     if abi >= 7:
-        return _Current(old, kernel.lib, (1, 2) if abi == 7 else (1, 2, 3))
+        return _Current(
+            old, kernel.lib, {7: (1, 2), 8: (1, 2, 3), 9: (1, 2, 3)}.get(abi, (1, 2, 3, 4))
+        )
     return _Adapted(old, kernel.lib, sketch_args=15, winnow_args=14)  # as in CDEF_ABI4
 
 

@@ -76,6 +76,13 @@ static inline const nd_uc2_rec *uc3_lookup(uint32_t cp) {
                                          (cp & ((1u << ND_UC2_SHIFT) - 1))]];
 }
 
+/* Tokenizer 4: tokenizer 3 with more look-alikes, its own stage 1 again. */
+static inline const nd_uc2_rec *uc4_lookup(uint32_t cp) {
+    uint32_t block = nd_uc4_stage1[cp >> ND_UC2_SHIFT];
+    return &nd_uc2_records[nd_uc2_stage2[(block << ND_UC2_SHIFT) |
+                                         (cp & ((1u << ND_UC2_SHIFT) - 1))]];
+}
+
 _Static_assert(ND_UC2_COMPAT == ND_FOLD_COMPAT && ND_UC2_CONFUSABLE == ND_FOLD_CONFUSABLE &&
                    ND_UC2_INVISIBLE == ND_FOLD_INVISIBLE && ND_UC2_HYPHEN_JOIN == ND_FOLD_HYPHEN,
                "gen_unicode.py and neardup.h disagree on the ND_FOLD_* flags");

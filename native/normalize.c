@@ -12,6 +12,7 @@ ND_EXPORT size_t nd_normalize_bound(size_t len, int tokenizer) {
     if (tokenizer == ND_TOKENIZER_1) return 3 * len + 1; /* folding: up to 3 per code point */
     if (tokenizer == ND_TOKENIZER_2) return ND_UC2_GROWTH * len + 1;
     if (tokenizer == ND_TOKENIZER_3) return ND_UC3_GROWTH * len + 1;
+    if (tokenizer == ND_TOKENIZER_4) return ND_UC4_GROWTH * len + 1;
     return 0;
 }
 
@@ -40,11 +41,13 @@ static inline void scan_put(nd_scan *c, uint32_t cp) {
     t->len += m;
 }
 
-/* tokenizers 2 and 3 (v3: MODE_V3 or 0) */
+/* tokenizers 2, 3 and 4 */
 static int normalize2(const uint8_t *text, size_t len, uint8_t *out, size_t out_cap,
-                      size_t *out_len, int v3) {
+                      size_t *out_len, int tokenizer) {
     nd_tctx t;
     memset(&t, 0, sizeof t);
+    int v3 = tokenizer >= ND_TOKENIZER_3;
+    t.scan.v4 = tokenizer == ND_TOKENIZER_4;
     t.out = out;
     t.cap = out_cap;
     nd_roll r;
@@ -67,9 +70,9 @@ static int normalize2(const uint8_t *text, size_t len, uint8_t *out, size_t out_
 ND_EXPORT int nd_normalize(const uint8_t *text, size_t len, int tokenizer, uint8_t *out,
                            size_t out_cap, size_t *out_len) {
     if ((text == NULL && len > 0) || out == NULL || out_len == NULL) return ND_E_ARG;
-    if (tokenizer == ND_TOKENIZER_2 || tokenizer == ND_TOKENIZER_3) {
+    if (tokenizer >= ND_TOKENIZER_2 && tokenizer <= ND_TOKENIZER_4) {
         *out_len = 0;
-        return normalize2(text, len, out, out_cap, out_len, tokenizer == ND_TOKENIZER_3);
+        return normalize2(text, len, out, out_cap, out_len, tokenizer);
     }
     if (tokenizer != ND_TOKENIZER_1) return ND_E_ARG;
     const uint8_t *p = text, *end = text + len;

@@ -34,6 +34,10 @@ typedef struct {
      * long; bk and bkc are B^K and B^kc. 0 with tokenizer 1 and char shingles. */
     uint32_t kc;
     uint64_t bk, bkc;
+    /* tokenizer 4: MODE_V3's scanner on tokenizer 4's table (a run-time choice:
+     * only code points past ASCII look it up, and it spares a second copy of
+     * every MODE_V3 loop) */
+    int v4;
 } nd_scan;
 
 static inline void scan_hashing(nd_scan *c, int kind, uint32_t k, uint64_t seed) {
@@ -59,7 +63,8 @@ static inline void scan_unspaced(nd_scan *c, uint32_t kc) {
 static inline int scan_unspaced_args(nd_scan *c, int tokenizer, int kind, uint32_t k,
                                      unsigned flags) {
     uint32_t kc = ND_FLAG_UNSPACED_K(flags);
-    if ((tokenizer != ND_TOKENIZER_2 && tokenizer != ND_TOKENIZER_3) || kind != ND_SHINGLE_WORD)
+    c->v4 = tokenizer == ND_TOKENIZER_4;
+    if (tokenizer < ND_TOKENIZER_2 || tokenizer > ND_TOKENIZER_4 || kind != ND_SHINGLE_WORD)
         return kc == 0;
     if (kc > ND_MAX_K) return 0;
     scan_unspaced(c, kc ? kc : ND_UNSPACED_K(k));
@@ -382,7 +387,9 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
         fl = cp == '-' ? ND_UC2_HYPHEN : (cp == ' ' || cp == '\t') ? ND_UC2_SPACE : 0;
         if (MODE_IS_V3(mode) && f >= 'a') fl |= ND_UC3_LATIN;
     } else {
-        const nd_uc2_rec *u = MODE_IS_V3(mode) ? uc3_lookup(cp) : uc2_lookup(cp);
+        const nd_uc2_rec *u = !MODE_IS_V3(mode) ? uc2_lookup(cp)
+                              : c->v4           ? uc4_lookup(cp)
+                                                : uc3_lookup(cp);
         n = u->n;
         alnum = u->alnum;
         fl = u->flags;

@@ -321,7 +321,7 @@ static int sketch_one(nd_ctx *c, const uint8_t *p, size_t len, int kind, int tok
 
     const uint8_t *q = p;
     if (len > 0) {
-        if (tokenizer == ND_TOKENIZER_2 || tokenizer == ND_TOKENIZER_3)
+        if (tokenizer >= ND_TOKENIZER_2)
             q = nd_sketch_scan2(c, &r, &w, p, len, kind, tokenizer, simd);
         else if (kind == ND_SHINGLE_WORD)
             q = sketch_scan(c, &r, &w, p, len, MODE_WORD, simd);
@@ -351,7 +351,7 @@ ND_EXPORT int nd_sketch_batch_packed(const uint8_t *data, const uint64_t *offset
                                      uint32_t *signatures, uint32_t *fp_values, uint64_t fp_cap,
                                      uint64_t *fp_offsets, uint64_t *shingles, int32_t *status) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
-        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_3) || k < 1 ||
+        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_4) || k < 1 ||
         k > ND_MAX_K || num_perm < 1 || num_perm > ND_MAX_NUM_PERM || fp_size < 1 ||
         fp_size > ND_MAX_FP_SIZE || fp_offsets == NULL || (fp_values == NULL && fp_cap > 0))
         return ND_E_ARG;

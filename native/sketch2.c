@@ -110,7 +110,7 @@ __attribute__((target("avx2,bmi,bmi2"))) static const uint8_t *sketch_avx2_v3(
 
 const uint8_t *nd_sketch_scan2(nd_ctx *c, nd_roll *r, nd_word *w, const uint8_t *p, size_t len,
                                int kind, int tokenizer, unsigned simd) {
-    if (tokenizer == ND_TOKENIZER_3) {
+    if (tokenizer >= ND_TOKENIZER_3) { /* 4: the same scan on its own table (c->scan.v4) */
         if (kind == ND_SHINGLE_WORD)
             return sketch_scan(c, r, w, p, len, MODE_WORD | MODE_V2 | MODE_V3, simd);
         return sketch_scan(c, r, w, p, len, MODE_CHAR | MODE_V2 | MODE_V3, simd);

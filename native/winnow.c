@@ -280,7 +280,7 @@ static int winnow_one(nd_wctx *c, struct nd_win *v, const uint8_t *p, size_t len
     nd_word w = {.h = c->scan.word_seed};
     const uint8_t *q = p;
     const int spans = MODE_SPANS, v2 = MODE_SPANS | MODE_V2, v3 = v2 | MODE_V3;
-    if (len > 0 && tokenizer == ND_TOKENIZER_3) {
+    if (len > 0 && tokenizer >= ND_TOKENIZER_3) { /* 4: on its own table (scan.v4) */
         q = kind == ND_SHINGLE_WORD ? winnow_scan(c, &r, &w, p, len, MODE_WORD | v3)
                                     : winnow_scan(c, &r, &w, p, len, MODE_CHAR | v3);
     } else if (len > 0) {
@@ -302,7 +302,7 @@ ND_EXPORT int nd_winnow_batch(const uint8_t *data, const uint64_t *offsets, size
                               int64_t *ends, uint64_t cap, uint64_t *sel_offsets, int32_t *status,
                               uint8_t *folds) {
     if ((shingle_kind != ND_SHINGLE_WORD && shingle_kind != ND_SHINGLE_CHAR) ||
-        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_3) || k < 1 ||
+        (tokenizer < ND_TOKENIZER_1 || tokenizer > ND_TOKENIZER_4) || k < 1 ||
         k > ND_MAX_K || window < 1 || window > ND_MAX_WINDOW || sel_offsets == NULL ||
         (cap > 0 && (hashes == NULL || starts == NULL || ends == NULL)))
         return ND_E_ARG;

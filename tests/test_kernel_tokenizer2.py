@@ -372,16 +372,16 @@ def test_random_bytes(raw: bytes, simd: bool, tok: int) -> None:
     assert s.fingerprints[0].tolist() == oracle.fingerprint(want)
 
 
-@pytest.mark.parametrize("bad", [0, 4, -1, "2", 2.0, True, None])
+@pytest.mark.parametrize("bad", [0, 5, -1, "2", 2.0, True, None])
 def test_bad_tokenizer_is_refused(bad: object) -> None:
-    """A tokenizer that is not 1, 2 or 3 is a parameter error naming the choices."""
+    """A tokenizer that is not 1, 2, 3 or 4 is a parameter error naming the choices."""
     for call in (
         lambda: kernel.sketch(["a b"], tokenizer=bad),  # type: ignore[arg-type]
         lambda: kernel.winnow(["a b"], tokenizer=bad),  # type: ignore[arg-type]
         lambda: kernel.normalize("a b", tokenizer=bad),  # type: ignore[arg-type]
     ):
         with pytest.raises(
-            kernel.InvalidParameterError, match=r"tokenizer must be one of \[1, 2, 3\]"
+            kernel.InvalidParameterError, match=r"tokenizer must be one of \[1, 2, 3, 4\]"
         ):
             call()
 

@@ -28,7 +28,7 @@ def test_an_index_opened_while_redis_was_away_takes_the_stored_parameters(
     redis = RedisProc(tmp_path / "redis", "--appendonly", "no")  # away at start-up
     settings = load_settings(redis_url=redis.url, collection="old", data_dir=tmp_path)
     configured = params_of(settings)
-    assert configured.tokenizer == kernel.LATEST_TOKENIZER == 3 and configured.id_buckets > 0
+    assert configured.tokenizer == kernel.LATEST_TOKENIZER == 4 and configured.id_buckets > 0
     # What an older release stored: tokenizer 1, no id buckets.
     older = re.sub(rb',?"id_buckets":\d+', b"", replace(configured, tokenizer=1).to_json())
 

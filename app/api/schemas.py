@@ -519,8 +519,9 @@ class PassageOut(BaseModel):
         ge=1,
         description="words of the query's span that held look-alike letters or invisible "
         "characters, folded away to find the passage (a flag: evidence of intent; on "
-        "tokenizer 3 a look-alike counts only in a word mixing it with Latin letters); absent "
-        "when none did, in a stored document's query, and in collections on tokenizer 1",
+        "tokenizers 3 and 4 a look-alike counts only in a word mixing it with Latin "
+        "letters); absent when none did, in a stored document's query, and in collections "
+        "on tokenizer 1",
     )
 
 

@@ -4,7 +4,7 @@ held look-alike letters or invisible characters (issue 26's flag).
 Tokenizers 2 and 3 fold those away, so a disguised copy is found like a verbatim one; the
 kernel says, per word, what it folded (kernel.DISGUISED), and this module counts those words
 in each passage's query span. Ligatures, full-width forms, accents and line-end hyphens are
-left out: PDF export and typesetting make them, not an intent to hide. Tokenizer 3 marks a
+left out: PDF export and typesetting make them, not an intent to hide. Tokenizers 3, 4 mark a
 look-alike only in a word that mixes it with Latin letters (the kernel decides, per word), so a
 Russian or Greek text copied as it is has no disguised words; tokenizer 2 marked every word
 with a letter that has a Latin look-alike.

@@ -199,7 +199,7 @@ def _winnowed(p: Params, texts: Sequence[str]) -> tuple[kernel.Winnowed, kernel.
         seed=p.seed,
         tokenizer=p.tokenizer,
     )
-    # Every word is its own window of one: its hash and its span (tokenizers 2 and 3: a
+    # Every word is its own window of one: its hash and its span (tokenizers 2 to 4: a
     # letter of a script written without spaces is a word, one item long too).
     words = kernel.winnow(
         list(texts),

