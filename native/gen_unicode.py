@@ -70,7 +70,9 @@ tokenizer 3 judged a letter by its capital, which for them looks like something 
 nothing, and kept one letter of a script per target. Their capitals fold with them (case
 folding comes first), so a text stays case-insensitive; the price is that a few letters of one
 script now fold alike (Cyrillic en and shha to h, Greek omicron and sigma to o), which
-matching of whole shingles hardly feels.
+matching of whole shingles hardly feels. Tokenizer 4 also joins a word hyphenated with the
+small or full-width hyphen-minus (U+FE63, U+FF0D), and across a line end written as NEL,
+LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029; the scanner's own test).
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a
@@ -214,8 +216,10 @@ VARIATION_SELECTORS = [(0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0x
 VISIBLE_FORMAT = [(0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
                   (0x08E2, 0x08E2), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0xFFF9, 0xFFFB),
                   (0x13430, 0x1343F)]  # fmt: skip
-# Hyphens that join a word broken across a line end (the soft hyphen is also ignorable).
+# Hyphens that join a word broken across a line end (the soft hyphen is also ignorable);
+# tokenizer 4 adds the small and full-width hyphen-minus (the scanner adds its line ends).
 HYPHENS = {0x2D, 0xAD, 0x2010, 0x2011}
+HYPHENS4 = HYPHENS | {0xFE63, 0xFF0D}
 
 
 def _in(cp: int, ranges: list[tuple[int, int]]) -> bool:
@@ -365,10 +369,13 @@ def _case_agrees(c: str, conf: dict[str, str]) -> bool:
     return True
 
 
-def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
-    """Tokenizer 3's outputs of one code point, their alnum mask, and its flags."""
+def fold3(
+    cp: int, looks: dict[str, str], hyphens: set[int] = HYPHENS
+) -> tuple[list[int], int, int]:
+    """Tokenizer 3's (and 4's, with its look-alikes and hyphens) outputs of one code point,
+    their alnum mask, and its flags."""
     ch = chr(cp)
-    flags = HYPHEN if cp in HYPHENS else 0
+    flags = HYPHEN if cp in hyphens else 0
     if ignorable(cp):
         return [], 0, flags | INVISIBLE
     if "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(ord(c))) != ch:
@@ -394,6 +401,10 @@ def fold3(cp: int, looks: dict[str, str]) -> tuple[list[int], int, int]:
     return [ord(c) for c in outs], mask, flags
 
 
+def _fold34(cp: int, looks: dict[int, dict[str, str]], tok: int) -> tuple[list[int], int, int]:
+    return fold3(cp, looks[tok], HYPHENS4 if tok == 4 else HYPHENS)
+
+
 GROWTH = {2: 2, 3: 2, 4: 2}  # ASCII: a letter and a space
 
 
@@ -409,7 +420,7 @@ def build23(shift: int, conf: dict[str, str], looks: dict[int, dict[str, str]]) 
             if 0xD800 <= cp <= 0xDFFF:
                 rec = (0, 0, 0, 0, 0)  # never reached: the decoder rejects surrogates
             else:
-                outs, mask, flags = fold2(cp, conf) if tok == 2 else fold3(cp, looks[tok])
+                outs, mask, flags = fold2(cp, conf) if tok == 2 else _fold34(cp, looks, tok)
                 # normalized bytes per byte of text: each output and a space before it
                 size = sum(len(chr(o).encode()) + 1 for o in outs)
                 GROWTH[tok] = max(GROWTH[tok], -(-size // len(chr(cp).encode())))
@@ -445,7 +456,7 @@ def self_check23(stage1, blocks, records, flat, shift, conf, looks) -> None:
                 continue
             delta, mask, off, n, flags = records[blocks[stage1[tok][cp >> shift]][cp & mask_lo]]
             outs = [cp + delta] if n == 1 else flat[off : off + n]
-            want = fold2(cp, conf) if tok == 2 else fold3(cp, looks[tok])
+            want = fold2(cp, conf) if tok == 2 else _fold34(cp, looks, tok)
             assert (list(outs), mask, flags) == want, (tok, hex(cp))
             # the scanner reads an output's unspaced bit from the output's own record
             for i, o in enumerate(outs):

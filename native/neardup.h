@@ -80,7 +80,8 @@ enum nd_shingle_kind {
  *    capital with it (Cyrillic shha, komi de, palochka; Latin alpha, script
  *    g; Greek nu, upsilon; Armenian ho, vo): the letters a disguise uses
  *    that 3 judged by a capital looking like something else. A few letters
- *    of one script may now fold alike.
+ *    of one script may now fold alike. Line-end hyphens also join with the
+ *    small and full-width hyphen-minus, and across NEL, U+2028 and U+2029.
  * Positions (nd_winnow_batch) count code points of the text as given.
  */
 enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2, ND_TOKENIZER_3 = 3, ND_TOKENIZER_4 = 4 };

@@ -416,7 +416,9 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
             if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)folds;
             return;
         }
-        if (cp == '\n' || cp == '\r') {
+        /* tokenizer 4 also breaks a line at NEL, LINE and PARAGRAPH SEPARATOR */
+        if (cp == '\n' || cp == '\r' ||
+            (MODE_IS_V3(mode) && c->v4 && (cp == 0x85 || cp == 0x2028 || cp == 0x2029))) {
             if (w->hstate == 1) {
                 w->hstate = 2;
                 w->hcr = cp == '\r';

@@ -28,8 +28,11 @@ NEW_LETTERS = (
     "\u04bb\u0501\u051b\u04cf\u0431\u0433\u0251\u0261\u0269\u03bd\u03c5\u03b3\u03c3\u03c2"
     "\u0570\u0578\u0566\u13c2\u04ba\u0500\u039d\u03a5\u0540\u0436\u03b8\u0574"
 )
+# Line ends and hyphens tokenizer 4 adds (NEL, LINE and PARAGRAPH SEPARATOR; small and
+# full-width hyphen-minus), and others that are neither.
+BREAKS = "\x85\u2028\u2029\ufe63\uff0d\u2012\x0c"
 script_texts = st.one_of(
-    st.text(alphabet="abdghlnquvy019 -\n\u200b\u0301" + NEW_LETTERS, max_size=120),
+    st.text(alphabet="abdghlnquvy019 -\n\r\u200b\u0301\u00ad" + NEW_LETTERS + BREAKS, max_size=120),
     st.text(max_size=60),
 )
 
@@ -37,6 +40,7 @@ script_texts = st.one_of(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script_texts)
 @example("t\u04bbe \u0501og \u0251nd \u03bdery \u0570ouse-\n\u04bbold")
+@example("exam\uff0d\u2028ple exam-\x85 ple exam\ufe63\r\n\u2029ple a-\u2029\u00adb")
 def test_normalize_and_word_folds_match_oracle(text: str) -> None:
     """The normalized text, and every word's span and fold bits, are the oracle's, on the SIMD
     and the scalar path."""
@@ -145,3 +149,16 @@ def test_small_lookalikes_disguise_nothing_from_4() -> None:
     # a word mixing them with Latin letters is flagged as disguised; a copy of a text is
     flags = kernel.winnow(copies[:5], tokenizer=4, folds=True).folds
     assert flags is not None and int(np.count_nonzero(flags & kernel.FOLD_CONFUSABLE)) > 0
+
+
+def test_hyphenated_across_other_line_ends_is_one_word() -> None:
+    """A word hyphenated with a small or full-width hyphen-minus, or across NEL, LINE or
+    PARAGRAPH SEPARATOR, is one word with tokenizer 4 (3 left two); within a line, or across
+    two line ends, they stay apart with either."""
+    joined = ["exam\uff0d\nple", "exam\ufe63\nple", "exam-\x85ple", "exam-\u2028 ple",
+              "exam\u2010 \u2029ple", "exam\uff0d\u2028ple"]  # fmt: skip
+    for text in joined:
+        assert kernel.normalize(text, tokenizer=4) == "example", repr(text)
+        assert kernel.normalize(text, tokenizer=3) != "example", repr(text)
+    for text in ("exam\uff0dple", "exam-\n\u2028ple", "exam-\x0cple"):
+        assert kernel.normalize(text, tokenizer=4) == "exam ple", repr(text)

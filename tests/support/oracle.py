@@ -222,6 +222,9 @@ def winnow(text: str, spec: str, passage_words: int, seed: int = 1) -> list[tupl
 
 FOLD_COMPAT, FOLD_CONFUSABLE, FOLD_INVISIBLE, FOLD_HYPHEN = 1, 2, 4, 8
 LINE_END_HYPHENS = "-\u00ad\u2010\u2011"
+# Tokenizer 4 adds the small and full-width hyphen-minus, and three line breaks to LF and CR.
+LINE_END_HYPHENS4 = LINE_END_HYPHENS + "\ufe63\uff0d"
+LINE_BREAKS4 = "\r\n\x85\u2028\u2029"
 
 
 def ignorable(ch: str) -> bool:
@@ -429,7 +432,8 @@ def _blank2(ch: str) -> bool:
 
 def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     """At a hyphen text[i] that follows a letter: how far the word is held (horizontal spaces
-    and ignorables, at most one line end, LF, CR or CR LF, then spaces and ignorables again),
+    and ignorables, at most one line end, LF, CR or CR LF (tokenizer 4: NEL, U+2028, U+2029
+    too), then spaces and ignorables again),
     the FOLD_* bits of those ignorables and of the hyphen (unless a line end follows it), and
     whether the word goes on there:
     after a line end, or, for a soft hyphen, with nothing blank in between either."""
@@ -453,7 +457,7 @@ def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     j = skip(j)
     if text.startswith("\r\n", j):
         j, crossed = skip(j + 2), True
-    elif j < len(text) and text[j] in "\r\n":
+    elif j < len(text) and text[j] in (LINE_BREAKS4 if version >= 4 else "\r\n"):
         j, crossed = skip(j + 1), True
     first = fold(text[j])[0][:1] if j < len(text) else ""
     joins = first.isalnum() and (crossed or (text[i] == "\u00ad" and not blank))
@@ -489,7 +493,7 @@ def word_letters2(
     i = 0
     while i < len(text):
         ch = text[i]
-        if letters and ch in LINE_END_HYPHENS:
+        if letters and ch in (LINE_END_HYPHENS4 if version >= 4 else LINE_END_HYPHENS):
             i, more, joins = _line_end(text, i, version)
             flags |= more
             if not joins:
