@@ -72,7 +72,8 @@ folding comes first), so a text stays case-insensitive; the price is that a few 
 script now fold alike (Cyrillic en and shha to h, Greek omicron and sigma to o), which
 matching of whole shingles hardly feels. Tokenizer 4 also joins a word hyphenated with the
 small or full-width hyphen-minus (U+FE63, U+FF0D), and across a line end written as NEL,
-LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029; the scanner's own test).
+LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029) or VT, with a form feed blank
+there (the scanner's own tests, not these tables).
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a

@@ -385,6 +385,9 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
         one = f;
         alnum = f != 0;
         fl = cp == '-' ? ND_UC2_HYPHEN : (cp == ' ' || cp == '\t') ? ND_UC2_SPACE : 0;
+        /* tokenizer 4: a form feed is blank (pdftotext ends a page with one, after the
+         * line end its last hyphen sits at) */
+        if (MODE_IS_V3(mode) && cp == '\f' && c->v4) fl = ND_UC2_SPACE;
         if (MODE_IS_V3(mode) && f >= 'a') fl |= ND_UC3_LATIN;
     } else {
         const nd_uc2_rec *u = !MODE_IS_V3(mode) ? uc2_lookup(cp)
@@ -416,9 +419,11 @@ static inline void scan_cp2(nd_scan *c, nd_roll *r, nd_word *w, int mode, uint32
             if (MODE_FLAGS(mode) && MODE_KIND(mode) == MODE_CHAR) w->pflags |= (uint8_t)folds;
             return;
         }
-        /* tokenizer 4 also breaks a line at NEL, LINE and PARAGRAPH SEPARATOR */
+        /* tokenizer 4 also breaks a line at VT (a word processor's manual line break),
+         * NEL, LINE and PARAGRAPH SEPARATOR */
         if (cp == '\n' || cp == '\r' ||
-            (MODE_IS_V3(mode) && c->v4 && (cp == 0x85 || cp == 0x2028 || cp == 0x2029))) {
+            (MODE_IS_V3(mode) && c->v4 &&
+             (cp == 0x0B || cp == 0x85 || cp == 0x2028 || cp == 0x2029))) {
             if (w->hstate == 1) {
                 w->hstate = 2;
                 w->hcr = cp == '\r';

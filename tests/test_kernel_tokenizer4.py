@@ -30,7 +30,7 @@ NEW_LETTERS = (
 )
 # Line ends and hyphens tokenizer 4 adds (NEL, LINE and PARAGRAPH SEPARATOR; small and
 # full-width hyphen-minus), and others that are neither.
-BREAKS = "\x85\u2028\u2029\ufe63\uff0d\u2012\x0c"
+BREAKS = "\x0b\x0c\x85\u2028\u2029\ufe63\uff0d\u2012\x1c"
 script_texts = st.one_of(
     st.text(alphabet="abdghlnquvy019 -\n\r\u200b\u0301\u00ad" + NEW_LETTERS + BREAKS, max_size=120),
     st.text(max_size=60),
@@ -40,7 +40,7 @@ script_texts = st.one_of(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script_texts)
 @example("t\u04bbe \u0501og \u0251nd \u03bdery \u0570ouse-\n\u04bbold")
-@example("exam\uff0d\u2028ple exam-\x85 ple exam\ufe63\r\n\u2029ple a-\u2029\u00adb")
+@example("exam\uff0d\u2028ple exam-\x85 ple exam\ufe63\r\n\u2029ple a-\u2029\u00adb c-\n\x0cd")
 def test_normalize_and_word_folds_match_oracle(text: str) -> None:
     """The normalized text, and every word's span and fold bits, are the oracle's, on the SIMD
     and the scalar path."""
@@ -152,13 +152,14 @@ def test_small_lookalikes_disguise_nothing_from_4() -> None:
 
 
 def test_hyphenated_across_other_line_ends_is_one_word() -> None:
-    """A word hyphenated with a small or full-width hyphen-minus, or across NEL, LINE or
-    PARAGRAPH SEPARATOR, is one word with tokenizer 4 (3 left two); within a line, or across
-    two line ends, they stay apart with either."""
+    """A word hyphenated with a small or full-width hyphen-minus, or across VT, NEL, LINE or
+    PARAGRAPH SEPARATOR, or a line end and a form feed (pdftotext's page end), is one word with
+    tokenizer 4 (3 left two); within a line, or across two line ends, it stays two."""
     joined = ["exam\uff0d\nple", "exam\ufe63\nple", "exam-\x85ple", "exam-\u2028 ple",
-              "exam\u2010 \u2029ple", "exam\uff0d\u2028ple"]  # fmt: skip
+              "exam\u2010 \u2029ple", "exam\uff0d\u2028ple", "exam-\x0bple",
+              "exam-\n\x0cple", "exam-\x0c\nple"]  # fmt: skip
     for text in joined:
         assert kernel.normalize(text, tokenizer=4) == "example", repr(text)
         assert kernel.normalize(text, tokenizer=3) != "example", repr(text)
-    for text in ("exam\uff0dple", "exam-\n\u2028ple", "exam-\x0cple"):
+    for text in ("exam\uff0dple", "exam-\n\u2028ple", "exam-\x0cple", "exam-\x0b\nple"):
         assert kernel.normalize(text, tokenizer=4) == "exam ple", repr(text)

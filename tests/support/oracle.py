@@ -222,9 +222,10 @@ def winnow(text: str, spec: str, passage_words: int, seed: int = 1) -> list[tupl
 
 FOLD_COMPAT, FOLD_CONFUSABLE, FOLD_INVISIBLE, FOLD_HYPHEN = 1, 2, 4, 8
 LINE_END_HYPHENS = "-\u00ad\u2010\u2011"
-# Tokenizer 4 adds the small and full-width hyphen-minus, and three line breaks to LF and CR.
+# Tokenizer 4 adds the small and full-width hyphen-minus, four line breaks to LF and CR (VT: a
+# word processor's manual line break), and reads a form feed (a page end) as blank there.
 LINE_END_HYPHENS4 = LINE_END_HYPHENS + "\ufe63\uff0d"
-LINE_BREAKS4 = "\r\n\x85\u2028\u2029"
+LINE_BREAKS4 = "\r\n\x0b\x85\u2028\u2029"
 
 
 def ignorable(ch: str) -> bool:
@@ -432,14 +433,16 @@ def _blank2(ch: str) -> bool:
 
 def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     """At a hyphen text[i] that follows a letter: how far the word is held (horizontal spaces
-    and ignorables, at most one line end, LF, CR or CR LF (tokenizer 4: NEL, U+2028, U+2029
-    too), then spaces and ignorables again),
+    and ignorables, at most one line end, LF, CR or CR LF (tokenizer 4: VT, NEL, U+2028,
+    U+2029 too, and a form feed is blank), then spaces and ignorables again),
     the FOLD_* bits of those ignorables and of the hyphen (unless a line end follows it), and
     whether the word goes on there:
     after a line end, or, for a soft hyphen, with nothing blank in between either."""
     fold = _fold(version)
 
     def is_blank(ch: str) -> bool:
+        if version >= 4 and ch == "\f":
+            return True
         return _blank3(ch, version) if version >= 3 else _blank2(ch)
 
     j, flags, blank, crossed = i + 1, 0, False, False
