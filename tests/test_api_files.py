@@ -109,11 +109,21 @@ def test_bad_files_are_422_naming_the_problem(client: TestClient) -> None:
             ("post", "/similar", body),
             ("post", "/documents", {"id": "bad", **body}),
             ("put", "/documents/bad", body),
-            ("post", "/documents/batch", {"documents": [{"id": "bad", **body}]}),
         ):
             r = client.request(method, path, json=sent)
             assert r.status_code == 422, (path, reason, r.text)
             assert reason in r.text, (path, reason, r.text)
+        # In a batch a body that does not validate is the request's 422, and a file that
+        # cannot be read its item's error, the other items stored.
+        batch = {"documents": [{"id": "bad", **body}, {"id": "fine", "text": ESSAY[0]}]}
+        r = client.post("/documents/batch", json=batch)
+        assert reason in r.text, (reason, r.text)
+        if r.status_code == 200:
+            bad, fine = r.json()["results"]
+            assert bad["status"] == "error" and reason in bad["error"], r.text
+            assert fine["status"] in ("created", "updated"), r.text
+        else:
+            assert r.status_code == 422 and reason in ("not base64", "data"), (reason, r.text)
     assert client.get("/documents/bad").status_code == 404
 
 

@@ -17,6 +17,7 @@ PAGES = Path(__file__).parent / "data" / "html"
 # The article paragraphs the fixture pages were written from (tests/data/html/*.html).
 BRIDGE_START = "The old stone bridge over the river Wend will close for eight months"
 ORCHARD_START = "Volunteers have planted more than two hundred fruit trees"
+ESSAY_WORDS = " ".join(f"word{i} of the page" for i in range(40))
 BOILERPLATE = ("cookies", "Subscribe to the Riverside Gazette", "All rights reserved", "Most read")
 
 
@@ -102,7 +103,8 @@ def test_passage_offsets_slice_the_returned_text(client: TestClient) -> None:
 
 def test_bad_pages_are_422(client: TestClient) -> None:
     """A binary page, a page without text and an empty page are 422 with a detail that
-    says which, on ingest, batch and query alike; nothing is stored."""
+    says which, on ingest and query alike, and that item's error in a batch, whose other
+    pages are stored (a crawl's empty shell costs its batch nothing); nothing bad is stored."""
     binary = (PAGES / "broken.html").read_bytes().decode("latin-1")
     cases = {
         "binary": binary,
@@ -113,17 +115,23 @@ def test_bad_pages_are_422(client: TestClient) -> None:
         for method, path, body in (
             ("put", "/documents/bad", {"text": html, "content_type": "text/html"}),
             ("post", "/documents", {"id": "bad", "text": html, "content_type": "text/html"}),
-            (
-                "post",
-                "/documents/batch",
-                {"documents": [{"id": "bad", "text": html, "content_type": "text/html"}]},
-            ),
             ("post", "/similar", {"text": html, "content_type": "text/html"}),
         ):
             r = client.request(method, path, json=body)
             assert r.status_code == 422, (name, path, r.text)
             detail = r.json()["detail"]
             assert "HTML" in detail or "page" in detail, (name, detail)
+        good = {"id": f"good-{len(name)}", "text": "<p>" + ESSAY_WORDS + "</p>",
+                "content_type": "text/html"}  # fmt: skip
+        batch = {"documents": [good, {"id": "bad", "text": html, "content_type": "text/html"}]}
+        r = client.post("/documents/batch", json=batch)
+        assert r.status_code == 200, (name, r.text)
+        got = r.json()
+        assert (got["created"] + got["updated"], got["errors"]) == (1, 1), got
+        bad = got["results"][1]
+        assert bad["id"] == "bad" and bad["status"] == "error", bad
+        assert "HTML" in bad["error"] or "page" in bad["error"], (name, bad)
+        assert client.get(f"/documents/{good['id']}").status_code == 200
     assert client.get("/documents/bad").status_code == 404
 
 
@@ -409,3 +417,31 @@ def test_outermost_quotations_are_the_selector_s_and_thousands_are_read(
         assert quoted_texts(page) == expected, page
     many = "".join(f"<p>said <q>quoted {i}</q> then</p>" for i in range(4000))
     assert quoted_texts(many) == [f"quoted {i}" for i in range(4000)]
+
+
+def test_ruby_readings_are_not_the_text() -> None:
+    """A Japanese page with furigana on its kanji (<ruby>, <rt>, <rp>) reads as its plain
+    mirror, with or without a marked main element."""
+    from app.index.html import extract
+
+    plain = "大型の台風が東京に近づいています。気象庁は警戒を呼びかけました。"
+    ruby = (
+        "<ruby>大型<rp>(</rp><rt>おおがた</rt><rp>)</rp></ruby>の<ruby>台風<rt>たいふう</rt></ruby>"
+        "が<ruby>東京<rt>とうきょう</rt></ruby>に<ruby>近<rt>ちか</rt></ruby>づいています。"
+        "<ruby>気象庁<rt>きしょうちょう</rt></ruby>は<ruby>警戒<rt>けいかい</rt></ruby>を"
+        "<ruby>呼<rt>よ</rt></ruby>びかけました。"
+    )
+    for wrap in ("<html><body><p>{}</p></body></html>", "<main><p>{}</p></main>"):
+        assert extract(wrap.format(ruby)).strip() == extract(wrap.format(plain)).strip() == plain
+
+
+def test_a_lone_particle_between_tags_is_kept() -> None:
+    """One CJK character between two inline elements (の between links) stays in the text on
+    the heuristics' path too (resiliparse's main-content mode took it for an icon glyph)."""
+    from app.index.html import extract
+
+    page = (
+        "<html><body><nav><a href=/>ホーム</a></nav><div><p><a href=/t>東京</a>の"
+        "<a href=/w>天気</a>は<b>晴れ</b>。明日も<i>晴れ</i>る見込みです。</p></div></body></html>"
+    )
+    assert "東京の天気は晴れ。明日も晴れる見込みです。" in extract(page)

@@ -29,7 +29,7 @@ from app.index import formats
 from app.index.exclusions import Exclusions, detect
 from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.formats import workers
-from app.index.html import HTML, PLAIN, check_page
+from app.index.html import HTML, PLAIN, HTMLError, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.records import MAX_METADATA_BYTES, metadata_problem
 from app.index.writes import MAX_BATCH
@@ -157,6 +157,9 @@ class _Text(_In):
     )
     _file: bytes | None = PrivateAttr(None)
     _page: str | None = PrivateAttr(None)  # a text/html body as sent, until it is read
+    # why the page is refused (not text, empty), raised when it is read: the route's 422,
+    # or one batch item's error
+    _refused: HTMLError | None = PrivateAttr(None)
     _quotes: list[str] | None = PrivateAttr(None)  # its <q>s and <blockquote>s, if wanted
 
     @classmethod
@@ -211,13 +214,18 @@ class _Text(_In):
             self._file = formats.decode(self.data)  # FileError: a 422 naming the field
             self.data = None  # the bytes are kept once
         elif self.content_type == HTML and self.text is not None:
-            check_page(self.text)  # HTMLError: a 422 naming the field
+            try:
+                check_page(self.text)
+            except HTMLError as exc:
+                self._refused = exc
             self._page = self.text
         return self
 
     async def extracted(self) -> str:
         """What to index: the text, or the page's main text or the file's text, read by a
         worker process (HTMLError or FileError, a 422, naming what is wrong)."""
+        if self._refused is not None:
+            raise self._refused
         if self._file is not None:
             self.text = await workers.shared().text(self.content_type, self._file)
             self._file = None

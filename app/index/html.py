@@ -4,7 +4,8 @@ A page that marks its main content says so itself, and that is believed first: t
 ``<main>`` or ``role="main"`` element, else the page's one ``<article>``, is extracted
 whole, its own lists of links included (a section index is those links). Markup that
 hides an element (``hidden``, ``aria-hidden="true"``, an inline ``display:none`` or
-``visibility:hidden``, a ``<dialog>`` that is not open, ``<template>``, ``<noscript>``)
+``visibility:hidden``, a ``<dialog>`` that is not open, ``<template>``, ``<noscript>``,
+and ruby annotations ``<rt>``, ``<rp>``: furigana is a reading aid, not the text)
 is dropped everywhere: a keyboard-help dialog in every page's markup is template text no
 reader sees. On real documentation sites the heuristics below kept such dialogs and
 dropped the page's own link lists, so two thin pages of one site were their template.
@@ -85,6 +86,10 @@ _HIDING = (
     ("display", '[style*="display: none" i]'),
     ("visibility", '[style*="visibility:hidden" i]'),
     ("visibility", '[style*="visibility: hidden" i]'),
+    # ruby annotations (furigana, pinyin): a reading aid over the text, not the text, so a
+    # learners' page with readings on every kanji reads as its plain mirror does
+    ("<rt", "rt"),
+    ("<rp", "rp"),
 )
 HIDDEN = tuple(selector for _, selector in _HIDING)
 # The page's own marker of its main content, in the order they are believed.
@@ -102,6 +107,20 @@ _DEEPER = "body" + " > *" * (MAX_DEPTH + 1)
 # The quotation elements; only those not inside another are read (an inner one is part
 # of its outer one's text: reading each of 2,000 nested <q>s took 10 s).
 _QUOTES = ("q", "blockquote")
+
+
+# resiliparse 2.0's main-content mode drops a text node of one character that is three
+# bytes of UTF-8 (it takes any such for an icon font's private-use glyph), so the particle
+# between two links or ruby groups (東京<b>の</b>, <a>A</a>の<a>B</a>) vanished from
+# Chinese, Japanese, Thai and Hindi pages. Such a character gets a noncharacter after it
+# for the heuristics, taken out of what they return.
+_LONE_WIDE = re.compile(r">(\s*[\u0800-\uffff])(\s*)<")
+_PAD = "\ufdd0"
+
+
+def _padded(page: str) -> str:
+    """The page with _PAD after each lone three-byte character between two tags."""
+    return _LONE_WIDE.sub(lambda m: f">{m[1]}{_PAD}{m[2]}<", page)
 
 
 def _may_mark(low: str) -> bool:
@@ -201,18 +220,18 @@ def _text(page: str) -> str:
     # frame, as in marked_main).
     tree = None
     try:
-        tree = HTMLTree.parse(page)
+        tree = HTMLTree.parse(_padded(page) if _LONE_WIDE.search(page) else page)
         text = ""
         if not _deep(tree):
             text = extract_plain_text(
                 tree, main_content=True, alt_texts=False, list_bullets=False, skip_elements=skips
-            )
+            ).replace(_PAD, "")
         if not _WORD.search(text):
             # A page too plain for the heuristics (no article markup), or nested too
             # deep for them: all its visible text.
             text = extract_plain_text(
                 tree, alt_texts=False, list_bullets=False, skip_elements=skips
-            )
+            ).replace(_PAD, "")
         return text
     finally:
         tree = None

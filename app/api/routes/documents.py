@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -49,34 +50,39 @@ async def ingest(
     return _ingest_out(result, used)
 
 
-async def _item_text(i: int, item: schemas.DocumentIn) -> str:
-    """A batch item's text; a file or page that cannot be read is the whole request's
-    422, naming the item, as a body that does not validate is."""
+async def _item_text(item: schemas.DocumentIn) -> str | FileError | HTMLError:
+    """A batch item's text, or why its file or page cannot be read: that item's error, as
+    a text with no words is, and the rest of the batch is stored."""
     try:
         return await item.extracted()
     except (FileError, HTMLError) as exc:
-        raise type(exc)(f"documents[{i}]: {exc}") from None
+        return exc
 
 
 @router.post("/documents/batch", response_model=schemas.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
     # Files are read at once, as many as there are extraction workers.
-    texts = await asyncio.gather(*(_item_text(i, d) for i, d in enumerate(body.documents)))
+    texts = await asyncio.gather(*(_item_text(d) for d in body.documents))
     docs = [
         Document(text, d.id, d.metadata, d.expires_ms(), d.is_html)
         for text, d in zip(texts, body.documents, strict=True)
+        if isinstance(text, str)
     ]
-    results = await index.ingest(docs)
-    items = [
-        schemas.BatchItemOut(
-            id=r.id,
-            status=ingest_status(r),
-            shingles=r.shingles,
-            error=r.error,
-        )
-        for r in results
-    ]
+    stored = iter(await index.ingest(docs))
+    items = []
+    for text, d in zip(texts, body.documents, strict=True):
+        if isinstance(text, str):
+            r = next(stored)
+            items.append(
+                schemas.BatchItemOut(
+                    id=r.id, status=ingest_status(r), shingles=r.shingles, error=r.error
+                )
+            )
+        else:
+            # an item sent without an id gets one, as a text with no words does in ingest
+            name = d.id if d.id is not None else uuid.uuid4().hex
+            items.append(schemas.BatchItemOut(id=name, status="error", shingles=0, error=str(text)))
     return schemas.BatchOut(
         created=sum(i.status == "created" for i in items),
         updated=sum(i.status == "updated" for i in items),
