@@ -82,7 +82,9 @@ enum nd_shingle_kind {
  *    that 3 judged by a capital looking like something else. A few letters
  *    of one script may now fold alike. Line-end hyphens also join with the
  *    small and full-width hyphen-minus, and across VT, NEL, U+2028 and
- *    U+2029; a form feed (a page end) is blank within the hold.
+ *    U+2029; a form feed (a page end) is blank within the hold. Hangul
+ *    fillers are spaces, and a spacing mark (Mc, an Indic vowel sign) is
+ *    part of its word outside the unspaced scripts.
  * Positions (nd_winnow_batch) count code points of the text as given.
  */
 enum nd_tokenizer { ND_TOKENIZER_1 = 1, ND_TOKENIZER_2 = 2, ND_TOKENIZER_3 = 3, ND_TOKENIZER_4 = 4 };

@@ -176,3 +176,24 @@ def test_hangul_fillers_in_place_of_spaces_are_spaces() -> None:
     assert np.array_equal(a.fp_values, b.fp_values)
     assert kernel.normalize("one\u3164two", tokenizer=4) == "one two"
     assert kernel.normalize("one\u3164two", tokenizer=3) == "onetwo"
+
+
+def test_indic_vowel_signs_are_part_of_their_words() -> None:
+    """A spacing vowel sign (Mc) is part of its word with tokenizer 4: Hindi reads as its
+    words (3 read consonant fragments), and a word's span ends after its last vowel sign;
+    in Thai and Khmer, whose letters are tokens, nothing changes."""
+    text = "\u0939\u093f\u0928\u094d\u0926\u0940 \u092d\u093e\u0937\u093e \u091c\u093e\u0928\u093e"
+    assert (
+        kernel.normalize(text, tokenizer=4)
+        == "\u0939\u093f\u0928\u0926\u0940 \u092d\u093e\u0937\u093e \u091c\u093e\u0928\u093e"
+    )
+    assert kernel.normalize(text, tokenizer=3) == "\u0939 \u0928\u0926 \u092d \u0937 \u091c \u0928"
+    for simd in (True, False):
+        w = kernel.winnow(
+            [text], shingle="word:1", passage_words=1, tokenizer=4, unspaced_k=1, simd=simd
+        )
+        assert list(zip(w.starts.tolist(), w.ends.tolist(), strict=True)) == [
+            (0, 6), (7, 11), (12, 16),
+        ]  # fmt: skip
+    for other in ("\u0e01\u0e32\u0e23\u0e40\u0e21\u0e37\u0e2d\u0e07", "\u1780\u17b6\u179a"):
+        assert kernel.normalize(other, tokenizer=4) == kernel.normalize(other, tokenizer=3)

@@ -460,7 +460,9 @@ def _line_end(text: str, i: int, version: int = 2) -> tuple[int, int, bool]:
     elif j < len(text) and text[j] in (LINE_BREAKS4 if version >= 4 else "\r\n"):
         j, crossed = skip(j + 1), True
     first = fold(text[j])[0][:1] if j < len(text) else ""
-    joins = first.isalnum() and (crossed or (text[i] == "\u00ad" and not blank))
+    joins = (
+        first != "" and _letter(first, version) and (crossed or (text[i] == "\u00ad" and not blank))
+    )
     # The hyphen's own folds (a soft hyphen's INVISIBLE) are the word's unless a line end
     # follows it: there it is typesetting's hyphen, not a disguise.
     own = 0 if crossed else fold(text[i])[1]
@@ -472,6 +474,14 @@ def _unspaced(ch: str) -> bool:
     from support import segmented  # it builds on this module
 
     return segmented.segmented(ch)
+
+
+def _letter(c: str, version: int) -> bool:
+    """A code point of a word: a letter or digit (str.isalnum), and for tokenizer 4 also a
+    spacing combining mark (Mc, an Indic vowel sign) outside the unspaced scripts' blocks."""
+    if c.isalnum():
+        return True
+    return version >= 4 and unicodedata.category(c) == "Mc" and not _unspaced(c)
 
 
 def word_letters2(
@@ -516,7 +526,7 @@ def word_letters2(
                     letters, flags = [], 0
                 out.append(([(c, i)], f | waiting))
                 waiting = 0
-            elif c.isalnum():
+            elif _letter(c, version):
                 if not letters:
                     flags, waiting = waiting, 0
                 letters.append((c, i))

@@ -54,6 +54,7 @@ SEGMENTED = (
     (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
     (0xFF66, 0xFF9F),  # halfwidth Katakana
     (0x16FE2, 0x16FE3),  # ideographic full stop, Old Chinese iteration mark (Han)
+    (0x16FF0, 0x16FF1),  # Vietnamese alternate reading marks (Han; spacing marks, Mc)
     (0x1AFF0, 0x1B16F),  # Kana Extended-B, Kana Supplement, Kana Extended-A, Small Kana Ext.
     (0x1D360, 0x1D371),  # counting rod numerals (Han); the tally marks after them are Common
     (0x20000, 0x3FFFF),  # CJK Extensions B to I, Compatibility Supplement
