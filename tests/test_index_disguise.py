@@ -241,3 +241,27 @@ def test_a_line_end_hyphen_flags_no_word_and_a_soft_hyphen_within_a_line_does(
     assert _oracle_count(copied, 0, len(copied)) == 1
     (found,) = _contained(client, "", "My own words here.\n" + copied)
     assert sum(p.get("disguised", 0) for p in found["passages"]) == 1
+
+
+def test_joiners_with_work_to_do_and_micro_units_flag_nothing(settings) -> None:  # type: ignore[no-untyped-def]
+    """Text copied as it is flags no word where a joiner or variation selector has work to
+    do (Persian ZWNJ, a Hindi conjunct's ZWJ, an emoji keycap) or a unit has the micro prefix
+    (10 μM, 5 µm); the same joiner between two Latin letters, a zero-width space in Persian,
+    and a Cyrillic look-alike in an English word still flag theirs."""
+    from app.index.disguise import disguised_spans
+    from app.service.runtime import params_of
+
+    params = params_of(settings)
+    persian = "\u0645\u06cc\u200c\u0634\u0648\u0645 \u06a9\u062a\u0627\u0628\u200c\u0647\u0627"
+    hindi = "\u0915\u094d\u200d\u0937 \u0928\u0939\u0940\u0902"
+    for text in (persian, hindi, "Step 1\ufe0f\u20e3 then", "add 10 \u03bcM and 5 \u00b5m of it"):
+        starts, _ = disguised_spans(params, text)
+        assert len(starts) == 0, repr(text)
+    for text, word in (
+        ("the pa\u200dypal site", (4, 11)),
+        ("\u0645\u06cc\u200b\u0634\u0648\u0645 x", (0, 6)),
+        ("the \u0440aypal site", (4, 10)),
+        ("its \u03bcMicrosoft ad", (4, 14)),
+    ):
+        starts, ends = disguised_spans(params, text)
+        assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
+import unicodedata
 from dataclasses import replace
 
 import numpy as np
@@ -56,10 +58,21 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     # inside a word, or between it and punctuation with no space on either side, disguise
     # it: a zero-width space beside a space, or a byte-order mark opening the text, hides
     # nothing.
-    alone = np.flatnonzero(hit & ((words.folds & np.uint8(kernel.FOLD_CONFUSABLE)) == 0))
-    for i in alone.tolist():
+    mixed = (words.folds & np.uint8(kernel.FOLD_CONFUSABLE)) != 0
+    for i in np.flatnonzero(hit & ~mixed).tolist():
         hit[i] = _touched(text, int(starts[i]), int(ends[i]))
+    # A unit with the micro prefix (10 μM, 5 µm) mixes a Greek letter with Latin ones, as
+    # science writes it: no disguise.
+    for i in np.flatnonzero(hit & mixed).tolist():
+        hit[i] = not _MICRO_UNIT.fullmatch(text, int(starts[i]), int(ends[i]))
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
+
+
+_MICRO_UNIT = re.compile("[\u00b5\u03bc][A-Za-z]{1,3}")
+# Joiners and variation selectors have work to do in many scripts (Persian's ZWNJ, Indic
+# conjuncts, emoji sequences and keycaps); between two letters of these they have none.
+_NO_JOINERS = ("LATIN ", "GREEK ", "CYRILLIC ", "ARMENIAN ")
+_JOINERS = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]+")
 
 
 # How far from a word an invisible character is looked for, through characters that are
@@ -70,7 +83,8 @@ TOUCH_REACH = 32
 def _touched(text: str, start: int, end: int) -> bool:
     """Whether a run of invisible characters inside text[start:end], or in the characters
     that are not spaces right before or after it, has something other than a space (and
-    other than the text's edge) on both sides."""
+    other than the text's edge) on both sides; a run of joiners or variation selectors
+    only counts between two letters of a script that never uses them."""
     lo = start
     while lo > max(0, start - TOUCH_REACH) and not text[lo - 1].isspace():
         lo -= 1
@@ -85,9 +99,25 @@ def _touched(text: str, start: int, end: int) -> bool:
         run = j  # a run of invisible characters: what stands on each side of it
         while j < len(text) and not text[j].isalnum() and _invisible(text[j]):
             j += 1
-        if run > 0 and j < len(text) and not text[run - 1].isspace() and not text[j].isspace():
+        between = run > 0 and j < len(text) and not text[run - 1].isspace()
+        if between and not text[j].isspace() and _hides(text, run, j):
             return True
     return False
+
+
+def _hides(text: str, run: int, end: int) -> bool:
+    """Whether the invisible run text[run:end] hides something: any but joiners and
+    variation selectors does; those only between two letters of a script that never uses
+    them."""
+    return not _JOINERS.fullmatch(text, run, end) or _joins_nothing(text[run - 1], text[end])
+
+
+def _joins_nothing(before: str, after: str) -> bool:
+    """Whether a joiner or variation selector between these has no use: both are letters of
+    a script that never needs one (Latin, Greek, Cyrillic, Armenian)."""
+    return all(
+        c.isalpha() and unicodedata.name(c, "").startswith(_NO_JOINERS) for c in (before, after)
+    )
 
 
 @functools.lru_cache(maxsize=4096)
