@@ -56,6 +56,23 @@ def test_straight_and_single_quotes_only_where_clearly_quotations() -> None:
     ]
 
 
+def test_an_opener_left_open_does_not_take_the_paragraphs_after_it() -> None:
+    """A curly quote or guillemet left unclosed is no quotation past its paragraph (it took
+    the copied paragraphs after it, up to the next closer); a quotation that goes on over
+    paragraphs, each opening with the mark again as typesetting does, is one span."""
+    left_open = (
+        "He called it \u201cthe best.\n\nCopied paragraph one goes here.\n\n"
+        "Copied paragraph two.\n\nLater a \u201csmall\u201d word."
+    )
+    assert _quoted(left_open) == ["\u201csmall\u201d"]
+    guillemet = "Il a dit \u00able mieux.\n\nCopie.\n\nEncore\u00bb deux."
+    assert _quoted(guillemet) == []
+    going_on = "She wrote: \u201cThe first part of it.\n\n\u201cThe second part, ended.\u201d Then."
+    assert _quoted(going_on) == [
+        "\u201cThe first part of it.\n\n\u201cThe second part, ended.\u201d"
+    ]
+
+
 def test_a_quotation_inside_another_is_one_span() -> None:
     """Nested and touching quotations merge into one span."""
     text = "x \u201cshe said \u2018no way\u2019 twice\u201d y"

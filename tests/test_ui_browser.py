@@ -47,6 +47,9 @@ COLLECTION = f"ui{os.getpid()}"
 READ_KEY = "read-key-0123456789abcdef"
 # A read key limited to the page's own collection: it may not list collections.
 LIMITED_KEY = "limited-key-0123456789abcdef"
+# A read key limited to another collection (ESSAYS), as a reviewer of one course gets it.
+ESSAYS = f"{COLLECTION}-essays"
+ESSAYS_KEY = "essays-key-0123456789abcdef"
 WRITE_KEY = "write-key-0123456789abcdef"
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
 READ = {"Authorization": f"Bearer {READ_KEY}"}
@@ -87,7 +90,10 @@ def server(
 ) -> Iterator[Server]:
     """A real `neardup serve` (keys on, texts kept) holding the corpus and a hostile document."""
     work = tmp_path_factory.mktemp("ui")
-    keys = f"{READ_KEY}:read,{WRITE_KEY}:write,{LIMITED_KEY}:read:{COLLECTION}"
+    keys = (
+        f"{READ_KEY}:read,{WRITE_KEY}:write,{LIMITED_KEY}:read:{COLLECTION},"
+        f"{ESSAYS_KEY}:read:{ESSAYS}"
+    )
     with Server(
         work,
         NEARDUP_REDIS_URL=redis_url,
@@ -836,6 +842,32 @@ def test_a_key_limited_to_the_collection_checks_texts(
         _check(page, server, pasted[0])
         assert page.locator("#collection-row").is_hidden()
         assert page.locator("#checked mark").count() > 0
+    finally:
+        page.context.close()
+
+
+def test_a_key_limited_to_another_collection_checks_there_from_its_link(
+    browser: Browser, server: Server, requests_seen, corpus: dict[str, str]
+) -> None:
+    """/ui/collections/{name}/ opens the check view in that collection: a key limited to it
+    (no chooser, since it may not list collections) checks a text there and finds the
+    document stored only there; /ui/collections/{name}/collection shows its parameters."""
+    made = httpx.post(server.url + "/collections", json={"name": ESSAYS}, headers=WRITE)
+    assert made.status_code in (200, 201), made.text
+    text = _words(list(corpus.values())[1], 0, 60)
+    put = httpx.put(
+        f"{server.url}/collections/{ESSAYS}/documents/essay-1", json={"text": text}, headers=WRITE
+    )
+    assert put.status_code in (200, 201), put.text
+    page = _page(browser, server, requests_seen, ESSAYS_KEY)
+    try:
+        page.goto(f"{server.url}/ui/collections/{ESSAYS}/")
+        _check(page, server, text, goto=False)
+        assert "essay-1" in page.locator("#sources").inner_text()
+        assert page.locator("#collection-row").is_hidden()
+        assert f"{server.url}/collections/{ESSAYS}/checks" in requests_seen
+        page.goto(f"{server.url}/ui/collections/{ESSAYS}/collection")
+        page.locator("#curve polyline").wait_for()
     finally:
         page.context.close()
 

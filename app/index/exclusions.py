@@ -103,12 +103,22 @@ def _paired(text: str) -> list[tuple[int, int]]:
         else:
             end = _balanced(text, m.end(), mark, ahead)
             close_len = 1
-        if end < 0 or word >= end:
+        if end < 0 or word >= end or not _goes_on(text, mark, m.end(), end):
             pos = m.end()
             continue
         out.append((m.start(), end + close_len))
         pos = end + close_len
     return out
+
+
+def _goes_on(text: str, mark: str, start: int, end: int) -> bool:
+    """Whether a quotation opened by `mark` may run from start to end: within a paragraph,
+    or across paragraphs each of which opens with the mark again, as typesetting continues a
+    quotation; an opener left unclosed would otherwise take the paragraphs after it."""
+    for brk in _PARAGRAPH.finditer(text, start, end):
+        if not text.startswith(mark, brk.end()):
+            return False
+    return True
 
 
 class _Ahead:

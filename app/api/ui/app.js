@@ -1005,8 +1005,20 @@ function documentView(id) {
   return head + "/documents/" + encodeURIComponent(id);
 }
 
+// The check and collection views in a named collection: the link to give a reviewer whose
+// key is limited to that collection (it may not list collections, so has no chooser).
+const NAMED_VIEW = /^\/ui\/collections\/([^/]+)\/(collection)?$/;
+
 function route() {
   const path = location.pathname;
+  const named = NAMED_VIEW.exec(path);
+  if (named) {
+    return () => {
+      chooseCollection(decoded(named[1]));
+      state.collection = null;
+      return named[2] ? showCollection() : showCheck();
+    };
+  }
   const doc = DOCUMENT_VIEW.exec(path);
   if (doc) {
     return () => {
