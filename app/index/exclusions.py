@@ -115,10 +115,7 @@ def _goes_on(text: str, mark: str, start: int, end: int) -> bool:
     """Whether a quotation opened by `mark` may run from start to end: within a paragraph,
     or across paragraphs each of which opens with the mark again, as typesetting continues a
     quotation; an opener left unclosed would otherwise take the paragraphs after it."""
-    for brk in _PARAGRAPH.finditer(text, start, end):
-        if not text.startswith(mark, brk.end()):
-            return False
-    return True
+    return all(text.startswith(mark, brk.end()) for brk in _PARAGRAPH.finditer(text, start, end))
 
 
 class _Ahead:
