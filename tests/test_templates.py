@@ -219,6 +219,26 @@ def test_the_site_is_the_metadata_field_or_the_url_host() -> None:
     assert site_of("https://", {"site": ""}) is None
 
 
+def test_one_site_has_one_name_however_written() -> None:
+    """A site named with capitals, a trailing root dot, a port, or as a URL is one site with
+    the host of its pages' URL ids, and a label is compared case-insensitively."""
+    host = site_of("https://news.example.org/a.html", None)
+    for written in ("NEWS.example.ORG", "news.example.org.", "news.example.org:443",
+                    "https://news.example.org./", "  News.Example.Org  "):  # fmt: skip
+        assert site_of("page", {"site": written}) == host, written
+    assert site_of("https://NEWS.Example.ORG.:8443/x", None) == host
+    assert site_of("p", {"site": "Riverside Gazette"}) == site_of(
+        "q", {"site": "riverside gazette"}
+    )
+
+
+def test_a_blank_site_is_refused(client: TestClient) -> None:
+    """A query naming a blank site is a 422 saying so, not a thin answer."""
+    r = client.post("/similar", json={"text": "<p>a page</p>", "content_type": "text/html",
+                                      "site": "  "})  # fmt: skip
+    assert r.status_code == 422 and "site is blank" in r.text, r.text
+
+
 def test_learning_counts_blocks_by_pages_against_an_oracle() -> None:
     """learn keeps exactly the lines on at least half of the pages (and 3 at least),
     compared with a plain count over the lines' case-folded white-space-split tokens."""

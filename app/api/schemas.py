@@ -476,6 +476,8 @@ class SimilarIn(_Text):
             raise ValueError(
                 "site goes with content_type text/html (a template is read from pages)"
             )
+        if self.site is not None and not self.site.strip():
+            raise ValueError("site is blank: name the page's site, or leave site out")
 
     def _quoting(self) -> bool:
         return self.exclude is not None and self.exclude.quotes

@@ -25,6 +25,7 @@ from app.index.templates import (
     learn,
     own_text,
     pack_text,
+    site_name,
     site_of,
     unpack_text,
 )
@@ -111,7 +112,7 @@ class Sites:
         site given as an http(s) URL is its host)."""
         if not self.on or site is None:
             return text
-        site = site_of(site, None) or site
+        site = site_name(site)
         (template,) = await self.store.templates.templates([site])
         if template is None:
             return text

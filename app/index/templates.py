@@ -46,18 +46,42 @@ _ALNUM = re.compile(r"[^\W_]")
 
 
 def site_of(doc_id: str | None, metadata: dict[str, Any] | None) -> str | None:
-    """A page's site: metadata ``site``, else the host of an http(s) URL id, else None."""
+    """A page's site: metadata ``site``, else the host of an http(s) URL id, else None;
+    named as site_name says."""
     if metadata is not None:
         named = metadata.get(SITE_FIELD)
         if isinstance(named, str) and named.strip():
-            return named.strip()
+            return site_name(named)
     if doc_id is not None and doc_id[:4].lower() == "http":
-        try:
-            parts = urlsplit(doc_id)
-        except ValueError:
-            return None
+        host = _host(doc_id)
+        if host is not None:
+            return site_name(host)
+    return None
+
+
+_PORT = re.compile(r"[^\s/:@]+:\d{1,5}")
+
+
+def site_name(name: str) -> str:
+    """The one name of a site, however it is written: a host is case-insensitive and may
+    end with the root's dot or carry a port, and an http(s) URL names its host
+    (``NEWS.example.org.``, ``news.example.org:443`` and ``https://news.example.org/`` are
+    ``news.example.org``); any other label is compared case-insensitively."""
+    name = name.strip()
+    if name[:4].lower() == "http":
+        name = _host(name) or name
+    elif _PORT.fullmatch(name):
+        name = name.rsplit(":", 1)[0]
+    return name.lower().rstrip(".") or name.lower()
+
+
+def _host(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
         if parts.scheme.lower() in ("http", "https") and parts.hostname:
             return parts.hostname
+    except ValueError:
+        pass
     return None
 
 
