@@ -264,11 +264,20 @@ def test_learning_counts_blocks_by_pages_against_an_oracle() -> None:
     assert own_text("Menu\nmine\nFooter text", learn(texts)) == "mine"
 
 
+def test_copies_of_one_page_count_once_in_learning() -> None:
+    """Ten copies of one article (URL variants) among a site's first pages count as one
+    page: its text is not the site's template, the shared menu is."""
+    article = "Menu\nThe article's first line\nIts second line\nFooter"
+    others = [f"Menu\nAnother story number {i}\nFooter" for i in range(10)]
+    template = set(learn([article] * 10 + others).tolist())
+    assert {blocks("Menu")[0], blocks("Footer")[0]} == template
+
+
 def test_judging_a_huge_page_is_bounded() -> None:
     """A 3 MB text of 200,000 lines is judged line by line against a set: it keeps exactly
     its lines that are not template (the work is one pass, see bench/templates.py)."""
     lines = [f"line {i} of words" for i in range(200_000)]
-    template = learn(["line 1 of words\nline 2 of words"] * 4)
+    template = learn([f"line 1 of words\nline 2 of words\npage {k}" for k in range(4)])
     own = own_text("\n".join(lines), template)
     assert own.count("\n") == len(lines) - 3
 

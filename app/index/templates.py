@@ -98,11 +98,14 @@ def blocks(text: str) -> list[int | None]:
 
 
 def learn(texts: Sequence[str]) -> np.ndarray:
-    """The template of a site's pages: the blocks on enough of them, sorted."""
+    """The template of a site's pages: the blocks on enough of them, sorted. Pages with the
+    same blocks count once: one article stored under ten URL variants (tracking
+    parameters) would otherwise be half the pages, and its text the site's template."""
+    pages = {frozenset(h for h in blocks(text) if h is not None) for text in texts}
     counts: Counter[int] = Counter()
-    for text in texts:
-        counts.update({h for h in blocks(text) if h is not None})
-    least = max(TEMPLATE_LEAST_PAGES, int(np.ceil(TEMPLATE_SHARE * len(texts))))
+    for page in pages:
+        counts.update(page)
+    least = max(TEMPLATE_LEAST_PAGES, int(np.ceil(TEMPLATE_SHARE * len(pages))))
     return np.array(sorted(h for h, n in counts.items() if n >= least), dtype=np.uint64)
 
 
