@@ -361,8 +361,8 @@ function showReport(text, answer, info, self) {
 function missingText(what) {
   const kept = state.collection && state.collection.parameters.keep_text;
   return kept
-    ? "This " + what + "'s text is not available: a write of it was cut short, and " +
-        "sending the document again restores it."
+    ? "This " + what + "'s text is not available: it came from an export (which carries " +
+        "no texts) or a write of it was cut short; sending the document again restores it."
     : "This collection does not keep texts (NEARDUP_KEEP_TEXT=1 on a new collection " +
         "does), so the " + what + "'s text is not shown.";
 }
