@@ -138,6 +138,25 @@ def test_bibliography_is_the_trailing_section() -> None:
     assert bibliography_span(f"{body}\nReferences\n") is None  # nothing under it
 
 
+def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
+    """Under "Sources" or "Literatur", which also title sections of prose, the section is a
+    bibliography only if it reads as references (short lines citing years, DOIs, URLs);
+    prose under them is the essay's own; "References" needs no such proof."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 5
+    prose = (
+        "Wind and sun are the cheapest sources of power in most countries today, and "
+        "their share of new capacity grows each year as prices fall further.\n"
+        "Storage is what is missing: batteries cover hours, not the weeks of a calm winter."
+    )
+    refs = "Smith, J. (2020). A book. Oxford.\nDoe, A. et al. 2019. doi:10.1/x\n"
+    for heading in ("Sources", "3. Literatur", "QUELLEN"):
+        assert bibliography_span(f"{body}\n{heading}\n{prose}\n") is None, heading
+        text = f"{body}\n{heading}\n{refs}"
+        span = bibliography_span(text)
+        assert span is not None and text[span.start :].startswith(heading.strip()), heading
+    assert bibliography_span(f"{body}\nReferences\n{prose}\n") is not None
+
+
 def test_reference_headings_in_their_written_forms() -> None:
     """Every heading of the table, and headings with a trailing no-break space or period,
     numbered ("4.1", "7.", "##") or singular, in several languages, start the list."""

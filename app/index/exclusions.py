@@ -237,6 +237,20 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
     "ar": ("المراجع", "المصادر", "قائمة المراجع"),
     "tr": ("kaynakça", "kaynaklar"),
 }  # fmt: skip
+# Headings that also name sections of prose ("Sources" of energy, German "Literatur" on a
+# literature): under one of these the section must read as a list of references.
+LOOSE_HEADINGS = frozenset(
+    ("sources", "literature", "literatur", "quellen", "fuentes", "fontes", "bronnen",
+     "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
+     "kaynaklar", "المصادر")
+)  # fmt: skip
+# What marks a line as a reference: a year, a DOI or URL, "et al.", a page range.
+_CITING = re.compile(
+    r"(?<!\d)(?:1[5-9]|20)\d\d[a-z]?(?!\d)|\bdoi\b|https?://|www\.|\bet al\b|\bpp?\. ?\d",
+    re.IGNORECASE,
+)
+# A reference is a line or a few; a line longer than this is prose.
+REFERENCE_LINE = 400
 # The headings of a section that may follow the reference list (APA puts appendices
 # there): it ends the list.
 END_HEADINGS: tuple[str, ...] = (
@@ -262,6 +276,8 @@ _NUMBER = (
     rf"(?:#{{1,6}}{_SPACE}+)?"
     rf"(?:(?:[0-9]+(?:\.[0-9]+)*|[IVXLC]+|[A-Z](?:\.[0-9]+)+)\.?{_SPACE}+)?"
 )
+_NUMBER_RE = re.compile(_NUMBER)
+_SPACES = re.compile(rf"{_SPACE}+")
 _HEADING = re.compile(
     rf"^{_SPACE}*{_NUMBER}(?:"
     + _alternatives(n for names in REFERENCE_HEADINGS.values() for n in names)
@@ -329,7 +345,21 @@ def bibliography_span(text: str) -> Span | None:
         pos += len(line) + 1
     if not _WORD.search(text, last.end(), end):
         return None  # a heading with nothing under it
+    named = last.group().strip()
+    numbered = _NUMBER_RE.match(named)  # matches at least the empty string
+    skip = numbered.end() if numbered is not None else 0
+    heading = _SPACES.sub(" ", named[skip:].strip(" .:").lower())
+    if heading in LOOSE_HEADINGS and not _references(text[last.end() : end]):
+        return None  # prose under a heading that names prose too
     return Span(start, end, "bibliography")
+
+
+def _references(section: str) -> bool:
+    """Whether a section reads as a list of references: at least a third of its lines are
+    short and cite (a year, a DOI or URL, et al., pages)."""
+    lines = [line for line in section.split("\n") if _WORD.search(line)]
+    citing = sum(len(line) <= REFERENCE_LINE and bool(_CITING.search(line)) for line in lines)
+    return 3 * citing >= len(lines)
 
 
 # Places of a quotation's rarest word tried, after the quotation before it and then
