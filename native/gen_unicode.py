@@ -74,7 +74,8 @@ small or full-width hyphen-minus (U+FE63, U+FF0D), and across a line end written
 LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029) or VT, with a form feed blank
 there (the scanner's own tests, not these tables). The Hangul fillers (U+115F, U+1160,
 U+3164, U+FFA0), default-ignorable but drawn as a blank, read as a space: a copy with them in
-place of its spaces is its words, not one long word. A spacing combining mark (Mc: the vowel
+place of its spaces is its words, not one long word. Farsi yeh and keheh (U+06CC, U+06A9)
+read as Arabic yeh and kaf, the one letter each is written as in Arabic. A spacing combining mark (Mc: the vowel
 signs of Devanagari, Bengali, Tamil and the other Indic scripts) is part of its word with
 tokenizer 4, where 1-3 ended the word there (Hindi was compared by its consonants, and a
 passage's edge could fall before a word's last vowel sign); in the unspaced scripts (Thai,
@@ -358,7 +359,13 @@ def lookalikes4(conf: dict[str, str]) -> dict[str, str]:
         target = _prototype(c, conf) or _prototype(small, conf)
         if target is not None:
             out[c] = target.casefold()
+    out.update(ARABIC4)
     return out
+
+
+# Tokenizer 4: the Persian forms of two Arabic letters, one letter written two ways (keyboard
+# layouts mix them in Persian and Arabic text alike, and search engines fold them).
+ARABIC4 = {"\u06cc": "\u064a", "\u06a9": "\u0643"}  # Farsi yeh, keheh -> yeh, kaf
 
 
 def _case_agrees(c: str, conf: dict[str, str]) -> bool:

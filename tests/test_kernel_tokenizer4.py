@@ -197,3 +197,13 @@ def test_indic_vowel_signs_are_part_of_their_words() -> None:
         ]  # fmt: skip
     for other in ("\u0e01\u0e32\u0e23\u0e40\u0e21\u0e37\u0e2d\u0e07", "\u1780\u17b6\u179a"):
         assert kernel.normalize(other, tokenizer=4) == kernel.normalize(other, tokenizer=3)
+
+
+def test_persian_yeh_and_keheh_are_arabic_yeh_and_kaf() -> None:
+    """Arabic written with the Persian forms of yeh and keheh (keyboard layouts mix them)
+    reads as written with the Arabic ones, with tokenizer 4 (3 read other letters)."""
+    arabic = "\u0643\u062a\u0627\u0628 \u0641\u064a \u0627\u0644\u0645\u0643\u062a\u0628\u0629"
+    persian_forms = arabic.replace("\u0643", "\u06a9").replace("\u064a", "\u06cc")
+    assert persian_forms != arabic
+    assert kernel.normalize(persian_forms, tokenizer=4) == kernel.normalize(arabic, tokenizer=4)
+    assert kernel.normalize(persian_forms, tokenizer=3) != kernel.normalize(arabic, tokenizer=3)

@@ -366,6 +366,8 @@ def lookalikes4() -> dict[str, str]:
             like = _ascii_like(ch.lower())
         if like is not None:
             table[ch] = like.lower()
+    # Persian yeh and keheh are Arabic yeh and kaf as Persian keyboards write them.
+    table["\u06cc"], table["\u06a9"] = "\u064a", "\u0643"
     return table
 
 
