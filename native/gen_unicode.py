@@ -74,12 +74,12 @@ small or full-width hyphen-minus (U+FE63, U+FF0D), and across a line end written
 LINE SEPARATOR or PARAGRAPH SEPARATOR (U+0085, U+2028, U+2029) or VT, with a form feed blank
 there (the scanner's own tests, not these tables). The Hangul fillers (U+115F, U+1160,
 U+3164, U+FFA0), default-ignorable but drawn as a blank, read as a space: a copy with them in
-place of its spaces is its words, not one long word. Farsi yeh and keheh (U+06CC, U+06A9)
-read as Arabic yeh and kaf, the one letter each is written as in Arabic. A spacing
-combining mark (Mc: the vowel signs of Devanagari, Bengali, Tamil and the other Indic
-scripts) is part of its word with tokenizer 4, where 1-3 ended the word there (Hindi was compared by its consonants, and a
-passage's edge could fall before a word's last vowel sign); in the unspaced scripts (Thai,
-Khmer, Myanmar) it stays a separator, as their letters are tokens.
+place of its spaces is its words, not one long word. Farsi yeh and keheh (U+06CC, U+06A9) read
+as Arabic yeh and kaf, the one letter each is written as in Arabic. A spacing combining mark
+(Mc: the vowel signs of Devanagari, Bengali, Tamil and the other Indic scripts) is part of its
+word with tokenizer 4, where 1-3 ended the word there (Hindi was compared by its consonants,
+and a passage's edge could fall before a word's last vowel sign); in the unspaced scripts
+(Thai, Khmer, Myanmar) it stays a separator, as their letters are tokens.
 
 A tokenizer 3 record's flags also say, for the scanner's disguise flag, whether an output is a
 confusable-folded letter (CONF3) or a Latin letter left as it is (LATIN3); the scanner flags a
