@@ -49,7 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from common import ROOT, log, make_corpus
+from common import ROOT, log, make_corpus, pan_table
 from memory import used_memory
 from stores import ThrowawayRedis
 
@@ -282,15 +282,8 @@ def main() -> None:
         f"alignment: {per_kind} plantings a kind, {HOST_WORDS}-word queries, "
         f"{len(sources)} stored articles; PAN measures (plagdet prec rec gran)"
     )
-    print(f"{'kind':>9} " + " ".join(f"{name.get(b, f'{b}-bit, format 3'):>26}" for b in builds))
-    for kind in (*KINDS, "all"):
-        cells = []
-        for b in builds:
-            s = results[b]["kinds"][kind]
-            cells.append(
-                f"{s.plagdet:.3f} {s.precision:.3f} {s.recall:.3f} {s.granularity:.2f}".rjust(26)
-            )
-        print(f"{kind:>9} " + " ".join(cells))
+    columns = {name.get(b, f"{b}-bit, format 3"): results[b]["kinds"] for b in builds}
+    print("\n".join(pan_table((*KINDS, "all"), columns, 9)))
     rows = (
         ("control: false passages", "false", "{:.0f}"),
         ("control: false chars", "false_chars", "{:.0f}"),

@@ -17,10 +17,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,19 @@ def log(msg: str) -> None:
 
 
 # --- corpus ---------------------------------------------------------------------------------
+
+
+def pan_table(kinds: Iterable[str], columns: dict[str, Any], width: int) -> list[str]:
+    """Lines of PAN's measures (plagdet, precision, recall, granularity) by kind, a column
+    per build: columns maps its heading to its scores by kind (tests/support/pan.Score)."""
+    lines = [f"{'kind':>{width}} " + " ".join(f"{name:>26}" for name in columns)]
+    for kind in kinds:
+        cells = [
+            f"{s.plagdet:.3f} {s.precision:.3f} {s.recall:.3f} {s.granularity:.2f}".rjust(26)
+            for s in (scores[kind] for scores in columns.values())
+        ]
+        lines.append(f"{kind:>{width}} " + " ".join(cells))
+    return lines
 
 
 def read_articles() -> list[str]:

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, log
+from common import ROOT, log, pan_table
 from stores import ThrowawayRedis
 
 from app.index import Document, Index, Params
@@ -100,15 +100,8 @@ def main() -> None:
         f"homoglyphs: {per_kind} plantings a kind, {len(sources)} stored articles; "
         "PAN measures (plagdet prec rec gran)"
     )
-    print(f"{'kind':>10} " + " ".join(f"{f'tokenizer {t}':>26}" for t in tokenizers))
-    for kind in (*KINDS, "all"):
-        cells = []
-        for t in tokenizers:
-            s = results[t]["kinds"][kind]
-            cells.append(
-                f"{s.plagdet:.3f} {s.precision:.3f} {s.recall:.3f} {s.granularity:.2f}".rjust(26)
-            )
-        print(f"{kind:>10} " + " ".join(cells))
+    columns = {f"tokenizer {t}": results[t]["kinds"] for t in tokenizers}
+    print("\n".join(pan_table((*KINDS, "all"), columns, 10)))
     print(f"{'control: false passages':>24} " + " ".join(
         f"{results[t]['false']:>12}" for t in tokenizers
     ))  # fmt: skip

