@@ -646,21 +646,25 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
     }
 }
 
-/* Tokenizers 2 and 3, an all-ASCII block b with hyphens at the bits of d: whether
+/* Tokenizers 2 to 4, an all-ASCII block b with hyphens at the bits of d: whether
  * one of them may join a word across a line end, which scan_scalar follows.
  * A hyphen puts a word on hold only right after a letter or digit (or an
  * ignorable inside a word: in_word, for the block's first byte), and the hold
- * goes on only through spaces, tabs and a line break; any other next byte
- * ends the word where it was, as any separator does (scan_cp2), which is what
- * words_block_avx2 does. So a hyphen matters if a space, tab, CR or LF follows
- * it, or it is the block's last byte. */
+ * goes on only through spaces, tabs and a line break (tokenizer 4: VT too, and
+ * a form feed is blank); any other next byte ends the word where it was, as any
+ * separator does (scan_cp2), which is what words_block_avx2 does. So a hyphen
+ * matters if a space, tab, CR, LF, VT or FF follows it (for tokenizers 2 and 3
+ * the last two end the word in scan_scalar as here), or it is the block's last
+ * byte. */
 static inline int hyphen_may_hold(const uint8_t *b, uint64_t d, int in_word) {
     for (; d != 0; d &= d - 1) {
         unsigned i = (unsigned)__builtin_ctzll(d);
         if (i == 63) return 1;
         int held = i == 0 ? in_word : nd_ascii_fold[b[i - 1]] != 0;
         uint8_t next = b[i + 1];
-        if (held && (next == ' ' || next == '\t' || next == '\r' || next == '\n')) return 1;
+        if (held && (next == ' ' || next == '\t' || next == '\r' || next == '\n' ||
+                     next == '\v' || next == '\f'))
+            return 1;
     }
     return 0;
 }

@@ -313,3 +313,22 @@ def test_the_mask_marks_every_word_a_span_touches_and_is_made_once() -> None:
         ]
         assert ex.mask(layout).tolist() == expected
         assert ex.mask(layout) is ex.mask(layout)
+
+
+def test_a_text_without_blank_lines_has_a_paragraph_a_line() -> None:
+    """In a text whose paragraphs are single lines (a DOCX or ODT as extracted), an opener
+    left open takes nothing past its line; a quotation continued with the mark (indented or
+    not) on the next lines is one span."""
+    long = " and the sentence goes on for a while, as a paragraph does" * 3
+    left_open = (
+        f"He called it \u201cthe best{long}.\nCopied paragraph one goes here{long}.\n"
+        f"Copied paragraph two{long}.\nLater a \u201csmall\u201d word{long}."
+    )
+    assert _quoted(left_open) == ["\u201csmall\u201d"]
+    going_on = f"She wrote: \u201cThe first part{long}.\n   \u201cThe second, ended.\u201d{long}"
+    assert _quoted(going_on) == [going_on[11 : going_on.index("\u201d") + 1]]
+    straight = f'A "mark left open{long}\nin another paragraph{long}" is no quotation.'
+    assert _quoted(straight) == []
+    # hard-wrapped lines are no paragraphs: a quotation wraps across them
+    wrapped = "He said \u201cthe plan\nis set\u201d and left."
+    assert _quoted(wrapped) == ["\u201cthe plan\nis set\u201d"]

@@ -262,6 +262,8 @@ def test_joiners_with_work_to_do_and_micro_units_flag_nothing(settings) -> None:
         ("\u0645\u06cc\u200b\u0634\u0648\u0645 x", (0, 6)),
         ("the \u0440aypal site", (4, 10)),
         ("its \u03bcMicrosoft ad", (4, 14)),
+        ("a \u03bcan here", (2, 5)),
+        ("the\u3164quick fox", (0, 3)),
     ):
         starts, ends = disguised_spans(params, text)
         assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text

@@ -164,6 +164,17 @@ def test_hyphenated_across_other_line_ends_is_one_word() -> None:
         assert kernel.normalize(text, tokenizer=3) != "example", repr(text)
     for text in ("exam\uff0dple", "exam-\n\u2028ple", "exam-\x0cple", "exam-\x0b\nple"):
         assert kernel.normalize(text, tokenizer=4) == "exam ple", repr(text)
+    # in ASCII text the SIMD scanner's blocks hand such a hyphen to the scalar one
+    pad = " lorem ipsum dolor sit amet" * 4
+    for text in ("a-\x0bb", "exam-\x0bple", "exam-\x0c\nple", "exam-\x0cple", "exam-\x0b\nple"):
+        for where in (text + pad, pad + " " + text + pad, pad[:61] + text + pad):
+            want = oracle.winnow2(where, "word:1", 1, kc=1, version=4)
+            for simd in (True, False):
+                got = kernel.winnow(
+                    [where], shingle="word:1", passage_words=1, tokenizer=4, unspaced_k=1,
+                    folds=True, simd=simd,
+                )  # fmt: skip
+                assert rows(got) == want, (repr(where), simd)
 
 
 def test_hangul_fillers_in_place_of_spaces_are_spaces() -> None:

@@ -227,6 +227,9 @@ def test_one_site_has_one_name_however_written() -> None:
                     "https://news.example.org./", "  News.Example.Org  "):  # fmt: skip
         assert site_of("page", {"site": written}) == host, written
     assert site_of("https://NEWS.Example.ORG.:8443/x", None) == host
+    # a label with a number after a colon is no host with a port: tenants stay apart
+    assert site_of("p", {"site": "tenant:1"}) != site_of("p", {"site": "tenant:2"})
+    assert site_of("p", {"site": "localhost:8001"}) == "localhost"
     assert site_of("p", {"site": "Riverside Gazette"}) == site_of(
         "q", {"site": "riverside gazette"}
     )

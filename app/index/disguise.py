@@ -65,10 +65,36 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     # science writes it: no disguise.
     for i in np.flatnonzero(hit & mixed).tolist():
         hit[i] = not _MICRO_UNIT.fullmatch(text, int(starts[i]), int(ends[i]))
+    if params.tokenizer >= 4:
+        # Tokenizer 4 reads a Hangul filler (invisible, drawn as a blank; a letter to
+        # str.isalnum, so _touched passes it by) as a space: one put between two words
+        # instead of a space disguises the word before it.
+        hit |= np.isin(ends, _fillers_for_spaces(text))
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
 
 
-_MICRO_UNIT = re.compile("[\u00b5\u03bc][A-Za-z]{1,3}")
+_FILLERS = re.compile("[\u115f\u1160\u3164\uffa0]+")
+
+
+def _fillers_for_spaces(text: str) -> np.ndarray:
+    """Where each run of Hangul fillers with no space on either side begins."""
+    return np.fromiter(
+        (
+            m.start()
+            for m in _FILLERS.finditer(text)
+            if m.start() > 0
+            and m.end() < len(text)
+            and not text[m.start() - 1].isspace()
+            and not text[m.end()].isspace()
+        ),
+        np.int64,
+    )
+
+
+# SI units with the micro prefix (µm, μM, µg...), as science writes them.
+_MICRO_UNIT = re.compile(
+    "[\u00b5\u03bc](?:m|M|g|l|L|s|mol|V|A|F|W|Hz|Pa|J|N|T|H|C|K|Gy|Sv|Bq|S|Wb|lx|cd|rad)"
+)
 # Joiners and variation selectors have work to do in many scripts (Persian's ZWNJ, Indic
 # conjuncts, emoji sequences and keycaps); between two letters of these they have none.
 _NO_JOINERS = ("LATIN ", "GREEK ", "CYRILLIC ", "ARMENIAN ")

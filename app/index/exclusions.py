@@ -79,6 +79,8 @@ _AMBIGUOUS = [
     ),
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_LINE_END = re.compile(r"\n")
+_INDENT = re.compile(r"[ \t\u00a0\u3000]*")
 _WORD = re.compile(r"\w")
 
 
@@ -89,6 +91,7 @@ def _paired(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     pos = 0
     ahead = _Ahead(text)
+    breaks = _breaks(text)
     while m := _OPENERS.search(text, pos):
         word = ahead.word(m.end())
         if word >= m.end() + MAX_QUOTE:
@@ -103,7 +106,7 @@ def _paired(text: str) -> list[tuple[int, int]]:
         else:
             end = _balanced(text, m.end(), mark, ahead)
             close_len = 1
-        if end < 0 or word >= end or not _goes_on(text, mark, m.end(), end):
+        if end < 0 or word >= end or not _goes_on(text, mark, m.end(), end, breaks):
             pos = m.end()
             continue
         out.append((m.start(), end + close_len))
@@ -111,11 +114,28 @@ def _paired(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _goes_on(text: str, mark: str, start: int, end: int) -> bool:
+def _goes_on(text: str, mark: str, start: int, end: int, breaks: re.Pattern[str]) -> bool:
     """Whether a quotation opened by `mark` may run from start to end: within a paragraph,
-    or across paragraphs each of which opens with the mark again, as typesetting continues a
-    quotation; an opener left unclosed would otherwise take the paragraphs after it."""
-    return all(text.startswith(mark, brk.end()) for brk in _PARAGRAPH.finditer(text, start, end))
+    or across paragraphs each of which opens with the mark again (after its indent), as
+    typesetting continues a quotation; an opener left unclosed would otherwise take the
+    paragraphs after it."""
+    return all(
+        text.startswith(mark, _INDENT.match(text, brk.end()).end())  # type: ignore[union-attr]
+        for brk in breaks.finditer(text, start, end)
+    )
+
+
+def _breaks(text: str) -> re.Pattern[str]:
+    """What ends a paragraph in this text: a blank line, or, in a text without one whose
+    lines are paragraphs (a DOCX or ODT: longer than a wrapped line, WRAPPED_LINE on
+    average), a line end."""
+    if _PARAGRAPH.search(text) or len(text) <= WRAPPED_LINE * (text.count("\n") + 1):
+        return _PARAGRAPH
+    return _LINE_END
+
+
+# Characters a line of hard-wrapped text holds at most, on average (80 is usual).
+WRAPPED_LINE = 120
 
 
 class _Ahead:
@@ -202,7 +222,7 @@ def _ambiguous(text: str) -> list[tuple[int, int]]:
 
 def _paragraphs(text: str) -> list[tuple[int, int]]:
     out, start = [], 0
-    for m in _PARAGRAPH.finditer(text):
+    for m in _breaks(text).finditer(text):
         out.append((start, m.start()))
         start = m.end()
     out.append((start, len(text)))

@@ -112,15 +112,17 @@ _QUOTES = ("q", "blockquote")
 # resiliparse 2.0's main-content mode drops a text node of one character that is three
 # bytes of UTF-8 (it takes any such for an icon font's private-use glyph), so the particle
 # between two links or ruby groups (東京<b>の</b>, <a>A</a>の<a>B</a>) vanished from
-# Chinese, Japanese, Thai and Hindi pages. Such a character gets a noncharacter after it
+# Chinese, Japanese, Thai and Hindi pages. Such a letter or digit gets a noncharacter after it
 # for the heuristics, taken out of what they return.
-_LONE_WIDE = re.compile(r">(\s*[\u0800-\uffff])(\s*)<")
+_LONE_WIDE = re.compile(r">([ \t\r\n]*)([\u0800-\uffff])([ \t\r\n]*)<")
 _PAD = "\ufdd0"
 
 
 def _padded(page: str) -> str:
-    """The page with _PAD after each lone three-byte character between two tags."""
-    return _LONE_WIDE.sub(lambda m: f">{m[1]}{_PAD}{m[2]}<", page)
+    """The page with _PAD after each lone three-byte letter or digit between two tags (a
+    lone separator, a bullet or an arrow between links, stays dropped as it was: site templates
+    learned from lines without it still match)."""
+    return _LONE_WIDE.sub(lambda m: f">{m[1]}{m[2]}{_PAD}{m[3]}<" if m[2].isalnum() else m[0], page)
 
 
 def _may_mark(low: str) -> bool:

@@ -174,4 +174,4 @@ class Sites:
     async def forget(self, site: str) -> None:
         """Drop a site's template (an explicit command): its next pages learn it anew.
         Pages stored already keep the judgement they were stored with."""
-        await self.store.templates.forget(site)
+        await self.store.templates.forget(site_name(site))

@@ -59,7 +59,9 @@ def site_of(doc_id: str | None, metadata: dict[str, Any] | None) -> str | None:
     return None
 
 
-_PORT = re.compile(r"[^\s/:@]+:\d{1,5}")
+# A host and its port: a name with a dot (news.example.org, 10.0.0.1) or localhost, so a
+# label such as tenant:1 keeps its number.
+_PORT = re.compile(r"(?:[^\s/:@]*\.[^\s/:@]*|localhost):\d{1,5}", re.IGNORECASE)
 
 
 def site_name(name: str) -> str:
