@@ -315,6 +315,21 @@ def test_pages_that_leave_during_learning_no_longer_count(client: TestClient) ->
     assert template is not None and len(template) > 0
 
 
+def test_copies_of_two_pages_fix_no_template_and_later_pages_do(client: TestClient) -> None:
+    """A site's first N pages that are copies of two (URL variants) fix no template (it would
+    be empty for good): they stay pending, and the site's next pages fix one from all."""
+    pages = list(_site().items())
+    copies = {f"{u}?utm_source=s{k}": h for k in range(10) for u, h in pages[:2]}
+    _ingest(client, copies)
+    store = client.app.state.index.store.templates  # type: ignore[attr-defined]
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is None
+    assert len(client.portal.call(store.pending, "example.org")) == 20  # type: ignore[union-attr]
+    _ingest(client, dict(pages[2:6]))
+    (template,) = client.portal.call(store.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is not None and len(template) > 0
+
+
 def test_site_needs_html_and_old_collections_have_no_templates(client: TestClient) -> None:
     """A query's site with text/plain is a 422 naming it; a stored config from before
     site templates (no template_pages) reads as templates off."""

@@ -20,7 +20,9 @@ from app.core import errors
 from app.index import records
 from app.index.results import Document
 from app.index.templates import (
+    TEMPLATE_LEAST_PAGES,
     THIN_SHINGLES,
+    distinct_pages,
     has_words,
     learn,
     own_text,
@@ -31,6 +33,9 @@ from app.index.templates import (
 )
 from app.store import Store
 
+# Pages of a site held for learning at most, in template_pages, while its pages are copies
+# of fewer than TEMPLATE_LEAST_PAGES distinct ones.
+WAIT_PAGES = 5
 # The index's own ingest and read, handed in by the write protocol (app.index.writes),
 # which calls settle: pages judged again are stored again through it.
 Ingest = Callable[[Sequence[Document]], Awaitable[Any]]
@@ -152,6 +157,12 @@ class Sites:
             return
         # On a worker thread: learning reads every pending page's lines, seconds for pages
         # of megabytes, while the event loop serves other requests.
+        pages = await asyncio.to_thread(distinct_pages, list(pending.values()))
+        if pages < TEMPLATE_LEAST_PAGES and len(pending) < WAIT_PAGES * self.pages:
+            # Copies of one or two pages (URL variants) teach nothing: a template fixed from
+            # them would be empty for good. Later pages of the site are awaited, a bound on
+            # the pages held for it.
+            return
         template = await asyncio.to_thread(learn, list(pending.values()))
         await self.store.templates.fix(site, template)
         again: list[Document] = []
