@@ -149,8 +149,15 @@ def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
         "Storage is what is missing: batteries cover hours, not the weeks of a calm winter."
     )
     refs = "Smith, J. (2020). A book. Oxford.\nDoe, A. et al. 2019. doi:10.1/x\n"
+    wrapped = (  # prose as a PDF's lines give it, years and all
+        "Wind and sun are the cheapest sources of power, first built in 1990,\n"
+        "and 2020 saw more of them than 2010 did in all of Europe and in\n"
+        "the rest of the world, as the figures of the agency show us all.\n"
+        "However, storage is what is missing: batteries cover hours, not weeks."
+    )
     for heading in ("Sources", "3. Literatur", "QUELLEN"):
         assert bibliography_span(f"{body}\n{heading}\n{prose}\n") is None, heading
+        assert bibliography_span(f"{body}\n{heading}\n{wrapped}\n") is None, heading
         text = f"{body}\n{heading}\n{refs}"
         span = bibliography_span(text)
         assert span is not None and text[span.start :].startswith(heading.strip()), heading

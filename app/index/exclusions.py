@@ -264,10 +264,16 @@ LOOSE_HEADINGS = frozenset(
      "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
      "kaynaklar", "المصادر")
 )  # fmt: skip
-# What marks a line as a reference: a year, a DOI or URL, "et al.", a page range.
-_CITING = re.compile(
-    r"(?<!\d)(?:1[5-9]|20)\d\d[a-z]?(?!\d)|\bdoi\b|https?://|www\.|\bet al\b|\bpp?\. ?\d",
-    re.IGNORECASE,
+# What marks a line as a reference: it opens as one (a surname and initials or a first
+# name before a comma, "[3]", "3."), or cites in a way prose does not (a DOI or URL, et al.,
+# a year in parentheses, pages).
+_UPPER = "A-Z\u00c0-\u00d6\u00d8-\u00de"
+_OPENS_AS_REFERENCE = re.compile(
+    rf"^[ \t]*(?:\[\d{{1,3}}\]|\d{{1,3}}\.[ \t]|[{_UPPER}][\w'\u2019-]+,[ \t]+"
+    rf"(?:[{_UPPER}]\.|[{_UPPER}][^\W\d_]+[ ,.]))"
+)
+_CITES = re.compile(
+    r"\bdoi\b|https?://|www\.|\bet al\b|\((?:1[5-9]|20)\d\d[a-z]?\)|\bpp?\. ?\d", re.IGNORECASE
 )
 # A reference is a line or a few; a line longer than this is prose.
 REFERENCE_LINE = 400
@@ -376,9 +382,12 @@ def bibliography_span(text: str) -> Span | None:
 
 def _references(section: str) -> bool:
     """Whether a section reads as a list of references: at least a third of its lines are
-    short and cite (a year, a DOI or URL, et al., pages)."""
+    short and open as a reference or cite as one."""
     lines = [line for line in section.split("\n") if _WORD.search(line)]
-    citing = sum(len(line) <= REFERENCE_LINE and bool(_CITING.search(line)) for line in lines)
+    citing = sum(
+        len(line) <= REFERENCE_LINE and bool(_OPENS_AS_REFERENCE.match(line) or _CITES.search(line))
+        for line in lines
+    )
     return 3 * citing >= len(lines)
 
 
