@@ -1,7 +1,7 @@
 /*
  * Characters, an internal header: strict UTF-8 decoding and encoding, and the
  * folding of one code point (case fold + alnum test, from the two-stage tables
- * gen_unicode.py makes; the tables nd_uc2_* of tokenizers 2 and 3 fold more,
+ * gen_unicode.py makes; the tables nd_uc2_* of tokenizers 2 to 4 fold more,
  * see there).
  * The scanner (scan.h) and nd_normalize use it.
  */

@@ -6,7 +6,7 @@
  *   UTF-8 decode (strict) -> case fold + alnum test (two-stage tables made by
  *   gen_unicode.py) -> per-word 64-bit hash, fed 8 folded bytes at a time ->
  *   rolling polynomial over the last K word hashes (O(1) per shingle) ->
- *   (tokenizers 2 and 3, words: a letter of a script written without spaces is a
+ *   (tokenizers 2 to 4, words: a letter of a script written without spaces is a
  *   token of its own, and a shingle ending at one is kc tokens long) ->
  *   fmix64 -> shingle hash H -> scan_emit, which the including file defines
  *   (the sketch: its distinct set and signature; winnowing: its window).
@@ -368,7 +368,7 @@ static inline void hyphen_end(nd_scan *c, nd_roll *r, nd_word *w, int mode) {
     }
 }
 
-/* Tokenizers 2 and 3, one code point of the text: ignorables dropped (the word goes
+/* Tokenizers 2 to 4, one code point of the text: ignorables dropped (the word goes
  * on across them), the folds of gen_unicode.py, and a word broken by a hyphen
  * at a line end joined: after a hyphen that follows a letter the word is on
  * hold (hstate) through horizontal spaces and ignorables, and one line break
@@ -653,7 +653,7 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void words
  * goes on only through spaces, tabs and a line break (tokenizer 4: VT too, and
  * a form feed is blank); any other next byte ends the word where it was, as any
  * separator does (scan_cp2), which is what words_block_avx2 does. So a hyphen
- * matters if a space, tab, CR, LF, VT or FF follows it (for tokenizers 2 and 3
+ * matters if a space, tab, CR, LF, VT or FF follows it (for tokenizers 2 and 3,
  * the last two end the word in scan_scalar as here), or it is the block's last
  * byte. */
 static inline int hyphen_may_hold(const uint8_t *b, uint64_t d, int in_word) {

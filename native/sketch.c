@@ -14,7 +14,7 @@
  * is no per-shingle work for the fingerprint at all. (A separate 2N buffer
  * with a running cut-off, tried first, spent ~25% of the time sorting.)
  * The gathering has an AVX2 twin, behind the run-time CPU check. Texts read
- * with tokenizers 2 and 3 are scanned in sketch2.c (sketch.h says why).
+ * with tokenizers 2 to 4 are scanned in sketch2.c (sketch.h says why).
  */
 #define ND_SCAN_V2 0 /* tokenizer 1 only in this file */
 #include "sketch.h"

@@ -1,6 +1,6 @@
 /*
  * The sketch's state and its end of the scanner, an internal header shared by
- * sketch.c (tokenizer 1) and sketch2.c (tokenizers 2 and 3). The tokenizers are
+ * sketch.c (tokenizer 1) and sketch2.c (tokenizers 2 to 4). The tokenizers are
  * scanned in separate files because tokenizer 2's code beside tokenizer 1's
  * in one file changed how the compiler laid out tokenizer 1's AVX2 loop, which
  * then ran 30% slower (bench/kernel.py --baseline); ND_SCAN_V2 (scan.h) keeps

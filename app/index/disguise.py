@@ -1,7 +1,7 @@
 """Disguised words in a containment query: per passage, how many words of the query's span
 held look-alike letters or invisible characters (issue 26's flag).
 
-Tokenizers 2 and 3 fold those away, so a disguised copy is found like a verbatim one; the
+Tokenizers 2 to 4 fold those away, so a disguised copy is found like a verbatim one; the
 kernel says, per word, what it folded (kernel.DISGUISED), and this module counts those words
 in each passage's query span. Ligatures, full-width forms, accents and line-end hyphens are
 left out: PDF export and typesetting make them, not an intent to hide. Tokenizers 3, 4 mark a

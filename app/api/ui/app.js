@@ -1007,15 +1007,25 @@ function documentView(id) {
 
 // The check and collection views in a named collection: the link to give a reviewer whose
 // key is limited to that collection (it may not list collections, so has no chooser).
-const NAMED_VIEW = /^\/ui\/collections\/([^/]+)\/(collection)?$/;
+const NAMED_VIEW = /^\/ui\/collections\/([^/]+)(?:\/(collection)?)?$/;
 
 function route() {
   const path = location.pathname;
   const named = NAMED_VIEW.exec(path);
   if (named) {
-    return () => {
+    return async () => {
+      // A collection that cannot be read (none such, another's key) leaves the tab in the
+      // collection it was in, as a stored check's link does.
+      const before = sessionStorage.getItem(CHOSEN_STORE);
       chooseCollection(decoded(named[1]));
       state.collection = null;
+      try {
+        await loadCollection();
+      } catch (err) {
+        chooseCollection(before);
+        state.collection = null;
+        throw err;
+      }
       return named[2] ? showCollection() : showCheck();
     };
   }
