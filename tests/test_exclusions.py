@@ -162,6 +162,25 @@ def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
         span = bibliography_span(text)
         assert span is not None and text[span.start :].startswith(heading.strip()), heading
     assert bibliography_span(f"{body}\nReferences\n{prose}\n") is not None
+    # reference lists of other languages and styles, under such a heading
+    for heading, entries in (
+        ("Литература", ["Иванов И. И. История. — \u041c.: Наука, 2005. — 320 \u0441."] * 3),
+        ("Źródła", ["Kowalski J., Historia Polski, Warszawa 2005.", "Łukasiewicz J., Szkice."]),
+        ("Fuentes", ["García Márquez, Gabriel. Cien años de soledad. 1967."] * 2),
+        ("Literatur", ["Müller, Hans: Geschichte der Stadt. Berlin 2010.", "H. Roth: Briefe."]),
+        ("Literatuur", ["van der Berg, A. Een titel, 2010."] * 2),
+        (
+            "\u0627\u0644\u0645\u0635\u0627\u062f\u0631",
+            [
+                "\u0627\u0644\u062c\u0627\u062d\u0638\u060c \u0627\u0644\u0628\u064a\u0627\u0646"
+                "\u060c 1998."
+            ]
+            * 2,
+        ),
+        ("Sources", ["- Smith, J. 2010. A book. London: Verso."] * 2),
+    ):
+        text = f"{body}\n\n{heading}\n" + "\n".join(entries) + "\n"
+        assert bibliography_span(text) is not None, heading
 
 
 def test_reference_headings_in_their_written_forms() -> None:
@@ -339,3 +358,18 @@ def test_a_text_without_blank_lines_has_a_paragraph_a_line() -> None:
     # hard-wrapped lines are no paragraphs: a quotation wraps across them
     wrapped = "He said \u201cthe plan\nis set\u201d and left."
     assert _quoted(wrapped) == ["\u201cthe plan\nis set\u201d"]
+
+
+def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragraphs() -> None:
+    """A text whose lines end sentences is one paragraph a line even with a blank line in it
+    (an empty DOCX paragraph) or short paragraphs (dialogue): an unclosed quote stays in its
+    line; hard-wrapped lines are no paragraphs."""
+    lines = [
+        "Annual Report",
+        "",
+        "He called it \u201cthe best.",
+        "They left early.",
+        "Copied paragraph two is here.",
+        "Later a \u201csmall\u201d word.",
+    ]
+    assert _quoted("\n".join(lines)) == ["\u201csmall\u201d"]

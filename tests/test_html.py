@@ -445,3 +445,24 @@ def test_a_lone_particle_between_tags_is_kept() -> None:
         "<a href=/w>天気</a>は<b>晴れ</b>。明日も<i>晴れ</i>る見込みです。</p></div></body></html>"
     )
     assert "東京の天気は晴れ。明日も晴れる見込みです。" in extract(page)
+
+
+def test_lone_separators_stay_dropped_and_the_pad_never_shows() -> None:
+    """The particle workaround keeps a lone letter or CJK punctuation between tags, drops a
+    lone separator between links as before (learned template lines stay the same), leaves
+    no padding character in the text."""
+    from app.index.html import extract
+
+    page = (
+        "<html><body><div><p><a href=/>Home</a> \u2022 <a href=/n>News</a> \u203a "
+        "<a href=/x>Here</a></p><p><a href=/t>東京</a>の<a href=/w>天気</a>。"
+        "明日も晴れるでしょう。気温は二十度です。</p></div></body></html>"
+    )
+    text = extract(page)
+    assert "HomeNewsHere" in text and "東京の天気。明日" in text and "\ufdd0" not in text
+    # a lone full stop after a link is kept too
+    page = (
+        "<html><body><div><p>これは<a href=/l>リンク</a>。</p>"
+        "<p>次の文です。長い文章がここに続きます。</p></div></body></html>"
+    )
+    assert "リンク。" in extract(page)

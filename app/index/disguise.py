@@ -93,7 +93,8 @@ def _fillers_for_spaces(text: str) -> np.ndarray:
 
 # SI units with the micro prefix (µm, μM, µg...), as science writes them.
 _MICRO_UNIT = re.compile(
-    "[\u00b5\u03bc](?:m|M|g|l|L|s|mol|V|A|F|W|Hz|Pa|J|N|T|H|C|K|Gy|Sv|Bq|S|Wb|lx|cd|rad)"
+    "[\u00b5\u03bc](?:m|M|g|l|L|s|sec|mol|V|A|F|W|Hz|Pa|J|N|T|H|C|K|Gy|Sv|Bq|S|Wb|lx|cd|rad"
+    "|IU|U|Ci|E|Eq|eq|bar|kat|in|mho)[\u00b2\u00b323]?"
 )
 # Joiners and variation selectors have work to do in many scripts (Persian's ZWNJ, Indic
 # conjuncts, emoji sequences and keycaps); between two letters of these they have none.

@@ -79,7 +79,7 @@ _AMBIGUOUS = [
     ),
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_LINE_END = re.compile(r"\n")
+_LINE_END = re.compile(r"\n(?:[ \t\u00a0]*\n)*")  # a line end, with the blank lines after it
 _INDENT = re.compile(r"[ \t\u00a0\u3000]*")
 _WORD = re.compile(r"\w")
 
@@ -126,14 +126,22 @@ def _goes_on(text: str, mark: str, start: int, end: int, breaks: re.Pattern[str]
 
 
 def _breaks(text: str) -> re.Pattern[str]:
-    """What ends a paragraph in this text: a blank line, or, in a text without one whose
-    lines are paragraphs (a DOCX or ODT: longer than a wrapped line, WRAPPED_LINE on
-    average), a line end."""
-    if _PARAGRAPH.search(text) or len(text) <= WRAPPED_LINE * (text.count("\n") + 1):
+    """What ends a paragraph in this text: a line end where its lines are paragraphs (a
+    DOCX or ODT: longer than a wrapped line on average, WRAPPED_LINE, or most of them ending
+    a sentence, PARAGRAPH_ENDS), else a blank line (hard-wrapped text: a PDF's lines)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < 2:
         return _PARAGRAPH
-    return _LINE_END
+    long = sum(map(len, lines)) > WRAPPED_LINE * len(lines)
+    ended = sum(line.rstrip()[-1] in _ENDS_SENTENCE for line in lines) >= PARAGRAPH_ENDS * len(
+        lines
+    )
+    return _LINE_END if long or ended else _PARAGRAPH
 
 
+_ENDS_SENTENCE = ".!?:;\"'\u201d\u2019\u00bb\u00ab)]\u3002\uff01\uff1f"
+# Share of lines ending a sentence past which they are paragraphs, not wrapped lines.
+PARAGRAPH_ENDS = 0.6
 # Characters a line of hard-wrapped text holds at most, on average (80 is usual).
 WRAPPED_LINE = 120
 
@@ -264,17 +272,32 @@ LOOSE_HEADINGS = frozenset(
      "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
      "kaynaklar", "المصادر")
 )  # fmt: skip
-# What marks a line as a reference: it opens as one (a surname and initials or a first
-# name before a comma, "[3]", "3."), or cites in a way prose does not (a DOI or URL, et al.,
-# a year in parentheses, pages).
-_UPPER = "A-Z\u00c0-\u00d6\u00d8-\u00de"
-_OPENS_AS_REFERENCE = re.compile(
-    rf"^[ \t]*(?:\[\d{{1,3}}\]|\d{{1,3}}\.[ \t]|[{_UPPER}][\w'\u2019-]+,[ \t]+"
-    rf"(?:[{_UPPER}]\.|[{_UPPER}][^\W\d_]+[ ,.]))"
-)
+# What marks a line as a reference (after a bullet or dash): a number ("[3]", "3."); a name
+# with initials (Smith J., Иванов И. И., H. Müller); a year with a comma or colon among its
+# first four words (Smith, John. 2020; García Márquez, G.; الجاحظ، ... 1998); a year ending
+# the line; or what prose does not hold (a DOI or URL, et al., a year in parentheses, pages).
+_BULLET = re.compile(r"[ \t]*(?:[-\u2013\u2022*][ \t]+)?")
+_NUMBERED = re.compile(r"\[\d{1,3}\]|\d{1,3}\.[ \t]")
+_INITIALS = re.compile(r"(?:[^\W\d_]+,?[ \t]+)?[^\W\d_]\.[ \t]*(?:[^\W\d_]\.)?")
+_YEAR = re.compile(r"(?<!\d)(?:1[5-9]|20)\d\d[a-z]?(?!\d)")
+_YEAR_ENDS = re.compile(r"(?<!\d)(?:1[5-9]|20)\d\d[a-z]?[.)]?[ \t]*$")
+_EARLY_COMMA = re.compile(r"^(?:\S+[ \t]+){0,3}?\S*[,:\u060c]")
 _CITES = re.compile(
     r"\bdoi\b|https?://|www\.|\bet al\b|\((?:1[5-9]|20)\d\d[a-z]?\)|\bpp?\. ?\d", re.IGNORECASE
 )
+
+
+def _cites(line: str) -> bool:
+    """Whether a line reads as a reference (see above)."""
+    rest = line[_BULLET.match(line).end() :]  # type: ignore[union-attr]
+    if _NUMBERED.match(rest) or _CITES.search(rest) or _YEAR_ENDS.search(rest):
+        return True
+    initials = _INITIALS.match(rest)
+    if initials is not None and rest[:1].isupper() and initials.end() > 1:
+        return True
+    return bool(_YEAR.search(rest)) and _EARLY_COMMA.match(rest) is not None
+
+
 # A reference is a line or a few; a line longer than this is prose.
 REFERENCE_LINE = 400
 # The headings of a section that may follow the reference list (APA puts appendices
@@ -384,10 +407,7 @@ def _references(section: str) -> bool:
     """Whether a section reads as a list of references: at least a third of its lines are
     short and open as a reference or cite as one."""
     lines = [line for line in section.split("\n") if _WORD.search(line)]
-    citing = sum(
-        len(line) <= REFERENCE_LINE and bool(_OPENS_AS_REFERENCE.match(line) or _CITES.search(line))
-        for line in lines
-    )
+    citing = sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
     return 3 * citing >= len(lines)
 
 

@@ -122,7 +122,12 @@ def _padded(page: str) -> str:
     """The page with _PAD after each lone three-byte letter or digit between two tags (a
     lone separator, a bullet or an arrow between links, stays dropped as it was: site templates
     learned from lines without it still match)."""
-    return _LONE_WIDE.sub(lambda m: f">{m[1]}{m[2]}{_PAD}{m[3]}<" if m[2].isalnum() else m[0], page)
+    return _LONE_WIDE.sub(lambda m: f">{m[1]}{m[2]}{_PAD}{m[3]}<" if _kept(m[2]) else m[0], page)
+
+
+def _kept(ch: str) -> bool:
+    """A letter or digit, or CJK punctuation (a sentence's 。 after a link)."""
+    return ch.isalnum() or "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef"
 
 
 def _may_mark(low: str) -> bool:

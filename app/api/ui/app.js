@@ -474,7 +474,9 @@ async function loadCollections() {
   }
   $("collection-row").hidden = select.options.length < 2;
   select.onchange = () => {
-    if (STORED_CHECK.test(location.pathname)) history.pushState(null, "", "/ui/"); // a new check
+    // a new check (a link naming a collection would choose it again)
+    if (STORED_CHECK.test(location.pathname) || NAMED_VIEW.test(location.pathname))
+      history.pushState(null, "", "/ui/");
     chooseCollection(select.value === own ? null : select.value);
     state.collection = null; // its parameters (threshold, kept texts) are the chosen one's
     guarded(route());
