@@ -60,7 +60,7 @@ from app.store import Store
 # The plantings and PAN's measures are the tests' own (tests/support), one copy of each.
 sys.path.insert(0, str(ROOT / "tests"))
 from support import pan
-from support.plant import HOST_WORDS, KINDS, Planting, plantings
+from support.plant import HOST_WORDS, KINDS, Planting, plantings, scores_by_kind
 
 THRESHOLD = 0.01
 # Each query's latency is the least of this many runs per build, the builds alternating.
@@ -216,16 +216,7 @@ async def _builds(
             len(kernel.compact_layout(lay.pack()) if bits == 0 else lay.pack()) for lay in made
         ) / len(made)
         found = detections[bits]
-        by_kind: dict[str, object] = {}
-        for kind in (*KINDS, "all"):
-            chosen = [
-                (f"q{n}", p)
-                for n, p in enumerate(plants)
-                if p.kind == kind or (kind == "all" and p.kind != "control")
-            ]
-            truth = [s for _, p in chosen for s in p.truth]
-            dets = [d for qid, _ in chosen for d in found[qid]]
-            by_kind[kind] = pan.score(truth, dets)
+        by_kind = scores_by_kind(KINDS, plants, found)
         control = [d for n, p in enumerate(plants) if p.kind == "control" for d in found[f"q{n}"]]
         lat = sorted(latencies[bits])
         out[bits] = {

@@ -36,7 +36,7 @@ from app.store import Store
 
 sys.path.insert(0, str(ROOT / "tests"))
 from support import pan
-from support.plant import Planting, plantings
+from support.plant import Planting, plantings, scores_by_kind
 
 KINDS = ("verbatim", "disguise", "homoglyphs")
 THRESHOLD = 0.01
@@ -66,15 +66,7 @@ async def _run(
                 for ps in r.passages
             ]
         await store.close()
-        scores = {}
-        for kind in (*KINDS, "all"):
-            chosen = [
-                (f"q{n}", p)
-                for n, p in enumerate(plants)
-                if p.kind == kind or (kind == "all" and p.kind != "control")
-            ]
-            truth = [s for _, p in chosen for s in p.truth]
-            scores[kind] = pan.score(truth, [d for qid, _ in chosen for d in found[qid]])
+        scores = scores_by_kind(KINDS, plants, found)
         false = [d for n, p in enumerate(plants) if p.kind == "control" for d in found[f"q{n}"]]
         out[tok] = {"kinds": scores, "false": len(false)}
     return out

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from support import oracle
+from support import oracle, pan
 from support.corpus import read_corpus
 from support.pan import Span
 
@@ -141,6 +141,23 @@ class Planting:
     kind: str
     query: str
     truth: list[Span]  # empty for the negative control
+
+
+def scores_by_kind(
+    kinds: tuple[str, ...], plants: list[Planting], found: dict[str, list[Span]]
+) -> dict[str, pan.Score]:
+    """PAN's scores of the detections (found: query id q{n} -> spans) per kind of plant, and
+    over every kind but the control as "all"."""
+    out = {}
+    for kind in (*kinds, "all"):
+        chosen = [
+            (f"q{n}", p)
+            for n, p in enumerate(plants)
+            if p.kind == kind or (kind == "all" and p.kind != "control")
+        ]
+        truth = [s for _, p in chosen for s in p.truth]
+        out[kind] = pan.score(truth, [d for qid, _ in chosen for d in found[qid]])
+    return out
 
 
 def _grams(text: str, n: int) -> set[tuple[str, ...]]:
