@@ -377,14 +377,12 @@ def _case_agrees(c: str, conf: dict[str, str]) -> bool:
     return True
 
 
-def fold3(
-    cp: int, looks: dict[str, str], hyphens: set[int] = HYPHENS
-) -> tuple[list[int], int, int]:
-    """Tokenizer 3's (and 4's, with its look-alikes and hyphens) outputs of one code point,
-    their alnum mask, and its flags."""
+def fold3(cp: int, looks: dict[str, str], four: bool = False) -> tuple[list[int], int, int]:
+    """Tokenizer 3's outputs of one code point, their alnum mask, and its flags (four:
+    tokenizer 4's, with its look-alikes, hyphens, Hangul fillers and spacing marks)."""
     ch = chr(cp)
-    flags = HYPHEN if cp in hyphens else 0
-    if cp in FILLERS4 and hyphens is HYPHENS4:
+    flags = HYPHEN if cp in (HYPHENS4 if four else HYPHENS) else 0
+    if four and cp in FILLERS4:
         # tokenizer 4: a Hangul filler draws as a blank, so a copy may use it for a space
         return [0x20], 0, SPACE
     if ignorable(cp):
@@ -405,7 +403,6 @@ def fold3(
             outs.append(c)
             if c.isalpha() and ucd_scripts.script(c) == "Latn":
                 flags |= LATIN3
-    four = hyphens is HYPHENS4
     mask = sum(1 << i for i, c in enumerate(outs) if c.isalnum() or (four and spacing_mark(c)))
     return [ord(c) for c in outs], mask, flags
 
@@ -418,7 +415,7 @@ def spacing_mark(c: str) -> bool:
 
 
 def _fold34(cp: int, looks: dict[int, dict[str, str]], tok: int) -> tuple[list[int], int, int]:
-    return fold3(cp, looks[tok], HYPHENS4 if tok == 4 else HYPHENS)
+    return fold3(cp, looks[tok], four=tok == 4)
 
 
 GROWTH = {2: 2, 3: 2, 4: 2}  # ASCII: a letter and a space

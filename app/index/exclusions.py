@@ -84,14 +84,13 @@ _INDENT = re.compile(r"[ \t\u00a0\u3000]*")
 _WORD = re.compile(r"\w")
 
 
-def _paired(text: str) -> list[tuple[int, int]]:
+def _paired(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
     """Spans of the one-way marks: each opener to the closer of its kind that balances
     it (a quotation nested in marks of the same kind is part of it), within MAX_QUOTE;
-    where none balances it, to the nearest closer."""
+    where none balances it, to the nearest closer (breaks: the text's, _breaks)."""
     out: list[tuple[int, int]] = []
     pos = 0
     ahead = _Ahead(text)
-    breaks = _breaks(text)
     while m := _OPENERS.search(text, pos):
         word = ahead.word(m.end())
         if word >= m.end() + MAX_QUOTE:
@@ -205,13 +204,14 @@ def _balanced(text: str, at: int, opener: str, ahead: _Ahead) -> int:
     return nearest
 
 
-def _ambiguous(text: str) -> list[tuple[int, int]]:
-    """Spans of straight double and single marks: within a paragraph, an opener to the
-    first closer after it, unless another opener comes first (then the first one was an
-    apostrophe or left open, and the later one is tried)."""
+def _ambiguous(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Spans of straight double and single marks: within a paragraph (breaks: the text's,
+    _breaks), an opener to the first closer after it, unless another opener comes first
+    (then the first one was an apostrophe or left open, and the later one is tried)."""
     out: list[tuple[int, int]] = []
+    paragraphs = _paragraphs(text, breaks)
     for opener, closer in _AMBIGUOUS:
-        for para in _paragraphs(text):
+        for para in paragraphs:
             a, b = para
             pos = a
             while (o := opener.search(text, pos, b)) is not None:
@@ -228,9 +228,9 @@ def _ambiguous(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _paragraphs(text: str) -> list[tuple[int, int]]:
+def _paragraphs(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
     out, start = [], 0
-    for m in _breaks(text).finditer(text):
+    for m in breaks.finditer(text):
         out.append((start, m.start()))
         start = m.end()
     out.append((start, len(text)))
@@ -239,7 +239,8 @@ def _paragraphs(text: str) -> list[tuple[int, int]]:
 
 def quote_spans(text: str) -> list[Span]:
     """The text's quotations, their marks included, in order."""
-    return [Span(a, b, "quote") for a, b in merge(_paired(text) + _ambiguous(text))]
+    breaks = _breaks(text)
+    return [Span(a, b, "quote") for a, b in merge(_paired(text, breaks) + _ambiguous(text, breaks))]
 
 
 # The headings of a reference list, lower-case, by language: one table, so a name is
@@ -325,10 +326,9 @@ _NUMBER = (
     rf"(?:#{{1,6}}{_SPACE}+)?"
     rf"(?:(?:[0-9]+(?:\.[0-9]+)*|[IVXLC]+|[A-Z](?:\.[0-9]+)+)\.?{_SPACE}+)?"
 )
-_NUMBER_RE = re.compile(_NUMBER)
 _SPACES = re.compile(rf"{_SPACE}+")
 _HEADING = re.compile(
-    rf"^{_SPACE}*{_NUMBER}(?:"
+    rf"^{_SPACE}*{_NUMBER}(?P<name>"
     + _alternatives(n for names in REFERENCE_HEADINGS.values() for n in names)
     + rf"){_SPACE}*[.:]?{_SPACE}*$",
     re.IGNORECASE | re.MULTILINE,
@@ -394,11 +394,9 @@ def bibliography_span(text: str) -> Span | None:
         pos += len(line) + 1
     if not _WORD.search(text, last.end(), end):
         return None  # a heading with nothing under it
-    named = last.group().strip()
-    numbered = _NUMBER_RE.match(named)  # matches at least the empty string
-    skip = numbered.end() if numbered is not None else 0
-    heading = _SPACES.sub(" ", named[skip:].strip(" .:").lower())
-    if heading in LOOSE_HEADINGS and not _references(text[last.end() : end]):
+    if _SPACES.sub(" ", last["name"].lower()) in LOOSE_HEADINGS and not _references(
+        text[last.end() : end]
+    ):
         return None  # prose under a heading that names prose too
     return Span(start, end, "bibliography")
 

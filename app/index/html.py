@@ -227,7 +227,7 @@ def _text(page: str) -> str:
     # frame, as in marked_main).
     tree = None
     try:
-        tree = HTMLTree.parse(_padded(page) if _LONE_WIDE.search(page) else page)
+        tree = HTMLTree.parse(_padded(page))
         text = ""
         if not _deep(tree):
             text = extract_plain_text(

@@ -22,13 +22,13 @@ from app.index.results import Document
 from app.index.templates import (
     TEMPLATE_LEAST_PAGES,
     THIN_SHINGLES,
-    distinct_pages,
     has_words,
-    learn,
     own_text,
     pack_text,
+    pages_of,
     site_name,
     site_of,
+    template_of,
     unpack_text,
 )
 from app.store import Store
@@ -157,13 +157,13 @@ class Sites:
             return
         # On a worker thread: learning reads every pending page's lines, seconds for pages
         # of megabytes, while the event loop serves other requests.
-        pages = await asyncio.to_thread(distinct_pages, list(pending.values()))
-        if pages < TEMPLATE_LEAST_PAGES and len(pending) < WAIT_PAGES * self.pages:
+        pages = await asyncio.to_thread(pages_of, list(pending.values()))
+        if len(pages) < TEMPLATE_LEAST_PAGES and len(pending) < WAIT_PAGES * self.pages:
             # Copies of one or two pages (URL variants) teach nothing: a template fixed from
             # them would be empty for good. Later pages of the site are awaited, a bound on
             # the pages held for it.
             return
-        template = await asyncio.to_thread(learn, list(pending.values()))
+        template = await asyncio.to_thread(template_of, pages)
         await self.store.templates.fix(site, template)
         again: list[Document] = []
         for doc_id, text in pending.items():

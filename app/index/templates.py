@@ -100,25 +100,24 @@ def blocks(text: str) -> list[int | None]:
 
 
 def learn(texts: Sequence[str]) -> np.ndarray:
-    """The template of a site's pages: the blocks on enough of them, sorted. Pages with the
-    same blocks count once: one article stored under ten URL variants (tracking
-    parameters) would otherwise be half the pages, and its text the site's template."""
-    pages = _pages(texts)
+    """The template of a site's pages: the blocks on enough of them, sorted."""
+    return template_of(pages_of(texts))
+
+
+def pages_of(texts: Sequence[str]) -> set[frozenset[int]]:
+    """The pages as their sets of blocks: copies of one page are one (template_of counts
+    them once: one article stored under ten URL variants, tracking parameters, would
+    otherwise be half the pages, and its text the site's template)."""
+    return {frozenset(h for h in blocks(text) if h is not None) for text in texts}
+
+
+def template_of(pages: set[frozenset[int]]) -> np.ndarray:
+    """The blocks on enough of the pages (pages_of), sorted."""
     counts: Counter[int] = Counter()
     for page in pages:
         counts.update(page)
     least = max(TEMPLATE_LEAST_PAGES, int(np.ceil(TEMPLATE_SHARE * len(pages))))
     return np.array(sorted(h for h, n in counts.items() if n >= least), dtype=np.uint64)
-
-
-def _pages(texts: Sequence[str]) -> set[frozenset[int]]:
-    """The pages as their sets of blocks: copies of one page are one."""
-    return {frozenset(h for h in blocks(text) if h is not None) for text in texts}
-
-
-def distinct_pages(texts: Sequence[str]) -> int:
-    """How many pages learn would count (copies of one page once)."""
-    return len(_pages(texts))
 
 
 def own_text(text: str, template: np.ndarray) -> str:

@@ -716,21 +716,27 @@ function chooseCollection(name) {
   else sessionStorage.setItem(CHOSEN_STORE, name);
 }
 
+// The tab goes to a link's collection and reads there; what cannot be read (no such
+// collection, another collection's key) leaves the tab in the collection it was in.
+async function readIn(collection, read) {
+  const before = sessionStorage.getItem(CHOSEN_STORE);
+  chooseCollection(collection);
+  state.collection = null;
+  try {
+    return await read();
+  } catch (err) {
+    chooseCollection(before);
+    state.collection = null;
+    throw err;
+  }
+}
+
 async function openStoredCheck(collection, id) {
   // The tab follows the check's collection, so its sources are read there too; a check
   // that cannot be read (no such collection, another collection's key) leaves the tab
   // in the collection it was in.
-  const before = sessionStorage.getItem(CHOSEN_STORE);
-  chooseCollection(collection);
-  state.collection = null;
   say("Loading…");
-  let check;
-  try {
-    check = await api("/checks/" + encodeURIComponent(id));
-  } catch (err) {
-    chooseCollection(before);
-    throw err;
-  }
+  const check = await readIn(collection, () => api("/checks/" + encodeURIComponent(id)));
   // The check view as it was after the check: its form holds the checked text and settings.
   await showCheck();
   const answer = check.answer;
@@ -1016,18 +1022,7 @@ function route() {
   const named = NAMED_VIEW.exec(path);
   if (named) {
     return async () => {
-      // A collection that cannot be read (none such, another's key) leaves the tab in the
-      // collection it was in, as a stored check's link does.
-      const before = sessionStorage.getItem(CHOSEN_STORE);
-      chooseCollection(decoded(named[1]));
-      state.collection = null;
-      try {
-        await loadCollection();
-      } catch (err) {
-        chooseCollection(before);
-        state.collection = null;
-        throw err;
-      }
+      await readIn(decoded(named[1]), loadCollection);
       return named[2] ? showCollection() : showCheck();
     };
   }
