@@ -192,6 +192,15 @@ def test_extract_refuses_binary_directly() -> None:
         extract("\x00\x01\x02" * 100)
 
 
+def test_a_page_of_punctuation_alone_is_refused_for_having_no_words() -> None:
+    """A page whose visible text is punctuation alone is refused for having no words to
+    compare, not as if nothing were visible; a page of markup alone says nothing is left."""
+    with pytest.raises(HTMLError, match="no words"):
+        extract("<html><body><p>\u3002\u3001\u300c\u300d\u2026 -- !?</p></body></html>")
+    with pytest.raises(HTMLError, match="nothing visible"):
+        extract("<html><body><script>x()</script><img src=a.gif></body></html>")
+
+
 def test_cli_html_ingest_and_query(tmp_path: Path) -> None:
     """`neardup ingest --html` indexes the pages' main texts (a page with none is a skipped
     line) and `neardup query --html` finds the mirror's page, not its same-site neighbour."""
@@ -445,6 +454,30 @@ def test_a_lone_particle_between_tags_is_kept() -> None:
         "<a href=/w>天気</a>は<b>晴れ</b>。明日も<i>晴れ</i>る見込みです。</p></div></body></html>"
     )
     assert "東京の天気は晴れ。明日も晴れる見込みです。" in extract(page)
+
+
+def test_a_lone_letter_written_as_a_character_reference_is_kept_as_the_letter_is() -> None:
+    """A CJK particle or full-width comma between two inline elements, written as a numeric
+    or named character reference, reads as the character itself written there (the
+    heuristics dropped the reference's character and glued the words around it)."""
+    from app.index.html import extract
+
+    body = "<p>前の文です。<code>{a}</code>{x}<code>{b}</code>は長い文章の一部です。</p>"
+    rest = "<p>次の文です。長い文章がここに続きます。さらに続きます。</p>"
+    for ch in ("\uff0c", "\u306e", "\u3002", "\u4e2d"):
+        written = (ch, f"&#x{ord(ch):x};", f"&#X{ord(ch):X};", f"&#{ord(ch)};")
+        texts = {
+            extract(
+                f"<html><body><div>{body.format(a='one', x=w, b='two')}{rest}</div></body></html>"
+            )
+            for w in written
+        }
+        assert len(texts) == 1 and f"one{ch}two" in texts.pop(), ch
+    # a named reference to a two-byte letter is not padded, and reads as before
+    page = (
+        f"<html><body><div>{body.format(a='one', x='&eacute;', b='two')}{rest}</div></body></html>"
+    )
+    assert "one\u00e9two" in extract(page) and "\ufdd0" not in extract(page)
 
 
 def test_lone_separators_stay_dropped_and_the_pad_never_shows() -> None:

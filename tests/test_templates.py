@@ -132,6 +132,26 @@ def test_a_page_that_is_all_template_is_422(client: TestClient) -> None:
     assert client.get(f"/documents/{SITE}/bare.html").status_code == 404
 
 
+def test_pages_found_all_template_when_it_is_learned_stay_and_say_thin(
+    client: TestClient,
+) -> None:
+    """Two pages of nothing but the template among the first N (stored whole while it was
+    learned) are not dropped when it is fixed, and answer each other as thin, by id and
+    as matches: they matched at 1.0 with no sign that they share only the template."""
+    pages = _site()
+    bare = {f"{SITE}/bare{i}.html": f"<html><body>{NAV}{HELP}</body></html>" for i in (1, 2)}
+    _ingest(client, {**bare, **pages})  # the bare pages are among the first N
+    for doc_id in bare:
+        stored = client.get(f"/documents/{doc_id}")
+        assert stored.status_code == 200 and stored.json()["shingles"] == 0, stored.text
+        answer = client.get(f"/similar/{doc_id}", params={"limit": 50}).json()
+        assert answer["thin"] is True
+        other = next(m for m in answer["results"] if m["id"] in bare)
+        assert other["thin"] is True
+    p1 = client.get(f"/similar/{SITE}/p1.html", params={"limit": 50}).json()
+    assert "thin" not in p1 and not set(bare) & {m["id"] for m in p1["results"]}
+
+
 def test_thin_matches_say_so(client: TestClient) -> None:
     """A match whose own text has fewer than THIN_SHINGLES shingles carries thin: true; a
     page with more text does not."""

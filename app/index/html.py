@@ -30,6 +30,7 @@ one mistake that can be undone exactly, UTF-8 bytes decoded as Latin-1 or Window
 from __future__ import annotations
 
 import codecs
+import html as html_lib
 import re
 from collections.abc import Iterator
 from typing import Literal
@@ -114,19 +115,28 @@ _QUOTES = ("q", "blockquote")
 # between two links or ruby groups (東京<b>の</b>, <a>A</a>の<a>B</a>) vanished from
 # Chinese, Japanese, Thai and Hindi pages. Such a letter or digit gets a noncharacter after it
 # for the heuristics, taken out of what they return.
-_LONE_WIDE = re.compile(r">([ \t\r\n]*)([\u0800-\uffff])([ \t\r\n]*)<")
+# Written as a character reference (&#x3092; &#12290;), it is the same character.
+_LONE_WIDE = re.compile(
+    r">([ \t\r\n]*)"
+    r"([\u0800-\uffff]|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};|&[a-zA-Z][a-zA-Z0-9]{1,31};)"
+    r"([ \t\r\n]*)<"
+)
 _PAD = "\ufdd0"
 
 
 def _padded(page: str) -> str:
-    """The page with _PAD after each lone three-byte letter or digit between two tags (a
-    lone separator, a bullet or an arrow between links, stays dropped as it was: site templates
-    learned from lines without it still match)."""
+    """The page with _PAD after each lone three-byte letter or digit between two tags, or
+    a character reference to one (a lone separator, a bullet or an arrow between links,
+    stays dropped as it was: site templates learned from lines without it still match)."""
     return _LONE_WIDE.sub(lambda m: f">{m[1]}{m[2]}{_PAD}{m[3]}<" if _kept(m[2]) else m[0], page)
 
 
-def _kept(ch: str) -> bool:
-    """A letter or digit, or CJK punctuation (a sentence's 。 after a link)."""
+def _kept(written: str) -> bool:
+    """A letter or digit, or CJK punctuation (a sentence's 。 after a link), as a character
+    of three UTF-8 bytes or a reference to one."""
+    ch = html_lib.unescape(written) if written[0] == "&" else written
+    if len(ch) != 1 or ch < "\u0800":
+        return False
     return ch.isalnum() or "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef"
 
 
@@ -257,6 +267,8 @@ def extract(html: str) -> str:
         raise HTMLError(f"the HTML cannot be parsed: {exc}") from None
     text = text.strip()
     if not _WORD.search(text):
+        if text:  # punctuation or symbols alone: visible, but nothing to compare
+            raise HTMLError("the page has no words (letters or digits) to compare")
         raise HTMLError("the page has no text: nothing visible is left once markup is removed")
     return text
 

@@ -65,6 +65,8 @@ class Judged:
     pending: list[tuple[str, str, bytes]] = field(default_factory=list)
     # Index of each pending page in the batch.
     pending_at: list[int] = field(default_factory=list)
+    # Index of each page stored already that is all template (judged again): kept whole.
+    template_only: list[int] = field(default_factory=list)
 
 
 class Sites:
@@ -89,8 +91,12 @@ class Sites:
             return False
         return site_of(doc_id, records.metadata_of(raw)) is not None
 
-    async def judge(self, docs: Sequence[Document], ids: Sequence[str]) -> Judged:
-        """Each page's text to index; an error where a page is all template."""
+    async def judge(
+        self, docs: Sequence[Document], ids: Sequence[str], stored: bool = False
+    ) -> Judged:
+        """Each page's text to index; an error where a page is all template, unless the
+        pages are stored already (judged again once their site's template is fixed): such a
+        page is kept whole, nothing stored is dropped, and listed in template_only."""
         judged = Judged([d.text for d in docs], [None] * len(docs))
         if not self.on:
             return judged
@@ -108,6 +114,8 @@ class Sites:
             own = own_text(docs[i].text, template)
             if has_words(own):
                 judged.texts[i] = own
+            elif stored:
+                judged.template_only.append(i)
             else:
                 judged.errors[i] = all_template(site)
         return judged

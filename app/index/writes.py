@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -40,19 +41,27 @@ async def ingest(
     similar: bool,
     threshold: float,
     limit: int,
+    stored: bool = False,
 ) -> list[IngestResult]:
     """Store documents (replacing any with the same id), one result each; with
     similar, each result carries the near-duplicates found before it was stored (at
-    threshold, checked). A text with no words is refused in its result."""
+    threshold, checked). A text with no words is refused in its result. stored: the
+    pages are stored already and judged again now that their site's template is fixed
+    (Sites.judge)."""
     store = pieces.store
     expires = expiries(pieces.params, docs)
     ids = [d.id if d.id is not None else uuid.uuid4().hex for d in docs]
     sites = Sites(store, pieces.params.template_pages)
-    judged = await sites.judge(docs, ids)  # each page's own text
+    judged = await sites.judge(docs, ids, stored)  # each page's own text
     sk = await sketch(pieces.params, judged.texts, pieces.max_text_bytes)
+    if judged.template_only:
+        # Kept whole, and with no text of its own: answered as thin (Sites.thin_record).
+        own = np.array(sk.shingles, copy=True)
+        own[judged.template_only] = 0
+        sk = replace(sk, shingles=own)
     results = [IngestResult(ids[i], int(sk.shingles[i])) for i in range(len(docs))]
     for i, r in enumerate(results):
-        if r.shingles == 0 or judged.errors[i]:
+        if (r.shingles == 0 and i not in judged.template_only) or judged.errors[i]:
             r.error = judged.errors[i] or "the text has no words (letters or digits) to compare"
             judged.errors[i] = r.error
     for i, d in enumerate(docs):  # the API checks this first; the CLI's lines come here
@@ -93,7 +102,7 @@ async def ingest(
         for i, c in zip(batch, created, strict=True):
             results[i].created = c
     await sites.settle(
-        lambda again: ingest(pieces, again, False, threshold, limit),
+        lambda again: ingest(pieces, again, False, threshold, limit, stored=True),
         lambda doc_id: documents.get(store, doc_id),
         docs,
         judged,
