@@ -99,6 +99,35 @@ def test_metadata_over_its_bound_is_422_and_nothing_is_stored(client: TestClient
     assert client.get("/documents/m2").status_code == 404
 
 
+def test_metadata_nested_past_its_bound_is_422_and_what_fits_exports(client: TestClient) -> None:
+    """Metadata nested MAX_METADATA_DEPTH deep (objects and arrays) is kept and exported
+    whole, end line included; one level more is a 422 naming the bound on a put, a post and
+    a batch item, and nothing is stored (254 levels were stored, then cut every export of
+    the collection short)."""
+    from app.index.records import MAX_METADATA_DEPTH
+
+    def nested(depth: int) -> dict:
+        value: object = 1
+        for level in range(depth - 1):
+            value = [value] if level % 2 else {"a": value}
+        return {"a": value}
+
+    deep = nested(MAX_METADATA_DEPTH)
+    assert client.put("/documents/deep", json={"text": BASE, "metadata": deep}).status_code == 201
+    over = nested(MAX_METADATA_DEPTH + 1)
+    for method, path, body in (
+        ("put", "/documents/m2", {"text": BASE, "metadata": over}),
+        ("post", "/documents", {"id": "m2", "text": BASE, "metadata": over}),
+        ("post", "/documents/batch", {"documents": [{"id": "m2", "text": BASE, "metadata": over}]}),
+    ):
+        r = client.request(method, path, json=body)
+        assert r.status_code == 422 and f"{MAX_METADATA_DEPTH} a document" in r.text, r.text
+    assert client.get("/documents/m2").status_code == 404
+    lines = [orjson.loads(line) for line in client.get("/export").content.splitlines()]
+    assert lines[-1] == {"end": True, "documents": 1}
+    assert lines[1]["metadata"] == deep
+
+
 def test_filter_refusals_say_what_to_fix(client: TestClient) -> None:
     """A filter that is not JSON, empty, or not under "metadata" is a 422 naming it."""
     client.put("/documents/a", json={"text": BASE})

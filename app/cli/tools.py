@@ -26,6 +26,7 @@ from rich.table import Table
 from app.cli.backends import Backend, BackendError, RefusedError
 from app.cli.sources import Line, read_lines, total_bytes
 from app.core.errors import NeardupError
+from app.core.jsonl import json_line
 from app.index.check import KINDS, CheckReport
 from app.index.html import HTMLError, extract
 
@@ -319,7 +320,7 @@ async def write_export(backend: Backend, where: dict | None, sink: IO[bytes]) ->
     count = 0
     async with _closed(backend.export(where)) as items:  # as in write_duplicates
         async for item in items:
-            sink.write(orjson.dumps(item) + b"\n")
+            sink.write(json_line(item))
             if "end" in item:
                 count = int(item["documents"])
     sink.flush()

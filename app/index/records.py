@@ -44,7 +44,7 @@ without another round trip (app.index.expiry).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,12 +99,16 @@ def _band_keys(raw: bytes, at: int, word: int) -> np.ndarray:
 # A document's metadata as JSON, at most: it is in the record, which every query that
 # meets the document reads (a 20 MB value was read again by each of them).
 MAX_METADATA_BYTES = 64 * 1024
+# ... and nested at most this deep: every answer that carries it nests it in its own
+# objects, and the JSON encoder stops at 255 levels (a record nested 254 deep was stored,
+# then cut every export of its collection short).
+MAX_METADATA_DEPTH = 64
 
 
 def metadata_problem(metadata: object) -> str | None:
     """Why this cannot be a document's metadata, or None: a JSON object (or None) that
     orjson can store (integers within 64 bits, valid Unicode), of at most
-    MAX_METADATA_BYTES as JSON."""
+    MAX_METADATA_BYTES as JSON, nested at most MAX_METADATA_DEPTH deep."""
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
@@ -118,7 +122,32 @@ def metadata_problem(metadata: object) -> str | None:
             f"metadata is {size:,} bytes as JSON, over the {MAX_METADATA_BYTES:,} a "
             "document keeps: store large data elsewhere and keep its key here"
         )
+    depth = nesting(metadata)
+    if depth > MAX_METADATA_DEPTH:
+        return (
+            f"metadata nests {depth} levels deep, over the {MAX_METADATA_DEPTH} a document "
+            "keeps: flatten it"
+        )
     return None
+
+
+def nesting(value: object) -> int:
+    """How many objects and arrays deep a JSON value nests (an object of scalars: 1),
+    without recursion: a hostile value may nest deeper than Python's stack."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _pad(n: int) -> int:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-import orjson
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from app.api import schemas
 from app.api.deps import get_index
 from app.api.routing import Route
+from app.core.jsonl import json_line
 from app.index import Index
 from app.index.filters import Filter
 from app.index.removal import delete_ids, delete_where
@@ -81,7 +81,7 @@ async def export_all(
 
     async def lines() -> AsyncIterator[bytes]:
         async for item in export(index, where):
-            yield orjson.dumps(item) + b"\n"
+            yield json_line(item)
 
     return StreamingResponse(lines(), media_type=NDJSON)
 
