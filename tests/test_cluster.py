@@ -315,8 +315,9 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
     collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """On a Redis with no replica, NEARDUP_MIN_REPLICAS=1 makes every write a 503 after
-    NEARDUP_REPLICA_TIMEOUT that says the write may not be replicated; reads still work,
-    and start-up warns."""
+    NEARDUP_REPLICA_TIMEOUT (once a write, not once a step) that says the write was applied
+    but may not be replicated, and it was applied whole: its document answers; reads still
+    work, and start-up warns."""
     from app.api.app import create_app
 
     # A Redis of its own: its replica count is this test's alone.
@@ -342,7 +343,10 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
                 detail = resp.json()["detail"]
                 assert "NEARDUP_MIN_REPLICAS" in detail and "retry" in detail
                 assert 0.2 <= took < 1.5
-            assert c.get("/documents/a").status_code == 404
+                assert "applied" in detail
+            for doc_id in "abc":
+                assert c.get(f"/documents/{doc_id}").status_code == 200
+            assert c.get("/readyz").json()["documents"] == 3
             assert c.post("/similar", json={"text": TEXT}).status_code == 200
             assert c.get("/readyz").status_code == 200
         # Said at start-up, and again by each first-contact retry that a 503 brings.
@@ -352,6 +356,61 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
     finally:
         server.stop()
     assert replicas == 0, "the test's own Redis had a replica"
+
+
+def test_a_write_short_of_replicas_is_applied_whole_before_its_503(
+    collection: str, tmp_path: Path
+) -> None:
+    """With NEARDUP_MIN_REPLICAS=1 and the replica stopped mid-run, a DELETE, a replacing
+    PUT and a new PUT each get the 503 that says "applied", and each was: the deleted id is
+    gone from the count, the replaced document reads as its new version, the new one
+    answers, and the check finds nothing left over (the first short step stopped each
+    write midway: an id without its record, the old version with new band entries)."""
+    import os
+    import signal
+
+    from support.procs import free_port
+
+    from app.api.app import create_app
+
+    port = free_port()
+    master = RedisProc(tmp_path / "m", "--port", str(port), "--bind", "127.0.0.1").start()
+    replica = RedisProc(tmp_path / "r", "--replicaof", "127.0.0.1", str(port)).start()
+    pid = int(replica.client().info("server")["process_id"])
+    try:
+        assert wait_until(lambda: master.client().info("replication")["connected_slaves"], 30)
+        settings = load_settings(
+            redis_url=master.url,
+            collection=collection,
+            data_dir=tmp_path,
+            min_replicas=1,
+            replica_timeout=0.3,
+        )
+        other = TEXT + " and then a different ending for the replacement"
+        with TestClient(create_app(settings)) as c:
+            for doc_id in ("gone", "kept"):
+                put = c.put(f"/documents/{doc_id}", json={"text": TEXT, "metadata": {"v": 1}})
+                assert put.status_code == 201, put.text
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                for method, path, body in (
+                    ("DELETE", "/documents/gone", None),
+                    ("PUT", "/documents/kept", {"text": other, "metadata": {"v": 2}}),
+                    ("PUT", "/documents/new", {"text": other}),
+                ):
+                    r = c.request(method, path, json=body)
+                    assert r.status_code == 503 and "applied" in r.json()["detail"], r.text
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert c.get("/documents/gone").status_code == 404
+            assert c.get("/documents/kept").json()["metadata"] == {"v": 2}
+            assert c.get("/documents/new").status_code == 200
+            assert c.get("/readyz").json()["documents"] == 2
+        code, report = neardup_check(NEARDUP_REDIS_URL=master.url, NEARDUP_COLLECTION=collection)
+        assert code == 0 and report["clean"] and not any(report["found"].values()), report
+    finally:
+        replica.stop()
+        master.stop()
 
 
 # --- failover -----------------------------------------------------------------------------------

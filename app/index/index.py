@@ -37,7 +37,7 @@ from app.index.results import (
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
-from app.store import Store
+from app.store import Store, replication_at_end
 from app.store.reads import replica_reads
 
 _T = TypeVar("_T")
@@ -217,7 +217,8 @@ class Index:
         its result and nothing of it is stored.
         """
         t = self.check_threshold(threshold) if similar else self.params.threshold
-        return await writes.ingest(self.pieces, docs, similar, t, limit)
+        with replication_at_end():  # every round written before a shortfall is raised
+            return await writes.ingest(self.pieces, docs, similar, t, limit)
 
     async def write(
         self,

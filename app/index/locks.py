@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 
 from app.core import metrics
 from app.index.errors import BusyError
-from app.store import Store
+from app.store import Store, replication_at_end
 
 # How long a lock lives unreleased (a writer that died holding it).
 LOCK_TTL_MS = 10_000
@@ -29,17 +29,20 @@ LOCK_WAIT_S = 10.0
 
 @asynccontextmanager
 async def locked(store: Store, ids: list[str]) -> AsyncIterator[None]:
-    """Hold the write locks of these ids: no other writer changes them meanwhile."""
-    token = await _lock(store, ids)
-    try:
-        yield
-    finally:
-        held = await store.unlock(ids, token)
-        if not all(held):
-            # Expired mid-write (LOCK_TTL_MS), so another writer may have
-            # overlapped. Nothing is retried: the consistency check
-            # (app.index.check) cleans a handle that lost its id.
-            metrics.LOCKS_EXPIRED.inc(held.count(False))
+    """Hold the write locks of these ids: no other writer changes them meanwhile. A
+    replication shortfall (NEARDUP_MIN_REPLICAS) of any step is raised once the write
+    is done and its locks are released, never between its steps."""
+    with replication_at_end():
+        token = await _lock(store, ids)
+        try:
+            yield
+        finally:
+            held = await store.unlock(ids, token)
+            if not all(held):
+                # Expired mid-write (LOCK_TTL_MS), so another writer may have
+                # overlapped. Nothing is retried: the consistency check
+                # (app.index.check) cleans a handle that lost its id.
+                metrics.LOCKS_EXPIRED.inc(held.count(False))
 
 
 async def _lock(store: Store, ids: list[str]) -> bytes:

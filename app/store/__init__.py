@@ -17,6 +17,7 @@ from app.store.layout import (
     id_buckets_for,
 )
 from app.store.store import Candidates, ForeignEntry, Memory, Store
+from app.store.transport import replication_at_end
 
 __all__ = [
     "ANCHOR_SALT",
@@ -33,4 +34,5 @@ __all__ = [
     "StoreUnavailableError",
     "buckets_for",
     "id_buckets_for",
+    "replication_at_end",
 ]

@@ -148,7 +148,7 @@ class ClusterTransport(Transport):
         for i, slot in enumerate(slots):
             node = before[slot]
             groups.setdefault(node.name, (node, []))[1].append(i)
-        wait = write and bool(self.min_replicas)
+        wait = self.waits(write)
         readers = {name: node for name, (node, _) in groups.items()}
         if (
             self.read_from_replicas

@@ -259,7 +259,7 @@ class SingleTransport(Transport):
         """Send packed commands in one write and read their count replies; weight is
         the work they ask of Redis, in commands (or keys of a multi-key command).
         A write with min_replicas ends with WAIT on the same connection."""
-        wait = write and bool(self.min_replicas)
+        wait = self.waits(write)
         if wait:
             parts, count = [*parts, self.wait_command()], count + 1
         started = time.perf_counter()

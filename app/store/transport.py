@@ -10,14 +10,17 @@ With ``min_replicas`` (NEARDUP_MIN_REPLICAS) every write exchange ends with
 ``WAIT`` on each master it wrote to, on the same connection as its writes
 (WAIT only counts the writes of its own connection), and a write that too few
 replicas acknowledged is a ReplicationError (a 503): applied, perhaps not
-replicated, worth retrying.
+replicated, worth retrying. Within ``replication_at_end`` (a write protocol of several
+exchanges, under its ids' locks) the error is held until the protocol is done.
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from redis.asyncio.retry import Retry
@@ -33,6 +36,30 @@ from app.store.scripts import Script
 # Redis's own time per command (or per key of a multi-key command), added to an
 # exchange's time limit so a large batch is not cut off by a limit meant for one.
 SECONDS_PER_COMMAND = 20e-6
+
+# The replication shortfalls held by the innermost replication_at_end of this task.
+_HELD: ContextVar[list[ReplicationError] | None] = ContextVar("replication_held", default=None)
+
+
+@contextmanager
+def replication_at_end() -> Iterator[None]:
+    """Within: a write exchange that too few replicas acknowledged raises nothing, and the
+    first such ReplicationError is raised when the block ends without another error. So a
+    write of several exchanges (its locks, band entries, record, id, unlock) is applied
+    whole before its caller hears of the shortfall: raised at once, it stopped the write
+    midway (a deleted record whose id stayed mapped; a replacing write that left the old
+    version and new band entries). A block within another defers to the outer one."""
+    if _HELD.get() is not None:
+        yield
+        return
+    held: list[ReplicationError] = []
+    token = _HELD.set(held)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+    if held:
+        raise held[0]
 
 
 def client_options(timeout: float, min_replicas: int, replica_timeout: float) -> dict[str, Any]:
@@ -172,6 +199,12 @@ class Transport(ABC):
     def unavailable(self) -> None:  # noqa: B027 - a hook; one server has nothing to do
         """Called after an error that may mean Redis's topology changed."""
 
+    def waits(self, write: bool) -> bool:
+        """Whether an exchange ends with WAIT: a write with min_replicas, unless a step
+        before it in the same replication_at_end fell short already (its answer is that
+        503 whatever this one gets: a write of many steps would wait each one out)."""
+        return write and bool(self.min_replicas) and not _HELD.get()
+
     def wait_command(self) -> bytes:
         """RESP of the WAIT that makes a write wait for min_replicas."""
         timeout_ms = max(1, round(self.replica_timeout * 1000))
@@ -182,9 +215,13 @@ class Transport(ABC):
         error reply, as from a node that is no longer a master, counts as none)."""
         counts = [a if isinstance(a, int) else 0 for a in acked]
         if counts and min(counts) < self.min_replicas:
-            raise ReplicationError(
+            error = ReplicationError(
                 f"the write was applied, but only {min(counts)} of the "
                 f"{self.min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
                 f"acknowledged it within {self.replica_timeout:g} s, so it may not "
                 "survive a failover; retry"
             )
+            held = _HELD.get()
+            if held is None:
+                raise error
+            held.append(error)
