@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 from support.oracle import exact_jaccard, shingles
-from support.procs import RedisProc, serving
+from support.procs import RedisProc, neardup_check, serving
 
 from app.core.settings import load_settings
 from app.service.runtime import open_index
@@ -73,6 +73,9 @@ def test_out_of_memory_redis_refuses_writes_with_507_and_loses_nothing(tmp_path:
         fresh = [{"id": f"new{i}", "text": _filler(10_000 + i)} for i in range(25)]
         assert c.post("/documents/batch", json={"documents": fresh}).status_code == 507
         assert c.get("/readyz").json()["documents"] == len(texts)
+        # ... and the band entries it added (HDELs, which Redis takes at its maxmemory).
+        code, report = neardup_check(NEARDUP_REDIS_URL=rds.url)
+        assert code == 0 and not any(report["found"].values()), report
         # Nothing stored is lost: every acknowledged document reads back, answers unchanged.
         for doc_id in texts:
             got = c.get(f"/documents/{doc_id}")

@@ -152,6 +152,7 @@ async def write(
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
         handles, made = await store.ids.assign(ids)
+        added: list[tuple[int, np.ndarray]] = []  # the band entries this round adds
         try:
             old = await store.records(handles)
             taken = _taken(ids, old)
@@ -175,10 +176,10 @@ async def write(
             await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
             # Band keys, then passage anchors: one exchange (one script reply per
             # call on a single server).
-            await store.add_bands(
-                [(h, sk.band_keys[i]) for h, (i, _) in pairs]
-                + [(h, sk.anchors(i)) for h, (i, _) in pairs]
-            )
+            bands = [(h, sk.band_keys[i]) for h, (i, _) in pairs]
+            bands += [(h, sk.anchors(i)) for h, (i, _) in pairs]
+            added = _added(bands, old)
+            await store.add_bands(bands)
             # Before the text, not between it and its record: a reader that finds the
             # next version's text beside this record reads both again, and the window
             # between the two stays one write.
@@ -193,17 +194,17 @@ async def write(
                 kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
                 await store.put_texts(list(zip(handles, kept, strict=True)))
         except BaseException:
-            # No record of the round is written yet: the ids this call mapped are taken
-            # back, so a refused write (a 507, a 503, the request's deadline cancelling
-            # it) leaves no dangling id behind.
-            await asyncio.shield(_unmap(store, ids, handles, made))
+            # No record of the round is written yet: the ids this call mapped and the
+            # band entries it added are taken back, so a refused write (a 507, a 503, the
+            # request's deadline cancelling it) leaves no dangling id and no orphan entry.
+            await asyncio.shield(_unmap(store, ids, handles, made, added=added))
             raise
         try:
             await store.put_records(list(zip(handles, new, strict=True)))
         except BaseException:
             # Some records may be written (each SET on its own): only the ids this call
-            # mapped whose record is not there are taken back.
-            await asyncio.shield(_unmap(store, ids, handles, made, written=True))
+            # mapped whose record is not there are taken back, with their entries.
+            await asyncio.shield(_unmap(store, ids, handles, made, written=True, added=added))
             raise
         if params.keep_text and bodies is None:
             await store.delete_texts(handles)  # a replaced version's, now stale
@@ -277,17 +278,44 @@ def _counter_behind(doc_id: str, h: int, raw: bytes | None) -> HandleCounterErro
     )
 
 
+def _added(
+    bands: list[tuple[int, np.ndarray]], old: list[bytes | None]
+) -> list[tuple[int, np.ndarray]]:
+    """Of each handle's band entries (band keys, then anchors, handle by handle as in
+    old), those its stored version lacks: all of a new document's."""
+    n = len(old)
+    out = []
+    for k, (h, keys) in enumerate(bands):
+        raw = old[k % n]
+        if raw is not None:
+            rec = records.unpack(raw)
+            keys = np.setdiff1d(keys, rec.band_keys if k < n else anchors_of(rec))
+        if len(keys):
+            out.append((h, keys))
+    return out
+
+
 async def _unmap(
-    store: Store, ids: list[str], handles: list[int], made: list[bool], written: bool = False
+    store: Store,
+    ids: list[str],
+    handles: list[int],
+    made: list[bool],
+    written: bool = False,
+    added: Sequence[tuple[int, np.ndarray]] = (),
 ) -> None:
-    """Take back the id mappings this write made, those with a record left alone when
-    some may be `written` (best effort: Redis may be what failed, and the check mends
-    what is left)."""
+    """Take back the id mappings this write made and the band entries it `added`, those
+    of a handle with a record left alone when some may be `written` (best effort: Redis
+    may be what failed, and the check mends what is left)."""
     mapped = [j for j, m in enumerate(made) if m]
     try:
         if written and mapped:
             there = await store.have_records([handles[j] for j in mapped])
             mapped = [j for j, t in zip(mapped, there, strict=True) if not t]
+        # HDELs, which a Redis at its maxmemory still takes (a 507 left 34 entries).
+        unmapped = {handles[j] for j in mapped}
+        drop = [(h, k) for h, k in added if not written or h in unmapped]
+        if drop:
+            await store.remove_bands(drop)
         if not mapped:
             return
         await store.ids.forget([ids[j] for j in mapped], [handles[j] for j in mapped])
