@@ -305,6 +305,11 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
         {**doc, "bands": doc["fingerprint"]},
         {**doc, "passages": "AAAA"},
         {**doc, "shingles": 0},
+        # a count its fingerprint cannot go with: more than a terabyte text has, fewer
+        # shingles than fingerprint values, or a short fingerprint with many more
+        {**doc, "shingles": 2**62},
+        {**doc, "shingles": len(base64.b64decode(doc["fingerprint"])) // 4 - 1},
+        {**doc, "shingles": 10 * len(base64.b64decode(doc["fingerprint"]))},
         {**doc, "id": ""},
         {**doc, "expire_ms": 4_102_444_800_000},  # misspelt: read as absent, it would never expire
     ]

@@ -101,6 +101,21 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+# More distinct shingles than any text the service takes has (a trillion: a text of
+# terabytes); a line that claims more is damaged.
+MAX_SHINGLES = 2**40
+
+
+def _consistent(shingles: int, values: int, size: int) -> bool:
+    """Whether a record's shingle count can go with its fingerprint of `values` values:
+    a fingerprint keeps one value a distinct shingle up to `size`, so the count is at
+    least its values, and a fingerprint short of full holds (almost) every one (values
+    that coincide, 32 or 24 bits of a 64-bit hash, are rare: allowed up to as many again)."""
+    if shingles < values or shingles > MAX_SHINGLES:
+        return False
+    return values >= size or shingles <= 2 * values
+
+
 def exported(raw: bytes) -> dict[str, Any]:
     """One document line of an export, from its packed record."""
     rec = records.unpack(raw)
@@ -220,6 +235,10 @@ def _restore(
         if fp is None or not 1 <= len(fp) <= p.fingerprint_size or np.any(np.diff(fp) <= 0):
             raise ImportRefused(
                 f"{where}: fingerprint must be 1 to {p.fingerprint_size} ascending u32 values"
+            )
+        if not _consistent(count, len(fp), p.fingerprint_size):
+            raise ImportRefused(
+                f"{where}: shingles ({count}) does not fit its fingerprint of {len(fp)} values"
             )
         band_raw = _bytes(doc, "bands", where)
         if len(band_raw) != 8 * p.bands:
