@@ -136,6 +136,14 @@ def test_an_id_of_another_shape_is_404_without_a_lookup(client: TestClient) -> N
         assert client.delete(f"/checks/{bad}").status_code == 404
 
 
+def test_a_path_with_a_trailing_slash_is_404_not_a_redirect(client: TestClient) -> None:
+    """A path the API lacks, ending in a slash where a route lacks one, is a 404: no 307 to
+    the route without it (22 encoded slashes as a check id went to POST /checks)."""
+    for path in ("/checks/" + "%2F" * 22, "/checks/", "/documents/", "/similar/", "/healthz/"):
+        resp = client.get(path, follow_redirects=False)
+        assert resp.status_code == 404 and "location" not in resp.headers, path
+
+
 def test_a_check_expires_after_its_ttl_through_redis_key_expiry(  # type: ignore[no-untyped-def]
     client: TestClient, corpus, settings, collection: str
 ) -> None:

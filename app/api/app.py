@@ -94,6 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "every answer verified by fingerprint Jaccard.",
         lifespan=lifespan,
         docs_url=None,  # served from packaged assets by app.api.openapi, not a CDN
+        # A path the API does not have is a 404, not a 307 to another route: a check id
+        # of slashes, or /documents/ with no id, went to the POST-only route.
+        redirect_slashes=False,
         redoc_url=None,
         **telemetry(settings.opentelemetry),
     )
