@@ -113,7 +113,7 @@ def _url(doc_id: str, query: list[tuple[str, str]]) -> str:
         ([("threshold", "0.55"), ("limit", "2")], True),
         ([("limit", "1000")], True),
         ([("limit", "1")], True),
-        ([("threshold", "0.2"), ("threshold", "0.9")], True),  # the last one counts
+        ([("threshold", "0.2"), ("threshold", "0.9")], False),  # a repeat: 422 before either
         ([("other", "x")], False),  # an unknown parameter: 422 before either path
         ([("threshold", "0.3")], True),  # valid for the schema, below the index's: 422
         ([("threshold", "0")], False),
@@ -129,7 +129,7 @@ def _url(doc_id: str, query: list[tuple[str, str]]) -> str:
         ([("limit", "05")], False),
         ([("limit", "5.0")], False),
         ([("limit", "")], False),
-        ([("limit", "x"), ("limit", "3")], True),
+        ([("limit", "x"), ("limit", "3")], False),
         ([("limit", "3"), ("limit", "x")], False),
     ],
 )

@@ -153,6 +153,12 @@ def test_post_similar_answers_whole(served: TestClient) -> None:
             "filter, limit, measure, threshold",
             [],
         ),
+        (
+            "/similar/b?limit=1&threshold=0.9&limit=2&threshold=0.6",
+            422,
+            "query parameter 'limit', 'threshold' given more than once: give each once",
+            [],
+        ),
     ],
 )
 def test_get_similar_errors_answer_whole(

@@ -7,8 +7,9 @@ the methods a route class overrides):
 - `matches` refuses a path outside the route's literal prefix with one string check
   before its regex: the router asks the routes in order, and their own matching cost a
   GET /similar/{id} a dozen full checks before its own;
-- `get_route_handler` refuses query parameters the route does not declare (422 naming
-  them), read from FastAPI's model of the route, so a route added later is covered;
+- `get_route_handler` refuses query parameters the route does not declare or that are
+  given twice (422 naming them), read from FastAPI's model of the route, so a route
+  added later is covered;
 - `handle` answers a method the route lacks with a 405 whose Allow lists every method
   of every route of the path (the router asks only the first route that matches it);
   then a route class made by `with_fast_path` may answer a plain request itself,
@@ -51,9 +52,9 @@ def literal_prefix(path: str) -> str:
     return path.split("{", 1)[0]
 
 
-def unknown_names(query_string: bytes, allowed: frozenset[str]) -> list[str]:
-    """The parameter names in query_string that are not in allowed, in order, once each."""
-    unknown: list[str] = []
+def _names(query_string: bytes) -> list[str]:
+    """The parameter names in query_string, in order, as often as given."""
+    names = []
     for part in query_string.split(b"&"):
         raw = part.split(b"=", 1)[0]
         if not raw:
@@ -61,9 +62,20 @@ def unknown_names(query_string: bytes, allowed: frozenset[str]) -> list[str]:
         name = raw.decode("utf-8", "replace")  # Edge has refused what is not UTF-8
         if b"%" in raw or b"+" in raw:
             name = unquote_plus(name)
-        if name not in allowed and name not in unknown:
-            unknown.append(name)
-    return unknown
+        names.append(name)
+    return names
+
+
+def unknown_names(query_string: bytes, allowed: frozenset[str]) -> list[str]:
+    """The parameter names in query_string that are not in allowed, in order, once each."""
+    return list(dict.fromkeys(n for n in _names(query_string) if n not in allowed))
+
+
+def repeated_names(query_string: bytes) -> list[str]:
+    """The parameter names given more than once in query_string, in order, once each (no
+    route takes a list: a repeat is a client's mistake, and the last one won unseen)."""
+    names = _names(query_string)
+    return list(dict.fromkeys(n for i, n in enumerate(names) if n in names[:i]))
 
 
 def declared(dependant: Dependant) -> frozenset[str]:
@@ -139,14 +151,22 @@ class Route(APIRoute):
         takes = ", ".join(sorted(allowed)) or "none"
 
         def refused(query: bytes) -> Response | None:
-            """The 422 for query parameters the route does not declare, or None."""
-            unknown = unknown_names(query, allowed) if query and not self.open_query else None
-            if not unknown:
+            """The 422 for query parameters the route does not declare or that are given
+            twice, or None."""
+            if not query or self.open_query:
                 return None
-            named = ", ".join(repr(n) for n in unknown)
-            plural = "s" if len(unknown) > 1 else ""
-            detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
-            return problem(422, "Invalid request", detail)
+            unknown = unknown_names(query, allowed)
+            if unknown:
+                named = ", ".join(repr(n) for n in unknown)
+                plural = "s" if len(unknown) > 1 else ""
+                detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
+                return problem(422, "Invalid request", detail)
+            repeated = repeated_names(query)
+            if repeated:
+                named = ", ".join(repr(n) for n in repeated)
+                detail = f"query parameter {named} given more than once: give each once"
+                return problem(422, "Invalid request", detail)
+            return None
 
         self.refused = refused
 
