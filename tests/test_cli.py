@@ -100,7 +100,7 @@ def test_bad_lines_are_reported_and_skipped(tmp_path: Path, env: dict) -> None:
         + "\n"
     )
     done = run("ingest", "--quiet", str(src), env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # done, with lines skipped
     err = done.stderr.decode()
     for line in (2, 4, 5, 6):
         assert f"{src}:{line}: skipped" in err
@@ -168,7 +168,7 @@ def test_a_line_over_a_limit_is_skipped_and_its_batch_stored(
         if server is not None:
             server.wait_ready()
         done = run("ingest", "--quiet", str(src), *target, env={**env, **limits})
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 3, done.stderr  # done, with lines skipped
         err = done.stderr.decode()
         assert f"{src}:3: skipped" in err and "4000" in err, err
         assert f"{src}:5: skipped" in err and "65,536" in err, err
@@ -385,6 +385,11 @@ def test_export_to_a_device_or_a_pipe_is_written_there_and_a_file_keeps_its_mode
     missing = run("query", "--id", "d1", "--texts", str(tmp_path / "nope"), env=env)
     assert missing.returncode == 2 and b"Traceback" not in missing.stderr
     assert b"No such file or directory" in missing.stderr
+    # -o into a directory that is not there: the error names the path given
+    nowhere = tmp_path / "no" / "such" / "x.ndjson"
+    failed = run("export", "-o", str(nowhere), env=env)
+    assert failed.returncode != 0 and str(nowhere).encode() in failed.stderr, failed.stderr
+    assert b".neardup-" not in failed.stderr
 
 
 def test_a_named_collection_is_opened_with_its_own_parameters(
