@@ -158,3 +158,13 @@ def test_the_health_check_passes_on_a_ready_service_with_keys(tmp_path: Path, wh
         assert done.returncode == 1 and "503" in done.stderr, (done.returncode, done.stderr)
     finally:
         away.stop()
+
+
+def test_the_health_check_says_when_no_key_may_read_the_collection(tmp_path: Path) -> None:
+    """With every configured key limited to other collections (and no NEARDUP_API_KEY), the
+    check exits 1 saying so, not with the service's "401: send an API key"."""
+    keys = {"NEARDUP_API_KEYS": f"{KEY}:write:mirrors,essays"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")} | keys
+    done = _run_check(_health_commands()["image"], free_port(), env)
+    assert done.returncode == 1, done.stderr
+    assert "may read collection 'default'" in done.stderr and "401" not in done.stderr

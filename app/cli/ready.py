@@ -16,21 +16,29 @@ from app.core.keys import load_keys
 from app.core.settings import Settings
 
 
-def probe_key(settings: Settings) -> str | None:
+def probe_key(settings: Settings) -> tuple[str | None, int]:
     """NEARDUP_API_KEY if set, else a configured key that may read /readyz (one not
     limited to collections, or limited to ones that name the service's own); None
-    without keys."""
+    without one. And how many keys are configured."""
     if given := os.environ.get("NEARDUP_API_KEY"):
-        return given
+        return given, 0
     spec = settings.api_keys.get_secret_value() if settings.api_keys is not None else None
     keys = load_keys(spec, settings.api_keys_file)
     usable = [k for k, grant in keys.items() if grant.allows(settings.collection)]
-    return usable[0] if usable else None
+    return (usable[0] if usable else None), len(keys)
 
 
 def ready(settings: Settings, url: str, timeout: float) -> int:
     """0 when the service at url answers /readyz with 200, else 1 (why, on stderr)."""
-    key = probe_key(settings)
+    key, configured = probe_key(settings)
+    if key is None and configured:
+        print(
+            f"neardup ready: none of the {configured} configured API keys may read collection "
+            f"{settings.collection!r} (each is limited to others): set NEARDUP_API_KEY or give "
+            "a key that collection",
+            file=sys.stderr,
+        )
+        return 1
     headers = {"authorization": f"Bearer {key}"} if key is not None else {}
     try:
         answer = httpx.get(url.rstrip("/") + "/readyz", headers=headers, timeout=timeout)
