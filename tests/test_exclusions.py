@@ -192,7 +192,11 @@ def test_reference_headings_in_their_written_forms() -> None:
                     "## References", "7. Bibliography", "Works Consulted", "Sources Cited",
                     "Literature Cited", "Список литературы", "Литература", "参考文献",
                     "المراجع", "المصادر", "Kaynakça", "Literatuur", "Bronnen", "Bibliografia",
-                    "Referências bibliográficas", "Referencias bibliográficas"):  # fmt: skip
+                    "Referências bibliográficas", "Referencias bibliográficas",
+                    # a reviewer's audit: common headings the table lacked
+                    "Bibliografie", "Referenzen", "Liste des références",
+                    "Literatur- und Quellenverzeichnis",
+                    "Bibliography and further reading"):  # fmt: skip
         text = f"{body}\n{heading}\nSmith, J. 2020. A book.\n"
         span = bibliography_span(text)
         assert span is not None and text[span.start : span.end] == text[text.index(heading) :]

@@ -465,7 +465,13 @@ def test_a_lone_letter_written_as_a_character_reference_is_kept_as_the_letter_is
     body = "<p>前の文です。<code>{a}</code>{x}<code>{b}</code>は長い文章の一部です。</p>"
     rest = "<p>次の文です。長い文章がここに続きます。さらに続きます。</p>"
     for ch in ("\uff0c", "\u306e", "\u3002", "\u4e2d"):
-        written = (ch, f"&#x{ord(ch):x};", f"&#X{ord(ch):X};", f"&#{ord(ch)};")
+        written = (
+            ch,
+            f"&#x{ord(ch):x};",
+            f"&#X{ord(ch):X};",
+            f"&#{ord(ch)};",
+            f"&#x000{ord(ch):x};",
+        )
         texts = {
             extract(
                 f"<html><body><div>{body.format(a='one', x=w, b='two')}{rest}</div></body></html>"

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import httpx
+import redis
 from support.oracle import exact_jaccard, shingles
 from support.procs import RedisProc, neardup_check, serving
 
@@ -147,3 +148,43 @@ def test_an_evicting_policy_set_while_serving_shows_in_readyz_and_metrics(
             r.config_set("maxmemory-policy", "noeviction")
         assert "warnings" not in c.get("/readyz").json()
         assert _metric(c.get("/metrics").text, "neardup_redis_evicting") == 0
+
+
+def test_a_write_refused_at_its_record_takes_back_its_id_though_redis_is_full(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A near-duplicate whose record Redis refuses for memory (maxmemory reached just then)
+    has its id taken back, though taking its handle out of the band fields it shares with
+    the first document is refused too: the id map is what it was (the entries came first,
+    and their refusal left the id mapped and counted)."""
+    from app.index import Document
+    from app.store import Store, StoreFullError
+
+    base = _text(1)
+    real = Store.put_records
+
+    async def run(url: str) -> tuple[int, object, bool]:
+        async def full_at_the_record(self, items):  # type: ignore[no-untyped-def]
+            if any(h > 1 for h, _ in items):  # the second document's: Redis fills up now
+                with redis.Redis.from_url(url) as r:
+                    r.config_set("maxmemory", 1)
+            return await real(self, items)
+
+        async with open_index(load_settings(redis_url=url, collection="full")) as index:
+            await index.ingest([Document(base, "base")])
+            monkeypatch.setattr(Store, "put_records", full_at_the_record)
+            try:
+                await index.ingest([Document(base + " again", "dup")])
+            except StoreFullError:
+                pass
+            else:
+                raise AssertionError("the record was not refused")
+            finally:
+                monkeypatch.setattr(Store, "put_records", real)
+            return await index.count(), await index.get("dup"), index.store.ids_to_check
+
+    with RedisProc(tmp_path / "redis", "--maxmemory-policy", "noeviction") as rds:
+        count, dup, flagged = asyncio.run(run(rds.url))
+        with rds.client() as r:
+            r.config_set("maxmemory", 0)
+    assert (count, dup, flagged) == (1, None, False)

@@ -150,6 +150,15 @@ def test_pages_found_all_template_when_it_is_learned_stay_and_say_thin(
         assert other["thin"] is True
     p1 = client.get(f"/similar/{SITE}/p1.html", params={"limit": 50}).json()
     assert "thin" not in p1 and not set(bare) & {m["id"] for m in p1["results"]}
+    # they export with their 0 shingles and import again as they are
+    lines = [orjson.loads(line) for line in client.get("/export").content.splitlines()]
+    docs = [d for d in lines[1:-1] if d["id"] in bare]
+    assert [d["shingles"] for d in docs] == [0, 0]
+    client.post("/collections", json={"name": "again"})
+    back = client.post("/collections/again/import", json={"header": lines[0], "documents": docs})
+    assert back.status_code == 200, back.text
+    for doc_id in bare:
+        assert client.get(f"/collections/again/documents/{doc_id}").json()["shingles"] == 0
 
 
 def test_thin_matches_say_so(client: TestClient) -> None:

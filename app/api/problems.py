@@ -101,7 +101,9 @@ async def _conflict(_: Request, exc: Exception) -> ProblemResponse:
 
 
 async def _unavailable(_: Request, exc: Exception) -> ProblemResponse:
-    return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER)
+    ids = getattr(exc, "applied_ids", None)
+    extra = {} if ids is None else {"ids": ids}
+    return problem(503, "Service unavailable", str(exc), headers=RETRY_AFTER, **extra)
 
 
 async def _misconfigured(_: Request, exc: Exception) -> ProblemResponse:

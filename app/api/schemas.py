@@ -692,7 +692,7 @@ IMPORT_LINE: JsonDict = {
     "properties": {
         "id": {"type": "string", **ID_SCHEMA, "description": ID_DOC},
         "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
-        "shingles": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        "shingles": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
         "fingerprint": {
             **_BASE64,
             "description": "1 to fingerprint_size ascending little-endian u32 values",

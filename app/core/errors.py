@@ -28,7 +28,13 @@ class Conflict(NeardupError):
 
 
 class Unavailable(NeardupError):
-    """A dependency cannot answer now; retrying later may succeed (503)."""
+    """A dependency cannot answer now; retrying later may succeed (503).
+
+    applied_ids: the ids of documents the failed request stored anyway (a write applied
+    but short of its replicas), which its answer names so that a document sent without
+    an id is not stored twice by the retry."""
+
+    applied_ids: list[str] | None = None
 
 
 class Busy(Unavailable):

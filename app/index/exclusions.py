@@ -248,14 +248,20 @@ def quote_spans(text: str) -> list[Span]:
 REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
     "en": ("references", "reference", "reference list", "list of references", "bibliography",
            "works cited", "works consulted", "sources cited", "literature cited",
-           "cited literature", "sources", "literature"),
-    "de": ("literaturverzeichnis", "literatur", "quellenverzeichnis", "quellen"),
-    "fr": ("références", "références bibliographiques", "bibliographie"),
+           "cited literature", "sources", "literature", "references cited", "cited works",
+           "selected bibliography", "select bibliography", "bibliography and further reading",
+           "references and further reading", "further reading", "notes and references",
+           "references and notes"),
+    "de": ("literaturverzeichnis", "literatur", "quellenverzeichnis", "quellen",
+           "bibliografie", "referenzen", "literatur- und quellenverzeichnis",
+           "quellen- und literaturverzeichnis", "literaturangaben", "quellenangaben"),
+    "fr": ("références", "références bibliographiques", "bibliographie",
+           "liste des références", "ouvrages cités", "références et bibliographie"),
     "es": ("referencias", "referencias bibliográficas", "bibliografía", "obras citadas",
            "fuentes"),
     "pt": ("referências", "referências bibliográficas", "bibliografia", "obras citadas",
            "fontes"),
-    "it": ("riferimenti bibliografici", "bibliografia"),
+    "it": ("riferimenti bibliografici", "bibliografia", "riferimenti", "fonti"),
     "nl": ("literatuurlijst", "literatuur", "bronnen", "bronvermelding", "referenties"),
     "sv/da/no": ("litteratur", "källor", "litteraturförteckning", "referenser",
                  "litteraturliste", "kilder"),
@@ -271,7 +277,7 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
 LOOSE_HEADINGS = frozenset(
     ("sources", "literature", "literatur", "quellen", "fuentes", "fontes", "bronnen",
      "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
-     "kaynaklar", "المصادر")
+     "kaynaklar", "المصادر", "further reading", "referenzen", "riferimenti", "fonti")
 )  # fmt: skip
 # What marks a line as a reference (after a bullet or dash): a number ("[3]", "3."); a name
 # with initials (Smith J., Иванов И. И., H. Müller); a year with a comma or colon among its

@@ -118,7 +118,7 @@ _QUOTES = ("q", "blockquote")
 # Written as a character reference (&#x3092; &#12290;), it is the same character.
 _LONE_WIDE = re.compile(
     r">([ \t\r\n]*)"
-    r"([\u0800-\uffff]|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};|&[a-zA-Z][a-zA-Z0-9]{1,31};)"
+    r"([\u0800-\uffff]|&#[xX]0*[0-9a-fA-F]{1,6};|&#0*[0-9]{1,7};|&[a-zA-Z][a-zA-Z0-9]{1,31};)"
     r"([ \t\r\n]*)<"
 )
 _PAD = "\ufdd0"

@@ -37,7 +37,7 @@ from app.index.results import (
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
-from app.store import Store, replication_at_end
+from app.store import ReplicationError, Store, replication_at_end
 from app.store.reads import replica_reads
 
 _T = TypeVar("_T")
@@ -217,8 +217,15 @@ class Index:
         its result and nothing of it is stored.
         """
         t = self.check_threshold(threshold) if similar else self.params.threshold
-        with replication_at_end():  # every round written before a shortfall is raised
-            return await writes.ingest(self.pieces, docs, similar, t, limit)
+        results: list[IngestResult] | None = None
+        try:
+            with replication_at_end():  # every round written before a shortfall is raised
+                results = await writes.ingest(self.pieces, docs, similar, t, limit)
+        except ReplicationError as exc:
+            if results is not None:  # applied whole: its answer names what it stored
+                exc.applied_ids = [r.id for r in results if r.error is None]
+            raise
+        return results
 
     async def write(
         self,

@@ -116,6 +116,8 @@ def metadata_problem(metadata: object) -> str | None:
     try:
         size = len(orjson.dumps(metadata))
     except orjson.JSONEncodeError as exc:
+        if "recursion" in str(exc).lower():  # nested past orjson's 255 levels
+            return _too_deep(nesting(metadata))
         return f"metadata cannot be stored as JSON: {exc}"
     if size > MAX_METADATA_BYTES:
         return (
@@ -123,12 +125,14 @@ def metadata_problem(metadata: object) -> str | None:
             "document keeps: store large data elsewhere and keep its key here"
         )
     depth = nesting(metadata)
-    if depth > MAX_METADATA_DEPTH:
-        return (
-            f"metadata nests {depth} levels deep, over the {MAX_METADATA_DEPTH} a document "
-            "keeps: flatten it"
-        )
-    return None
+    return _too_deep(depth) if depth > MAX_METADATA_DEPTH else None
+
+
+def _too_deep(depth: int) -> str:
+    return (
+        f"metadata nests {depth} levels deep, over the {MAX_METADATA_DEPTH} a document "
+        "keeps: flatten it"
+    )
 
 
 def nesting(value: object) -> int:

@@ -106,14 +106,13 @@ def _b64(data: bytes) -> str:
 MAX_SHINGLES = 2**40
 
 
-def _consistent(shingles: int, values: int, size: int) -> bool:
-    """Whether a record's shingle count can go with its fingerprint of `values` values:
-    a fingerprint keeps one value a distinct shingle up to `size`, so the count is at
-    least its values, and a fingerprint short of full holds (almost) every one (values
-    that coincide, 32 or 24 bits of a 64-bit hash, are rare: allowed up to as many again)."""
-    if shingles < values or shingles > MAX_SHINGLES:
-        return False
-    return values >= size or shingles <= 2 * values
+def _consistent(shingles: int, values: int) -> bool:
+    """Whether a record's shingle count can go with its fingerprint of `values` values: 0
+    (a page of a site found all template once its template was fixed: its whole text's
+    fingerprint, none of its own), or at least its values (a fingerprint keeps at most
+    one value a distinct shingle; values cut to 24 bits may merge, so a fingerprint short
+    of full says nothing more) and at most MAX_SHINGLES."""
+    return shingles == 0 or values <= shingles <= MAX_SHINGLES
 
 
 def exported(raw: bytes) -> dict[str, Any]:
@@ -228,15 +227,15 @@ def _restore(
         if problem is not None:
             raise ImportRefused(f"{where}: {problem}")
         count = doc.get("shingles")
-        if type(count) is not int or not 1 <= count < 2**63:
-            raise ImportRefused(f"{where}: shingles must be a positive integer")
+        if type(count) is not int or not 0 <= count < 2**63:
+            raise ImportRefused(f"{where}: shingles must be a whole number, 0 or more")
         fp_raw = _bytes(doc, "fingerprint", where)
         fp = np.frombuffer(fp_raw, "<u4") if len(fp_raw) % 4 == 0 else None
         if fp is None or not 1 <= len(fp) <= p.fingerprint_size or np.any(np.diff(fp) <= 0):
             raise ImportRefused(
                 f"{where}: fingerprint must be 1 to {p.fingerprint_size} ascending u32 values"
             )
-        if not _consistent(count, len(fp), p.fingerprint_size):
+        if not _consistent(count, len(fp)):
             raise ImportRefused(
                 f"{where}: shingles ({count}) does not fit its fingerprint of {len(fp)} values"
             )

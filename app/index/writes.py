@@ -11,6 +11,7 @@ before anything else is written, so no record expires unqueued.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -193,11 +194,14 @@ async def write(
                 # Before the record that points at it; it carries that record's digest.
                 kept = [texts.pack(t, raw) for t, raw in zip(bodies, new, strict=True)]
                 await store.put_texts(list(zip(handles, kept, strict=True)))
-        except BaseException:
+        except BaseException as exc:
             # No record of the round is written yet: the ids this call mapped and the
             # band entries it added are taken back, so a refused write (a 507, a 503, the
             # request's deadline cancelling it) leaves no dangling id and no orphan entry.
-            await asyncio.shield(_unmap(store, ids, handles, made, added=added))
+            # Not the entries when the collection was made anew meanwhile: the same keys
+            # and handles may be the new collection's own by now.
+            mine = () if isinstance(exc, CollectionChangedError) else added
+            await asyncio.shield(_unmap(store, ids, handles, made, added=mine))
             raise
         try:
             await store.put_records(list(zip(handles, new, strict=True)))
@@ -311,13 +315,15 @@ async def _unmap(
         if written and mapped:
             there = await store.have_records([handles[j] for j in mapped])
             mapped = [j for j, t in zip(mapped, there, strict=True) if not t]
-        # HDELs, which a Redis at its maxmemory still takes (a 507 left 34 entries).
-        unmapped = {handles[j] for j in mapped}
-        drop = [(h, k) for h, k in added if not written or h in unmapped]
-        if drop:
-            await store.remove_bands(drop)
-        if not mapped:
-            return
-        await store.ids.forget([ids[j] for j in mapped], [handles[j] for j in mapped])
+        if mapped:
+            await store.ids.forget([ids[j] for j in mapped], [handles[j] for j in mapped])
     except Exception:  # the sweeper's id check mends it once Redis answers (ids_to_check)
         store.ids_to_check = True
+        return
+    # After the ids, on their own: taking a handle out of a field it shares rewrites the
+    # field, which a Redis at its maxmemory may refuse; the ids' HDELs it takes.
+    unmapped = {handles[j] for j in mapped}
+    drop = [(h, k) for h, k in added if not written or h in unmapped]
+    if drop:
+        with contextlib.suppress(Exception):  # what is left, the check removes
+            await store.remove_bands(drop)

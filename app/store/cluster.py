@@ -28,7 +28,7 @@ from app.store import reads
 from app.store.errors import ReplicationError, StoreUnavailableError, translate
 from app.store.resp import Batch, Command, encode, roundtrip
 from app.store.scripts import Script
-from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
+from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options, fall_short
 
 # After a cluster error, the slot map is re-read at most this often.
 REFRESH_INTERVAL_S = 0.2
@@ -193,7 +193,7 @@ class ClusterTransport(Transport):
         if wait:
             after = await self._masters_of(set(slots))
             if any(ran[slot] not in (None, after[slot].name) for slot in after):
-                raise self._slots_moved()
+                fall_short(self._slots_moved())
             self.check_acked(acked)
         return replies
 

@@ -41,6 +41,15 @@ SECONDS_PER_COMMAND = 20e-6
 _HELD: ContextVar[list[ReplicationError] | None] = ContextVar("replication_held", default=None)
 
 
+def fall_short(error: ReplicationError) -> None:
+    """Raise a write's replication shortfall, or hold it for the replication_at_end
+    around the write."""
+    held = _HELD.get()
+    if held is None:
+        raise error
+    held.append(error)
+
+
 @contextmanager
 def replication_at_end() -> Iterator[None]:
     """Within: a write exchange that too few replicas acknowledged raises nothing, and the
@@ -215,13 +224,11 @@ class Transport(ABC):
         error reply, as from a node that is no longer a master, counts as none)."""
         counts = [a if isinstance(a, int) else 0 for a in acked]
         if counts and min(counts) < self.min_replicas:
-            error = ReplicationError(
-                f"the write was applied, but only {min(counts)} of the "
-                f"{self.min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
-                f"acknowledged it within {self.replica_timeout:g} s, so it may not "
-                "survive a failover; retry"
+            fall_short(
+                ReplicationError(
+                    f"the write was applied, but only {min(counts)} of the "
+                    f"{self.min_replicas} replicas required (NEARDUP_MIN_REPLICAS) "
+                    f"acknowledged it within {self.replica_timeout:g} s, so it may not "
+                    "survive a failover; retry"
+                )
             )
-            held = _HELD.get()
-            if held is None:
-                raise error
-            held.append(error)
