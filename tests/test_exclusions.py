@@ -364,6 +364,23 @@ def test_a_text_without_blank_lines_has_a_paragraph_a_line() -> None:
     assert _quoted(wrapped) == ["\u201cthe plan\nis set\u201d"]
 
 
+def test_a_quotation_cut_by_a_page_break_in_mid_sentence_is_one_span() -> None:
+    """A quotation that a PDF's page break cuts in mid-sentence (the pages' blank line
+    between "Passwort zu" and "wechseln") is one span, as in the DOCX of the same text; an
+    opener left unclosed at a paragraph's full stop still takes nothing after it."""
+    pdf = (
+        "Die Anleitung sagt dazu\n\u201eman muss das Passwort zu\n\n"
+        "wechseln, bevor man sich anmeldet\u201c und mehr.\n\nEin neuer Absatz."
+    )
+    assert _quoted(pdf) == [
+        "\u201eman muss das Passwort zu\n\nwechseln, bevor man sich anmeldet\u201c"
+    ]
+    comma = "He wrote \u201cfirst, then,\n\nsecond and last\u201d here."
+    assert _quoted(comma) == ["\u201cfirst, then,\n\nsecond and last\u201d"]
+    left_open = "He called it \u201cthe best.\n\nCopied paragraph one.\n\nLater\u201d words."
+    assert _quoted(left_open) == []
+
+
 def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragraphs() -> None:
     """A text whose lines end sentences is one paragraph a line even with a blank line in it
     (an empty DOCX paragraph) or short paragraphs (dialogue): an unclosed quote stays in its

@@ -116,12 +116,22 @@ def _paired(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
 def _goes_on(text: str, mark: str, start: int, end: int, breaks: re.Pattern[str]) -> bool:
     """Whether a quotation opened by `mark` may run from start to end: within a paragraph,
     or across paragraphs each of which opens with the mark again (after its indent), as
-    typesetting continues a quotation; an opener left unclosed would otherwise take the
-    paragraphs after it."""
+    typesetting continues a quotation, or across a break in mid-sentence (a PDF's page
+    or column break: "... Passwort zu" then "wechseln ..."); an opener left unclosed would
+    otherwise take the paragraphs after it."""
     return all(
         text.startswith(mark, _INDENT.match(text, brk.end()).end())  # type: ignore[union-attr]
+        or _mid_sentence(text, brk.start())
         for brk in breaks.finditer(text, start, end)
     )
+
+
+def _mid_sentence(text: str, at: int) -> bool:
+    """Whether the text before `at` stops in the middle of a sentence: its last character
+    is a letter, a digit, a comma or a dash (a paragraph ends with a stop, a colon, a
+    closing mark)."""
+    before = text[max(0, at - 200) : at].rstrip()
+    return bool(before) and (before[-1].isalnum() or before[-1] in ",-\u2013\u2014")
 
 
 def _breaks(text: str) -> re.Pattern[str]:
