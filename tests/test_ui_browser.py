@@ -280,6 +280,19 @@ def test_overlapping_sources_mark_every_character_of_every_passage(
     page.screenshot(path=str(tmp_path / "overlap.png"), full_page=True)
 
 
+def test_a_phone_wide_report_scrolls_its_tables_not_the_page(
+    page: Page, server: Server, pasted
+) -> None:
+    """At a phone's width (390 px) the report is no wider than the screen: the sources
+    table scrolls in its own box (the page was 643 px wide, its last columns off screen)."""
+    text, _ = pasted
+    page.set_viewport_size({"width": 390, "height": 900})
+    _check(page, server, text)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = page.locator("#sources").evaluate("t => t.parentElement.scrollWidth")
+    assert box >= page.locator("#sources").evaluate("t => t.scrollWidth")
+
+
 def test_keyboard_moves_from_passage_to_passage(page: Page, server: Server, pasted) -> None:
     """n and p move the focus along the passages in text order and show each one's source."""
     text, _ = pasted
