@@ -379,6 +379,9 @@ def test_a_quotation_cut_by_a_page_break_in_mid_sentence_is_one_span() -> None:
     assert _quoted(comma) == ["\u201cfirst, then,\n\nsecond and last\u201d"]
     left_open = "He called it \u201cthe best.\n\nCopied paragraph one.\n\nLater\u201d words."
     assert _quoted(left_open) == []
+    # left open in a line without a stop (a title): the next full stop still ends it
+    titled = "A \u201cnew title\n\nCopied paragraph one.\n\nLater\u201d words."
+    assert _quoted(titled) == []
 
 
 def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragraphs() -> None:
