@@ -348,12 +348,19 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
                 assert "applied" in detail
             for doc_id in "abc":
                 assert c.get(f"/documents/{doc_id}").status_code == 200
-            # a document sent without an id: its 503 names the id it was stored under
+            # a document sent without an id: its 503 names the id it was stored under,
+            # and a batch's names each document's in order (null: refused)
             resp = c.post("/documents", json={"text": TEXT})
             assert resp.status_code == 503, resp.text
             (stored,) = resp.json()["ids"]
             assert c.get(f"/documents/{stored}").status_code == 200
-            assert c.get("/readyz").json()["documents"] == 4
+            docs = [{"text": TEXT + " one"}, {"text": "!!! ???"}, {"id": "d", "text": TEXT}]
+            resp = c.post("/documents/batch", json={"documents": docs})
+            assert resp.status_code == 503, resp.text
+            first, refused, named = resp.json()["ids"]
+            assert refused is None and named == "d"
+            assert c.get(f"/documents/{first}").status_code == 200
+            assert c.get("/readyz").json()["documents"] == 6
             assert c.post("/similar", json={"text": TEXT}).status_code == 200
             assert c.get("/readyz").status_code == 200
         # Said at start-up, and again by each first-contact retry that a 503 brings.

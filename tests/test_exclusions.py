@@ -202,6 +202,22 @@ def test_reference_headings_in_their_written_forms() -> None:
         assert span is not None and text[span.start : span.end] == text[text.index(heading) :]
 
 
+def test_reference_lists_one_after_another_are_one_span() -> None:
+    """A References list followed by a Bibliography (or the reverse) is excluded whole, from
+    the first heading (the last heading alone left the first list to count as copied); a
+    reference heading over prose before them is not joined."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 5
+    refs = "References\nSmith, J. (2020). A book.\nDoe, A. (2019). Another one.\n"
+    more = "Bibliography\nBrown, K. (2018). A third book.\nGreen, L. 2017. Papers.\n"
+    text = f"{body}\n{refs}{more}"
+    span = bibliography_span(text)
+    assert span is not None and text[span.start : span.end] == text[text.index("References") :]
+    prose = "Sources\nThe sun and the wind are the sources we studied most.\n"
+    text = f"{body}\n{prose}{more}"
+    span = bibliography_span(text)
+    assert span is not None and text[span.start : span.end] == text[text.index("Bibliography") :]
+
+
 def test_bibliography_ends_at_the_next_section() -> None:
     """An appendix (named, numbered or a title on its own line) after the reference list
     ends it; a reference's wrapped line does not."""
@@ -382,6 +398,19 @@ def test_a_quotation_cut_by_a_page_break_in_mid_sentence_is_one_span() -> None:
     # left open in a line without a stop (a title): the next full stop still ends it
     titled = "A \u201cnew title\n\nCopied paragraph one.\n\nLater\u201d words."
     assert _quoted(titled) == []
+    # one page break only: a quotation over two is an opener left open
+    two = "He wrote \u201cfirst part\n\nsecond part\n\nthird part\u201d here."
+    assert _quoted(two) == []
+    # a DOCX's lines are paragraphs: a heading left open takes nothing after it
+    docx = "\n".join(
+        [
+            "1. What \u201cclimate change means",
+            "Copied paragraph one is long enough to be a paragraph of its own here.",
+            "Copied paragraph two quotes a \u201clate\u201d word among its own words.",
+            "Copied paragraph three ends the essay with a sentence of its own.",
+        ]
+    )
+    assert _quoted(docx) == ["\u201clate\u201d"]
 
 
 def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragraphs() -> None:

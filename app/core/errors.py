@@ -31,10 +31,11 @@ class Unavailable(NeardupError):
     """A dependency cannot answer now; retrying later may succeed (503).
 
     applied_ids: the ids of documents the failed request stored anyway (a write applied
-    but short of its replicas), which its answer names so that a document sent without
-    an id is not stored twice by the retry."""
+    but short of its replicas), one a document in the request's order (None where it was
+    refused), which its answer names so that a document sent without an id is not stored
+    twice by the retry."""
 
-    applied_ids: list[str] | None = None
+    applied_ids: list[str | None] | None = None
 
 
 class Busy(Unavailable):

@@ -116,14 +116,19 @@ def _paired(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
 def _goes_on(text: str, mark: str, start: int, end: int, breaks: re.Pattern[str]) -> bool:
     """Whether a quotation opened by `mark` may run from start to end: within a paragraph,
     or across paragraphs each of which opens with the mark again (after its indent), as
-    typesetting continues a quotation, or across a break in mid-sentence (a PDF's page
-    or column break: "... Passwort zu" then "wechseln ..."); an opener left unclosed would
-    otherwise take the paragraphs after it."""
-    return all(
-        text.startswith(mark, _INDENT.match(text, brk.end()).end())  # type: ignore[union-attr]
-        or _mid_sentence(text, brk.start())
-        for brk in breaks.finditer(text, start, end)
-    )
+    typesetting continues a quotation; an opener left unclosed would otherwise take the
+    paragraphs after it. In hard-wrapped text (a PDF's, whose blank lines are its pages)
+    it may also cross one blank line in mid-sentence: a page break ("... Passwort zu",
+    then "wechseln ..."), not a paragraph's end."""
+    crossed = False
+    for brk in breaks.finditer(text, start, end):
+        if text.startswith(mark, _INDENT.match(text, brk.end()).end()):  # type: ignore[union-attr]
+            continue
+        if breaks is _PARAGRAPH and not crossed and _mid_sentence(text, brk.start()):
+            crossed = True
+            continue
+        return False
+    return True
 
 
 def _mid_sentence(text: str, at: int) -> bool:
@@ -260,8 +265,7 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
            "works cited", "works consulted", "sources cited", "literature cited",
            "cited literature", "sources", "literature", "references cited", "cited works",
            "selected bibliography", "select bibliography", "bibliography and further reading",
-           "references and further reading", "further reading", "notes and references",
-           "references and notes"),
+           "references and further reading", "notes and references", "references and notes"),
     "de": ("literaturverzeichnis", "literatur", "quellenverzeichnis", "quellen",
            "bibliografie", "referenzen", "literatur- und quellenverzeichnis",
            "quellen- und literaturverzeichnis", "literaturangaben", "quellenangaben"),
@@ -271,7 +275,7 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
            "fuentes"),
     "pt": ("referências", "referências bibliográficas", "bibliografia", "obras citadas",
            "fontes"),
-    "it": ("riferimenti bibliografici", "bibliografia", "riferimenti", "fonti"),
+    "it": ("riferimenti bibliografici", "bibliografia"),
     "nl": ("literatuurlijst", "literatuur", "bronnen", "bronvermelding", "referenties"),
     "sv/da/no": ("litteratur", "källor", "litteraturförteckning", "referenser",
                  "litteraturliste", "kilder"),
@@ -287,7 +291,7 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
 LOOSE_HEADINGS = frozenset(
     ("sources", "literature", "literatur", "quellen", "fuentes", "fontes", "bronnen",
      "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
-     "kaynaklar", "المصادر", "further reading", "referenzen", "riferimenti", "fonti")
+     "kaynaklar", "المصادر", "referenzen")
 )  # fmt: skip
 # What marks a line as a reference (after a bullet or dash): a number ("[3]", "3."); a name
 # with initials (Smith J., Иванов И. И., H. Müller); a year with a comma or colon among its
@@ -393,13 +397,19 @@ def bibliography_span(text: str) -> Span | None:
     Bibliography, Works Cited, Literaturverzeichnis or Références (REFERENCE_HEADINGS;
     in the last two thirds of the text) to the next heading that starts another section
     (_ends_section: an appendix after the references is not excluded with them) or the
-    text's end; None when there is none."""
-    last = None
-    for m in _HEADING.finditer(text):
-        last = m
-    if last is None or last.start() < BIBLIOGRAPHY_FROM * len(text):
+    text's end; None when there is none. Reference lists one after another (References,
+    then Further Reading or a Bibliography) are one span from the first."""
+    heads = list(_HEADING.finditer(text))
+    if not heads or heads[-1].start() < BIBLIOGRAPHY_FROM * len(text):
         return None
-    start = last.start() + len(last.group()) - len(last.group().lstrip())
+    last = heads[-1]
+    first = last
+    for before in reversed(heads[:-1]):
+        between = text[before.end() : first.start()]
+        if before.start() < BIBLIOGRAPHY_FROM * len(text) or not _list_only(between):
+            break
+        first = before
+    start = first.start() + len(first.group()) - len(first.group().lstrip())
     end = len(text)
     lines = text[last.end() :].split("\n")
     pos = last.end()
@@ -415,6 +425,18 @@ def bibliography_span(text: str) -> Span | None:
     ):
         return None  # prose under a heading that names prose too
     return Span(start, end, "bibliography")
+
+
+def _list_only(section: str) -> bool:
+    """Whether the lines between two reference headings are a reference list: words, no
+    heading of another section, and read as references."""
+    lines = section.split("\n")
+    if not _WORD.search(section):
+        return False
+    for i, line in enumerate(lines):
+        if i > 0 and _ends_section(line, lines[i - 1], "\n".join(lines[i + 1 : i + 3])):
+            return False
+    return _references(section)
 
 
 def _references(section: str) -> bool:

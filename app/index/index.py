@@ -222,8 +222,9 @@ class Index:
             with replication_at_end():  # every round written before a shortfall is raised
                 results = await writes.ingest(self.pieces, docs, similar, t, limit)
         except ReplicationError as exc:
-            if results is not None:  # applied whole: its answer names what it stored
-                exc.applied_ids = [r.id for r in results if r.error is None]
+            if results is not None:  # applied whole: its answer names what it stored,
+                # one entry a document in the request's order (None: refused, not stored)
+                exc.applied_ids = [r.id if r.error is None else None for r in results]
             raise
         return results
 
