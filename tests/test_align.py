@@ -574,6 +574,38 @@ def test_a_query_word_is_a_letter_when_it_is_one_code_point_touching_another() -
     assert marked == set("东京的天气データ")
 
 
+def test_a_kana_or_thai_letter_counts_for_half_a_word() -> None:
+    """Query.weights: a letter of kana or Thai counts for half a word, a Han letter and a
+    word of a spaced script for one; with no text at hand, every word for one."""
+    text = "東京のデータとพื้นที่ and words"
+    (layout,) = passage_layouts(_params(), [text])
+    words = [text[a:b] for a, b in zip(layout.starts.tolist(), layout.ends.tolist(), strict=True)]
+    weights = dict(zip(words, Query(layout, text).weights.tolist(), strict=True))
+    assert weights["東"] == weights["京"] == weights["and"] == weights["words"] == 1.0
+    assert weights["の"] == weights["デ"] == weights["พ"] == 0.5
+    assert set(Query(layout).weights.tolist()) == {1.0}
+
+
+def test_a_shared_run_of_kana_needs_twice_the_letters_of_han() -> None:
+    """Between texts of unrelated Han, a shared run of 34 kana is no passage (Japanese
+    and Thai controls shared such runs with unrelated texts: 3 of 10 Japanese ones named
+    a source), 68 kana are, and 34 Han letters are as before (the passage guarantee)."""
+    rng = random.Random(7)
+    han = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    kana = [chr(c) for c in range(0x3041, 0x3094)]
+
+    def noise(n: int) -> str:
+        return "".join(rng.choice(han) for _ in range(n))
+
+    for letters, n, found in ((kana, 34, False), (kana, 68, True), (han, 34, True)):
+        shared = "".join(rng.choice(letters) for _ in range(n))
+        query, source = noise(300) + shared + noise(300), noise(200) + shared + noise(200)
+        params = _params()
+        q_layout, s_layout = passage_layouts(params, [query, source])
+        passages, _ = align(Query(q_layout, query), Layout.unpack(s_layout.pack()), 3, 30)
+        assert bool(passages) is found, (n, letters is kana, passages)
+
+
 def test_a_long_copy_cut_by_the_bounds_is_found_whole() -> None:
     """A text of one sentence repeated (its seed keys repeat past the bound: only its last
     few words are seeded) is found whole in its own copy, and so is a 160,000-word copy with

@@ -61,6 +61,13 @@ from app.index.chaining import (
 from app.index.passages import Layout, Passage
 from app.index.reorder import fill, merge, rehome
 
+# Letters that count for half a word in a passage's length (Query.weights): kana (and
+# their half-width forms), Thai, Lao, Khmer and Myanmar.
+LIGHT_LETTER = 0.5
+LIGHT_SCRIPTS = (
+    (0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF65, 0xFF9F), (0x0E00, 0x0EFF),
+    (0x1780, 0x17FF), (0x1000, 0x109F),
+)  # fmt: skip
 # Seeds within this many diagonals of a shared anchor's diagonal are chained.
 BAND = 24
 # A passage must match at least this share of its query words through seeds.
@@ -98,8 +105,10 @@ class Query(legacy.Query):
     """A query's layout indexed once for aligning it with many sources: its anchors (as
     passages.Query) and, for format 3 sources, its seed keys sorted."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, text: str | None = None) -> None:
         super().__init__(layout)
+        self._text = text
+        self._weights: np.ndarray | None = None
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -125,11 +134,37 @@ class Query(legacy.Query):
             self._letters = touch & (ends - starts == 1)
         return self._letters
 
+    @property
+    def weights(self) -> np.ndarray:
+        """Per word, what it counts for in a passage's length: 1, or LIGHT_LETTER for a
+        letter of kana, Thai, Lao, Khmer or Myanmar (tens of letters in all, where Han
+        has thousands and a spaced script's words more: such a letter tells as little
+        as half a Han one, and chance runs of them made passages between unrelated
+        Thai or Japanese texts). All 1 when the query's text is not at hand (a stored
+        document asked by id)."""
+        if self._weights is None:
+            weights = np.ones(len(self.hashes))
+            letters = self.letters
+            if self._text is not None and letters.any():
+                at = np.flatnonzero(letters)
+                starts = self.layout.starts[at].tolist()
+                points = np.fromiter((ord(self._text[s]) for s in starts), np.int64, len(at))
+                light = np.zeros(len(at), bool)
+                for lo, hi in LIGHT_SCRIPTS:
+                    light |= (points >= lo) & (points <= hi)
+                weights[at[light]] = LIGHT_LETTER
+            self._weights = weights
+        return self._weights
+
+    def weighed(self, qa: int, qb: int) -> float:
+        """The length of query words [qa, qb) as weights counts them."""
+        return float(self.weights[qa:qb].sum())
+
     def at_bits(self, bits: int) -> Query:
         """The query with word hashes cut to bits (0: format 1), made once."""
         if bits not in self._cut:
             lay = self.layout
-            self._cut[bits] = Query(_masked(lay.anchor_hashes, lay, bits))
+            self._cut[bits] = Query(_masked(lay.anchor_hashes, lay, bits), self._text)
         return self._cut[bits]
 
     def seeds(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -425,7 +460,7 @@ def _align_dense(
     capped = capped or cut
     n = seed_length(source.bits)
     letters = query.letters
-    runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters)
+    runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.weights)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
     chains = chained(runs.tolist())
@@ -468,7 +503,7 @@ def _align_dense(
         pieces += extend_edges(qh, sh, found, letters, pieces)
     kept = []
     for qa, qb, sa, sb, matched in merge(pieces):
-        if qb - qa < min_words or sb - sa < min_words:
+        if query.weighed(qa, qb) < min_words or sb - sa < min_words:
             continue
         if matched < MIN_MATCHED * (qb - qa):
             continue

@@ -99,6 +99,7 @@ async def containment_of_text(
         exclude,
         deadline,
         min_words,
+        text,
     )
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
@@ -152,6 +153,7 @@ async def contained(
     set_aside: Exclusions | None = None,
     deadline: float | None = None,
     min_words: int | None = None,
+    text: str | None = None,
 ) -> ContainmentResult:
     """The sources of a query (its fingerprint and passage layout), best first, each id
     once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
@@ -159,7 +161,8 @@ async def contained(
     query, or the whole source, when it is shorter, down to piece_words). With one:
     every source whose passages cover at least that share of the query's shingles.
     limit None: all. The layout's anchors are looked up and aligned by (a text query's
-    hold more: sketch.query_layout)."""
+    hold more: sketch.query_layout). text, the query's when at hand: its words are then
+    counted as align.Query.weights does (a kana or Thai letter for half a word)."""
     p = pieces.params
     k = parse_shingle(p.passage_shingle)[1]
     # Pieces of passages as short as this still count towards a source's share.
@@ -175,7 +178,7 @@ async def contained(
         pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
-    indexed = Query(layout)
+    indexed = Query(layout, text)
     # (handle, id, passages, covered shingles as merged ranges, how many)
     scored: list[tuple[int, str, list, list[tuple[int, int]], int]] = []
     raws: list[bytes] = []
@@ -196,10 +199,13 @@ async def contained(
             source = Layout.unpack(layout_raw)
             try:
                 passages, capped_here = align(indexed, source, k, piece, deadline)
-                # A passage's words, which its pieces count together once trimmed.
-                longest = max((b - a for a, b in (x.query_words for x in passages)), default=0)
+                # A passage's words, which its pieces count together once trimmed (as the
+                # query's weights count them: a kana or Thai letter for half a word).
+                longest = max((indexed.weighed(*x.query_words) for x in passages), default=0)
                 if set_aside is not None:  # the one place exclusions apply
-                    passages, longest = set_aside.trim(passages, layout, source, piece, k)
+                    passages, longest = set_aside.trim(
+                        passages, layout, source, piece, k, indexed.weights
+                    )
             except DamagedLayout:
                 # Spans an older release stored without their overflow: no exact edges
                 # to give, so no passages; re-ingesting the source mends it.

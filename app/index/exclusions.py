@@ -525,8 +525,14 @@ class Exclusions:
         return out
 
     def trim(
-        self, passages: list[Passage], query: Layout, source: Layout, least: int, k: int = 1
-    ) -> tuple[list[Passage], int]:
+        self,
+        passages: list[Passage],
+        query: Layout,
+        source: Layout,
+        least: int,
+        k: int = 1,
+        weights: np.ndarray | None = None,
+    ) -> tuple[list[Passage], float]:
         """The passages without their excluded words, and the most words any one passage
         kept. A passage splits around its excluded words (the source side cut at the same
         distance from each end, which is exact unless words were added or removed
@@ -534,19 +540,24 @@ class Exclusions:
         together, by the words they keep: under `least` they are dropped as alignment
         drops a passage that short, under min_words set aside as short. So quotation
         marks around a few words of a copy take those words out of it, never the copy
-        with them."""
+        with them. weights: what each query word counts for (align.Query.weights; None:
+        1 each)."""
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
+        counted = None if weights is None else np.concatenate(([0.0], np.cumsum(weights)))
         out: list[Passage] = []
-        longest = 0
+        longest = 0.0
         for p in passages:
             qa, qb = p.query_words
             sa, sb = p.source_words
             runs = [(qa, qb)] if excluded is None else _runs(~excluded[qa:qb], qa)
             # A piece shorter than a shingle (k words) holds none of the copy's shingles.
             runs = [(ra, rb) for ra, rb in runs if rb - ra >= k]
-            kept = sum(rb - ra for ra, rb in runs)
+            if counted is None:
+                kept = float(sum(rb - ra for ra, rb in runs))
+            else:
+                kept = float(sum(counted[rb] - counted[ra] for ra, rb in runs))
             if kept < least:
                 continue
             if kept < self.min_words:
