@@ -311,6 +311,13 @@ def test_durability_always_reaches_every_node(
         r.close()
 
 
+def _waiting(url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Settings whose writes wait for one replica, 0.3 s at most."""
+    return load_settings(
+        redis_url=url, collection=collection, data_dir=tmp_path, min_replicas=1, replica_timeout=0.3
+    )
+
+
 def test_min_replicas_without_replicas_is_503_that_says_retry(
     collection: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -323,13 +330,7 @@ def test_min_replicas_without_replicas_is_503_that_says_retry(
     # A Redis of its own: its replica count is this test's alone.
     server = RedisProc(tmp_path / "redis", "--appendonly", "no").start()
     try:
-        settings = load_settings(
-            redis_url=server.url,
-            collection=collection,
-            data_dir=tmp_path,
-            min_replicas=1,
-            replica_timeout=0.3,
-        )
+        settings = _waiting(server.url, collection, tmp_path)
         with TestClient(create_app(settings)) as c:
             for method, path, body in [
                 ("PUT", "/documents/a", {"text": TEXT}),
@@ -393,13 +394,7 @@ def test_a_write_short_of_replicas_is_applied_whole_before_its_503(
     pid = int(replica.client().info("server")["process_id"])
     try:
         assert wait_until(lambda: master.client().info("replication")["connected_slaves"], 30)
-        settings = load_settings(
-            redis_url=master.url,
-            collection=collection,
-            data_dir=tmp_path,
-            min_replicas=1,
-            replica_timeout=0.3,
-        )
+        settings = _waiting(master.url, collection, tmp_path)
         other = TEXT + " and then a different ending for the replacement"
         with TestClient(create_app(settings)) as c:
             for doc_id in ("gone", "kept"):
