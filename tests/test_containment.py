@@ -271,3 +271,38 @@ def test_a_short_edited_copy_is_not_cut_behind_common_clusters(
             await index.store.close()
 
     asyncio.run(run())
+
+
+def test_kana_weigh_half_by_text_and_by_a_stored_documents_kept_text(
+    store_url: str, collection: str
+) -> None:
+    """Two texts of unrelated Han sharing 40 kana name no source, asked by text or by the
+    stored document's id where texts are kept (its kept text weighs its words); where no
+    text is kept, the id's words count one each and the run is a passage, as before."""
+    rng = random.Random(11)
+    han = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    shared = "".join(rng.choice([chr(c) for c in range(0x3041, 0x3094)]) for _ in range(40))
+
+    def noise(n: int) -> str:
+        return "".join(rng.choice(han) for _ in range(n))
+
+    a, b = noise(300) + shared + noise(300), noise(200) + shared + noise(200)
+
+    async def run(keep: bool) -> tuple[list[str], list[str]]:
+        params = Params.create(
+            "word:3", 128, 256, 1, 0.5, passage_words=PASSAGE_WORDS, keep_text=keep
+        )
+        name = collection + ("k" if keep else "n")
+        index = await Index.open(Store.connect(store_url, name, 10.0), params, CAP)
+        try:
+            await index.ingest([Document(a, "a"), Document(b, "b")])
+            by_text = await index.containment_of_text(a)
+            by_id = await index.containment_of_id("a")
+            assert by_id is not None
+            found = [r.id for r in by_text.results if r.id != "a"]  # a itself is stored
+            return found, [r.id for r in by_id.results]
+        finally:
+            await index.store.close()
+
+    assert asyncio.run(run(True)) == ([], [])
+    assert asyncio.run(run(False)) == ([], ["b"])

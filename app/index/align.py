@@ -141,13 +141,14 @@ class Query(legacy.Query):
         has thousands and a spaced script's words more: such a letter tells as little
         as half a Han one, and chance runs of them made passages between unrelated
         Thai or Japanese texts). All 1 when the query's text is not at hand (a stored
-        document asked by id)."""
+        document asked by id in a collection that keeps no texts)."""
         if self._weights is None:
             weights = np.ones(len(self.hashes))
             letters = self.letters
-            if self._text is not None and letters.any():
-                at = np.flatnonzero(letters)
-                starts = self.layout.starts[at].tolist()
+            at = np.flatnonzero(letters)
+            starts = self.layout.starts[at].tolist()
+            # A text that is not the layout's (shorter than its words reach) weighs nothing.
+            if self._text is not None and len(at) and starts[-1] < len(self._text):
                 points = np.fromiter((ord(self._text[s]) for s in starts), np.int64, len(at))
                 light = np.zeros(len(at), bool)
                 for lo, hi in LIGHT_SCRIPTS:

@@ -18,7 +18,7 @@ import numpy as np
 
 from app import kernel
 from app.core.shingles import parse_shingle
-from app.index import candidates, disguise, documents, records
+from app.index import candidates, disguise, documents, records, texts
 from app.index.align import Query, align
 from app.index.errors import (
     DamagedLayoutError,
@@ -113,12 +113,17 @@ async def containment_of_id(
     deadline: float | None = None,
     min_words: int | None = None,
 ) -> ContainmentResult | None:
-    """Other stored documents that hold passages of a stored one (None: unknown id)."""
+    """Other stored documents that hold passages of a stored one (None: unknown id). Its
+    kept text, where the collection keeps texts, weighs its words (align.Query.weights)."""
     found = await documents.stored(pieces.store, doc_id)
     if found is None:
         return None
     handle, raw = found
     rec = records.unpack(raw)
+    text = None
+    if pieces.params.keep_text:
+        (packed,) = await pieces.store.texts([handle])
+        text = texts.unpack(packed, raw)  # None: another version's, or none kept
     if not rec.passages:  # stored before the collection kept passages
         return ContainmentResult([], 0, False, 0, 0.0)
     layout = Layout.unpack(rec.passages)
@@ -139,6 +144,7 @@ async def containment_of_id(
         where,
         deadline=deadline,
         min_words=min_words,
+        text=text,
     )
 
 
