@@ -306,3 +306,17 @@ def test_kana_weigh_half_by_text_and_by_a_stored_documents_kept_text(
 
     assert asyncio.run(run(True)) == ([], [])
     assert asyncio.run(run(False)) == ([], ["b"])
+
+    async def whole() -> list[str]:
+        """A stored text of 24 kana copied whole into Han is named: a text shorter than
+        the least passage counts whole, weighed as its copy is."""
+        params = Params.create("word:3", 128, 256, 1, 0.5, passage_words=PASSAGE_WORDS)
+        index = await Index.open(Store.connect(store_url, collection + "w", 10.0), params, CAP)
+        try:
+            await index.ingest([Document(shared[:24], "tiny")])
+            found = await index.containment_of_text(noise(300) + shared[:24] + noise(300))
+            return [r.id for r in found.results]
+        finally:
+            await index.store.close()
+
+    assert asyncio.run(whole()) == ["tiny"]

@@ -451,6 +451,15 @@ def test_return_text_is_the_own_text_passage_offsets_refer_to(client: TestClient
             "chapter",
             "4",
         }
+    # set aside from the own text too: an excluded quotation's offsets slice it there (they
+    # were found in the whole page, a template line's length off)
+    quote = "\u201cwords quoted from elsewhere for this test\u201d"
+    quoted = pages[f"{SITE}/p4.html"].replace("<p>", f"<p>{quote} ", 1)
+    answer = client.post(
+        "/similar", json={**body, "text": quoted, "exclude": {"quotes": True}}
+    ).json()
+    spans = [x for x in answer["excluded"] if x["reason"] == "quote"]
+    assert quote in [answer["text"][x["query_start"] : x["query_end"]] for x in spans], spans
 
 
 def test_a_collection_from_before_is_asked_again_without_conflict(client: TestClient) -> None:

@@ -31,11 +31,14 @@ async def answer_text(
     # with a site, its own text (the site's template removed), which offsets refer to.
     text = await body.extracted()
     site = body.site if body.is_html else None  # a site's template is read from pages
-    shown = {}
-    if body.return_text:
-        shown = {"text": await (await get_index(request)).sites.query_text(text, site)}
+    index = await get_index(request)
+    if site is not None:
+        # Its own text: the exclusions are found in the text the passages' offsets refer
+        # to (found in the whole page, they lay a template line's length off). The index
+        # is still told the site (a thin page says so); its own text is its own again.
+        text = await index.sites.query_text(text, site)
+    shown = {"text": text} if body.return_text else {}
     if body.measure == "containment":
-        index = await get_index(request)
         t = index.check_containment(body.threshold)
         # Quotations and a reference list are found in Python, in time linear in the text
         # but not short for megabytes: on a worker thread, as alignment is, so the event

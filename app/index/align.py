@@ -109,6 +109,7 @@ class Query(legacy.Query):
         super().__init__(layout)
         self._text = text
         self._weights: np.ndarray | None = None
+        self._counted: np.ndarray | None = None
         self._seeds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -137,11 +138,12 @@ class Query(legacy.Query):
     @property
     def weights(self) -> np.ndarray:
         """Per word, what it counts for in a passage's length: 1, or LIGHT_LETTER for a
-        letter of kana, Thai, Lao, Khmer or Myanmar (tens of letters in all, where Han
-        has thousands and a spaced script's words more: such a letter tells as little
-        as half a Han one, and chance runs of them made passages between unrelated
-        Thai or Japanese texts). All 1 when the query's text is not at hand (a stored
-        document asked by id in a collection that keeps no texts)."""
+        letter (letters: one that touches its neighbours) of kana, Thai, Lao, Khmer or
+        Myanmar (tens of letters in all, where Han has thousands and a spaced script's
+        words more: such a letter tells as little as half a Han one, and chance runs of
+        them made passages between unrelated Thai or Japanese texts). All 1 when the
+        query's text is not at hand (a stored document asked by id in a collection that
+        keeps no texts)."""
         if self._weights is None:
             weights = np.ones(len(self.hashes))
             letters = self.letters
@@ -157,9 +159,18 @@ class Query(legacy.Query):
             self._weights = weights
         return self._weights
 
+    @property
+    def counted(self) -> np.ndarray | None:
+        """The running total of weights (counted[i]: words before word i), made once;
+        None when every word counts one (no light letter: an English query)."""
+        if self._counted is None and (self.weights != 1).any():
+            self._counted = np.concatenate(([0.0], np.cumsum(self.weights)))
+        return self._counted
+
     def weighed(self, qa: int, qb: int) -> float:
         """The length of query words [qa, qb) as weights counts them."""
-        return float(self.weights[qa:qb].sum())
+        counted = self.counted
+        return float(qb - qa) if counted is None else float(counted[qb] - counted[qa])
 
     def at_bits(self, bits: int) -> Query:
         """The query with word hashes cut to bits (0: format 1), made once."""
@@ -461,7 +472,7 @@ def _align_dense(
     capped = capped or cut
     n = seed_length(source.bits)
     letters = query.letters
-    runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.weights)
+    runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.counted)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
     chains = chained(runs.tolist())

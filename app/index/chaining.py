@@ -92,21 +92,17 @@ def seed_runs(q_hit: np.ndarray, s_hit: np.ndarray, n: int) -> np.ndarray:
 
 
 def without_short_letter_runs(
-    runs: np.ndarray, letters: np.ndarray, weights: np.ndarray | None = None
+    runs: np.ndarray, letters: np.ndarray, counted: np.ndarray | None = None
 ) -> np.ndarray:
     """The runs less those shorter than LETTER_RUN words that are all letters of a script
-    written without spaces (letters: per query word; weights, per query word, what each
-    counts for: align.Query.weights, so that a run of kana or Thai letters needs twice as
-    many)."""
+    written without spaces (letters: per query word; counted, the running total of what
+    each query word counts for, align.Query.counted, so that a run of kana or Thai letters
+    needs twice as many; None: one each)."""
     if not len(runs) or not letters.any():
         return runs
     held = np.concatenate(([0], np.cumsum(letters)))
     width = runs[:, 1] - runs[:, 0]
-    if weights is None:
-        length = width.astype(float)
-    else:
-        counted = np.concatenate(([0.0], np.cumsum(weights)))
-        length = counted[runs[:, 1]] - counted[runs[:, 0]]
+    length = width if counted is None else counted[runs[:, 1]] - counted[runs[:, 0]]
     short = (length < LETTER_RUN) & (held[runs[:, 1]] - held[runs[:, 0]] == width)
     return runs[~short]
 

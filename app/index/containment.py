@@ -173,7 +173,9 @@ async def contained(
     k = parse_shingle(p.passage_shingle)[1]
     # Pieces of passages as short as this still count towards a source's share.
     piece = piece_words(p)
-    least = min(min_words or p.passage_words, max(piece, layout.words))
+    indexed = Query(layout, text)
+    # A query shorter than the least passage counts when copied whole (its words weighed).
+    least = min(min_words or p.passage_words, max(piece, indexed.weighed(0, layout.words)))
     handles, fetched, capped, common = await candidates.passage_candidates(
         pieces.store,
         anchor_key_each(layout.anchor_hashes),
@@ -184,7 +186,6 @@ async def contained(
         pieces.candidate_cap,
     )
     shingles = max(1, layout.words - k + 1)
-    indexed = Query(layout, text)
     # (handle, id, passages, covered shingles as merged ranges, how many)
     scored: list[tuple[int, str, list, list[tuple[int, int]], int]] = []
     raws: list[bytes] = []
@@ -206,11 +207,18 @@ async def contained(
             try:
                 passages, capped_here = align(indexed, source, k, piece, deadline)
                 # A passage's words, which its pieces count together once trimmed (as the
-                # query's weights count them: a kana or Thai letter for half a word).
-                longest = max((indexed.weighed(*x.query_words) for x in passages), default=0)
+                # query's weights count them: a kana or Thai letter for half a word), and
+                # how much a source word weighs where it copies them (its own text is not
+                # at hand): a source copied whole counts as the query's words do.
+                longest, density = 0.0, 1.0
+                for x in passages:
+                    qa, qb = x.query_words
+                    weight = indexed.weighed(qa, qb)
+                    if weight > longest:
+                        longest, density = weight, weight / (qb - qa)
                 if set_aside is not None:  # the one place exclusions apply
                     passages, longest = set_aside.trim(
-                        passages, layout, source, piece, k, indexed.weights
+                        passages, layout, source, piece, k, indexed.counted
                     )
             except DamagedLayout:
                 # Spans an older release stored without their overflow: no exact edges
@@ -221,7 +229,8 @@ async def contained(
             if not passages:
                 continue
             # A source shorter than the least passage counts when it is copied whole.
-            if threshold == NO_THRESHOLD and longest < min(least, max(piece, source.words)):
+            whole = max(piece, source.words * density)
+            if threshold == NO_THRESHOLD and longest < min(least, whole):
                 continue
             covered = covered_runs(passages, k)
             size = sum(b - a for a, b in covered)

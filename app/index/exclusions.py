@@ -531,7 +531,7 @@ class Exclusions:
         source: Layout,
         least: int,
         k: int = 1,
-        weights: np.ndarray | None = None,
+        counted: np.ndarray | None = None,
     ) -> tuple[list[Passage], float]:
         """The passages without their excluded words, and the most words any one passage
         kept. A passage splits around its excluded words (the source side cut at the same
@@ -540,12 +540,11 @@ class Exclusions:
         together, by the words they keep: under `least` they are dropped as alignment
         drops a passage that short, under min_words set aside as short. So quotation
         marks around a few words of a copy take those words out of it, never the copy
-        with them. weights: what each query word counts for (align.Query.weights; None:
-        1 each)."""
+        with them. counted: the running total of what each query word counts for
+        (align.Query.counted; None: one each)."""
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
-        counted = None if weights is None else np.concatenate(([0.0], np.cumsum(weights)))
         out: list[Passage] = []
         longest = 0.0
         for p in passages:
