@@ -410,14 +410,8 @@ def bibliography_span(text: str) -> Span | None:
             break
         first = before
     start = first.start() + len(first.group()) - len(first.group().lstrip())
-    end = len(text)
-    lines = text[last.end() :].split("\n")
-    pos = last.end()
-    for i, line in enumerate(lines):
-        if i > 0 and _ends_section(line, lines[i - 1], "\n".join(lines[i + 1 : i + 3])):
-            end = len(text[:pos].rstrip())
-            break
-        pos += len(line) + 1
+    cut = _next_section(text[last.end() :])
+    end = len(text) if cut is None else len(text[: last.end() + cut].rstrip())
     if not _WORD.search(text, last.end(), end):
         return None  # a heading with nothing under it
     if _SPACES.sub(" ", last["name"].lower()) in LOOSE_HEADINGS and not _references(
@@ -427,16 +421,22 @@ def bibliography_span(text: str) -> Span | None:
     return Span(start, end, "bibliography")
 
 
+def _next_section(section: str) -> int | None:
+    """Where in the lines after a reference heading the first one that starts another
+    section begins (_ends_section; never the first line), or None."""
+    lines = section.split("\n")
+    pos = 0
+    for i, line in enumerate(lines):
+        if i > 0 and _ends_section(line, lines[i - 1], "\n".join(lines[i + 1 : i + 3])):
+            return pos
+        pos += len(line) + 1
+    return None
+
+
 def _list_only(section: str) -> bool:
     """Whether the lines between two reference headings are a reference list: words, no
     heading of another section, and read as references."""
-    lines = section.split("\n")
-    if not _WORD.search(section):
-        return False
-    for i, line in enumerate(lines):
-        if i > 0 and _ends_section(line, lines[i - 1], "\n".join(lines[i + 1 : i + 3])):
-            return False
-    return _references(section)
+    return bool(_WORD.search(section)) and _next_section(section) is None and _references(section)
 
 
 def _references(section: str) -> bool:

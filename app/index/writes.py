@@ -154,6 +154,8 @@ async def write(
     async with locked(store, ids):
         handles, made = await store.ids.assign(ids)
         added: list[tuple[int, np.ndarray]] = []  # the band entries this round adds
+        # Each replaced version's band keys and anchors, read from its record once.
+        prior: list[tuple[np.ndarray, np.ndarray] | None] = []
         try:
             old = await store.records(handles)
             taken = _taken(ids, old)
@@ -177,9 +179,11 @@ async def write(
             await store.add_expiries([(h, e) for h, e in zip(handles, ends, strict=True) if e])
             # Band keys, then passage anchors: one exchange (one script reply per
             # call on a single server).
+            anchors = [sk.anchors(i) for _, (i, _) in pairs]
             bands = [(h, sk.band_keys[i]) for h, (i, _) in pairs]
-            bands += [(h, sk.anchors(i)) for h, (i, _) in pairs]
-            added = _added(bands, old)
+            bands += [(h, a) for (h, _), a in zip(pairs, anchors, strict=True)]
+            prior = [None if raw is None else _entries_of(records.unpack(raw)) for raw in old]
+            added = _added(bands, prior)
             await store.add_bands(bands)
             # Before the text, not between it and its record: a reader that finds the
             # next version's text beside this record reads both again, and the window
@@ -213,11 +217,10 @@ async def write(
         if params.keep_text and bodies is None:
             await store.delete_texts(handles)  # a replaced version's, now stale
         stale_bands, stale_anchors = [], []
-        for (h, (i, _)), raw in zip(pairs, old, strict=True):
-            if raw is not None:
-                rec = records.unpack(raw)
-                stale_bands.append((h, np.setdiff1d(rec.band_keys, sk.band_keys[i])))
-                stale_anchors.append((h, np.setdiff1d(anchors_of(rec), sk.anchors(i))))
+        for (h, (i, _)), now, was in zip(pairs, anchors, prior, strict=True):
+            if was is not None:
+                stale_bands.append((h, np.setdiff1d(was[0], sk.band_keys[i])))
+                stale_anchors.append((h, np.setdiff1d(was[1], now)))
         await store.remove_bands([(h, k) for h, k in stale_bands + stale_anchors if len(k)])
         # A replaced version's queue entry, now that its record no longer expires.
         await store.drop_expiries(
@@ -282,18 +285,22 @@ def _counter_behind(doc_id: str, h: int, raw: bytes | None) -> HandleCounterErro
     )
 
 
+def _entries_of(rec: records.Record) -> tuple[np.ndarray, np.ndarray]:
+    """A stored version's band keys and passage anchors."""
+    return rec.band_keys, anchors_of(rec)
+
+
 def _added(
-    bands: list[tuple[int, np.ndarray]], old: list[bytes | None]
+    bands: list[tuple[int, np.ndarray]], prior: list[tuple[np.ndarray, np.ndarray] | None]
 ) -> list[tuple[int, np.ndarray]]:
     """Of each handle's band entries (band keys, then anchors, handle by handle as in
-    old), those its stored version lacks: all of a new document's."""
-    n = len(old)
+    prior), those its stored version (prior: _entries_of, None for a new one) lacks."""
+    n = len(prior)
     out = []
     for k, (h, keys) in enumerate(bands):
-        raw = old[k % n]
-        if raw is not None:
-            rec = records.unpack(raw)
-            keys = np.setdiff1d(keys, rec.band_keys if k < n else anchors_of(rec))
+        was = prior[k % n]
+        if was is not None:
+            keys = np.setdiff1d(keys, was[0] if k < n else was[1])
         if len(keys):
             out.append((h, keys))
     return out
