@@ -146,12 +146,12 @@ class Query(legacy.Query):
         keeps no texts)."""
         if self._weights is None:
             weights = np.ones(len(self.hashes))
-            letters = self.letters
-            at = np.flatnonzero(letters)
+            text = self._text or ""
+            at = np.flatnonzero(self.letters) if text else np.zeros(0, np.int64)
             starts = self.layout.starts[at].tolist()
             # A text that is not the layout's (shorter than its words reach) weighs nothing.
-            if self._text is not None and len(at) and starts[-1] < len(self._text):
-                points = np.fromiter((ord(self._text[s]) for s in starts), np.int64, len(at))
+            if len(at) and starts[-1] < len(text):
+                points = np.fromiter((ord(text[s]) for s in starts), np.int64, len(at))
                 light = np.zeros(len(at), bool)
                 for lo, hi in LIGHT_SCRIPTS:
                     light |= (points >= lo) & (points <= hi)
