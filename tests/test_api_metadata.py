@@ -15,7 +15,7 @@ from support.corpus import read_corpus, read_truth
 from support.textgen import mutate
 
 from app.api.app import create_app
-from app.core.settings import load_settings
+from app.core.settings import Settings, load_settings
 from app.index.check import check
 from app.store import PLACE_BITS
 
@@ -77,6 +77,30 @@ def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
         spec = json.dumps({"metadata": {"n": value}})
         found = client.get("/similar/base", params={"filter": spec}).json()["results"]
         assert {r["id"] for r in found} == ids & set(_expected(docs, BASE, "example.com"))
+
+
+@pytest.mark.both_stores
+def test_filter_applies_before_the_candidate_cap(client: TestClient, settings: Settings) -> None:
+    """Past the candidate cap of exact copies on one host, the one copy on the filtered
+    host (the newest, which the cap's tie rule would cut) is found by GET and POST, at
+    1.0, and the answer says capped only where more than the cap passed the filter."""
+    cap = settings.candidate_cap
+    docs = [{"id": f"c{i:04d}", "text": BASE, "metadata": {"site": "a"}} for i in range(cap + 20)]
+    docs.append({"id": "wanted", "text": BASE, "metadata": {"site": "b"}})
+    for at in range(0, len(docs), 100):
+        body = {"documents": docs[at : at + 100]}
+        assert client.post("/documents/batch", json=body).status_code == 200
+    plain = client.get("/similar/c0000", params={"limit": 5}).json()
+    assert plain["capped"] and "wanted" not in {r["id"] for r in plain["results"]}
+    for spec, want, capped in (({"site": "b"}, ["wanted"], False), ({"site": "a"}, None, True)):
+        filt = {"metadata": spec}
+        got = client.get("/similar/c0000", params={"filter": json.dumps(filt)}).json()
+        posted = client.post("/similar", json={"text": BASE, "filter": filt}).json()
+        for answer in (got, posted):
+            ids = [r["id"] for r in answer["results"]]
+            assert ids == want if want else len(ids) == 10 and "wanted" not in ids
+            assert all(r["similarity"] == 1.0 for r in answer["results"])
+            assert answer["capped"] is capped
 
 
 def test_metadata_over_its_bound_is_422_and_nothing_is_stored(client: TestClient) -> None:

@@ -395,9 +395,10 @@ def test_export_to_a_device_or_a_pipe_is_written_there_and_a_file_keeps_its_mode
 def test_a_named_collection_is_opened_with_its_own_parameters(
     tmp_path: Path, env: dict, redis_url: str
 ) -> None:
-    """With settings that differ from the default collection's (it keeps texts, they say
-    not to), tools naming another collection work on it as it was made; the default one
-    is still refused for its mismatch, by name or not."""
+    """With settings that differ from the default collection's (it keeps texts), tools
+    naming another collection work on it as it was made; so do tools on the default one
+    while the environment leaves keep_text unset, and one that sets it otherwise is
+    refused for the mismatch, by name or not."""
     base, other = f"keeps{os.getpid()}", f"plain{os.getpid()}"
     env = {**env, "NEARDUP_REDIS_URL": redis_url, "NEARDUP_COLLECTION": base}
     line = b"a one two three four five\n"
@@ -409,8 +410,11 @@ def test_a_named_collection_is_opened_with_its_own_parameters(
                  ["collections", "show", other]):  # fmt: skip
         done = run(*args, env=env)
         assert done.returncode == 0, (args, done.stderr)
+    not_kept = {**env, "NEARDUP_KEEP_TEXT": "0"}
     for args in (["check"], ["check", "--collection", base], ["get", "a"]):
         done = run(*args, env=env)
+        assert done.returncode == 0, (args, done.stderr)
+        done = run(*args, env=not_kept)
         assert done.returncode == 1 and b"keep_text" in done.stderr, (args, done.stderr)
     # Made by name as the default on a fresh store, it is compared with the settings.
     fresh = {**env, "NEARDUP_COLLECTION": f"fresh{os.getpid()}"}
@@ -418,3 +422,42 @@ def test_a_named_collection_is_opened_with_its_own_parameters(
     assert made.returncode != 0 and b"word:3" in made.stderr, made.stderr
     shown = run("collections", "show", f"fresh{os.getpid()}", env=fresh)
     assert shown.returncode == 0 and b'"word:3"' in shown.stdout, shown
+
+
+def test_tools_open_a_service_made_collection_with_its_stored_parameters(
+    tmp_path: Path, env: dict
+) -> None:
+    """A service started with other settings (texts kept, threshold 0.8, 32-bit
+    fingerprints, as the environment gives them: strings) makes its collection so; the
+    tools, from a shell without those settings, open it as stored (check, collections),
+    while a setting given to them that differs is still refused by name; the
+    --fingerprint-bits flag takes its values."""
+    made = {"NEARDUP_KEEP_TEXT": "1", "NEARDUP_THRESHOLD": "0.8", "NEARDUP_FINGERPRINT_BITS": "32"}
+    server = Server(tmp_path, **{**made, "NEARDUP_DATA_DIR": env["NEARDUP_DATA_DIR"]})
+    try:
+        server.wait_ready()
+        text = "a short text of some words about rivers and the towns along them"
+        src = tmp_path / "one.txt"
+        src.write_text(f"t1 {text}\n")
+        ingested = run("ingest", "--quiet", str(src), "--url", server.url, env=env)
+        assert ingested.returncode == 0, ingested.stderr
+        shown = run("collections", "show", "default", env=env)
+        assert shown.returncode == 0, shown.stderr
+        params = json.loads(shown.stdout)["parameters"]
+        assert (params["keep_text"], params["threshold"], params["fingerprint_bits"]) == (
+            True,
+            0.8,
+            32,
+        )
+        for args in (["check"], ["collections", "list"], ["check", "--collection", "default"]):
+            done = run(*args, env=env)
+            assert done.returncode == 0, (args, done.stderr)
+        refused = run("check", env={**env, "NEARDUP_THRESHOLD": "0.6"})
+        assert refused.returncode == 1 and b"threshold" in refused.stderr, refused.stderr
+        flagged = run(
+            "collections", "create", "fb", "--fingerprint-bits", "32", "--url", server.url, env=env
+        )
+        assert flagged.returncode == 0, flagged.stderr
+        assert json.loads(flagged.stdout)["parameters"]["fingerprint_bits"] == 32
+    finally:
+        server.stop()

@@ -306,7 +306,7 @@ async def connect(
         return
     assert settings is not None
     # Another collection's tool must not trip over NEARDUP_COLLECTION's parameters.
-    async with open_index(settings, check=collection is None) as default:
+    async with open_index(settings, check=collection is None, tool=True) as default:
         yield LocalBackend(await collection_index(default, settings, collection, creates))
 
 
@@ -402,7 +402,7 @@ async def connect_rebuild(
             return
         assert settings is not None
         # Each collection is checked where it is used (the default one too, if named).
-        opened = open_index(settings, share_running=True, check=False)
+        opened = open_index(settings, share_running=True, check=False, tool=True)
         served = Collections(await stack.enter_async_context(opened), settings)
 
         async def local(name: str) -> Backend:
@@ -422,5 +422,5 @@ async def connect_collections(
             yield RemoteCollections(client)
         return
     assert settings is not None
-    async with open_index(settings, share_running=True, check=False) as index:
+    async with open_index(settings, share_running=True, check=False, tool=True) as index:
         yield LocalCollections(Collections(index, settings), settings)

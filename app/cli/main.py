@@ -487,7 +487,8 @@ def _check(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         named = args.collection is not None
-        async with open_index(settings, share_running=True, check=not named) as default:
+        opened = open_index(settings, share_running=True, check=not named, tool=True)
+        async with opened as default:
             index = await collection_index(default, settings, args.collection, creates=False)
             report = await check(index, repair=args.repair)
         print_check(report, args.json)

@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 
+# What NEARDUP_FINGERPRINT_BITS (and a collection's fingerprint_bits) may be.
+FINGERPRINT_BITS = (24, 32)
 # The most worker processes `neardup serve` starts (NEARDUP_WORKERS and --workers).
 MAX_WORKERS = 1024
 # Validation context of a collection's parameters checked against the settings
@@ -56,7 +58,9 @@ class Settings(BaseSettings):
     fingerprint_size: int = Field(256, ge=16, le=4096)
     # Bits of each shingle hash a new collection's fingerprint keeps (fixed with the
     # collection): 24 stores a fingerprint in ~576 bytes instead of ~800 (app.index.params).
-    fingerprint_bits: Literal[24, 32] = 24
+    # (An int checked by _valid_fingerprint_bits, not Literal[24, 32]: a literal of ints
+    # refuses the string an environment variable or a CLI flag gives.)
+    fingerprint_bits: int = 24
     seed: int = Field(1, ge=0, lt=2**63)
     threshold: float = Field(0.5, ge=0.05, le=1.0)
     # Documents a new collection's band buckets are sized for (app.store): past it,
@@ -162,6 +166,13 @@ class Settings(BaseSettings):
     @classmethod
     def _valid_shingle(cls, value: str) -> str:
         return canonical_shingle(value)  # raises ValueError with the reason
+
+    @field_validator("fingerprint_bits")
+    @classmethod
+    def _valid_fingerprint_bits(cls, value: int) -> int:
+        if value not in FINGERPRINT_BITS:
+            raise ValueError(f"fingerprint bits are 24 or 32, got {value}")
+        return value
 
     @model_validator(mode="after")
     def _keys_agree(self, info: ValidationInfo) -> Settings:

@@ -10,7 +10,7 @@ read than SCRIPT_HOT_MEMBERS, `candidates` reads them through the store's pipeli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,10 @@ DISCOVERY_BUDGET = 50
 # them several times slower than numpy, on Redis' one thread, so a query whose hot
 # keys need more (boilerplate) reads them through the pipelines (gather).
 SCRIPT_HOT_MEMBERS = 1000
+# A query with a metadata filter whose candidates were capped reads this many times the
+# cap of them, best first, so that the cap counts only candidates the filter keeps
+# (gather_filtered): a filter never empties an answer because strangers took the cap.
+FILTERED_READ = 10
 
 # A query's candidates (handles ascending), their live records, capped, and the hot
 # keys read only in part (gather).
@@ -50,11 +54,12 @@ def from_script(found: Candidates) -> Gathered:
 
 
 async def candidates(
-    store: Store, band_keys: np.ndarray, exclude: int | None, cap: int
+    store: Store, band_keys: np.ndarray, exclude: int | None, cap: int, ranked: bool = False
 ) -> tuple[np.ndarray, bool, int]:
     """Handles sharing a band (or a passage anchor) with the query: the cap of them
-    that share the most keys, whether any candidate was left unverified, and how many
-    hot keys were read only in part.
+    that share the most keys (ascending, or with ranked best first: most keys shared,
+    then oldest), whether any candidate was left unverified, and how many hot keys
+    were read only in part.
 
     One lookup reads every key's inline handles (a dozen at most each) and the
     size of every hot key, spilled to a sorted set; a second reads the hot keys'
@@ -87,12 +92,12 @@ async def candidates(
         keep = handles != exclude
         handles, hits = handles[keep], hits[keep]
     capped = cut > 0
-    if len(handles) > cap:
+    if len(handles) > cap or ranked:
         # Candidates sharing more keys are likelier to be similar; among equals the
         # older go first (handles ascending, a stable sort).
-        order = np.argsort(-hits, kind="stable")[:cap]
-        handles = np.sort(handles[order])
-        capped = True
+        order = np.argsort(-hits, kind="stable")
+        capped = capped or len(handles) > cap
+        handles = handles[order[:cap]] if ranked else np.sort(handles[order[:cap]])
     return handles, capped, cut
 
 
@@ -117,6 +122,26 @@ async def gather_pipelined(
     """gather by candidates' pipelines and one MGET (one exchange per master each)."""
     handles, capped, cut = await candidates(store, band_keys, exclude, cap)
     return handles, await live_records(store, handles.tolist()), capped, cut
+
+
+async def gather_filtered(
+    store: Store,
+    band_keys: np.ndarray,
+    exclude: int | None,
+    cap: int,
+    keep: Callable[[bytes], bool],
+) -> Gathered:
+    """gather for a query with a metadata filter (keep: whether a record passes it):
+    the cap counts only candidates whose records pass, best first, of the
+    FILTERED_READ x cap best read (capped when more passed, or more were left unread).
+    For a query whose plain gather was capped: thousands of copies of a page stored
+    by other sites must not take the place of the one the filter asks for."""
+    handles, capped, cut = await candidates(store, band_keys, exclude, FILTERED_READ * cap, True)
+    records = await live_records(store, handles.tolist())
+    passing = [i for i, raw in enumerate(records) if raw is not None and keep(raw)]
+    capped = capped or len(passing) > cap
+    chosen = sorted(passing[:cap], key=lambda i: int(handles[i]))
+    return handles[chosen], [records[i] for i in chosen], capped, cut
 
 
 # A containment query reads its text in windows of this many words, each with its

@@ -443,6 +443,10 @@ async def _repair(
         async with index.locked([owner[h]]):
             (raw,) = await store.records([h])
             if raw is not None:
-                keep = np.intersect1d(keys, entries_of(records.unpack(raw), store))
-                await store.add_bands([(h, keep)])  # idempotent: present entries stay as they are
+                rec = records.unpack(raw)
+                keep = np.intersect1d(keys, entries_of(rec, store))
+                # Band keys apart from anchors, which mark differently; idempotent:
+                # present entries stay as they are.
+                banded = np.isin(keep, store.entry_keys(rec.band_keys))
+                await store.add_bands([(h, keep[banded])], [(h, keep[~banded])])
                 fixed("missing_bands", len(keep))

@@ -76,6 +76,7 @@ class Index:
             params.short_fields,
             params.packed_spills,
             params.field_bytes,
+            params.marks,
         )
         store.ids.use_buckets(params.id_buckets)
         self.candidate_cap = candidate_cap

@@ -35,7 +35,7 @@ MADE = "made"
 # How a collection stores its data, chosen by the release that made it and never asked
 # for: a collection keeps its own (one made before a format existed reads as then).
 STORED_FORMATS = ("tokenizer", "passage_bits", "short_anchors", "short_fields",
-                  "field_bytes", "packed_spills", "id_buckets")  # fmt: skip
+                  "field_bytes", "packed_spills", "id_buckets", "marks")  # fmt: skip
 # Parameters a collection keeps unless what they come from is asked for by name: its
 # band buckets are sized from a capacity, and NEARDUP_FINGERPRINT_BITS is as capacity.
 KEPT_UNLESS_ASKED = {"band_buckets": "capacity", "fingerprint_bits": "fingerprint_bits"}
@@ -89,6 +89,10 @@ class Params:
     # Bytes of a band entry's field with short_fields: the key's low 4 (collections made
     # before) or 2 (app.store.layout says what the place then costs in shared entries).
     field_bytes: int = 4
+    # Whether the collection keeps a bit per document that says it shares a band key
+    # with another (app.store.layout, `M`), which GET /similar/{id} reads instead of its
+    # buckets when it is 0; False in collections made before.
+    marks: bool = False
 
     @classmethod
     def create(
@@ -110,6 +114,7 @@ class Params:
         fingerprint_bits: int = DEFAULT_FINGERPRINT_BITS,
         packed_spills: bool = True,
         field_bytes: int = DEFAULT_FIELD_BYTES,
+        marks: bool = True,
     ) -> Params:
         plan = plan_bands(threshold, num_perm)
         per_document = plan.bands + (ANCHORS_PER_DOCUMENT if passage_words else 0)
@@ -135,6 +140,7 @@ class Params:
             fingerprint_bits,
             packed_spills,
             field_bytes if short_fields else 4,
+            marks,
         )
 
     @property
@@ -203,6 +209,8 @@ class Params:
         fields.setdefault("packed_spills", False)
         # ... and one made before 2-byte fields keeps a key's low 4 bytes.
         fields.setdefault("field_bytes", 4)
+        # ... and one made before marks keeps none.
+        fields.setdefault("marks", False)
         return cls(**fields)
 
     def keeping(self, stored: Params, asked: Collection[str] = ()) -> Params:

@@ -157,7 +157,16 @@ async def query(
     exclude_id: str | None = None,
 ) -> QueryResult:
     """The verified near-duplicates of a sketch, best first, each id once; exclude (a
-    handle) and exclude_id (an id, whatever handle it has by then) are never answered."""
+    handle) and exclude_id (an id, whatever handle it has by then) are never answered.
+    A filter applies before the candidate cap (candidates.gather_filtered)."""
+    if where is not None:
+        store, cap = pieces.store, pieces.candidate_cap
+        if gathered is None:
+            gathered = await candidates.gather(store, band_keys, exclude, cap)
+        if gathered[2]:  # capped: candidates the filter drops must not fill the cap
+            gathered = await candidates.gather_filtered(
+                store, band_keys, exclude, cap, where.matches_record
+            )
     handles, raws, sims, found, capped = await verified(
         pieces, fingerprint, band_keys, exclude, threshold, gathered
     )

@@ -181,10 +181,10 @@ async def write(
             # call on a single server).
             anchors = [sk.anchors(i) for _, (i, _) in pairs]
             bands = [(h, sk.band_keys[i]) for h, (i, _) in pairs]
-            bands += [(h, a) for (h, _), a in zip(pairs, anchors, strict=True)]
+            anchored = [(h, a) for (h, _), a in zip(pairs, anchors, strict=True)]
             prior = [None if raw is None else _entries_of(records.unpack(raw)) for raw in old]
-            added = _added(bands, prior)
-            await store.add_bands(bands)
+            added = _added(bands + anchored, prior)
+            await store.add_bands(bands, anchored)
             # Before the text, not between it and its record: a reader that finds the
             # next version's text beside this record reads both again, and the window
             # between the two stays one write.

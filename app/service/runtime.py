@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,9 +35,28 @@ def params_of(settings: Settings) -> Params:
     )
 
 
-async def _first_contact(store: Store, settings: Settings, check: bool = True) -> Index:
+def as_stored(settings: Settings, raw: bytes) -> Settings:
+    """A tool's settings for a collection that exists (its stored config raw): each of
+    the collection's parameters that the environment does not set is the stored one, so
+    a tool opens the collection a service made with other settings (NEARDUP_KEEP_TEXT=1,
+    say) from a shell without them; one set to another value is still refused."""
+    stored = Params.stored(raw)
+    given = {
+        name: getattr(stored, name)
+        for name in inspect.signature(Params.create).parameters
+        if name in Settings.model_fields
+        and name not in settings.model_fields_set
+        and hasattr(stored, name)
+    }
+    return settings.model_copy(update=given)
+
+
+async def _first_contact(
+    store: Store, settings: Settings, check: bool = True, tool: bool = False
+) -> Index:
     """Durability first (NEARDUP_DURABILITY=always, NEARDUP_MIN_REPLICAS), then the
-    collection's stored parameters (not yet unless check: an UncheckedIndex)."""
+    collection's stored parameters (not yet unless check: an UncheckedIndex). A tool
+    takes the stored ones its environment does not set (as_stored)."""
     if settings.min_replicas:
         fewest = await store.fewest_replicas()
         if fewest < settings.min_replicas:
@@ -56,7 +76,11 @@ async def _first_contact(store: Store, settings: Settings, check: bool = True) -
             )
     await _warn_if_evicting(store)
     if not check:
-        return UncheckedIndex(store, settings)
+        return UncheckedIndex(store, settings, tool)
+    if tool:
+        raw = await store.read_config()
+        if raw is not None:
+            settings = as_stored(settings, raw)
     return await Index.open(
         store, params_of(settings), settings.candidate_cap, settings.max_text_bytes
     )
@@ -114,15 +138,16 @@ class UncheckedIndex(Index):
     that requests would queue behind while Redis stays away.
     """
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store, settings: Settings, tool: bool = False) -> None:
         params = params_of(settings)
         super().__init__(store, params, settings.candidate_cap, settings.max_text_bytes)
         self._settings = settings
+        self._tool = tool
         self.checked = False
 
     async def check(self) -> None:
         if not self.checked:
-            opened = await _first_contact(self.store, self._settings)
+            opened = await _first_contact(self.store, self._settings, tool=self._tool)
             # The stored parameters win where a collection keeps its own (made before
             # tokenizer 2, id buckets...): this index reads and writes as that one would.
             stored = (opened.params, opened.candidate_cap, opened.max_text_bytes)
@@ -138,6 +163,7 @@ async def open_index(
     wait_for_redis: bool = False,
     share_running: bool = False,
     check: bool = True,
+    tool: bool = False,
 ) -> AsyncIterator[Index]:
     """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis.
 
@@ -146,7 +172,9 @@ async def open_index(
     until Redis answers. With share_running (a CLI tool), an embedded Redis
     that a running service already serves from the data dir is used as it is.
     Without check (a tool working on another collection), the configured one's
-    parameters are not compared yet: an UncheckedIndex, checked where it is used.
+    parameters are not compared yet: an UncheckedIndex, checked where it is used. A
+    tool opens an existing collection with the stored parameters its environment does
+    not set (as_stored); the service holds the collection to its settings.
     """
     embedded = None
     url = settings.redis_url
@@ -168,7 +196,7 @@ async def open_index(
     )
     try:
         try:
-            index = await _first_contact(store, settings, check)
+            index = await _first_contact(store, settings, check, tool)
         except StoreUnavailableError as exc:
             if not wait_for_redis or embedded is not None:
                 raise

@@ -30,6 +30,11 @@ Every key is under ``nd:{collection}:``:
                           (collections made before packed spills)
     H{bucket}key  STRING  the same, packed: its handles ascending, 4 bytes each (uint32
                           LE), in collections with packed spills (use_packed_spills)
+    M             STRING  a bitmap: bit h is set once document h shares a band key's
+                          field with another document (collections with marks,
+                          use_marks; set by band_ops.lua's band_add, never cleared),
+                          so GET /similar/{id} of a document whose bit is 0 reads none
+                          of its buckets: it has no candidate
 
 A band key lives in bucket ``key >> (64 - bits)`` of ``2**bits`` buckets,
 fixed when the collection is made (Params.band_buckets, sized from
@@ -186,6 +191,8 @@ class Layout:
         self.field_bytes = BAND_KEY.size
         self._low_mask = _U64
         self.packed_spills = False
+        # The marks bitmap (use_marks), or None in collections made before marks.
+        self.marks: bytes | None = None
 
     def use_band_buckets(self, buckets: int) -> None:
         """Set the collection's number of band buckets (a power of two)."""
@@ -232,6 +239,10 @@ class Layout:
         self.short_fields = on
         self.field_bytes = width if on else BAND_KEY.size
         self._low_mask = (1 << 8 * width) - 1 if on else _U64
+
+    def use_marks(self, on: bool) -> None:
+        """Whether the collection keeps the marks bitmap (collections made since)."""
+        self.marks = self.prefix + b"M" if on else None
 
     def use_packed_spills(self, on: bool) -> None:
         """Whether a hot band's handles spill to a packed STRING (collections made since)
@@ -340,14 +351,20 @@ class Layout:
             return ((ANCHOR_FIELD.unpack(field)[0] * ANCHOR_SPREAD) & _U64) ^ ANCHOR_SALT
         return int(BAND_KEY.unpack(field)[0])
 
-    def band_calls(self, handle: int, keys: Iterable[int]) -> list[tuple[bytes, ...]]:
+    def band_calls(
+        self, handle: int, keys: Iterable[int], band: bool | None = None
+    ) -> list[tuple[bytes, ...]]:
         """The KEYS and ARGV of a band script (scripts.BAND_ADD, BAND_REMOVE) for a
-        handle and each band key."""
+        handle and each band key; band (an add in a collection with marks) says whether
+        the keys are band keys (True) or anchors (False)."""
         packed, decimal, inline = HANDLE.pack(handle), b"%d" % handle, b"%d" % MAX_INLINE
-        form = b"1" if self.packed_spills else b"0"
+        form: tuple[bytes, ...] = (b"1" if self.packed_spills else b"0",)
+        if band is not None and self.marks is not None:
+            form += (b"1" if band else b"0",)
         places = map(self.band_place, keys)
         return [
-            (bucket, spill, field, packed, decimal, inline, form) for bucket, field, spill in places
+            (bucket, spill, field, packed, decimal, inline, *form)
+            for bucket, field, spill in places
         ]
 
     def band_commands(

@@ -211,15 +211,18 @@ class Store:
         short_fields: bool = False,
         packed_spills: bool = False,
         field_bytes: int = 4,
+        marks: bool = False,
     ) -> None:
         """Set the collection's number of band buckets (a power of two), whether its
         anchors' keys are 4-byte fields (layout.Layout.use_short_anchors) or every key's
-        low field_bytes (layout.Layout.use_short_fields), and whether hot bands spill to
-        packed STRINGs (layout.Layout.use_packed_spills)."""
+        low field_bytes (layout.Layout.use_short_fields), whether hot bands spill to
+        packed STRINGs (layout.Layout.use_packed_spills), and whether it keeps the marks
+        of documents that share a band key (layout.Layout.use_marks)."""
         self._keys.use_band_buckets(buckets)
         self._keys.use_short_anchors(short_anchors)
         self._keys.use_short_fields(short_fields, field_bytes)
         self._keys.use_packed_spills(packed_spills)
+        self._keys.use_marks(marks)
 
     def entry_keys(self, keys: np.ndarray) -> np.ndarray:
         """Each band key as band_memberships gives it back (layout.Layout.entry_keys)."""
@@ -430,27 +433,45 @@ class Store:
 
     # band memberships ---------------------------------------------------------
 
-    async def add_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
-        """Add each handle to each of its band keys.
+    async def add_bands(
+        self,
+        memberships: Sequence[tuple[int, np.ndarray]],
+        anchors: Sequence[tuple[int, np.ndarray]] = (),
+    ) -> None:
+        """Add each handle to each of its band keys (memberships) and passage anchors.
 
         HSETNX settles the usual case, a band nobody has yet, natively, in one
         packed exchange; only bands that already have members go through a script:
         band_add_many, ENTRIES_PER_CALL of them a call, on a single server, or
-        band_add, one call each, on a cluster.
+        band_add, one call each, on a cluster. In a collection with marks, those scripts
+        also mark the documents that now share a band key (layout.Layout.use_marks).
         """
-        if not memberships:
+        if not memberships and not anchors:
             return
-        keys, handles = _entries(memberships)
+        keys, handles = _entries([*memberships, *anchors])
         created = await self.transport.send(
             self._keys.band_commands(b"HSETNX", keys, handles), write=True
         )
+        bands = sum(len(k) for _, k in memberships)  # the first entries are band keys
+        had = np.flatnonzero(np.asarray(created, dtype=np.int64) == 0)  # had members
         if self.band_scripts:
-            had = np.flatnonzero(np.asarray(created, dtype=np.int64) == 0)  # had members
-            await self._band_script(scripts.BAND_ADD_MANY, keys[had], handles[had])
+            # had is ascending: its band keys come first.
+            cut = int(np.searchsorted(had, bands))
+            await self._band_script(scripts.BAND_ADD_MANY, keys[had], handles[had], cut)
             return
-        taken = zip(keys.tolist(), handles.tolist(), created, strict=True)
-        calls = [c for k, h, new in taken if not new for c in self._keys.band_calls(h, [k])]
-        await self.transport.eval(scripts.BAND_ADD, calls, write=True)
+        kinds = [(int(i), i < bands) for i in had.tolist()]
+        calls = [
+            c
+            for i, band in kinds
+            for c in self._keys.band_calls(int(handles[i]), [int(keys[i])], band)
+        ]
+        replies = await self.transport.eval(scripts.BAND_ADD, calls, write=True)
+        if self._keys.marks is not None:
+            # The script cannot set them itself: the bitmap lies in another slot.
+            marked = {HANDLE.unpack(h)[0] for r in replies for h in r[1:]}
+            if marked:
+                sets = [(b"SETBIT", self._keys.marks, b"%d" % h, b"1") for h in sorted(marked)]
+                await self.transport.commands(sets, write=True)
 
     async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """Remove each handle from each of its band keys."""
@@ -461,13 +482,20 @@ class Store:
         calls = [c for h, keys in memberships for c in self._keys.band_calls(h, keys.tolist())]
         await self.transport.eval(scripts.BAND_REMOVE, calls, write=True)
 
-    async def _band_script(self, script: Script, keys: np.ndarray, handles: np.ndarray) -> None:
+    async def _band_script(
+        self, script: Script, keys: np.ndarray, handles: np.ndarray, bands: int | None = None
+    ) -> None:
         """Run a band_*_many script over the entries in order, ENTRIES_PER_CALL a call,
-        every call in one exchange: one reply per call instead of one per entry."""
+        every call in one exchange: one reply per call instead of one per entry. The
+        first `bands` entries are band keys, the rest anchors (None: all band keys),
+        which an add marks differently (layout.Layout.use_marks)."""
         head = (*self._keys.band_heads, b"%d" % MAX_INLINE)
+        marks = self._keys.marks or b""
+        cut = len(keys) if bands is None else bands
         calls = [
-            (*head, rows[at : at + ENTRIES_PER_CALL].tobytes(), b"%d" % width)
-            for width, rows in self._keys.band_entries(keys, handles)
+            (*head, rows[at : at + ENTRIES_PER_CALL].tobytes(), b"%d" % width, marks, band)
+            for part, band in ((slice(0, cut), b"1"), (slice(cut, None), b"0"))
+            for width, rows in self._keys.band_entries(keys[part], handles[part])
             for at in range(0, len(rows), ENTRIES_PER_CALL)
         ]
         if calls:
@@ -556,6 +584,7 @@ class Store:
             digits,
             b"2" if self._keys.short_fields else b"1" if self._keys.short_anchors else b"0",
             b"%d" % self._keys.field_bytes,
+            self._keys.marks or b"",
         )
 
     async def _script(

@@ -78,18 +78,35 @@ local function packed_of(v, handle)
 end
 
 -- Add handle (packed) to the band at field of bucket (spill: its spill key); 1 when
--- it was not there yet.
-local function band_add(bucket, spill, field, handle, most, packed)
+-- it was not there yet. marked (nil: the collection keeps no marks) collects the handles
+-- (packed) that now share a band key with another document: with band true (the entry
+-- is a band key, not an anchor), the joiner and every inline holder when the band has
+-- another holder, the joiner alone when it is spilled; whatever joins, every holder a
+-- band had when it spills. So every member of a spilled band is marked, and no band key
+-- shares its field with another document unmarked (app/store/layout.py, `M`).
+local function band_add(bucket, spill, field, handle, most, packed, marked, band)
   if redis.call('HSETNX', bucket, field, handle) == 1 then return 1 end
   local v = redis.call('HGET', bucket, field)
   local spilled = string.sub(v, 1, #SPILLED) == SPILLED
   if not spilled then
+    local there = false
     for i = 1, #v, HANDLE_BYTES do
-      if string.sub(v, i, i + HANDLE_BYTES - 1) == handle then return 0 end
+      if string.sub(v, i, i + HANDLE_BYTES - 1) == handle then there = true break end
     end
+    -- Marked before an entry that is there already returns: its field may have gained
+    -- other holders through anchors, which mark nothing.
+    if marked and band and (#v > HANDLE_BYTES or not there) then
+      for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
+      if not there then marked[#marked + 1] = handle end
+    end
+    if there then return 0 end
     if #v < most then
       redis.call('HSET', bucket, field, v .. handle)
       return 1
+    end
+    if marked and not band then  -- spilling: every holder, and the joiner
+      for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
+      marked[#marked + 1] = handle
     end
     if packed then
       local all, n = packed_of(v, handle)
@@ -101,16 +118,26 @@ local function band_add(bucket, spill, field, handle, most, packed)
       local h = struct.unpack(HANDLE, v, i)
       redis.call('ZADD', spill, h, h)
     end
-  elseif packed then
-    local size = packed_add(spill, handle)
-    if size == 0 then return 0 end
-    redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, size))
-    return 1
+  else
+    if marked and band then marked[#marked + 1] = handle end
+    if packed then
+      local size = packed_add(spill, handle)
+      if size == 0 then return 0 end
+      redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, size))
+      return 1
+    end
   end
   local h = struct.unpack(HANDLE, handle)  -- one value: unpack also returns a position
   local added = redis.call('ZADD', spill, h, h)
   redis.call('HSET', bucket, field, SPILLED .. struct.pack(HANDLE, redis.call('ZCARD', spill)))
   return added
+end
+
+-- Set the bit of each marked handle (packed) in the bitmap marks.
+local function set_marks(marks, marked)
+  for _, handle in ipairs(marked) do
+    redis.call('SETBIT', marks, (struct.unpack(HANDLE, handle)), 1)
+  end
 end
 
 -- Remove handle h from a packed spill, as ZREM and ZCARD do from a sorted set: 1 when it

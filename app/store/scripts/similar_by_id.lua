@@ -9,7 +9,8 @@
 -- members this script reads, ARGV[9] the bits and ARGV[10] the hex digits of a bucket
 -- number (Layout.use_band_buckets), ARGV[11] '1' when the collection stores anchors'
 -- keys as 4-byte fields (Layout.use_short_anchors), '2' when it stores every key's low
--- ARGV[12] bytes (Layout.use_short_fields: 4, or 2 in collections made since).
+-- ARGV[12] bytes (Layout.use_short_fields: 4, or 2 in collections made since),
+-- ARGV[13] the collection's marks bitmap ('' when it keeps none: Layout.marks).
 -- Returns {} for an unknown id; {handle} when it has no record; {handle, record, -2}
 -- when the record's band keys cannot be read here (the caller parses it and says
 -- why); {handle, record, -1} when the hot keys' members are more than ARGV[8]; else
@@ -37,6 +38,10 @@ local short_keys = bands_n >= 2147483648
 if short_keys then bands_n = bands_n - 2147483648 end
 local key_bytes = short_keys and 6 or 8
 if bands_n == 0 or bands_at + key_bytes * bands_n > #rec then return {handle, rec, -2} end
+-- A document whose band keys never shared a field with another's has no candidate:
+-- its bit answers for its buckets (most documents of a corpus; band_ops.lua marks).
+local marks = ARGV[13] or ''
+if marks ~= '' and redis.call('GETBIT', marks, handle) == 0 then return {handle, rec, 0, 0, 0} end
 -- A band key's bucket is its top `bits` bits (at most 32: the top four bytes of the
 -- little-endian field, a number Lua's doubles hold exactly), in `digits` hex digits;
 -- its HASH's whole name comes from one format (the head with its % doubled, the number,
