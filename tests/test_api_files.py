@@ -169,3 +169,43 @@ def test_a_data_url_is_refused_saying_to_strip_its_prefix(client: TestClient) ->
     body = {"content_type": PDF, "data": "data:application/pdf;base64," + _b64("essay.pdf")}
     r = client.post("/similar", json=body)
     assert r.status_code == 422 and "strip the 'data:...;base64,' prefix" in r.text, r.text
+
+
+def _docx(text: str) -> str:
+    """A minimal DOCX of one paragraph, base64."""
+    import io
+    import zipfile
+    from xml.sax.saxutils import escape
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = f'<w:document xmlns:w="{w}"><w:body><w:p><w:r><w:t>{escape(text)}</w:t></w:r></w:p></w:body></w:document>'
+    types = (
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+        'officedocument.wordprocessingml.document.main+xml"/></Types>'
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("[Content_Types].xml", types)
+        z.writestr("word/document.xml", body)
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def test_a_files_text_is_bounded_in_bytes_as_a_text_is(settings) -> None:  # type: ignore[no-untyped-def]
+    """NEARDUP_MAX_TEXT_BYTES bounds a file's text in bytes of UTF-8 with the title a text
+    gets ("Text too large"): 101 ASCII letters and 59 two-byte letters (118 bytes) alike
+    (the worker counted characters, and named them so under another title); 50 two-byte
+    letters (100 bytes) pass."""
+    from app.api.app import create_app
+
+    small = settings.model_copy(update={"max_text_bytes": 100})
+    with TestClient(create_app(small)) as c:
+        for text in ("a" * 101, "é" * 59):
+            r = c.post("/similar", json={"content_type": DOCX, "data": _docx(text)})
+            assert r.status_code == 422 and r.json()["title"] == "Text too large", r.text
+            assert "100 bytes of UTF-8" in r.json()["detail"]
+        sent = c.post("/similar", json={"text": "é" * 59})
+        assert sent.status_code == 422 and sent.json()["title"] == "Text too large"
+        fits = c.post("/similar", json={"content_type": DOCX, "data": _docx("é" * 50)})
+        assert fits.status_code == 200, fits.text

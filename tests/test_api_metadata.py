@@ -338,6 +338,10 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
         {**doc, "shingles": 2**62},
         {**doc, "shingles": len(base64.b64decode(doc["fingerprint"])) // 4 - 1},
         {**doc, "id": ""},
+        # found from outside: 0 for a text sent as such (only a page can be all template),
+        # and far more than a short (complete) fingerprint's values
+        {**doc, "shingles": 0, "plain": True},
+        {**doc, "shingles": 2**40},
         {**doc, "expire_ms": 4_102_444_800_000},  # misspelt: read as absent, it would never expire
     ]
     for line in bad:
@@ -349,3 +353,39 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
     resp = client.post("/import", json={"header": {**head, "extra": 1}, "documents": [doc]})
     assert resp.status_code == 422 and "unknown field 'extra'" in resp.json()["detail"]
     assert client.get("/documents/z").status_code == 404
+    # An unsorted fingerprint is named by its line (a uint32 difference wrapped past the check).
+    values = np.frombuffer(base64.b64decode(doc["fingerprint"]), "<u4").copy()
+    values[[0, 1]] = values[[1, 0]]
+    swapped = {**doc, "id": "swapped", "fingerprint": base64.b64encode(values.tobytes()).decode()}
+    resp = client.post("/import", json={"header": head, "documents": [swapped]})
+    assert resp.status_code == 422 and "'swapped'" in resp.json()["detail"], resp.text
+    # The header's params as an export writes them: no unknown field, JSON types as sent.
+    for params in (
+        {**head["params"], "fingerprint_bit": 24},
+        {**head["params"], "num_perm": float(head["params"]["num_perm"])},
+        {**head["params"], "seed": True} if head["params"]["seed"] == 1 else None,
+    ):
+        if params is not None:
+            resp = client.post(
+                "/import", json={"header": {**head, "params": params}, "documents": [doc]}
+            )
+            assert resp.status_code == 422, params
+    resp = client.post("/import", json={"header": {**head, "version": True}, "documents": [doc]})
+    assert resp.status_code == 422
+    assert client.get("/readyz").json()["documents"] == 1  # a, from the start
+
+
+def test_import_drops_an_epoch_expiry_and_counts_a_repeated_id(client: TestClient) -> None:
+    """An import line whose expires_ms is 0 (the epoch: long past; absent is never) is not
+    written, and an id on two lines is counted created once and updated once, as a batch
+    of documents counts it (the last line wins)."""
+    client.put("/documents/a", json={"text": BASE})
+    head, doc, _ = _ndjson(client.get("/export"))
+    assert client.delete("/documents/a").status_code == 204
+    resp = client.post("/import", json={"header": head, "documents": [{**doc, "expires_ms": 0}]})
+    assert resp.status_code == 200 and resp.json() == {"created": 0, "updated": 0}, resp.text
+    assert client.get("/documents/a").status_code == 404
+    twice = [doc, {**doc, "metadata": {"n": 2}}]
+    resp = client.post("/import", json={"header": head, "documents": twice})
+    assert resp.json() == {"created": 1, "updated": 1}, resp.text
+    assert client.get("/documents/a").json()["metadata"] == {"n": 2}

@@ -140,6 +140,49 @@ def test_a_short_source_copied_whole_into_a_long_text_is_named(
     asyncio.run(run())
 
 
+def test_a_stored_text_by_id_names_what_its_text_names_where_texts_are_kept(
+    store_url: str, collection: str
+) -> None:
+    """A stored document holding short stored texts (10 to 29 words) copied whole, asked
+    by id in a collection that keeps texts, names the sources its own text names, with
+    the same passages (its kept text gives it the text query's dense anchors; an outside
+    audit found by-id queries missing such sources)."""
+    corpus = read_corpus()
+    stored, rest = corpus[:100], corpus[STORED:]
+    filler = [w for _, text in rest for w in text.split()][:1200]
+    rng = random.Random(12)
+    shorts = {}
+    for n in (10, 12, 15, 18, 20, 25, 29):
+        words = rng.choice(stored)[1].split()
+        at = rng.randrange(len(words) - n)
+        shorts[f"short{n}"] = " ".join(words[at : at + n])
+    cuts = sorted(rng.sample(range(len(filler)), len(shorts)))
+    parts, prev = [], 0
+    for cut, text in zip(cuts, shorts.values(), strict=True):
+        parts += [" ".join(filler[prev:cut]), text]
+        prev = cut
+    host = " ".join([*parts, " ".join(filler[prev:])])
+
+    async def run() -> None:
+        params = Params.create(
+            "word:3", 128, 256, 1, 0.5, passage_words=PASSAGE_WORDS, keep_text=True
+        )
+        index = await Index.open(Store.connect(store_url, collection, 10.0), params, CAP)
+        try:
+            docs = [*stored, *shorts.items(), ("host", host)]
+            await index.ingest([Document(t, i) for i, t in docs])
+            by_text = await index.containment_of_text(host)
+            by_id = await index.containment_of_id("host")
+            assert by_id is not None
+            want = [(r.id, r.passages) for r in by_text.results if r.id != "host"]
+            assert set(shorts) <= {i for i, _ in want}
+            assert [(r.id, r.passages) for r in by_id.results] == want
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())
+
+
 def test_a_threshold_still_filters_by_share(store_url: str, collection: str) -> None:
     """With a threshold, a source must cover that share of the text: a copy of 60-150
     words in 3,000 (2-5%) passes 0.01 and not 0.1; min_words over its length drops it."""

@@ -144,20 +144,37 @@ def test_post_similar_answers_whole(served: TestClient) -> None:
             422,
             "threshold 0.25 is below 0.5, the lowest this collection's LSH bands were built "
             "for; pairs that similar may not be found",
-            [],
+            [
+                (
+                    "threshold",
+                    "threshold 0.25 is below 0.5, the lowest this collection's LSH "
+                    "bands were built for; pairs that similar may not be found",
+                )
+            ],
         ),
         (
             "/similar/b?limt=5",
             422,
             "unknown query parameter 'limt'; this route takes: consistency, evidence, "
             "filter, limit, measure, threshold",
-            [],
+            [
+                (
+                    "limt",
+                    "unknown query parameter 'limt'; this route takes: consistency, "
+                    "evidence, filter, limit, measure, threshold",
+                )
+            ],
         ),
         (
             "/similar/b?limit=1&threshold=0.9&limit=2&threshold=0.6",
             422,
             "query parameter 'limit', 'threshold' given more than once: give each once",
-            [],
+            [
+                (
+                    "limit",
+                    "query parameter 'limit', 'threshold' given more than once: give each once",
+                )
+            ],
         ),
     ],
 )
@@ -188,7 +205,13 @@ def test_get_similar_errors_answer_whole(
         (
             b"{bad",
             "body: not valid JSON at line 1, column 2: unexpected character, expected a string key",
-            [],
+            [
+                (
+                    "body",
+                    "body: not valid JSON at line 1, column 2: unexpected character, "
+                    "expected a string key",
+                )
+            ],
         ),
     ],
 )

@@ -203,9 +203,48 @@ def test_body_alternatives_leave_generators_one_model_and_still_refuse(
     assert valid("DocumentIn", {"id": "a", **pdf})
     assert not valid("DocumentIn", {"id": "a", "text": text, **pdf})
     assert not valid("DocumentIn", {"id": "a", "data": "JVBERi0="})  # a file needs its type
-    assert valid("DeleteIn", {"ids": ["a"]}) and valid("DeleteIn", {"filter": {"metadata": {}}})
-    assert not valid("DeleteIn", {"ids": ["a"], "filter": {"metadata": {}}})
+    one = {"metadata": {"k": "v"}}
+    assert valid("DeleteIn", {"ids": ["a"]}) and valid("DeleteIn", {"filter": one})
+    assert not valid("DeleteIn", {"ids": ["a"], "filter": one})
+    assert not valid("DeleteIn", {"filter": {"metadata": {}}})  # the service refuses it too
     # (a file's data is checked by reading it, past what a schema can say)
     for body in ({"id": "a", "text": text}, {"id": "a", "text": text, **pdf}):
         status = client.post("/documents", json=body).status_code
         assert (status < 400) is valid("DocumentIn", body), (body, status)
+
+
+def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
+    client: TestClient,
+) -> None:
+    """Every kind of 422 (a schema's field, a threshold under the collection's, a text of
+    no words, an unknown, repeated or loosely written query parameter, JSON that is not,
+    a path that is not UTF-8, a collection name) carries errors: [{field, message}], as
+    the API guide says; the Problem schema declares errors and a 503's ids, and the
+    schema states the refusals it can (passage_words 1 and 2, an empty filter)."""
+    assert client.put("/documents/a", json={"text": "some words of a text"}).status_code == 201
+    refused = [
+        client.post("/similar", json={"text": 5}),
+        client.get("/similar/a", params={"threshold": 0.3}),
+        client.post("/similar", json={"text": "!!! ..."}),
+        client.get("/similar/a?limt=1"),
+        client.get("/similar/a?limit=1&limit=2"),
+        client.post("/similar", content=b"{not json", headers={"content-type": "application/json"}),
+        client.get("/documents/%FF"),
+        client.post("/collections", json={"name": "my:index"}),
+    ]
+    for loose in ("1_0", "%2B5", "%205", "10.0", ""):
+        refused.append(client.get(f"/similar/a?limit={loose}"))
+    for r in refused:
+        assert r.status_code == 422, r.text
+        errors = r.json()["errors"]
+        assert errors and all(set(e) == {"field", "message"} for e in errors), r.text
+        assert all(isinstance(e["field"], str) and e["message"] for e in errors), r.text
+    assert refused[3].json()["errors"][0]["field"] == "limt"
+    assert refused[8].json()["errors"][0]["field"] == "limit"
+    assert client.get("/similar/a?limit=10").status_code == 200
+    schema = client.get("/openapi.json").json()
+    shapes = schema["components"]["schemas"]
+    assert {"errors", "ids"} <= set(shapes["Problem"]["properties"])
+    words = shapes["CollectionIn"]["properties"]["passage_words"]
+    assert words["not"] == {"enum": [1, 2]}
+    assert shapes["FilterIn"]["properties"]["metadata"]["minProperties"] == 1

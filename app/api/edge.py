@@ -121,7 +121,8 @@ class Edge:
             if denied is not None:
                 await refuse(observed_send, denied)
             elif bad_url is not None:
-                await send_problem(observed_send, 422, "Invalid request", bad_url)
+                where = "path" if bad_url.startswith("path") else "query"
+                await send_problem(observed_send, 422, "Invalid request", bad_url, field=where)
             elif declared is not None:
                 await send_problem(observed_send, 413, "Request too large", self.too_large)
             else:
@@ -147,7 +148,12 @@ class Edge:
                             )
         except body.BodyRefused as refused:
             await send_problem(
-                observed_send, refused.status, refused.title, refused.detail, refused.headers
+                observed_send,
+                refused.status,
+                refused.title,
+                refused.detail,
+                refused.headers,
+                field="body",
             )
         except body.Disconnected:
             status = _CLIENT_CLOSED

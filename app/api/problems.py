@@ -29,7 +29,14 @@ class ProblemResponse(JSONResponse):
         return orjson.dumps(content)
 
 
-def _body(status: int, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+def _body(
+    status: int, title: str, detail: str, field: str = "request", **extra: Any
+) -> dict[str, Any]:
+    """A problem's JSON; a 422 always lists its refusals (errors: [{field, message}]),
+    one naming `field` (where in the request: a parameter, "body", "path"...) when the
+    refusal is not a schema's field by field."""
+    if status == 422 and "errors" not in extra:
+        extra["errors"] = [{"field": field, "message": detail}]
     return {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
 
 
@@ -52,9 +59,10 @@ async def send_problem(
     title: str,
     detail: str,
     headers: Sequence[tuple[bytes, bytes]] = (),
+    field: str = "request",
 ) -> None:
     """A problem+json answer sent straight from ASGI middleware, before any route runs."""
-    body = orjson.dumps(_body(status, title, detail))
+    body = orjson.dumps(_body(status, title, detail, field))
     start = [(b"content-type", PROBLEM.encode()), (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
     await send({"type": "http.response.body", "body": body})
@@ -83,7 +91,7 @@ async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (say, not UTF-8): the
         # same 422 as any other malformed JSON body.
-        return problem(422, "Invalid request", f"body: {exc.detail}; send UTF-8 JSON")
+        return problem(422, "Invalid request", f"body: {exc.detail}; send UTF-8 JSON", field="body")
     title = {404: "Not found", 405: "Method not allowed", 413: "Request too large"}.get(
         exc.status_code, "Error"
     )
@@ -93,7 +101,7 @@ async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
 async def _invalid(_: Request, exc: Exception) -> ProblemResponse:
     # Each class of invalid input has its own title ("Text has no words", ...).
     title = getattr(exc, "title", "Invalid request")
-    return problem(422, title, str(exc))
+    return problem(422, title, str(exc), field=getattr(exc, "field", "request"))
 
 
 async def _conflict(_: Request, exc: Exception) -> ProblemResponse:

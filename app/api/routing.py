@@ -7,9 +7,9 @@ the methods a route class overrides):
 - `matches` refuses a path outside the route's literal prefix with one string check
   before its regex: the router asks the routes in order, and their own matching cost a
   GET /similar/{id} a dozen full checks before its own;
-- `get_route_handler` refuses query parameters the route does not declare or that are
-  given twice (422 naming them), read from FastAPI's model of the route, so a route
-  added later is covered;
+- `get_route_handler` refuses query parameters the route does not declare, that are
+  given twice, or whole numbers not written in digits (422 naming them), read from
+  FastAPI's model of the route, so a route added later is covered;
 - `handle` answers a method the route lacks with a 405 whose Allow lists every method
   of every route of the path (the router asks only the first route that matches it);
   then a route class made by `with_fast_path` may answer a plain request itself,
@@ -25,8 +25,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, ClassVar
-from urllib.parse import unquote_plus
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
+from urllib.parse import parse_qsl, unquote_plus
 
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
@@ -76,6 +77,47 @@ def repeated_names(query_string: bytes) -> list[str]:
     route takes a list: a repeat is a client's mistake, and the last one won unseen)."""
     names = _names(query_string)
     return list(dict.fromkeys(n for i, n in enumerate(names) if n in names[:i]))
+
+
+# How a whole-number query parameter is written: digits, a minus at most (pydantic would
+# also read 1_0, +5, " 5" and 10.0, which a client means as something else or not at all).
+_WHOLE = re.compile(r"-?[0-9]+")
+
+
+def _whole(annotation: Any) -> bool:
+    """Whether a parameter's annotation is int, or int | None (Annotated or not)."""
+    if annotation is int:
+        return True
+    if get_origin(annotation) is Annotated:
+        return _whole(get_args(annotation)[0])
+    if get_origin(annotation) not in (Union, UnionType):
+        return False
+    kinds = [a for a in get_args(annotation) if a is not type(None)]
+    return bool(kinds) and all(_whole(a) for a in kinds)
+
+
+def whole_numbers(dependant: Dependant) -> frozenset[str]:
+    """The query parameter names (of those declared) whose values are whole numbers."""
+    names: set[str] = set()
+    todo = [dependant]
+    while todo:
+        current = todo.pop()
+        for param in current.query_params:
+            model = param.field_info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(
+                    f.alias or n for n, f in model.model_fields.items() if _whole(f.annotation)
+                )
+            elif _whole(model):
+                names.add(param.alias)
+        todo.extend(current.dependencies)
+    return frozenset(names)
+
+
+def loose_numbers(query_string: bytes, names: frozenset[str]) -> list[tuple[str, str]]:
+    """(name, value) of each whole-number parameter in query_string not written in digits."""
+    pairs = parse_qsl(query_string.decode("utf-8", "replace"), keep_blank_values=True)
+    return [(n, v) for n, v in pairs if n in names and not _WHOLE.fullmatch(v)]
 
 
 def declared(dependant: Dependant) -> frozenset[str]:
@@ -148,6 +190,7 @@ class Route(APIRoute):
     def get_route_handler(self) -> Handler:
         full = super().get_route_handler()
         allowed = declared(self.dependant)
+        numbers = whole_numbers(self.dependant)
         takes = ", ".join(sorted(allowed)) or "none"
 
         def refused(query: bytes) -> Response | None:
@@ -160,12 +203,17 @@ class Route(APIRoute):
                 named = ", ".join(repr(n) for n in unknown)
                 plural = "s" if len(unknown) > 1 else ""
                 detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
-                return problem(422, "Invalid request", detail)
+                return problem(422, "Invalid request", detail, field=unknown[0])
             repeated = repeated_names(query)
             if repeated:
                 named = ", ".join(repr(n) for n in repeated)
                 detail = f"query parameter {named} given more than once: give each once"
-                return problem(422, "Invalid request", detail)
+                return problem(422, "Invalid request", detail, field=repeated[0])
+            loose = loose_numbers(query, numbers) if numbers else []
+            if loose:
+                name, value = loose[0]
+                detail = f"query parameter {name!r} must be a whole number in digits, got {value!r}"
+                return problem(422, "Invalid request", detail, field=name)
             return None
 
         self.refused = refused

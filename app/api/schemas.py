@@ -402,6 +402,7 @@ class FilterIn(_In):
     metadata: dict[str, Any] = Field(
         description="field -> the exact JSON value it must have (at least one field)",
         examples=[{"host": "example.com", "lang": "en"}],
+        json_schema_extra={"minProperties": 1},
     )
 
 
@@ -735,11 +736,35 @@ class ImportOut(BaseModel):
     updated: int
 
 
+class Refusal(BaseModel):
+    """One refusal of a 422: where in the request (a field's dotted path, a query
+    parameter, "body", "path", "query", or "request" for the request as a whole) and why."""
+
+    field: str
+    message: str
+
+
 class Problem(BaseModel):
+    """An error answer (RFC 9457 problem+json)."""
+
     type: str = "about:blank"
     title: str
     status: int
     detail: str
+    errors: list[Refusal] | None = Field(
+        None, description="a 422's refusals, each with where it is and what to fix"
+    )
+    ids: list[str | None] | None = Field(
+        None,
+        description="a 503 of an ingest: each document's id in request order, null where "
+        "it was refused (the others are stored)",
+    )
+
+
+# What a parameter's schema says beyond its setting's bounds: passage_words is 0 (no
+# passage index) or at least a shingle's words (3 for word:3, more for longer shingles,
+# which the answer's 422 names).
+_PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {"passage_words": {"not": {"enum": [1, 2]}}}
 
 
 def _collection_in() -> type[BaseModel]:
@@ -762,10 +787,9 @@ def _collection_in() -> type[BaseModel]:
         if setting.annotation is int:
             rules.append(BeforeValidator(_integral))
         typed: Any = Annotated[(setting.annotation, *rules)] if rules else setting.annotation
-        fields[name] = (
-            typed | None,
-            Field(None, description=f"default: the service's NEARDUP_{name.upper()}"),
-        )
+        said = f"default: the service's NEARDUP_{name.upper()}"
+        extra = _PARAMETER_SCHEMAS.get(name)
+        fields[name] = (typed | None, Field(None, description=said, json_schema_extra=extra))
     return create_model("CollectionIn", __base__=_In, **fields)
 
 

@@ -114,7 +114,9 @@ async def containment_of_id(
     min_words: int | None = None,
 ) -> ContainmentResult | None:
     """Other stored documents that hold passages of a stored one (None: unknown id). Its
-    kept text, where the collection keeps texts, weighs its words (align.Query.weights)."""
+    kept text, where the collection keeps texts, weighs its words (align.Query.weights)
+    and gives it the dense anchors a text query has (short sources copied whole), so it
+    answers as a query of that text; without it, the stored anchors alone."""
     found = await documents.stored(pieces.store, doc_id)
     if found is None:
         return None
@@ -134,6 +136,15 @@ async def containment_of_id(
             f"document {doc_id!r} was stored by an older release whose passage layout "
             "cannot be read: ingest it again"
         ) from None
+    dense = piece_words(pieces.params) if pieces.params.passage_bits else 0
+    if text is not None and dense:
+        sk = await sketch(
+            pieces.params, [text], pieces.max_text_bytes, layouts=True, dense_words=dense
+        )
+        # The stored layout's text, read again (a page's kept text is the one it was
+        # sketched from; anything else keeps the stored layout).
+        if sk.layouts is not None and sk.layouts[0].words == layout.words:
+            layout = sk.layouts[0]
     return await contained(
         pieces,
         rec.fingerprint,

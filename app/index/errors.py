@@ -9,30 +9,35 @@ class NoShinglesError(errors.Invalid):
     """A text has no words, so nothing can be compared with it."""
 
     title = "Text has no words"
+    field = "text"  # where a 422 lists it (app.api.problems)
 
 
 class ThresholdError(errors.Invalid):
     """A query threshold the index cannot answer."""
 
     title = "Threshold out of range"
+    field = "threshold"  # where a 422 lists it (app.api.problems)
 
 
 class TooLargeError(errors.TooLarge):
     """A text is over the configured size limit."""
 
     title = "Text too large"
+    field = "text"  # where a 422 lists it (app.api.problems)
 
 
 class ExpiryError(errors.Invalid):
     """An expiry that has already passed."""
 
     title = "Expiry in the past"
+    field = "expires_at"  # where a 422 lists it (app.api.problems)
 
 
 class NoPassagesError(errors.Invalid):
     """A containment query on a collection that keeps no passage index."""
 
     title = "No passage index"
+    field = "measure"  # where a 422 lists it (app.api.problems)
 
 
 class CollectionChangedError(errors.Conflict):
@@ -73,3 +78,4 @@ class FileError(errors.Invalid):
     """A file that cannot be read as the type it was sent as; the message says why."""
 
     title = "File cannot be read"
+    field = "body"  # where a 422 lists it (app.api.problems)

@@ -106,13 +106,19 @@ def _b64(data: bytes) -> str:
 MAX_SHINGLES = 2**40
 
 
-def _consistent(shingles: int, values: int) -> bool:
-    """Whether a record's shingle count can go with its fingerprint of `values` values: 0
-    (a page of a site found all template once its template was fixed: its whole text's
-    fingerprint, none of its own), or at least its values (a fingerprint keeps at most
-    one value a distinct shingle; values cut to 24 bits may merge, so a fingerprint short
-    of full says nothing more) and at most MAX_SHINGLES."""
-    return shingles == 0 or values <= shingles <= MAX_SHINGLES
+def _consistent(shingles: int, values: int, full: int, plain: bool) -> bool:
+    """Whether a record's shingle count can go with its fingerprint of `values` values
+    (of at most `full`), sent as text (plain) or not: 0 for a page (one of a site found
+    all template once its template was fixed: its whole text's fingerprint, none of its
+    own), or at least its values (a fingerprint keeps at most one value a distinct
+    shingle) and at most MAX_SHINGLES; a fingerprint short of full holds every shingle's
+    value, so its count is about its values (values cut to 24 bits merge by chance: the
+    odds of one merge stay under one in two up to 4,096 values; twice as many and 16
+    more is far more than that)."""
+    if shingles == 0:
+        return not plain
+    most = MAX_SHINGLES if values >= full else 2 * values + 16
+    return values <= shingles <= most
 
 
 def exported(raw: bytes) -> dict[str, Any]:
@@ -154,21 +160,27 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
     """Refuse an export made with other parameters than the target collection's."""
     if not isinstance(head, dict):
         raise ImportRefused(f"the header must be a JSON object, got {str(head)[:200]}")
-    if head.get("format") != FORMAT or head.get("version") != VERSION:
+    if (
+        head.get("format") != FORMAT
+        or type(head.get("version")) is not int
+        or (head.get("version") != VERSION)
+    ):
         raise ImportRefused(f"not a {FORMAT} version {VERSION} header: {str(head)[:200]}")
     _unknown(head, HEADER_FIELDS, "the header")
     given = head.get("params")
     ours = header(index.params)["params"]
     if not isinstance(given, dict):
         raise ImportRefused("the header has no params object")
+    _unknown(given, (*SHARED, BITS, KEY_BITS), "the header's params")
     given = _spelt({"tokenizer": 1, **given})  # exports before tokenizer 2 read texts with 1
+    # Types too: JSON's true is not 1, nor 128.0 a whole number of permutations.
     diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
-            if given.get(k) != ours[k]]  # fmt: skip
+            if given.get(k) != ours[k] or type(given.get(k)) is not type(ours[k])]  # fmt: skip
     bits = given.get(BITS, 32)
-    if bits not in (24, 32) or bits < ours[BITS]:
+    if type(bits) is not int or bits not in (24, 32) or bits < ours[BITS]:
         diff.append(f"{BITS}: export {bits!r}, collection {ours[BITS]!r}")
     key_bits = given.get(KEY_BITS, 64)
-    if key_bits not in _KEY_BITS_KEPT or key_bits < ours[KEY_BITS]:
+    if type(key_bits) is not int or key_bits not in _KEY_BITS_KEPT or key_bits < ours[KEY_BITS]:
         diff.append(f"{KEY_BITS}: export {key_bits!r}, collection {ours[KEY_BITS]!r}")
     if diff:
         raise ImportRefused(
@@ -231,13 +243,22 @@ def _restore(
             raise ImportRefused(f"{where}: shingles must be a whole number, 0 or more")
         fp_raw = _bytes(doc, "fingerprint", where)
         fp = np.frombuffer(fp_raw, "<u4") if len(fp_raw) % 4 == 0 else None
-        if fp is None or not 1 <= len(fp) <= p.fingerprint_size or np.any(np.diff(fp) <= 0):
+        # (As signed numbers: a uint32 difference wraps, and a descending pair passed.)
+        if (
+            fp is None
+            or not 1 <= len(fp) <= p.fingerprint_size
+            or np.any(np.diff(fp.astype(np.int64)) <= 0)
+        ):
             raise ImportRefused(
                 f"{where}: fingerprint must be 1 to {p.fingerprint_size} ascending u32 values"
             )
-        if not _consistent(count, len(fp)):
+        plain = doc.get("plain", False)
+        if type(plain) is not bool:
+            raise ImportRefused(f"{where}: plain must be true or false (or absent)")
+        if not _consistent(count, len(fp), p.fingerprint_size, plain):
             raise ImportRefused(
                 f"{where}: shingles ({count}) does not fit its fingerprint of {len(fp)} values"
+                + (" (0 only for a page, not a line with plain)" if count == 0 else "")
             )
         band_raw = _bytes(doc, "bands", where)
         if len(band_raw) != 8 * p.bands:
@@ -257,9 +278,8 @@ def _restore(
         if type(end) is not int or not 0 <= end <= now_ms() + 1000 * MAX_TTL_S:
             raise ImportRefused(f"{where}: expires_ms must be ms since the epoch, at most "
                                 f"{MAX_TTL_S} s (100 years) from now (or absent)")  # fmt: skip
-        plain = doc.get("plain", False)
-        if type(plain) is not bool:
-            raise ImportRefused(f"{where}: plain must be true or false (or absent)")
+        if "expires_ms" in doc and end == 0:
+            end = 1  # the epoch itself: long expired (absent is never), not written
         ends.append(end)
         plains.append(plain)
         ids.append(doc_id)
@@ -307,4 +327,10 @@ async def import_documents(
         expires=[ends[i] for i in keep],
         plain=[plains[i] for i in keep],
     )
-    return sum(created), len(created) - sum(created)
+    # An id's earlier lines were replaced by its last one, as a batch of documents counts
+    # them: each an update.
+    written = set(keep)
+    replaced = sum(
+        1 for i, doc_id in enumerate(ids) if last[doc_id] != i and last[doc_id] in written
+    )
+    return sum(created), len(created) - sum(created) + replaced

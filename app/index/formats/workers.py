@@ -23,6 +23,7 @@ from typing import Any
 
 from app.core.errors import Invalid
 from app.index import html
+from app.index.errors import TooLargeError
 from app.index.formats import NAMES, FileError, extract
 
 DEFAULT_WORKERS = 2
@@ -46,9 +47,10 @@ def _read(kind: str, payload: Any) -> Any:
 
 
 def _serve(conn: Connection, memory: int) -> None:
-    """A worker's loop: (kind, payload, most) in, ("ok", what _read answers) or ("error",
-    message) out; a file's text of more than `most` characters (0: any) is an error, so
-    a file that expands to hundreds of megabytes of text never reaches the service."""
+    """A worker's loop: (kind, payload, most) in, ("ok", what _read answers), ("error",
+    message) or ("large", message) out: a file's text of more than `most` bytes of UTF-8
+    (0: any), as NEARDUP_MAX_TEXT_BYTES counts a text sent as such, so a file that expands
+    to hundreds of megabytes of text never reaches the service."""
     try:
         import resource
 
@@ -63,11 +65,18 @@ def _serve(conn: Connection, memory: int) -> None:
             return
         try:
             answer: tuple[str, Any] = ("ok", _read(content_type, raw))
-            if most and content_type != PAGE and len(answer[1]) > most:
+            text = answer[1]
+            # Counted in bytes only where characters may reach them (at most 4 bytes each).
+            if (
+                most
+                and content_type != PAGE
+                and len(text) > most // 4
+                and len(text.encode("utf-8", "surrogatepass")) > most
+            ):
                 answer = (
-                    "error",
-                    f"the {_NAMES[content_type]}'s text is over {most:,} "
-                    "characters (NEARDUP_MAX_TEXT_BYTES); send a shorter one",
+                    "large",
+                    f"the {_NAMES[content_type]}'s text is over {most:,} bytes of UTF-8 "
+                    "(NEARDUP_MAX_TEXT_BYTES); send a shorter one",
                 )
         except Invalid as exc:
             answer = ("error", str(exc))
@@ -108,7 +117,7 @@ class Extractors:
         memory: int = DEFAULT_MEMORY,
         max_chars: int = 0,
     ) -> None:
-        """max_chars: the most characters of text a file may give (0: any)."""
+        """max_chars: the most bytes of UTF-8 text a file may give (0: any)."""
         self.timeout, self.memory, self.max_chars = timeout, memory, max_chars
         self._threads = ThreadPoolExecutor(workers, thread_name_prefix="neardup-extract")
         self._idle: list[_Worker] = []
@@ -160,6 +169,8 @@ class Extractors:
         with self._lock:
             self._idle.append(worker)
         status, value = answer
+        if status == "large":
+            raise TooLargeError(value)  # the title a text sent as such gets
         if status != "ok":
             raise failed(value)
         return value
@@ -180,9 +191,8 @@ _sizes: tuple[int, float, int, int] = (DEFAULT_WORKERS, DEFAULT_TIMEOUT, DEFAULT
 
 def configure(workers: int, timeout: float, max_text_bytes: int = 0) -> None:
     """Size the process's extractors (NEARDUP_EXTRACT_WORKERS, NEARDUP_EXTRACT_TIMEOUT; a
-    file's text past NEARDUP_MAX_TEXT_BYTES characters, more than that many bytes, is
-    refused in the worker); extractors already made with other sizes are replaced on
-    their next use."""
+    file's text past NEARDUP_MAX_TEXT_BYTES bytes of UTF-8 is refused in the worker);
+    extractors already made with other sizes are replaced on their next use."""
     global _sizes, _shared
     with _shared_lock:
         wanted = (workers, timeout, DEFAULT_MEMORY, max_text_bytes)
