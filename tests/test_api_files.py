@@ -178,7 +178,8 @@ def _docx(text: str) -> str:
     from xml.sax.saxutils import escape
 
     w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-    body = f'<w:document xmlns:w="{w}"><w:body><w:p><w:r><w:t>{escape(text)}</w:t></w:r></w:p></w:body></w:document>'
+    run = f"<w:p><w:r><w:t>{escape(text)}</w:t></w:r></w:p>"
+    body = f'<w:document xmlns:w="{w}"><w:body>{run}</w:body></w:document>'
     types = (
         '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
         '<Default Extension="xml" ContentType="application/xml"/>'
