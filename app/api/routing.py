@@ -98,20 +98,7 @@ def _whole(annotation: Any) -> bool:
 
 def whole_numbers(dependant: Dependant) -> frozenset[str]:
     """The query parameter names (of those declared) whose values are whole numbers."""
-    names: set[str] = set()
-    todo = [dependant]
-    while todo:
-        current = todo.pop()
-        for param in current.query_params:
-            model = param.field_info.annotation
-            if isinstance(model, type) and issubclass(model, BaseModel):
-                names.update(
-                    f.alias or n for n, f in model.model_fields.items() if _whole(f.annotation)
-                )
-            elif _whole(model):
-                names.add(param.alias)
-        todo.extend(current.dependencies)
-    return frozenset(names)
+    return frozenset(name for name, kind in _query_fields(dependant) if _whole(kind))
 
 
 def loose_numbers(query_string: bytes, names: frozenset[str]) -> list[tuple[str, str]]:
@@ -120,21 +107,26 @@ def loose_numbers(query_string: bytes, names: frozenset[str]) -> list[tuple[str,
     return [(n, v) for n, v in pairs if n in names and not _WHOLE.fullmatch(v)]
 
 
-def declared(dependant: Dependant) -> frozenset[str]:
-    """The query parameter names a route's dependant (and its dependencies) declares;
-    a parameter that is a model (FastAPI's query parameter models) gives its fields."""
-    names: set[str] = set()
+def _query_fields(dependant: Dependant) -> Iterable[tuple[str, Any]]:
+    """(name, annotation) of each query parameter a route's dependant (and its
+    dependencies) declares; a parameter that is a model (FastAPI's query parameter
+    models) gives its fields."""
     todo = [dependant]
     while todo:
         current = todo.pop()
         for param in current.query_params:
             model = param.field_info.annotation
             if isinstance(model, type) and issubclass(model, BaseModel):
-                names.update(f.alias or n for n, f in model.model_fields.items())
+                for n, f in model.model_fields.items():
+                    yield f.alias or n, f.annotation
             else:
-                names.add(param.alias)
+                yield param.alias, model
         todo.extend(current.dependencies)
-    return frozenset(names)
+
+
+def declared(dependant: Dependant) -> frozenset[str]:
+    """The query parameter names a route declares (_query_fields)."""
+    return frozenset(name for name, _ in _query_fields(dependant))
 
 
 def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
