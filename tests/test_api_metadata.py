@@ -83,10 +83,14 @@ def test_filter_keeps_every_match_past_the_limit(client: TestClient) -> None:
 def test_filter_applies_before_the_candidate_cap(client: TestClient, settings: Settings) -> None:
     """Past the candidate cap of exact copies on one host, the one copy on the filtered
     host (the newest, which the cap's tie rule would cut) is found by GET and POST, at
-    1.0, and the answer says capped only where more than the cap passed the filter."""
+    1.0, and the answer says capped only where more than the cap passed the filter; a
+    filter every document passes answers as none."""
     cap = settings.candidate_cap
-    docs = [{"id": f"c{i:04d}", "text": BASE, "metadata": {"site": "a"}} for i in range(cap + 20)]
-    docs.append({"id": "wanted", "text": BASE, "metadata": {"site": "b"}})
+    docs = [
+        {"id": f"c{i:04d}", "text": BASE, "metadata": {"site": "a", "kind": "news"}}
+        for i in range(cap + 20)
+    ]
+    docs.append({"id": "wanted", "text": BASE, "metadata": {"site": "b", "kind": "news"}})
     for at in range(0, len(docs), 100):
         body = {"documents": docs[at : at + 100]}
         assert client.post("/documents/batch", json=body).status_code == 200
@@ -101,6 +105,10 @@ def test_filter_applies_before_the_candidate_cap(client: TestClient, settings: S
             assert ids == want if want else len(ids) == 10 and "wanted" not in ids
             assert all(r["similarity"] == 1.0 for r in answer["results"])
             assert answer["capped"] is capped
+    # A filter every document passes answers as no filter (nothing is read again).
+    every = {"filter": json.dumps({"metadata": {"kind": "news"}})}
+    unfiltered = client.get("/similar/c0000").json()
+    assert client.get("/similar/c0000", params=every).json() == unfiltered
 
 
 def test_metadata_over_its_bound_is_422_and_nothing_is_stored(client: TestClient) -> None:

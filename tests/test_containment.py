@@ -146,7 +146,7 @@ def test_a_stored_text_by_id_names_what_its_text_names_where_texts_are_kept(
     """A stored document holding short stored texts (10 to 29 words) copied whole, asked
     by id in a collection that keeps texts, names the sources its own text names, with
     the same passages (its kept text gives it the text query's dense anchors; an outside
-    audit found by-id queries missing such sources)."""
+    audit found by-id queries missing such sources), also once the text limit is lowered."""
     corpus = read_corpus()
     stored, rest = corpus[:100], corpus[STORED:]
     filler = [w for _, text in rest for w in text.split()][:1200]
@@ -177,6 +177,11 @@ def test_a_stored_text_by_id_names_what_its_text_names_where_texts_are_kept(
             want = [(r.id, r.passages) for r in by_text.results if r.id != "host"]
             assert set(shorts) <= {i for i, _ in want}
             assert [(r.id, r.passages) for r in by_id.results] == want
+            # A text stored before NEARDUP_MAX_TEXT_BYTES was lowered still answers by id.
+            lowered = Index(index.store, index.params, CAP, max_text_bytes=100)
+            again = await lowered.containment_of_id("host")
+            assert again is not None
+            assert [(r.id, r.passages) for r in again.results] == want
         finally:
             await index.store.close()
 

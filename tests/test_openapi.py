@@ -248,3 +248,6 @@ def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
     words = shapes["CollectionIn"]["properties"]["passage_words"]
     assert words["not"] == {"enum": [1, 2]}
     assert shapes["FilterIn"]["properties"]["metadata"]["minProperties"] == 1
+    assert shapes["CollectionIn"]["properties"]["fingerprint_bits"]["enum"] == [24, 32]
+    bits = client.post("/collections", json={"name": "bits", "fingerprint_bits": 16})
+    assert bits.status_code == 422 and bits.json()["errors"][0]["field"] == "fingerprint_bits"

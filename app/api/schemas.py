@@ -763,8 +763,11 @@ class Problem(BaseModel):
 
 # What a parameter's schema says beyond its setting's bounds: passage_words is 0 (no
 # passage index) or at least a shingle's words (3 for word:3, more for longer shingles,
-# which the answer's 422 names).
-_PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {"passage_words": {"not": {"enum": [1, 2]}}}
+# which the answer's 422 names); fingerprint_bits is 24 or 32 (a validator's rule).
+_PARAMETER_SCHEMAS: dict[str, dict[str, Any]] = {
+    "passage_words": {"not": {"enum": [1, 2]}},
+    "fingerprint_bits": {"enum": [24, 32]},
+}
 
 
 def _collection_in() -> type[BaseModel]:

@@ -54,12 +54,18 @@ def from_script(found: Candidates) -> Gathered:
 
 
 async def candidates(
-    store: Store, band_keys: np.ndarray, exclude: int | None, cap: int, ranked: bool = False
+    store: Store,
+    band_keys: np.ndarray,
+    exclude: int | None,
+    cap: int,
+    ranked: bool = False,
+    budget: int | None = None,
 ) -> tuple[np.ndarray, bool, int]:
     """Handles sharing a band (or a passage anchor) with the query: the cap of them
     that share the most keys (ascending, or with ranked best first: most keys shared,
     then oldest), whether any candidate was left unverified, and how many hot keys
-    were read only in part.
+    were read only in part. budget: hot members read in full at most (default
+    DISCOVERY_BUDGET x cap).
 
     One lookup reads every key's inline handles (a dozen at most each) and the
     size of every hot key, spilled to a sorted set; a second reads the hot keys'
@@ -76,7 +82,7 @@ async def candidates(
     cut = 0
     if hot:
         sizes = [size for _, size in hot]
-        budget = DISCOVERY_BUDGET * cap
+        budget = DISCOVERY_BUDGET * cap if budget is None else budget
         if sum(sizes) <= budget:
             counts, starts = sizes, [0] * len(sizes)
         else:
@@ -132,16 +138,27 @@ async def gather_filtered(
     keep: Callable[[bytes], bool],
 ) -> Gathered:
     """gather for a query with a metadata filter (keep: whether a record passes it):
-    the cap counts only candidates whose records pass, best first, of the
-    FILTERED_READ x cap best read (capped when more passed, or more were left unread).
-    For a query whose plain gather was capped: thousands of copies of a page stored
-    by other sites must not take the place of the one the filter asks for."""
-    handles, capped, cut = await candidates(store, band_keys, exclude, FILTERED_READ * cap, True)
-    records = await live_records(store, handles.tolist())
-    passing = [i for i, raw in enumerate(records) if raw is not None and keep(raw)]
-    capped = capped or len(passing) > cap
-    chosen = sorted(passing[:cap], key=lambda i: int(handles[i]))
-    return handles[chosen], [records[i] for i in chosen], capped, cut
+    the cap counts only candidates whose records pass. Of the FILTERED_READ x cap best
+    candidates (the hot members read as for any query), records are read best first, a
+    cap of them at a time, until the cap of them pass (capped when more were left, or
+    a hot key was read in part). For a query whose plain gather was capped and whose
+    filter dropped some of it: thousands of copies of a page stored by other sites must
+    not take the place of the one the filter asks for."""
+    ranked, capped, cut = await candidates(
+        store, band_keys, exclude, FILTERED_READ * cap, True, DISCOVERY_BUDGET * cap
+    )
+    order = ranked.tolist()
+    kept: list[tuple[int, bytes]] = []
+    at = 0
+    while at < len(order) and len(kept) < cap:
+        part = order[at : at + cap]
+        at += len(part)
+        records = await live_records(store, part)
+        kept += [(h, raw) for h, raw in zip(part, records, strict=True) if raw and keep(raw)]
+    capped = capped or len(kept) > cap or at < len(order)
+    kept = sorted(kept[:cap])
+    handles = np.array([h for h, _ in kept], dtype=np.int64)
+    return handles, [raw for _, raw in kept], capped, cut
 
 
 # A containment query reads its text in windows of this many words, each with its

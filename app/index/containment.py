@@ -34,7 +34,7 @@ from app.index.pieces import Pieces
 from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
-from app.index.sketch import anchor_key_each, sketch
+from app.index.sketch import anchor_key_each, passage_layouts, query_layout, sketch
 
 # A containment query without a threshold names every source that shares a verified
 # passage of at least the collection's passage_words (or min_words) words, whatever
@@ -104,6 +104,15 @@ async def containment_of_text(
     return await disguise.flag(pieces.params, text, found)  # look-alike words per passage
 
 
+def _with_dense_anchors(p: Params, text: str, stored: Layout, dense: int) -> Layout:
+    """A stored document's layout with the dense anchors a query of its kept text has
+    (sketch.query_layout), or the stored one where the text reads otherwise."""
+    (made,) = passage_layouts(p, [text])
+    if made.words != stored.words:
+        return stored
+    return query_layout(p, text, made, dense)
+
+
 async def containment_of_id(
     pieces: Pieces,
     doc_id: str,
@@ -138,13 +147,9 @@ async def containment_of_id(
         ) from None
     dense = piece_words(pieces.params) if pieces.params.passage_bits else 0
     if text is not None and dense:
-        sk = await sketch(
-            pieces.params, [text], pieces.max_text_bytes, layouts=True, dense_words=dense
-        )
-        # The stored layout's text, read again (a page's kept text is the one it was
-        # sketched from; anything else keeps the stored layout).
-        if sk.layouts is not None and sk.layouts[0].words == layout.words:
-            layout = sk.layouts[0]
+        # Only the layouts (no MinHash, and no size check: the text is stored already,
+        # whatever NEARDUP_MAX_TEXT_BYTES says now); off the event loop for a long text.
+        layout = await asyncio.to_thread(_with_dense_anchors, pieces.params, text, layout, dense)
     return await contained(
         pieces,
         rec.fingerprint,

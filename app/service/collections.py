@@ -50,7 +50,11 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
             f"{'.'.join(map(str, e['loc']))}: {rule_said(e)}" if e["loc"] else rule_said(e)
             for e in exc.errors()
         )
-        raise errors.Invalid(why) from None
+        refused = errors.Invalid(why)
+        # Where a 422 lists it: the first refused parameter (a rule across several: none).
+        loc = exc.errors()[0]["loc"]
+        refused.field = ".".join(map(str, loc)) if loc else "request"  # type: ignore[attr-defined]
+        raise refused from None
     return params_of(merged)
 
 
