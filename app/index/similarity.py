@@ -163,9 +163,9 @@ async def query(
         store, cap = pieces.store, pieces.candidate_cap
         if gathered is None:
             gathered = await candidates.gather(store, band_keys, exclude, cap)
-        _, found, capped, _ = gathered
+        _, fetched, capped, _ = gathered
         # Capped, and the filter drops some of what the cap kept: those must not fill it.
-        if capped and any(raw is not None and not where.matches_record(raw) for raw in found):
+        if capped and any(raw is not None and not where.matches_record(raw) for raw in fetched):
             gathered = await candidates.gather_filtered(
                 store, band_keys, exclude, cap, where.matches_record
             )
