@@ -537,3 +537,43 @@ def test_unmarked_documents_share_no_band_key_and_answer_as_without_marks(
                 await index.store.close()
 
     asyncio.run(run())
+
+
+def test_the_check_finds_and_sets_the_marks_a_document_lacks(
+    store_url: str, collection: str
+) -> None:
+    """With the marks bitmap lost (a cluster's writer stopped between its band script and
+    its marks, here a DEL), the check names every document that shares a band key with
+    another (the oracle: the buckets' holders), sets their marks with --repair, and then
+    finds nothing; GET answers its copies again."""
+    from app.index.check import check
+
+    texts = [t for _, t in read_corpus()[:30]]
+    docs = [Document(t, f"d{i}") for i, t in enumerate(texts)]
+    docs += [Document(texts[i], f"copy{i}") for i in range(5)]
+
+    async def run() -> None:
+        params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
+        index = await Index.open(Store.connect(store_url, collection, 5.0), params, 200)
+        try:
+            await index.ingest(docs)
+            assert (await check(index)).clean
+            sharing = await _marked(index.store)
+            assert sharing
+            marks = index.store._keys.marks
+            assert marks is not None
+            await index.store.transport.commands([(b"DEL", marks)], write=True)
+            found = await index.similar_to_id("d0", 0.5, 10)
+            lost = [] if index.store.scripted else ["copy0"]  # a cluster reads no marks
+            assert found is not None and [m.id for m in found.results] == lost
+            report = await check(index)
+            assert report.found["unmarked"] == len(sharing), report.as_dict()
+            assert (await check(index, repair=True)).repaired["unmarked"] == len(sharing)
+            assert await _marked(index.store) == sharing
+            assert (await check(index)).clean
+            found = await index.similar_to_id("d0", 0.5, 10)
+            assert found is not None and [m.id for m in found.results] == ["copy0"]
+        finally:
+            await index.store.close()
+
+    asyncio.run(run())

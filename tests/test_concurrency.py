@@ -214,6 +214,7 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
                 "foreign_bands": 2,
                 "stray_bands": 2,
                 "missing_bands": 1,
+                "unmarked": 0,
                 "orphan_texts": 1,  # this collection keeps none: any text is another's
                 "stale_texts": 0,
                 "stale_expiries": 1,

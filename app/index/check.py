@@ -28,6 +28,11 @@ band entry belongs to a live document's record. What breaks it, by kind:
                     eviction, a failover to a replica that lagged, a DEL), and a new
                     document would be given a handle in use; repaired by moving the
                     counter past it (writes meanwhile refuse such a handle: a 503)
+    unmarked        a live document that shares a band key's place with another as a
+                    band key, and whose bit in the marks bitmap is not set (a cluster's
+                    writer stopped between its band script and its marks; or a bug): its
+                    GET /similar/{id} would read none of its buckets; repaired by setting
+                    the bit (collections with marks)
     id_count        how far the id buckets' kept count is from the ids they hold
                     (on a cluster, a write or delete that stopped between its HSETNX
                     or HDEL and the count's HINCRBY: a crash, or
@@ -76,6 +81,7 @@ KINDS = (
     "foreign_bands",
     "stray_bands",
     "missing_bands",
+    "unmarked",
     "orphan_texts",
     "stale_texts",
     "stale_expiries",
@@ -167,6 +173,7 @@ async def check(
         index, report, max([*mapping.values(), *bands, *texted], default=0), repair
     )
     live: dict[int, np.ndarray] = {}
+    banded: dict[int, np.ndarray] = {}  # a live handle's band keys' places (with marks)
     owner: dict[int, str] = {}  # a live handle's id, as its record says
     digests: dict[int, bytes] = {}  # of live records that have a kept text
     orphans: dict[int, tuple[str, np.ndarray]] = {}
@@ -182,6 +189,8 @@ async def check(
             report.note("far_expiries", f"handle {h}: expires at ms {rec.expires_ms}")
         if mapping.get(rec.id) == h:
             live[h] = entries_of(rec, store)
+            if index.params.marks:
+                banded[h] = store.entry_keys(rec.band_keys)
             owner[h] = rec.id
             if h in texted:
                 digests[h] = texts.digest(raw)
@@ -209,6 +218,9 @@ async def check(
         elif h not in mapped and h not in orphans and h not in due:
             unreachable.append(h)
             report.note("orphan_bands", f"handle {h}: {len(keys)} entries", len(keys))
+    unmarked = await _unmarked(index, banded)
+    for h in unmarked:
+        report.note("unmarked", f"handle {h}")
     for h, listed in live.items():
         lacking = np.setdiff1d(listed, np.asarray(bands.get(h, []), np.uint64))
         if len(lacking):
@@ -232,11 +244,38 @@ async def check(
             report.repaired["foreign_bands"] += len(foreign)
             metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(len(foreign))
         await _repair_texts(index, report, lost_texts, stale, mapping)
+        if unmarked:  # a mark to spare is always safe: no lock needed
+            await store.mark(unmarked)
+            report.repaired["unmarked"] += len(unmarked)
+            metrics.ORPHANS_REPAIRED.labels("unmarked").inc(len(unmarked))
         if queued:  # a handle without a record is never written again (module docstring)
             await index.store.drop_expiries(queued)
             report.repaired["stale_expiries"] += len(queued)
             metrics.ORPHANS_REPAIRED.labels("stale_expiries").inc(len(queued))
     return report
+
+
+async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
+    """Live documents that share a band key's place with another live document as a band
+    key, and whose mark is not set (a collection with marks). The bitmap is read after the
+    records: a write sets its marks before its record, so a record seen is marked."""
+    if not banded:
+        return []
+    handles = np.fromiter(banded, dtype=np.int64, count=len(banded))
+    places = np.concatenate([np.unique(banded[h]) for h in handles.tolist()])
+    holders = np.repeat(handles, [len(np.unique(banded[h])) for h in handles.tolist()])
+    order = np.argsort(places, kind="stable")
+    places, holders = places[order], holders[order]
+    same = places[1:] == places[:-1]
+    shared = np.zeros(len(places), bool)
+    shared[1:] |= same
+    shared[:-1] |= same
+    sharing = np.unique(holders[shared])
+    bits = np.unpackbits(np.frombuffer(await index.store.marks(), dtype=np.uint8))
+    set_ = np.zeros(len(sharing), bool)
+    inside = sharing < len(bits)
+    set_[inside] = bits[sharing[inside]] == 1
+    return sharing[~set_].tolist()
 
 
 async def _stale_expiries(index: Index, at: int) -> list[int]:

@@ -468,10 +468,7 @@ class Store:
         replies = await self.transport.eval(scripts.BAND_ADD, calls, write=True)
         if self._keys.marks is not None:
             # The script cannot set them itself: the bitmap lies in another slot.
-            marked = {HANDLE.unpack(h)[0] for r in replies for h in r[1:]}
-            if marked:
-                sets = [(b"SETBIT", self._keys.marks, b"%d" % h, b"1") for h in sorted(marked)]
-                await self.transport.commands(sets, write=True)
+            await self.mark(sorted({HANDLE.unpack(h)[0] for r in replies for h in r[1:]}))
 
     async def remove_bands(self, memberships: Sequence[tuple[int, np.ndarray]]) -> None:
         """Remove each handle from each of its band keys."""
@@ -481,6 +478,20 @@ class Store:
             return
         calls = [c for h, keys in memberships for c in self._keys.band_calls(h, keys.tolist())]
         await self.transport.eval(scripts.BAND_REMOVE, calls, write=True)
+
+    async def marks(self) -> bytes:
+        """The collection's marks bitmap (layout.Layout.use_marks; b"" when it keeps none
+        or none is set): bit h, counted from each byte's highest, is document h's."""
+        if self._keys.marks is None:
+            return b""
+        (raw,) = await self.transport.commands([(b"GET", self._keys.marks)])
+        return raw or b""
+
+    async def mark(self, handles: Sequence[int]) -> None:
+        """Set the marks of these handles (a repair: a bit to spare is always safe)."""
+        if self._keys.marks is not None and handles:
+            sets = [(b"SETBIT", self._keys.marks, b"%d" % h, b"1") for h in handles]
+            await self.transport.commands(sets, write=True)
 
     async def _band_script(
         self, script: Script, keys: np.ndarray, handles: np.ndarray, bands: int | None = None
