@@ -315,16 +315,19 @@ def test_workers_read_files_and_give_up_on_slow_ones() -> None:
 
 
 def test_a_files_text_over_the_limit_is_refused_in_the_worker() -> None:
-    """A file whose text runs past the pool's most characters (NEARDUP_MAX_TEXT_BYTES) is
-    refused by the worker, naming the setting, and its text never crosses to the service;
-    the same file is read under a larger limit."""
+    """A file whose text runs past the pool's most bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)
+    is refused by the worker as a text too large, naming the setting, and its text never
+    crosses to the service; the same file is read under a limit of its bytes."""
+    from app.index.errors import TooLargeError
+
     docx = (DATA / "essay.docx").read_bytes()
     whole = extract(DOCX, docx)
-    pool = Extractors(workers=1, timeout=30, max_chars=len(whole) - 1)
+    size = len(whole.encode("utf-8"))
+    pool = Extractors(workers=1, timeout=30, max_chars=size - 1)
     try:
-        with pytest.raises(FileError, match="NEARDUP_MAX_TEXT_BYTES"):
+        with pytest.raises(TooLargeError, match="NEARDUP_MAX_TEXT_BYTES"):
             pool.run(DOCX, docx)
-        pool.max_chars = len(whole)
+        pool.max_chars = size
         assert pool.run(DOCX, docx) == whole
     finally:
         pool.close()
