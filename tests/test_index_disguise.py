@@ -110,6 +110,25 @@ def test_a_disguised_passage_is_flagged_and_a_verbatim_one_is_not(
     assert all("disguised" not in p for r in stored["results"] for p in r["passages"])
 
 
+def test_a_stored_documents_kept_text_flags_as_its_text_does(client: TestClient) -> None:
+    """In a collection that keeps texts, a stored document asked by id flags its disguised
+    words per passage exactly as the same text sent does (an outside review: by id the
+    answer had no flags although the text was at hand)."""
+    a, b, text = _query()
+    made = client.post("/collections", json={"name": "kept", "keep_text": True})
+    assert made.status_code == 201, made.text
+    for doc_id, body in (("a", a), ("b", b), ("q", text)):
+        put = client.put(f"/collections/kept/documents/{doc_id}", json={"text": body})
+        assert put.status_code == 201
+    by_text = {r["id"]: r["passages"] for r in _contained(client, "/collections/kept", text)}
+    by_id = client.get(
+        "/collections/kept/similar/q?measure=containment&evidence=true&threshold=0.05"
+    ).json()
+    got = {r["id"]: r["passages"] for r in by_id["results"]}
+    assert sum(p.get("disguised", 0) for p in got["a"]) >= 5
+    assert got["a"] == by_text["a"] and got["b"] == by_text["b"]
+
+
 def test_tokenizer_1_collections_are_never_flagged(
     settings, store_url: str, collection: str
 ) -> None:  # type: ignore[no-untyped-def]

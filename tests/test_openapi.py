@@ -251,3 +251,6 @@ def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
     assert shapes["CollectionIn"]["properties"]["fingerprint_bits"]["enum"] == [24, 32]
     bits = client.post("/collections", json={"name": "bits", "fingerprint_bits": 16})
     assert bits.status_code == 422 and bits.json()["errors"][0]["field"] == "fingerprint_bits"
+    body = {"name": "b2", "fingerprint_bits": 16, "shingle": "words:3"}
+    two = client.post("/collections", json=body)
+    assert {e["field"] for e in two.json()["errors"]} == {"fingerprint_bits", "shingle"}

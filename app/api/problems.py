@@ -101,6 +101,9 @@ async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
 async def _invalid(_: Request, exc: Exception) -> ProblemResponse:
     # Each class of invalid input has its own title ("Text has no words", ...).
     title = getattr(exc, "title", "Invalid request")
+    refusals = getattr(exc, "refusals", None)  # several, each where it is
+    if refusals:
+        return problem(422, title, str(exc), errors=refusals)
     return problem(422, title, str(exc), field=getattr(exc, "field", "request"))
 
 

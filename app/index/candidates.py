@@ -139,13 +139,14 @@ async def gather_filtered(
 ) -> Gathered:
     """gather for a query with a metadata filter (keep: whether a record passes it):
     the cap counts only candidates whose records pass. Of the FILTERED_READ x cap best
-    candidates (the hot members read as for any query), records are read best first, a
-    cap of them at a time, until the cap of them pass (capped when more were left, or
-    a hot key was read in part). For a query whose plain gather was capped and whose
-    filter dropped some of it: thousands of copies of a page stored by other sites must
-    not take the place of the one the filter asks for."""
+    candidates (hot members read in full up to FILTERED_READ times a query's budget),
+    records are read best first, a cap of them at a time, until the cap of them pass
+    (capped when more were left, or a hot key was read in part). For a query whose plain
+    gather was capped and whose filter dropped some of it: thousands of copies of a page
+    stored by other sites must not take the place of the one the filter asks for (read in
+    windows, a hot band's newest members may be missed)."""
     ranked, capped, cut = await candidates(
-        store, band_keys, exclude, FILTERED_READ * cap, True, DISCOVERY_BUDGET * cap
+        store, band_keys, exclude, FILTERED_READ * cap, True, FILTERED_READ * DISCOVERY_BUDGET * cap
     )
     order = ranked.tolist()
     kept: list[tuple[int, bytes]] = []

@@ -255,27 +255,58 @@ async def check(
     return report
 
 
-async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
-    """Live documents that share a band key's place with another live document as a band
-    key, and whose mark is not set (a collection with marks). The bitmap is read after the
-    records: a write sets its marks before its record, so a record seen is marked."""
-    if not banded:
-        return []
-    handles = np.fromiter(banded, dtype=np.int64, count=len(banded))
-    places = np.concatenate([np.unique(banded[h]) for h in handles.tolist()])
-    holders = np.repeat(handles, [len(np.unique(banded[h])) for h in handles.tolist()])
+def _shared_places(banded: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each (place, holder) of the handles' band keys' places where the place has two
+    holders or more: places ascending, and their holders."""
+    uniq = {h: np.unique(keys) for h, keys in banded.items()}
+    if not uniq:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    places = np.concatenate(list(uniq.values()))
+    holders = np.repeat(np.fromiter(uniq, np.int64, len(uniq)), [len(u) for u in uniq.values()])
     order = np.argsort(places, kind="stable")
     places, holders = places[order], holders[order]
     same = places[1:] == places[:-1]
     shared = np.zeros(len(places), bool)
     shared[1:] |= same
     shared[:-1] |= same
-    sharing = np.unique(holders[shared])
-    bits = np.unpackbits(np.frombuffer(await index.store.marks(), dtype=np.uint8))
-    set_ = np.zeros(len(sharing), bool)
-    inside = sharing < len(bits)
-    set_[inside] = bits[sharing[inside]] == 1
-    return sharing[~set_].tolist()
+    return places[shared], holders[shared]
+
+
+async def _unmarked_among(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
+    """Of these handles, those sharing a band key's place with another of them whose mark
+    is not set."""
+    _, holders = _shared_places(banded)
+    sharing = np.unique(holders)
+    bits = np.frombuffer(await index.store.marks(), dtype=np.uint8)
+    byte = sharing >> 3
+    marked = np.zeros(len(sharing), bool)
+    inside = byte < len(bits)
+    shift = (7 - (sharing[inside] & 7)).astype(np.uint8)
+    marked[inside] = (bits[byte[inside]] >> shift) & 1 == 1
+    return sharing[~marked].tolist()
+
+
+async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
+    """Live documents that share a band key's place with another live document as a band
+    key, and whose mark is not set (a collection with marks). The records the scan read
+    may be of versions that never lived together (a replace between them), so each one
+    found is judged again on fresh records of it and of every document it shared a place
+    with, read together, then the bitmap (a write sets its marks before its record)."""
+    found = await _unmarked_among(index, banded)
+    if not found:
+        return []
+    places, holders = _shared_places(banded)
+    theirs = np.isin(places, places[np.isin(holders, found)])
+    related = np.unique(holders[theirs]).tolist()
+    fresh = await index.store.records(related)
+    at = expiry.now_ms()
+    again = {
+        h: index.store.entry_keys(records.unpack(raw).band_keys)
+        for h, raw in zip(related, fresh, strict=True)
+        if raw is not None and expiry.alive(raw, at)
+    }
+    still = set(await _unmarked_among(index, again))
+    return [h for h in found if h in still]
 
 
 async def _stale_expiries(index: Index, at: int) -> list[int]:

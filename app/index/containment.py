@@ -123,9 +123,10 @@ async def containment_of_id(
     min_words: int | None = None,
 ) -> ContainmentResult | None:
     """Other stored documents that hold passages of a stored one (None: unknown id). Its
-    kept text, where the collection keeps texts, weighs its words (align.Query.weights)
-    and gives it the dense anchors a text query has (short sources copied whole), so it
-    answers as a query of that text; without it, the stored anchors alone."""
+    kept text, where the collection keeps texts, weighs its words (align.Query.weights),
+    gives it the dense anchors a text query has (short sources copied whole) and flags
+    its disguised words, so it answers as a query of that text; without it, the stored
+    anchors alone, and no flags."""
     found = await documents.stored(pieces.store, doc_id)
     if found is None:
         return None
@@ -150,7 +151,7 @@ async def containment_of_id(
         # Only the layouts (no MinHash, and no size check: the text is stored already,
         # whatever NEARDUP_MAX_TEXT_BYTES says now); off the event loop for a long text.
         layout = await asyncio.to_thread(_with_dense_anchors, pieces.params, text, layout, dense)
-    return await contained(
+    result = await contained(
         pieces,
         rec.fingerprint,
         layout,
@@ -162,6 +163,8 @@ async def containment_of_id(
         min_words=min_words,
         text=text,
     )
+    # Its look-alike words per passage, as a query of its text flags them.
+    return result if text is None else await disguise.flag(pieces.params, text, result)
 
 
 async def contained(

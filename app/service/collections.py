@@ -51,9 +51,11 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
             for e in exc.errors()
         )
         refused = errors.Invalid(why)
-        # Where a 422 lists it: the first refused parameter (a rule across several: none).
-        loc = exc.errors()[0]["loc"]
-        refused.field = ".".join(map(str, loc)) if loc else "request"  # type: ignore[attr-defined]
+        # What a 422 lists: each refused parameter (a rule across several: "request").
+        refused.refusals = [  # type: ignore[attr-defined]
+            {"field": ".".join(map(str, e["loc"])) or "request", "message": rule_said(e)}
+            for e in exc.errors()
+        ]
         raise refused from None
     return params_of(merged)
 
