@@ -567,7 +567,10 @@ def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
             # 6. writes cut by the failover may have left debris (never a ghost answer,
             # see 5): the check repairs it, and every acknowledged document stays.
             _, found = neardup_check("--repair", NEARDUP_REDIS_URL=cluster.url)
-            assert found["repaired"] == found["found"], found
+            # The service's own id pass (run once Redis answers after a write it could not
+            # take back) may mend a finding between this scan and its re-check: what the
+            # tool did not repair must be gone all the same.
+            assert all(found["repaired"][k] <= n for k, n in found["found"].items()), found
             code, report = neardup_check(NEARDUP_REDIS_URL=cluster.url)
             assert code == 0 and report["clean"], report
             assert all(c.get(f"/documents/{i}").status_code == 200 for i in acked)
