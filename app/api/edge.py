@@ -115,13 +115,12 @@ class Edge:
             denied = refusal(
                 self.keys, app_scope["method"], scope["path"], authorization, self.collection
             )
-            bad_url = not_utf8(scope.get("raw_path", b""), "path") or not_utf8(
-                scope["query_string"], "query string"
-            )
+            where, bad_url = "path", not_utf8(scope.get("raw_path", b""), "path")
+            if bad_url is None:
+                where, bad_url = "query", not_utf8(scope["query_string"], "query string")
             if denied is not None:
                 await refuse(observed_send, denied)
             elif bad_url is not None:
-                where = "path" if bad_url.startswith("path") else "query"
                 await send_problem(observed_send, 422, "Invalid request", bad_url, field=where)
             elif declared is not None:
                 await send_problem(observed_send, 413, "Request too large", self.too_large)

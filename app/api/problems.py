@@ -99,12 +99,12 @@ async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
 
 
 async def _invalid(_: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, errors.Invalid)  # the class this handler is registered for
     # Each class of invalid input has its own title ("Text has no words", ...).
     title = getattr(exc, "title", "Invalid request")
-    refusals = getattr(exc, "refusals", None)  # several, each where it is
-    if refusals:
-        return problem(422, title, str(exc), errors=refusals)
-    return problem(422, title, str(exc), field=getattr(exc, "field", "request"))
+    if exc.refusals:
+        return problem(422, title, str(exc), errors=exc.refusals)
+    return problem(422, title, str(exc), field=exc.field)
 
 
 async def _conflict(_: Request, exc: Exception) -> ProblemResponse:

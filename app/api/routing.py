@@ -27,7 +27,7 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
-from urllib.parse import parse_qsl, unquote_plus
+from urllib.parse import unquote_plus
 
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
@@ -53,29 +53,31 @@ def literal_prefix(path: str) -> str:
     return path.split("{", 1)[0]
 
 
-def _names(query_string: bytes) -> list[str]:
-    """The parameter names in query_string, in order, as often as given."""
-    names = []
+def _decoded(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")  # Edge has refused what is not UTF-8
+    return unquote_plus(text) if b"%" in raw or b"+" in raw else text
+
+
+def query_pairs(query_string: bytes) -> list[tuple[str, str]]:
+    """The (name, value) of each parameter in query_string, in order, as often as given
+    (a name without "=" has the value "")."""
+    pairs = []
     for part in query_string.split(b"&"):
-        raw = part.split(b"=", 1)[0]
-        if not raw:
-            continue
-        name = raw.decode("utf-8", "replace")  # Edge has refused what is not UTF-8
-        if b"%" in raw or b"+" in raw:
-            name = unquote_plus(name)
-        names.append(name)
-    return names
+        raw, _, value = part.partition(b"=")
+        if raw:
+            pairs.append((_decoded(raw), _decoded(value)))
+    return pairs
 
 
-def unknown_names(query_string: bytes, allowed: frozenset[str]) -> list[str]:
-    """The parameter names in query_string that are not in allowed, in order, once each."""
-    return list(dict.fromkeys(n for n in _names(query_string) if n not in allowed))
+def unknown_names(pairs: list[tuple[str, str]], allowed: frozenset[str]) -> list[str]:
+    """The parameter names (of query_pairs) not in allowed, in order, once each."""
+    return list(dict.fromkeys(n for n, _ in pairs if n not in allowed))
 
 
-def repeated_names(query_string: bytes) -> list[str]:
-    """The parameter names given more than once in query_string, in order, once each (no
+def repeated_names(pairs: list[tuple[str, str]]) -> list[str]:
+    """The parameter names (of query_pairs) given more than once, in order, once each (no
     route takes a list: a repeat is a client's mistake, and the last one won unseen)."""
-    names = _names(query_string)
+    names = [n for n, _ in pairs]
     return list(dict.fromkeys(n for i, n in enumerate(names) if n in names[:i]))
 
 
@@ -101,9 +103,8 @@ def whole_numbers(dependant: Dependant) -> frozenset[str]:
     return frozenset(name for name, kind in _query_fields(dependant) if _whole(kind))
 
 
-def loose_numbers(query_string: bytes, names: frozenset[str]) -> list[tuple[str, str]]:
-    """(name, value) of each whole-number parameter in query_string not written in digits."""
-    pairs = parse_qsl(query_string.decode("utf-8", "replace"), keep_blank_values=True)
+def loose_numbers(pairs: list[tuple[str, str]], names: frozenset[str]) -> list[tuple[str, str]]:
+    """(name, value) of each whole-number parameter (of query_pairs) not written in digits."""
     return [(n, v) for n, v in pairs if n in names and not _WHOLE.fullmatch(v)]
 
 
@@ -186,22 +187,23 @@ class Route(APIRoute):
         takes = ", ".join(sorted(allowed)) or "none"
 
         def refused(query: bytes) -> Response | None:
-            """The 422 for query parameters the route does not declare or that are given
-            twice, or None."""
+            """The 422 for query parameters the route does not declare, that are given
+            twice, or whole numbers not in digits; or None."""
             if not query or self.open_query:
                 return None
-            unknown = unknown_names(query, allowed)
+            pairs = query_pairs(query)  # read once for the three rules
+            unknown = unknown_names(pairs, allowed)
             if unknown:
                 named = ", ".join(repr(n) for n in unknown)
                 plural = "s" if len(unknown) > 1 else ""
                 detail = f"unknown query parameter{plural} {named}; this route takes: {takes}"
                 return problem(422, "Invalid request", detail, field=unknown[0])
-            repeated = repeated_names(query)
+            repeated = repeated_names(pairs)
             if repeated:
                 named = ", ".join(repr(n) for n in repeated)
                 detail = f"query parameter {named} given more than once: give each once"
                 return problem(422, "Invalid request", detail, field=repeated[0])
-            loose = loose_numbers(query, numbers) if numbers else []
+            loose = loose_numbers(pairs, numbers) if numbers else []
             if loose:
                 name, value = loose[0]
                 detail = f"query parameter {name!r} must be a whole number in digits, got {value!r}"

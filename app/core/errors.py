@@ -12,7 +12,16 @@ class NeardupError(Exception):
 
 
 class Invalid(NeardupError, ValueError):
-    """The request cannot be served as asked; the message says what to fix (422)."""
+    """The request cannot be served as asked; the message says what to fix (422).
+
+    A 422 lists its refusals (app.api.problems): `refusals`, each {field, message}, when
+    the error names several; else one, at `field` (a subclass names its own)."""
+
+    field = "request"
+
+    def __init__(self, message: str, refusals: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.refusals = refusals
 
 
 class TooLarge(Invalid):

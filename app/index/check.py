@@ -272,18 +272,15 @@ def _shared_places(banded: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarra
     return places[shared], holders[shared]
 
 
-async def _unmarked_among(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
-    """Of these handles, those sharing a band key's place with another of them whose mark
-    is not set."""
-    _, holders = _shared_places(banded)
-    sharing = np.unique(holders)
+async def _unset(index: Index, handles: np.ndarray) -> list[int]:
+    """Of these handles (ascending), those whose mark is not set."""
     bits = np.frombuffer(await index.store.marks(), dtype=np.uint8)
-    byte = sharing >> 3
-    marked = np.zeros(len(sharing), bool)
+    byte = handles >> 3
+    marked = np.zeros(len(handles), bool)
     inside = byte < len(bits)
-    shift = (7 - (sharing[inside] & 7)).astype(np.uint8)
+    shift = (7 - (handles[inside] & 7)).astype(np.uint8)
     marked[inside] = (bits[byte[inside]] >> shift) & 1 == 1
-    return sharing[~marked].tolist()
+    return handles[~marked].tolist()
 
 
 async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
@@ -292,10 +289,10 @@ async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
     may be of versions that never lived together (a replace between them), so each one
     found is judged again on fresh records of it and of every document it shared a place
     with, read together, then the bitmap (a write sets its marks before its record)."""
-    found = await _unmarked_among(index, banded)
+    places, holders = _shared_places(banded)
+    found = await _unset(index, np.unique(holders))
     if not found:
         return []
-    places, holders = _shared_places(banded)
     theirs = np.isin(places, places[np.isin(holders, found)])
     related = np.unique(holders[theirs]).tolist()
     fresh = await index.store.records(related)
@@ -305,7 +302,7 @@ async def _unmarked(index: Index, banded: dict[int, np.ndarray]) -> list[int]:
         for h, raw in zip(related, fresh, strict=True)
         if raw is not None and expiry.alive(raw, at)
     }
-    still = set(await _unmarked_among(index, again))
+    still = set(await _unset(index, np.unique(_shared_places(again)[1])))
     return [h for h in found if h in still]
 
 

@@ -156,15 +156,16 @@ async def export(
     yield {"end": True, "documents": count}
 
 
+def _is(value: Any, expected: Any) -> bool:
+    """Whether value is expected in its JSON type too (true is not 1, nor 128.0 128)."""
+    return type(value) is type(expected) and value == expected
+
+
 def check_header(index: Index, head: dict[str, Any]) -> None:
     """Refuse an export made with other parameters than the target collection's."""
     if not isinstance(head, dict):
         raise ImportRefused(f"the header must be a JSON object, got {str(head)[:200]}")
-    if (
-        head.get("format") != FORMAT
-        or type(head.get("version")) is not int
-        or (head.get("version") != VERSION)
-    ):
+    if head.get("format") != FORMAT or not _is(head.get("version"), VERSION):
         raise ImportRefused(f"not a {FORMAT} version {VERSION} header: {str(head)[:200]}")
     _unknown(head, HEADER_FIELDS, "the header")
     given = head.get("params")
@@ -173,9 +174,8 @@ def check_header(index: Index, head: dict[str, Any]) -> None:
         raise ImportRefused("the header has no params object")
     _unknown(given, (*SHARED, BITS, KEY_BITS), "the header's params")
     given = _spelt({"tokenizer": 1, **given})  # exports before tokenizer 2 read texts with 1
-    # Types too: JSON's true is not 1, nor 128.0 a whole number of permutations.
     diff = [f"{k}: export {given.get(k)!r}, collection {ours[k]!r}" for k in SHARED
-            if given.get(k) != ours[k] or type(given.get(k)) is not type(ours[k])]  # fmt: skip
+            if not _is(given.get(k), ours[k])]  # fmt: skip
     bits = given.get(BITS, 32)
     if type(bits) is not int or bits not in (24, 32) or bits < ours[BITS]:
         diff.append(f"{BITS}: export {bits!r}, collection {ours[BITS]!r}")

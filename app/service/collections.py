@@ -45,18 +45,17 @@ def params_with(settings: Settings, given: dict[str, Any]) -> Params:
             {**settings.model_dump(), **given}, context=PARAMETERS_ONLY
         )
     except ValidationError as exc:
-        # A rule across parameters (empty loc) names them in its message.
-        why = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {rule_said(e)}" if e["loc"] else rule_said(e)
-            for e in exc.errors()
-        )
-        refused = errors.Invalid(why)
-        # What a 422 lists: each refused parameter (a rule across several: "request").
-        refused.refusals = [  # type: ignore[attr-defined]
+        # Each refused parameter; a rule across parameters (empty loc) is the request's
+        # and names them in its message.
+        refusals = [
             {"field": ".".join(map(str, e["loc"])) or "request", "message": rule_said(e)}
             for e in exc.errors()
         ]
-        raise refused from None
+        why = "; ".join(
+            r["message"] if r["field"] == "request" else f"{r['field']}: {r['message']}"
+            for r in refusals
+        )
+        raise errors.Invalid(why, refusals) from None
     return params_of(merged)
 
 

@@ -77,6 +77,11 @@ local function packed_of(v, handle)
   return table.concat(parts), #hs
 end
 
+-- Add each handle (packed) of a band's inline value v to marked.
+local function mark_holders(marked, v)
+  for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
+end
+
 -- Add handle (packed) to the band at field of bucket (spill: its spill key); 1 when
 -- it was not there yet. marked (nil: the collection keeps no marks) collects the handles
 -- (packed) that now share a band key with another document: with band true (the entry
@@ -96,7 +101,7 @@ local function band_add(bucket, spill, field, handle, most, packed, marked, band
     -- Marked before an entry that is there already returns: its field may have gained
     -- other holders through anchors, which mark nothing.
     if marked and band and (#v > HANDLE_BYTES or not there) then
-      for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
+      mark_holders(marked, v)
       if not there then marked[#marked + 1] = handle end
     end
     if there then return 0 end
@@ -105,7 +110,7 @@ local function band_add(bucket, spill, field, handle, most, packed, marked, band
       return 1
     end
     if marked and not band then  -- spilling: every holder, and the joiner
-      for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
+      mark_holders(marked, v)
       marked[#marked + 1] = handle
     end
     if packed then
