@@ -1,5 +1,6 @@
 """Prometheus metrics. Works per process, or across uvicorn workers when
-PROMETHEUS_MULTIPROC_DIR is set (`neardup serve --workers N` sets it)."""
+PROMETHEUS_MULTIPROC_DIR is set (`neardup serve --workers N` sets it; the values are
+then written to the shared files in the background: app.core.metric_values)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+from app.core import metric_values
+
+# Before any metric is made: its values are made from the class chosen here.
+metric_values.install()
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -114,6 +120,7 @@ def observe_request(method: str, route: str, status: int, seconds: float) -> Non
 def render() -> tuple[bytes, str]:
     """The metrics page and its content type."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        metric_values.flush()  # this process's latest, not its last flush's
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
