@@ -95,6 +95,11 @@ async def _similar_to_id_scripted(
     (raw,) = live([raw])
     if raw is None:
         return None
+    if found is not None and not len(found.handles):
+        # Most stored documents share no band key (their mark is unset): nothing to
+        # verify, so no sketch to decode either.
+        metrics.CANDIDATES.observe(0)
+        return _thin(pieces, QueryResult([], 0, found.capped), raw, doc_id)
     fingerprint, band_keys = records.sketch_of(raw)
     if found is None:  # hot keys past what the script reads
         gathered = await candidates.gather_pipelined(store, band_keys, handle, cap)
