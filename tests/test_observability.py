@@ -140,6 +140,34 @@ def test_access_line_written_directly_is_the_formatted_record(fmt: str) -> None:
         assert direct_none.endswith("client=None")
 
 
+def test_held_access_lines_are_written_in_order_and_soon() -> None:
+    """Access lines are held for one write, yet reach the stream by themselves within a
+    moment, and before any record logged after them (also through flush)."""
+    import io
+    import time
+
+    from app.service import logs
+
+    handler = logs.Handler(io.StringIO())
+    handler.setFormatter(logs.TextFormatter())
+    out = handler.stream
+    handler.write_line(logging.INFO, "neardup.access", "first", {})
+    handler.write_line(logging.INFO, "neardup.access", "second", {})
+    for _ in range(100):  # polls for up to ~5 s; the writer thread writes every 50 ms
+        if out.getvalue().count("\n") == 2:
+            break
+        time.sleep(0.05)
+    assert [line.split()[-1] for line in out.getvalue().splitlines()] == ["first", "second"]
+    handler.HOLD_SECONDS = 3600.0  # the next write_line's lines wait for the next record
+    time.sleep(0.2)  # the writer is in its sleep of the new length
+    handler.write_line(logging.INFO, "neardup.access", "third", {})
+    handler.handle(logging.makeLogRecord({"name": "neardup", "msg": "fourth", "levelno": 30}))
+    handler.write_line(logging.INFO, "neardup.access", "fifth", {})
+    handler.flush()
+    words = [line.split()[-1] for line in out.getvalue().splitlines()]
+    assert words == ["first", "second", "third", "fourth", "fifth"]
+
+
 _SPANS_OF_ONE_REQUEST = """
 from fastapi.testclient import TestClient
 from opentelemetry import trace
