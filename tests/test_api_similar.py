@@ -193,6 +193,9 @@ def test_containment_with_evidence_finds_a_copied_paragraph(
     assert body["coverage"] >= best["containment"]
     no_evidence = client.post("/similar", json={"text": query, "measure": "containment"})
     assert no_evidence.json()["results"][0]["passages"] is None
+    # The threshold an answer echoes, sent back, is the same query (it was a 422).
+    echoed = {"text": query, "measure": "containment", "evidence": True, "threshold": 0}
+    assert client.post("/similar", json=echoed).json() == body
 
 
 def test_containment_of_a_stored_document(client: TestClient, loaded: dict[str, str]) -> None:
@@ -206,6 +209,8 @@ def test_containment_of_a_stored_document(client: TestClient, loaded: dict[str, 
     back = client.get("/similar/other?measure=containment&threshold=0.9").json()
     assert [r["id"] for r in back["results"]] == ["essay"]  # all of "other" is in the essay
     assert client.get("/similar/nobody?measure=containment").status_code == 404
+    again = client.get("/similar/other?measure=containment&threshold=0")
+    assert again.status_code == 200 and again.json()["threshold"] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -213,7 +218,7 @@ def test_containment_of_a_stored_document(client: TestClient, loaded: dict[str, 
     [
         ("POST", "/similar", {"text": "some words here", "evidence": True}),
         ("POST", "/similar", {"text": "some words here", "measure": "overlap"}),
-        ("POST", "/similar", {"text": "x y z", "measure": "containment", "threshold": 0}),
+        ("POST", "/similar", {"text": "x y z", "measure": "containment", "threshold": -0.1}),
         ("GET", "/similar/base?evidence=true", None),
         ("GET", "/similar/base?measure=cosine", None),
         ("GET", "/similar/base?measure=containment&threshold=1.5", None),

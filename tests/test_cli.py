@@ -126,6 +126,28 @@ def test_query_unknown_id_fails_clearly(env: dict) -> None:
     assert b"no document with id" in done.stderr and b"Traceback" not in done.stderr
 
 
+def test_tools_that_read_the_store_refuse_a_data_dir_without_one(env: dict) -> None:
+    """check, collections list/show/delete and rebuild run where no store is (the default
+    data dir is relative) say so and exit 1, and make no empty store there to report on;
+    once the data dir holds a store they work on it."""
+    data = Path(env["NEARDUP_DATA_DIR"])
+    for args in (
+        ["check"],
+        ["collections", "list"],
+        ["collections", "show", "default"],
+        ["rebuild", "a", "b"],
+    ):
+        done = run(*args, env=env)
+        assert done.returncode == 1 and b"no store in" in done.stderr, (args, done.stderr)
+        assert not data.exists(), args
+    done = run("collections", "create", "c", env=env)  # a new store may be made for this
+    assert done.returncode == 0, done.stderr
+    done = run("check", env=env)
+    assert done.returncode == 0 and b"consistent" in done.stdout + done.stderr, done.stderr
+    listed = json.loads(run("collections", "list", env=env).stdout)
+    assert {c["name"] for c in listed["collections"]} >= {"c"}
+
+
 def test_check_reports_by_kind_and_repairs(env: dict) -> None:
     """`neardup check` finds a record whose id was unmapped (exit 3, by kind), leaves it
     without --repair, removes it with --repair, and then the collection is clean."""

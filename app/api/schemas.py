@@ -74,6 +74,9 @@ CollectionName = Annotated[
 PathId = Annotated[DocId, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(check_metadata)]
 Threshold = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
+# A query's: 0 is measure=containment's "no least share" (the threshold its answers echo
+# by default); a Jaccard query refuses it with its own 422 (similarity.check_threshold).
+QueryThreshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
 def _integral(value: Any) -> Any:
@@ -448,7 +451,7 @@ class SimilarIn(_Text):
         }
     )
     site: str | None = Field(None, description=SITE_DOC, max_length=1000)
-    threshold: Threshold | None = None
+    threshold: QueryThreshold | None = None
     limit: Limit | None = Field(None, description=LIMIT_DOC)
     measure: Measure = Field("jaccard", description=MEASURE_DOC)
     # Strict: 0 or "no" for a flag is a mistake to name, not a false to guess.

@@ -402,7 +402,7 @@ async def connect_rebuild(
             return
         assert settings is not None
         # Each collection is checked where it is used (the default one too, if named).
-        opened = open_index(settings, share_running=True, check=False, tool=True)
+        opened = open_index(settings, share_running=True, check=False, tool=True, existing=True)
         served = Collections(await stack.enter_async_context(opened), settings)
 
         async def local(name: str) -> Backend:
@@ -413,14 +413,16 @@ async def connect_rebuild(
 
 @asynccontextmanager
 async def connect_collections(
-    url: str | None, settings: Settings | None
+    url: str | None, settings: Settings | None, existing: bool = False
 ) -> AsyncIterator[CollectionsBackend]:
     """The collections of the service at url, or of the store the settings name (an
-    embedded Redis a running service started is shared, not started again)."""
+    embedded Redis a running service started is shared, not started again; with
+    existing, one whose data dir holds no store is refused: runtime.open_index)."""
     if url is not None:
         async with Client(url) as client:
             yield RemoteCollections(client)
         return
     assert settings is not None
-    async with open_index(settings, share_running=True, check=False, tool=True) as index:
+    opened = open_index(settings, share_running=True, check=False, tool=True, existing=existing)
+    async with opened as index:
         yield LocalCollections(Collections(index, settings), settings)

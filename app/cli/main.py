@@ -487,7 +487,7 @@ def _check(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         named = args.collection is not None
-        opened = open_index(settings, share_running=True, check=not named, tool=True)
+        opened = open_index(settings, share_running=True, check=not named, tool=True, existing=True)
         async with opened as default:
             index = await collection_index(default, settings, args.collection, creates=False)
             report = await check(index, repair=args.repair)
@@ -544,7 +544,9 @@ def _collections(args: argparse.Namespace) -> int:
 
     async def main() -> Any:
         settings = None if args.url else _settings_or_exit()
-        async with connect_collections(args.url, settings) as found:
+        # Listing, showing or deleting reads a store: an empty new one is not made for it.
+        existing = args.action != "create"
+        async with connect_collections(args.url, settings, existing) as found:
             if args.action == "create":
                 return await found.create(args.name, given)
             if args.action == "list":

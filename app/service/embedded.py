@@ -105,6 +105,12 @@ class EmbeddedRedis:
         finally:
             client.close()
 
+    def holds_data(self) -> bool:
+        """Whether the data dir holds a store: a server's append-only file (one file, or
+        Redis 7's directory) or snapshot, or a server answering on its socket."""
+        names = ("appendonly.aof", "appendonlydir", "dump.rdb")
+        return any((self.data_dir / n).exists() for n in names) or bool(self.running_url())
+
     def start(self, timeout: float = 20.0) -> EmbeddedRedis:
         """Take the data dir and start the server on it."""
         try:

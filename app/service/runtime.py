@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from app.core.settings import Settings, replica_url_list
 from app.index import Index, Params
 from app.index.errors import ConfigMismatchError
-from app.service.embedded import EmbeddedRedis
+from app.service.embedded import EmbeddedRedis, EmbeddedRedisError
 from app.store import Store, StoreError, StoreUnavailableError
 from app.store.errors import StoreAuthError
 
@@ -164,6 +164,7 @@ async def open_index(
     share_running: bool = False,
     check: bool = True,
     tool: bool = False,
+    existing: bool = False,
 ) -> AsyncIterator[Index]:
     """The configured collection's index, on NEARDUP_REDIS_URL or an embedded Redis.
 
@@ -174,12 +175,22 @@ async def open_index(
     Without check (a tool working on another collection), the configured one's
     parameters are not compared yet: an UncheckedIndex, checked where it is used. A
     tool opens an existing collection with the stored parameters its environment does
-    not set (as_stored); the service holds the collection to its settings.
+    not set (as_stored); the service holds the collection to its settings. With existing
+    (a tool that reads what is stored: check, collections, rebuild), an embedded data
+    dir that holds no store is refused (EmbeddedRedisError), not started empty: the
+    default data dir is relative, and a tool run from another directory found an empty
+    new store there and called it consistent.
     """
     embedded = None
     url = settings.redis_url
     if url is None:
         embedded = EmbeddedRedis(settings.data_dir, settings.durability)
+        if existing and not embedded.holds_data():
+            raise EmbeddedRedisError(
+                f"no store in {embedded.data_dir} (NEARDUP_DATA_DIR, {settings.data_dir}): "
+                "run this where `neardup serve` runs, set NEARDUP_DATA_DIR to its data "
+                "directory, or give --url (a service) or NEARDUP_REDIS_URL (a Redis)"
+            )
         running = embedded.running_url() if share_running else None
         if running is not None:
             embedded, url = None, running

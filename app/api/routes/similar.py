@@ -131,7 +131,7 @@ async def _text_fast(request: Request) -> Response | None:
 async def similar_to_stored(
     doc_id: schemas.PathId,
     request: Request,
-    threshold: Annotated[schemas.Threshold | None, Query()] = None,
+    threshold: Annotated[schemas.QueryThreshold | None, Query()] = None,
     limit: Annotated[schemas.Limit | None, Query(description=schemas.LIMIT_DOC)] = None,
     measure: Annotated[schemas.Measure, Query(description=schemas.MEASURE_DOC)] = "jaccard",
     evidence: Annotated[bool, Query(description=schemas.EVIDENCE_DOC)] = False,
