@@ -23,12 +23,13 @@ def _quoted(text: str) -> list[str]:
 
 
 def test_quotation_marks_of_many_languages() -> None:
-    """Curly, low-high, guillemets both ways, single guillemets and ``...'' pairs are
-    quotations, marks included."""
+    """Curly, low-high, guillemets both ways, single guillemets, ``...'' pairs and
+    Japanese corner brackets (one nested in the other) are quotations, marks included."""
     text = (
         "a \u201cfirst one\u201d b \u201edeutsch zitiert\u201c "
         "c \u00abfran\u00e7ais cit\u00e9\u00bb "
-        "d \u00bbandersrum\u00ab e \u2039einfach\u203a f ``news style,'' g"
+        "d \u00bbandersrum\u00ab e \u2039einfach\u203a f ``news style,'' g "
+        "\u5f7c\u306f\u300c\u6771\u4eac\u300e\u5e02\u300f\u3078\u300d\u3068\u8a00\u3063\u305f\u3002"
     )
     assert _quoted(text) == [
         "\u201cfirst one\u201d",
@@ -37,6 +38,7 @@ def test_quotation_marks_of_many_languages() -> None:
         "\u00bbandersrum\u00ab",
         "\u2039einfach\u203a",
         "``news style,''",
+        "\u300c\u6771\u4eac\u300e\u5e02\u300f\u3078\u300d",
     ]
 
 

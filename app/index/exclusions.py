@@ -45,7 +45,8 @@ class Span:
 
 # Marks that only open or only close: their pairs, each closer searched for from its
 # opener on. German and Polish low-high quotes; guillemets both ways round (French
-# and German use), double and single; ``...'' from plain-text news.
+# and German use), double and single; ``...'' from plain-text news; the corner brackets
+# of Japanese and traditional Chinese, single and double (nested).
 _PAIRS = {
     "\u201c": "\u201d",  # “ ”
     "\u201e": "\u201c\u201d",  # „ “ or „ ”
@@ -53,9 +54,11 @@ _PAIRS = {
     "\u00bb": "\u00ab",  # » «
     "\u2039": "\u203a",  # single guillemets, both ways round
     "\u203a": "\u2039",
+    "\u300c": "\u300d",  # 「 」
+    "\u300e": "\u300f",  # 『 』
     "``": "''",
 }
-_OPENERS = re.compile("``|[\u201c\u201e\u00ab\u00bb\u2039\u203a]")
+_OPENERS = re.compile("``|[\u201c\u201e\u00ab\u00bb\u2039\u203a\u300c\u300e]")
 # Straight and curly single marks and straight double ones serve both ends (and the
 # single ones are apostrophes too): an opener follows a space or an opening bracket
 # and precedes a word character; a closer follows a word character, punctuation, a

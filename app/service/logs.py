@@ -221,7 +221,13 @@ class Handler(logging.StreamHandler):
     def _write_forever(self) -> None:
         while True:
             time.sleep(self.HOLD_SECONDS)
-            self.flush()
+            try:
+                self.flush()
+            except (OSError, ValueError):
+                # The stream is closed (a test's capture; the interpreter ending): a line
+                # that comes later is written by its record's own emit, or not at all.
+                self._writer = None
+                return
 
 
 def _forgetting(handler: Handler) -> Callable[[], None]:
