@@ -883,6 +883,36 @@ def test_a_key_limited_to_another_collection_checks_there_from_its_link(
         page.context.close()
 
 
+def test_a_document_of_a_collection_without_passages_shows_its_near_duplicates(
+    page: Page, server: Server, corpus: dict[str, str]
+) -> None:
+    """/ui/collections/{name}/documents/{id} of a mirror-detection collection (no passage
+    index) lists the document's near-duplicates as the API gives them, and says why no
+    passages are marked (the containment query's 422 blanked the view)."""
+    name = f"{COLLECTION}-mirrors"
+    made = httpx.post(
+        server.url + "/collections",
+        json={"name": name, "threshold": 0.8, "passage_words": 0},
+        headers=WRITE,
+    )
+    assert made.status_code in (200, 201), made.text
+    text = _words(list(corpus.values())[2], 0, 80)
+    for doc_id, body in (("page-a", text), ("page-b", text + " with one more line")):
+        put = httpx.put(
+            f"{server.url}/collections/{name}/documents/{doc_id}",
+            json={"text": body},
+            headers=WRITE,
+        )
+        assert put.status_code in (200, 201), put.text
+    near = httpx.get(f"{server.url}/collections/{name}/similar/page-a", headers=READ).json()
+    assert [r["id"] for r in near["results"]] == ["page-b"]
+    page.goto(f"{server.url}/ui/collections/{name}/documents/page-a")
+    page.locator("#summary", has_text="no passage index").wait_for()
+    assert page.locator("#status").inner_text().strip() == ""
+    assert "page-b" in page.locator("#near").inner_text()
+    assert "page-b" in page.locator("#sources").inner_text()
+
+
 def test_a_bad_link_leaves_the_tab_where_it_was(page: Page, server: Server) -> None:
     """A check link into a collection that does not exist says so, and the tab's next view
     is its own collection's again; a malformed %-escape in a link is said, not a blank page."""

@@ -527,14 +527,27 @@ async function showDocument(id) {
   document.title = "neardup: " + id;
   say("Loading…");
   const doc = await api(docPath(id));
-  await loadCollection();
+  // A collection without a passage index (a crawler's mirror detection) answers no
+  // containment query: its document view is the near-duplicates alone.
+  const passages = Boolean(((await loadCollection()).parameters || {}).passage_words);
   const [near, contained] = await Promise.all([
     api("/similar/" + encodeURIComponent(id) + "?limit=" + shown()),
-    api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=" + shown()),
+    passages
+      ? api("/similar/" + encodeURIComponent(id) + "?measure=containment&evidence=true&limit=" + shown())
+      : null,
   ]);
-  const info = await sourcesInfo((contained.results || []).map((r) => r.id));
-  showReport(typeof doc.text === "string" ? doc.text : null, contained, info, id);
-  $("report-title").replaceChildren("Passages of ", bdi(id), " found in other documents");
+  const shownAnswer = contained || near;
+  const info = await sourcesInfo((shownAnswer.results || []).map((r) => r.id));
+  showReport(typeof doc.text === "string" ? doc.text : null, shownAnswer, info, id);
+  if (contained) {
+    $("report-title").replaceChildren("Passages of ", bdi(id), " found in other documents");
+  } else {
+    $("report-title").replaceChildren("Near-duplicates of ", bdi(id));
+    const n = (near.results || []).length;
+    $("summary").textContent =
+      n + (n === 1 ? " near-duplicate" : " near-duplicates") + " at Jaccard ≥ " + near.threshold +
+      ". This collection keeps no passage index, so no passages are marked.";
+  }
   $("checked-title").replaceChildren("Text of ", bdi(id));
   const box = $("near-box");
   box.hidden = false;
