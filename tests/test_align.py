@@ -628,3 +628,50 @@ def test_a_long_copy_cut_by_the_bounds_is_found_whole() -> None:
     assert capped and [(p.query_words, p.source_words) for p in passages] == [
         ((1, 160_000), (1, 160_000))
     ]
+
+
+def test_a_seed_met_by_chance_beside_a_copy_does_not_move_its_edges() -> None:
+    """Two words before (or after) a verbatim copy whose 8-bit hashes equal the source's
+    two words at the same distance, two words of gap away, are not taken into the
+    passage: its edges stay at the first and last copied word in both texts, where its
+    extension would put them (the lone seed was chained to the copy, and the passage
+    began on it)."""
+    params = _params()
+    pool = [f"w{i}x" for i in range(6000)]
+    (pool_layout,) = passage_layouts(params, [" ".join(pool)])
+    by_hash: dict[int, list[str]] = {}
+    for word, h in zip(pool, pool_layout.word_hashes.tolist(), strict=True):
+        by_hash.setdefault(h, []).append(word)
+    for seed in range(10):
+        rng = random.Random(seed)
+        source = [f"s{rng.randrange(10**6)}" for _ in range(100)]
+        (s_layout,) = passage_layouts(params, [" ".join(source)])
+        sh = s_layout.word_hashes.tolist()
+
+        def twin(i: int, rng: random.Random = rng, sh: list[int] = sh) -> str:
+            return rng.choice(by_hash[sh[i]])  # another word of the same 8-bit hash
+
+        def other(i: int, rng: random.Random = rng, sh: list[int] = sh) -> str:
+            return rng.choice([ws[0] for h, ws in by_hash.items() if h != sh[i]])
+
+        copy = source[30:60]
+        before = [twin(26), twin(27), other(28), other(29)]
+        after = [other(60), other(61), twin(62), twin(63)]
+        (q_layout,) = passage_layouts(params, [" ".join(before + copy + after)])
+        assert q_layout.word_hashes.tolist()[:2] == sh[26:28]  # the chance seed is there
+        found, _ = align(Query(q_layout), s_layout, 3, 10)
+        assert [(p.query_words, p.source_words) for p in found] == [((4, 34), (30, 60))], seed
+
+
+def test_a_copy_edited_once_beside_its_end_keeps_the_words_past_the_edit() -> None:
+    """A copy whose second (or second-last) word was replaced keeps its first (last) word:
+    one word of gap is outweighed by the two-word seed past it, as its extension takes it."""
+    rng = random.Random(3)
+    source = [f"s{rng.randrange(10**6)}" for _ in range(100)]
+    copy = list(source[30:60])
+    copy[2] = "replacedx"
+    copy[-3] = "changedx"
+    query = ["hostx", "wordsx", *copy, "morex", "hostx"]
+    q_layout, s_layout = passage_layouts(_params(), [" ".join(query), " ".join(source)])
+    found, _ = align(Query(q_layout), s_layout, 3, 10)
+    assert [(p.query_words, p.source_words) for p in found] == [((2, 32), (30, 60))]

@@ -475,7 +475,7 @@ def _align_dense(
     runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.counted)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
-    chains = chained(runs.tolist())
+    chains = chained(runs.tolist(), n)
     least = max(2 * n, min_words // 2)
     if cut and not any(chain[4] >= least for chain in chains):
         # Repetitive text (a repeated sentence, one letter over and over): its seed keys

@@ -236,7 +236,8 @@ def _local(
         return []
     q_hit = np.repeat(np.arange(len(q_keys)), per) + q0
     s_hit = where[spread(first, per)]
-    return chained(seed_runs(q_hit, s_hit, seed_length(bits)).tolist())
+    n = seed_length(bits)
+    return chained(seed_runs(q_hit, s_hit, n).tolist(), n)
 
 
 def merge(pieces: list[list[int]]) -> list[list[int]]:
