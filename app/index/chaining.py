@@ -194,7 +194,7 @@ def _without_chance_ends(runs: list[list[int]], members: list[int], seed: int) -
 
 def _chance(edge: list[int], gap: int, seed: int) -> bool:
     words = edge[1] - edge[0]
-    return 0 < gap and words <= seed and EXT_MATCH * words <= gap
+    return gap > 0 and words <= seed and EXT_MATCH * words <= gap
 
 
 def extend(
