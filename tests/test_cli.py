@@ -256,6 +256,13 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     os.mkfifo(fifo)
     done = run("query", "--file", str(fifo), *nowhere, env=env)
     assert done.returncode == 2 and b"not a regular file" in done.stderr, done.stderr
+    # Every tool says the same of a path that is missing, a directory or not a file.
+    for path, said in ((tmp_path / "gone.pdf", b"no such file"), (tmp_path, b"a directory"),
+                       (fifo, b"not a regular file")):  # fmt: skip
+        for args in (["ingest", str(path)], ["query", "--file", str(path)],
+                     ["import", str(path)]):  # fmt: skip
+            done = run(*args, *nowhere, env=env)
+            assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
     src = tmp_path / "bom.txt"
     src.write_bytes(b"\xef\xbb\xbft1 some words of a first text\nt2 and of a second one\n")
     assert run("ingest", "--quiet", str(src), env=env).returncode == 0

@@ -260,15 +260,27 @@ def _positive_int(value: str) -> int:
     return _counted(value, math.inf, f"{value!r} is not an integer above 0")
 
 
+def _unreadable(path: str) -> str | None:
+    """Why a named input file cannot be read, said the same by every tool; None if it can.
+    A device or a FIFO is refused: it would be read without end."""
+    if os.path.isfile(path):
+        return None
+    if os.path.isdir(path):
+        return f"{path}: a directory, not a file (name the files in it)"
+    if os.path.exists(path):
+        return f"{path}: not a regular file"
+    return f"no such file: {path}"
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from app.cli import tools
 
     err = Console(stderr=True)
-    missing = [p for p in args.files if p != "-" and not os.path.isfile(p)]
-    if missing:
-        print(f"neardup: no such file: {', '.join(missing)}", file=sys.stderr)
+    problems = [p for p in (_unreadable(f) for f in args.files if f != "-") if p]
+    if problems:
+        print(f"neardup: {'; '.join(problems)}", file=sys.stderr)
         return 2
 
     async def work(backend: Backend) -> int:
@@ -296,8 +308,9 @@ def _query(args: argparse.Namespace) -> int:
         from app.cli.sources import file_text
         from app.index.formats import FileError
 
-        if not os.path.isfile(args.file):  # a device or a FIFO would be read without end
-            print(f"neardup: {args.file}: not a regular file", file=sys.stderr)
+        problem = _unreadable(args.file)
+        if problem:
+            print(f"neardup: {problem}", file=sys.stderr)
             return 2
         try:
             text = file_text(args.file)
@@ -416,7 +429,8 @@ def _export(args: argparse.Namespace) -> int:
         else:
             with _replacing(args.output) as sink:
                 n = await tools.write_export(backend, where, sink)
-        print(f"neardup: {n} documents exported to {args.output}", file=sys.stderr)
+        to = "standard output" if args.output == "-" else args.output
+        print(f"neardup: {n} documents exported to {to}", file=sys.stderr)
         return 0
 
     return _run_tool(args, work)
@@ -425,8 +439,9 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from app.cli import tools
 
-    if args.file != "-" and not os.path.isfile(args.file):
-        print(f"neardup: no such file: {args.file}", file=sys.stderr)
+    problem = None if args.file == "-" else _unreadable(args.file)
+    if problem:
+        print(f"neardup: {problem}", file=sys.stderr)
         return 2
 
     async def work(backend: Backend) -> int:
