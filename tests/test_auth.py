@@ -199,6 +199,33 @@ def test_every_route_but_healthz_needs_a_key(keyed: TestClient) -> None:
     assert keyed.get("/documents/x", headers=bearer(READ)).status_code == 404
 
 
+def test_a_refused_request_is_counted_under_its_route(keyed: TestClient) -> None:
+    """A 401 or 403 is labelled in /metrics with the route it was for (it was
+    "unmatched", so refusals could not be told apart by route); a path no route takes
+    stays unmatched."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def count(route: str, status: str) -> float:
+        text = keyed.get("/metrics", headers=bearer(WRITE)).text
+        return sum(
+            s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+            if s.name == "neardup_http_requests_total"
+            and s.labels.get("route") == route
+            and s.labels.get("status") == status
+        )
+
+    similar = "/similar/{doc_id:docid}"
+    before = (count(similar, "401"), count(similar, "403"), count("unmatched", "401"))
+    assert keyed.get("/similar/some-id").status_code == 401
+    assert keyed.post("/documents", json={"text": "a b c"}, headers=bearer(READ)).status_code == 403
+    assert keyed.get("/no/such/route").status_code == 401
+    assert count(similar, "401") == before[0] + 1
+    assert count("/documents", "403") >= 1
+    assert count("unmatched", "401") == before[2] + 1
+
+
 def test_read_key_queries_but_cannot_write(keyed: TestClient) -> None:
     """A read key gets every query answered, and 403 (insufficient_scope) on every write."""
     assert keyed.put("/documents/x", json={"text": TEXT}, headers=bearer(WRITE)).status_code == 201

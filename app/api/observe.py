@@ -10,6 +10,7 @@ import logging
 import os
 import re
 
+from starlette.routing import Match
 from starlette.types import Scope
 
 from app.core import metrics
@@ -46,12 +47,29 @@ class RequestIds:
         return f"{self._prefix}{next(self._next):016x}"
 
 
+def route_of(scope: Scope) -> object | None:
+    """The route a request refused before routing (401, 403, 413, a URL that is not
+    UTF-8) was for, so its metrics and log line name it as an answered one's do; None
+    where no route takes the path (404). Only such requests pay for the search."""
+    router = getattr(scope.get("app"), "router", None)
+    for route in getattr(router, "routes", ()):
+        try:
+            match, _ = route.matches(scope)
+        except Exception:  # a path no route can even parse is no route's
+            continue
+        if match is not Match.NONE:
+            return route
+    return None
+
+
 def record(
     scope: Scope, request_id: str, status: int, elapsed: float, user_agent: bytes | None = None
 ) -> None:
     """Count the request in the metrics and write its access log line (the text format
     escapes what the client sent: app.service.logs)."""
     route = scope.get("route")
+    if route is None:
+        route = route_of(scope)
     # The route template, not the raw path, keeps label values bounded.
     template = getattr(route, "path", None) or "unmatched"
     method = scope["method"]
