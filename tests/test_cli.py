@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -203,8 +204,9 @@ def test_a_line_over_a_limit_is_skipped_and_its_batch_stored(
 
 
 def test_ctrl_c_lets_the_write_in_flight_finish(tmp_path: Path, env: dict) -> None:
-    """Ctrl-C during a direct ingest says so in one line (exit 130) and leaves a consistent
-    store: the batch in flight is written whole, never cut between its steps."""
+    """Ctrl-C during a direct ingest says so (exit 130) with the count acknowledged before
+    it, and leaves a consistent store: the batch in flight is written whole, never cut
+    between its steps."""
     import signal
     import time
 
@@ -232,6 +234,11 @@ def test_ctrl_c_lets_the_write_in_flight_finish(tmp_path: Path, env: dict) -> No
     assert b"Traceback" not in err
     checked = run("check", "--json", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # It says how many documents were acknowledged before it: each of them is stored.
+    said = re.search(rb"interrupted: (\d+) documents acknowledged", err)
+    assert said is not None, err
+    stored = json.loads(checked.stdout)["ids"]
+    assert int(said.group(1)) <= stored, (said.group(0), stored)
 
 
 def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(

@@ -159,6 +159,14 @@ async def ingest(
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+            # What was acknowledged before it; a batch in flight may be stored without its
+            # answer (a direct write in flight is let finish), and ingesting again settles it.
+            said = (
+                f"interrupted: {summary.ingested} documents acknowledged ({summary.created} "
+                f"new, {summary.updated} replaced), {len(summary.skipped)} lines skipped; "
+                "the batches in flight may be stored too (ingesting the files again settles it)"
+            )
+            err.print(said, markup=False, highlight=False, soft_wrap=True)
             raise
     summary.seconds = time.monotonic() - started
     return summary
