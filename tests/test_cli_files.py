@@ -41,3 +41,24 @@ def test_ingest_and_query_files(tmp_path: Path) -> None:
     assert set(found) == {"essay.pdf", "essay.odt"} and min(found.values()) > 0.95
     bad = run("query", "--file", str(broken), env=env)
     assert bad.returncode == 2 and b"broken" in bad.stderr
+
+
+def test_a_file_misnamed_or_empty_is_said_so_for_a_command_line(tmp_path: Path) -> None:
+    """A DOCX named .pdf, an ODT named .docx and a PDF named .odt are told to be renamed
+    (the API's advice, a content_type, means nothing here), and an empty file is empty."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
+    for real, named, said in (
+        ("essay.docx", "a.pdf", b"name it *.docx"),
+        ("essay.odt", "b.docx", b"name it *.odt"),
+        ("essay.pdf", "c.odt", b"name it *.pdf"),
+    ):
+        path = tmp_path / named
+        path.write_bytes((DATA / real).read_bytes())
+        done = run("query", "--file", str(path), "--url", "http://127.0.0.1:9", env=env)
+        assert done.returncode == 2 and said in done.stderr, (named, done.stderr)
+        assert b"content_type" not in done.stderr
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    done = run("query", "--file", str(empty), "--url", "http://127.0.0.1:9", env=env)
+    assert done.returncode == 2 and b"the file is empty" in done.stderr, done.stderr

@@ -3,6 +3,7 @@ or ODT file (one document, its file name as id, its extracted text)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,11 +72,26 @@ def _check_id(doc: Document) -> None:
     check_id(doc.id or "")
 
 
+_SUFFIX_OF = {kind: suffix for suffix, kind in SUFFIXES.items()}
+_SEND_AS = re.compile("send it with content_type (" + "|".join(map(re.escape, _SUFFIX_OF)) + ")")
+
+
 def file_text(path: str) -> str | None:
-    """The text of a .pdf, .docx or .odt file (FileError when it cannot be read); None
-    for any other file."""
+    """The text of a .pdf, .docx or .odt file (FileError when it cannot be read, saying
+    what a command-line user can do: its type comes from its name); None for any other
+    file."""
     kind = SUFFIXES.get(Path(path).suffix.lower())
-    return None if kind is None else extract(kind, Path(path).read_bytes())
+    if kind is None:
+        return None
+    raw = Path(path).read_bytes()
+    if not raw:
+        raise FileError("the file is empty")
+    try:
+        return extract(kind, raw)
+    except FileError as exc:
+        # The API's advice (another content_type) is a name here: the file's suffix.
+        renamed = _SEND_AS.sub(lambda m: f"name it *{_SUFFIX_OF.get(m.group(1), '')}", str(exc))
+        raise FileError(renamed) from None
 
 
 def read_lines(path: str) -> Iterator[Line]:
