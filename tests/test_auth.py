@@ -221,6 +221,12 @@ def test_a_refused_request_is_counted_under_its_route(keyed: TestClient) -> None
     assert keyed.get("/similar/some-id").status_code == 401
     assert keyed.post("/documents", json={"text": "a b c"}, headers=bearer(READ)).status_code == 403
     assert keyed.get("/no/such/route").status_code == 401
+    # The route the router would pick: /documents/batch takes POST only, so a GET of it is
+    # the document route's, as it is once authorised.
+    one = "/documents/{doc_id:docid}"
+    got = count(one, "401")
+    assert keyed.get("/documents/batch").status_code == 401
+    assert count(one, "401") == got + 1
     assert count(similar, "401") == before[0] + 1
     assert count("/documents", "403") >= 1
     assert count("unmatched", "401") == before[2] + 1

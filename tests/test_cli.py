@@ -128,15 +128,21 @@ def test_query_unknown_id_fails_clearly(env: dict) -> None:
 
 
 def test_tools_that_read_the_store_refuse_a_data_dir_without_one(env: dict) -> None:
-    """check, collections list/show/delete and rebuild run where no store is (the default
-    data dir is relative) say so and exit 1, and make no empty store there to report on;
-    once the data dir holds a store they work on it."""
+    """The tools that only read (check, collections list/show, rebuild, export, get,
+    duplicates, query, delete) run where no store is (the default data dir is relative)
+    say so and exit 1, and make no empty store there to report on; once the data dir
+    holds a store they work on it."""
     data = Path(env["NEARDUP_DATA_DIR"])
     for args in (
         ["check"],
         ["collections", "list"],
         ["collections", "show", "default"],
         ["rebuild", "a", "b"],
+        ["export", "-o", "-"],
+        ["get", "x"],
+        ["duplicates"],
+        ["query", "--id", "x"],
+        ["delete", "x"],
     ):
         done = run(*args, env=env)
         assert done.returncode == 1 and b"no store in" in done.stderr, (args, done.stderr)

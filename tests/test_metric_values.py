@@ -116,6 +116,24 @@ def test_threads_lose_no_increment(directory: Path) -> None:
     assert _total(directory) == 80000
 
 
+def test_a_subprocess_started_with_preexec_fn_makes_no_files(directory: Path) -> None:
+    """A child forked only to exec (Popen with preexec_fn, as the embedded Redis is
+    started) makes no metric files of its own pid before it execs."""
+    out = _run(
+        """
+        import subprocess
+        from app.core import metrics
+        metrics.CANDIDATES_VERIFIED.inc(2)
+        child = subprocess.Popen(["true"], preexec_fn=lambda: None)
+        child.wait()
+        print(child.pid)
+        """,
+        directory,
+    )
+    assert not list(directory.glob(f"*_{out}.db")), sorted(p.name for p in directory.iterdir())
+    assert _total(directory) == 2
+
+
 def test_a_forked_child_counts_its_own_changes_once(directory: Path) -> None:
     """A child forked with unwritten changes in its parent counts only its own, in its
     own file: the parent's are not counted twice."""

@@ -52,14 +52,17 @@ def route_of(scope: Scope) -> object | None:
     UTF-8) was for, so its metrics and log line name it as an answered one's do; None
     where no route takes the path (404). Only such requests pay for the search."""
     router = getattr(scope.get("app"), "router", None)
+    partial = None
     for route in getattr(router, "routes", ()):
         try:
             match, _ = route.matches(scope)
         except Exception:  # a path no route can even parse is no route's
             continue
-        if match is not Match.NONE:
+        if match is Match.FULL:  # as the router picks: the first full match
             return route
-    return None
+        if match is Match.PARTIAL and partial is None:
+            partial = route  # the path's route for another method (405)
+    return partial
 
 
 def record(

@@ -305,8 +305,10 @@ async def connect(
             yield RemoteBackend(client)
         return
     assert settings is not None
-    # Another collection's tool must not trip over NEARDUP_COLLECTION's parameters.
-    async with open_index(settings, check=collection is None, tool=True) as default:
+    # Another collection's tool must not trip over NEARDUP_COLLECTION's parameters; one
+    # that only reads (query, get, delete, export, duplicates) makes no store to read.
+    opened = open_index(settings, check=collection is None, tool=True, existing=not creates)
+    async with opened as default:
         yield LocalBackend(await collection_index(default, settings, collection, creates))
 
 

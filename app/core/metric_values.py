@@ -14,6 +14,7 @@ changes of its last FLUSH_SECONDS.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import threading
 import time
@@ -22,12 +23,14 @@ from typing import Any
 from prometheus_client import values
 
 FLUSH_SECONDS = 0.5
+log = logging.getLogger("neardup")
 
 _lock = threading.Lock()
 _dirty: set[Any] = set()
 _flusher: threading.Thread | None = None
 _installed: type | None = None
 _any_value: Any = None
+_forked = False  # a forked child's values still name its parent's files (see _after_fork)
 
 
 def install() -> None:
@@ -45,11 +48,20 @@ def install() -> None:
 
 
 def flush() -> None:
-    """Write this process's changed values to its files now."""
+    """Write this process's changed values to its files now. A value its file refuses
+    (a full disk) stays changed, for the next flush: a scrape still answers."""
     with _lock:
+        _moved()
+        kept = set()
         for value in _dirty:
-            value._file.write_value(value._key, value._value, value._timestamp)
+            try:
+                value._file.write_value(value._key, value._value, value._timestamp)
+            except (OSError, ValueError):
+                kept.add(value)
         _dirty.clear()
+        _dirty.update(kept)
+    if kept:
+        log.warning("metrics: %d values could not be written to their files", len(kept))
 
 
 def _buffered(base: type) -> type:
@@ -65,6 +77,8 @@ def _buffered(base: type) -> type:
 
         def inc(self, amount: float) -> None:
             with _lock:
+                if _forked:
+                    _moved()
                 self._value += amount
                 self._timestamp = 0.0
                 _dirty.add(self)
@@ -73,6 +87,8 @@ def _buffered(base: type) -> type:
 
         def set(self, value: float, timestamp: float | None = None) -> None:
             with _lock:
+                if _forked:
+                    _moved()
                 self._value = value
                 self._timestamp = timestamp or 0.0
                 _dirty.add(self)
@@ -81,6 +97,8 @@ def _buffered(base: type) -> type:
 
         def get(self) -> float:
             with _lock:
+                if _forked:
+                    _moved()
                 return float(self._value)
 
     return BufferedValue
@@ -98,16 +116,28 @@ def _start() -> None:
 def _flush_forever() -> None:
     while True:
         time.sleep(FLUSH_SECONDS)
-        flush()
+        try:
+            flush()
+        except Exception:  # the thread must outlive a bad moment; the next flush retries
+            log.exception("metrics: flushing to the shared files failed")
 
 
 def _after_fork() -> None:
-    # The child has no flusher thread, and its values belong in files of its own pid:
-    # prometheus_client moves every value there (from zero) once one of them sees the
-    # pid change; the parent writes the changes it had not written yet.
-    global _flusher
+    # Only flags set here: a child may be a subprocess about to exec (preexec_fn), which
+    # must not make files of its own. Its values still name its parent's files and hold
+    # its parent's counts; _moved moves them, on the child's first use of a metric.
+    global _flusher, _forked
     _flusher = None
     _dirty.clear()
-    if _any_value is not None:
-        _any_value._MmapedValue__check_for_pid_change()
+    _forked = True
     _lock.release()  # taken before the fork, so that no flush was half done in it
+
+
+def _moved() -> None:
+    """After a fork, once (under _lock): prometheus_client moves every value to files of
+    this process's pid, from zero, once one of them sees the pid change."""
+    global _forked
+    if _forked:
+        _forked = False
+        if _any_value is not None:
+            _any_value._MmapedValue__check_for_pid_change()

@@ -221,11 +221,19 @@ class Handler(logging.StreamHandler):
     def _write_forever(self) -> None:
         while True:
             time.sleep(self.HOLD_SECONDS)
+            if getattr(self.stream, "closed", False):
+                # A closed stream (a test's capture; the interpreter ending) takes no line:
+                # the held ones are dropped, and a later write_line starts a writer again.
+                self.acquire()
+                try:
+                    self._held.clear()
+                    self._writer = None
+                finally:
+                    self.release()
+                return
             try:
                 self.flush()
             except (OSError, ValueError):
-                # The stream is closed (a test's capture; the interpreter ending): a line
-                # that comes later is written by its record's own emit, or not at all.
                 self._writer = None
                 return
 
@@ -239,6 +247,7 @@ def _forgetting(handler: Handler) -> Callable[[], None]:
         found = ref()
         if found is not None:
             found._writer = None
+            found._held.clear()  # the parent writes them
 
     return forget
 

@@ -546,7 +546,8 @@ async function showDocument(id) {
     const n = (near.results || []).length;
     $("summary").textContent =
       n + (n === 1 ? " near-duplicate" : " near-duplicates") + " at Jaccard ≥ " + near.threshold +
-      ". This collection keeps no passage index, so no passages are marked.";
+      ". This collection keeps no passage index, so no passages are marked." +
+      (near.capped ? " The search was cut short by one of its bounds (capped): a near-duplicate may be missing." : "");
   }
   $("checked-title").replaceChildren("Text of ", bdi(id));
   const box = $("near-box");
