@@ -121,7 +121,10 @@ def test_stdin_in_shared_format(env: dict) -> None:
 
 
 def test_query_unknown_id_fails_clearly(env: dict) -> None:
-    """Asking for an unknown id exits non-zero with a message, not a traceback."""
+    """Asking a store for an id it does not hold exits non-zero with a message, not a
+    traceback."""
+    stored = run("ingest", "--quiet", "-", env=env, stdin=b"s1 one text about the harbour\n")
+    assert stored.returncode == 0, stored.stderr
     done = run("query", "--id", "missing", env=env)
     assert done.returncode == 1
     assert b"no document with id" in done.stderr and b"Traceback" not in done.stderr
@@ -263,8 +266,11 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     assert done.returncode == 2 and b"not a finite number" in done.stderr, done.stderr
     done = run("query", *nowhere, env=env, stdin=b"abc \xff def")
     assert done.returncode == 1 and b"not sent" in done.stderr and b"Traceback" not in done.stderr
-    done = run("get", "x", env={**env, "NEARDUP_DATA_DIR": "/proc/nope"})
+    nope = {**env, "NEARDUP_DATA_DIR": "/proc/nope"}
+    done = run("ingest", "-", env=nope, stdin=b"x some words\n")  # a tool that may make one
     assert done.returncode == 1 and b"NEARDUP_DATA_DIR /proc/nope" in done.stderr, done.stderr
+    done = run("get", "x", env=nope)  # one that only reads: there is no store there
+    assert done.returncode == 1 and b"no store in /proc/nope" in done.stderr, done.stderr
     fifo = tmp_path / "x.odt"
     os.mkfifo(fifo)
     done = run("query", "--file", str(fifo), *nowhere, env=env)
