@@ -478,3 +478,39 @@ def test_a_collection_from_before_is_asked_again_without_conflict(client: TestCl
     assert r.status_code == 200, r.text
     assert r.json()["parameters"]["template_pages"] == 0
     client.delete("/collections/oldone")
+
+
+def test_a_page_replaced_by_a_text_while_learning_stays_the_text(client: TestClient) -> None:
+    """A page replaced by a text (text/plain) while its site is learned leaves the learning,
+    and fixing the template does not store its old page over the text."""
+    pages = list(_site().items())
+    url, _ = pages[0]
+    _ingest(client, dict(pages[:5]))
+    text = "completely new plain words replacing the whole page that was here before"
+    assert client.put(f"/documents/{url}", json={"text": text}).status_code == 200
+    index = client.app.state.index  # type: ignore[attr-defined]
+    pending = client.portal.call(index.store.templates.pending, "example.org")  # type: ignore[union-attr]
+    assert url not in pending
+    _ingest(client, dict(pages[5:]))  # the template is fixed now
+    (template,) = client.portal.call(index.store.templates.templates, ["example.org"])  # type: ignore[union-attr]
+    assert template is not None
+    stored = client.get(f"/documents/{url}").json()
+    assert stored["shingles"] == len(oracle.shingles(text)), stored
+    found = client.post("/similar", json={"text": text, "threshold": 0.9}).json()["results"]
+    assert [m["id"] for m in found] == [url]
+
+
+def test_storing_a_thin_page_with_similar_says_it_is_thin(client: TestClient) -> None:
+    """POST /documents?similar=true of a thin page of a learned site answers thin: true at
+    the top, as POST /similar of the page with its site does; a page with text of its own
+    does not."""
+    pages = _site()
+    _ingest(client, {u: h for u, h in pages.items() if "thin" not in u})
+    thin = {"id": f"{SITE}/thin1.html", "text": pages[f"{SITE}/thin1.html"],
+            "content_type": "text/html"}  # fmt: skip
+    answer = client.post("/documents", params={"similar": "true"}, json=thin).json()
+    assert answer["similar"]["thin"] is True, answer
+    full = {"id": f"{SITE}/p1-again.html", "text": pages[f"{SITE}/p1.html"],
+            "content_type": "text/html"}  # fmt: skip
+    answer = client.post("/documents", params={"similar": "true"}, json=full).json()
+    assert "thin" not in answer["similar"], answer

@@ -176,12 +176,27 @@ class Sites:
         again: list[Document] = []
         for doc_id, text in pending.items():
             rec = await get(doc_id)
-            if rec is None or site_of(doc_id, rec.metadata) != site:
-                continue  # deleted, expired, or moved to another site since
+            if rec is None or rec.plain or site_of(doc_id, rec.metadata) != site:
+                continue  # deleted, expired, replaced by a text or moved to another site since
             again.append(Document(text, doc_id, rec.metadata, rec.expires_ms or None, html=True))
         await self.store.templates.unpend([(site, i) for i in pending])
         if again:
             await ingest(again)
+
+    async def forget_replaced(self, docs: Sequence[Document], ids: Sequence[str]) -> None:
+        """Pages replaced by texts (sent as text/plain, stored now): they no longer count
+        toward their sites' learning, whose fixing would judge their old page again and
+        store it over the text."""
+        if not self.on:
+            return
+        gone = [(s, i) for d, i in zip(docs, ids, strict=True)
+                if not d.html and (s := site_of(i, d.metadata)) is not None]  # fmt: skip
+        if gone:
+            await self.store.templates.unpend(gone)
+
+    def thin_page(self, doc: Document, doc_id: str, shingles: int) -> bool:
+        """Whether a page being stored is answered as thin (a text sent as such never is)."""
+        return doc.html and self.thin(shingles, site_of(doc_id, doc.metadata))
 
     async def forget_page(self, doc_id: str, metadata: dict[str, Any] | None) -> None:
         """A page leaves: it no longer counts toward its site's learning."""

@@ -74,10 +74,13 @@ async def ingest(
         known = dict(zip(ids, await store.ids.handles(ids), strict=True))
         for i in good:
             # By id as well: a writer of the same id may have mapped it meanwhile.
-            results[i].similar = await query(
+            found = await query(
                 pieces, sk.fingerprint(i), sk.band_keys[i], known[ids[i]], threshold, limit,
                 exclude_id=ids[i],
             )  # fmt: skip
+            # The answer says the page is thin, as a query of it with its site does.
+            thin = sites.thin_page(docs[i], ids[i], int(sk.shingles[i]))
+            results[i].similar = replace(found, thin=True) if thin else found
     # A batch may name an id twice: later occurrences go in later rounds,
     # so the last one wins and each round writes each id once.
     rounds: list[list[int]] = []
@@ -102,6 +105,7 @@ async def ingest(
         )
         for i, c in zip(batch, created, strict=True):
             results[i].created = c
+    await sites.forget_replaced([docs[i] for i in good], [ids[i] for i in good])
     await sites.settle(
         lambda again: ingest(pieces, again, False, threshold, limit, stored=True),
         lambda doc_id: documents.get(store, doc_id),
