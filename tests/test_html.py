@@ -171,6 +171,25 @@ def test_windows_1252_mojibake_is_repaired() -> None:
     assert extract(garbled) == right
 
 
+def test_a_page_read_with_the_wrong_charset_is_refused_and_cp1252_quotes_are_not() -> None:
+    """A Shift_JIS page read as Latin-1 (C1 control characters, a good share of it) is
+    refused, saying what to send; a Windows-1252 page read as Latin-1, whose few curly
+    quotes and dashes became C1 characters, is not; misread UTF-8 is repaired, not
+    refused."""
+    text = "\u65e5\u672c\u8a9e\u306e\u6587\u7ae0\u3067\u3059\u3002" * 20
+    page = f"<html><body><p>{text}</p></body></html>"
+    misread = page.encode("shift_jis").decode("latin-1")
+    assert sum("\x80" <= c <= "\x9f" for c in misread) > 0.01 * len(misread)
+    with pytest.raises(HTMLError, match="wrong charset"):
+        extract(misread)
+    assert extract(page.encode("utf-8").decode("latin-1")) == extract(page)  # repaired
+    words = " ".join(["plain words of an ordinary english page"] * 30)
+    quoted = f"<html><body><p>\u201cquoted\u201d \u2014 {words}</p></body></html>"
+    cp1252_read_as_latin1 = quoted.encode("cp1252").decode("latin-1")
+    assert "\x93" in cp1252_read_as_latin1
+    assert "plain words" in extract(cp1252_read_as_latin1)
+
+
 def test_broken_markup_still_gives_text() -> None:
     """Unclosed tags are HTML as browsers read it: the text is extracted, not refused."""
     text = extract("<div><p>unclosed <b>bold words <i>and more words here<table><tr><td>cell")

@@ -50,6 +50,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # A share of such characters (or of U+FFFD, what a wrong decoder leaves) past this
 # says the page was not text; below it a stray one is dropped with the markup.
 _JUNK_SHARE = 0.01
+# C1 controls: what a page in another charset (Shift_JIS, GBK, KOI8-R) read as Latin-1
+# leaves, a good share of its characters; counted once a misread UTF-8 page is repaired
+# (whose continuation bytes were such characters), against the same share.
+_C1 = re.compile(r"[\x80-\x9f]")
 _WORD = re.compile(r"\w")
 # Latin-1 characters that UTF-8's lead and continuation bytes become: "Ã©" for "é";
 # in Windows-1252, which browsers use for Latin-1, continuation bytes 0x80-0x9F are
@@ -259,6 +263,13 @@ def extract(html: str) -> str:
     none or the input is not HTML text."""
     check_page(html)
     page = _CONTROL.sub("", _repair(html))
+    misread = len(_C1.findall(page))
+    if misread > _JUNK_SHARE * len(page):
+        raise HTMLError(
+            f"the HTML is not text as sent: {misread} of its {len(page)} characters are C1 "
+            "control characters, what a page read with the wrong charset leaves (send the "
+            "page decoded with its real charset, as its Content-Type or <meta charset> says)"
+        )
     # The page goes in as a str, never as a parsed HTMLTree: a tree may only be dropped
     # on the thread that made it, and an error's traceback can carry one to another.
     try:
