@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from urllib.parse import quote
 
 import orjson
 from fastapi.testclient import TestClient
@@ -514,3 +515,64 @@ def test_storing_a_thin_page_with_similar_says_it_is_thin(client: TestClient) ->
             "content_type": "text/html"}  # fmt: skip
     answer = client.post("/documents", params={"similar": "true"}, json=full).json()
     assert "thin" not in answer["similar"], answer
+
+
+def test_copies_of_an_article_differing_by_a_counter_line_count_once() -> None:
+    """Pages whose ids are one URL but for the query (?sid=1, ?sid=2) and that share most
+    of their blocks (one article, its view counter differing) are one page in learning;
+    pages of one path whose texts differ (index.php?id=1, ?id=2) stay apart, and so do
+    near-copies under different paths."""
+    from app.index.templates import distinct_pages
+
+    article = "<h1>Council approves flood barrier</h1><p>" + "the council voted " * 20 + "</p>"
+    copies = {
+        f"https://news.example/a?sid={n}": extract(
+            f"<html><body><main>{article}<p>Read {100 + n} times</p></main></body></html>"
+        )
+        for n in range(3)
+    }
+    assert len({frozenset(blocks(t)) for t in copies.values()}) == 3  # not byte-identical
+    assert len(distinct_pages(copies)) == 1
+    texts = [t for _, t in read_corpus()[:3]]
+    topics = {f"https://forum.example/view.php?t={i}": extract(_page(f"T{i}", texts[i]))
+              for i in range(3)}  # fmt: skip
+    assert len(distinct_pages(topics)) == 3
+    paths = {f"https://news.example/a{n}": t for n, t in enumerate(copies.values())}
+    assert len(distinct_pages(paths)) == 3
+
+
+def test_an_article_under_tracking_urls_does_not_become_the_template(client: TestClient) -> None:
+    """Three copies of one article under ?sid= URLs, their counter lines differing, among a
+    site's first pages: the article keeps its text, the copies match each other, and a
+    mirror of it on another site finds them (the article was learned as the template)."""
+    assert (
+        client.post("/collections", json={"name": "trap", "template_pages": 4}).status_code == 201
+    )
+    article = (
+        "<h1>Council approves riverside flood barrier</h1><p>The city council voted on "
+        "Tuesday to fund a two kilometre flood barrier along the riverside district, after "
+        "three winters of flooding damaged more than four hundred homes and closed the old "
+        "market.</p><p>Engineers expect construction to start in the spring and to take "
+        "eighteen months, with the footpath kept open for most of that time.</p>"
+    )
+    other = "<h1>Library extends opening hours</h1><p>The central library will open late.</p>"
+
+    def page(body: str, views: int) -> str:
+        return f"<html><body><nav>Home News Sport</nav><main>{body}<p>Read {views} times</p></main></body></html>"
+
+    ids = [f"https://news.example/a?sid={n}" for n in (1, 2, 3)]
+    for n, doc_id in enumerate(ids):
+        body = {"text": page(article, 101 + n), "content_type": "text/html"}
+        put = client.put(f"/collections/trap/documents/{quote(doc_id, safe='')}", json=body)
+        assert put.status_code in (200, 201), put.text
+    body = {"text": page(other, 7), "content_type": "text/html"}
+    client.put("/collections/trap/documents/https://news.example/library", json=body)
+    own = len(oracle.shingles(extract(f"<main>{article}<p>Read 101 times</p></main>")))
+    stored = client.get(f"/collections/trap/documents/{quote(ids[0], safe='')}").json()
+    assert stored["shingles"] >= own - 5, stored
+    found = client.get(f"/collections/trap/similar/{quote(ids[0], safe='')}").json()["results"]
+    assert {m["id"] for m in found} == set(ids[1:])
+    mirror = {"text": f"<html><body><main>{article}</main></body></html>",
+              "content_type": "text/html"}  # fmt: skip
+    found = client.post("/collections/trap/similar", json=mirror).json()["results"]
+    assert {m["id"] for m in found} == set(ids)

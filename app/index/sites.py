@@ -22,10 +22,10 @@ from app.index.results import Document
 from app.index.templates import (
     TEMPLATE_LEAST_PAGES,
     THIN_SHINGLES,
+    distinct_pages,
     has_words,
     own_text,
     pack_text,
-    pages_of,
     site_name,
     site_of,
     template_of,
@@ -165,7 +165,7 @@ class Sites:
             return
         # On a worker thread: learning reads every pending page's lines, seconds for pages
         # of megabytes, while the event loop serves other requests.
-        pages = await asyncio.to_thread(pages_of, list(pending.values()))
+        pages = await asyncio.to_thread(distinct_pages, pending)
         if len(pages) < TEMPLATE_LEAST_PAGES and len(pending) < WAIT_PAGES * self.pages:
             # Copies of one or two pages (URL variants) teach nothing: a template fixed from
             # them would be empty for good. Later pages of the site are awaited, a bound on

@@ -37,6 +37,11 @@ TEMPLATE_LEAST_PAGES = 3
 # Pages of a site learned from before its template is fixed (the default of the
 # collection's template_pages; 0 turns templates off).
 DEFAULT_TEMPLATE_PAGES = 20
+# Pages learned from whose ids are one URL but for its query or fragment (?sid=1, ?sid=2)
+# and which share at least this share of their blocks are one page (learn): an article's
+# copies whose view counter or timestamp line differs would otherwise be as many pages,
+# and its text the site's template.
+COPY_SHARE = 0.5
 # A page whose own text has fewer shingles than this is answered as thin: a crawler may
 # want to keep it even when it matches, as it says little of its own.
 THIN_SHINGLES = 50
@@ -109,6 +114,31 @@ def pages_of(texts: Sequence[str]) -> set[frozenset[int]]:
     them once: one article stored under ten URL variants, tracking parameters, would
     otherwise be half the pages, and its text the site's template)."""
     return {frozenset(h for h in blocks(text) if h is not None) for text in texts}
+
+
+def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
+    """A site's pages (text by id) as pages_of gives them, and besides one page where
+    ids are one URL but for its query or fragment and the pages share COPY_SHARE of
+    their blocks: the same article whose counter or date line differs. Pages of one path
+    that differ more (index.php?id=1, ?id=2) stay apart."""
+    kept: dict[str, list[frozenset[int]]] = {}
+    for doc_id, text in pages.items():
+        page = frozenset(h for h in blocks(text) if h is not None)
+        same_path = kept.setdefault(_without_query(doc_id), [])
+        if not any(_share(page, other) >= COPY_SHARE for other in same_path):
+            same_path.append(page)
+    return {page for group in kept.values() for page in group}
+
+
+def _without_query(doc_id: str) -> str:
+    if not doc_id.lower().startswith(("http://", "https://")):
+        return doc_id
+    parts = urlsplit(doc_id)
+    return f"{parts.netloc.lower()}{parts.path}"
+
+
+def _share(a: frozenset[int], b: frozenset[int]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def template_of(pages: set[frozenset[int]]) -> np.ndarray:
