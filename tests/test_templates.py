@@ -558,7 +558,8 @@ def test_an_article_under_tracking_urls_does_not_become_the_template(client: Tes
     other = "<h1>Library extends opening hours</h1><p>The central library will open late.</p>"
 
     def page(body: str, views: int) -> str:
-        return f"<html><body><nav>Home News Sport</nav><main>{body}<p>Read {views} times</p></main></body></html>"
+        nav = "<nav>Home News Sport</nav>"
+        return f"<html><body>{nav}<main>{body}<p>Read {views} times</p></main></body></html>"
 
     ids = [f"https://news.example/a?sid={n}" for n in (1, 2, 3)]
     for n, doc_id in enumerate(ids):
