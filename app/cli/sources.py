@@ -90,7 +90,7 @@ def file_text(path: str) -> str | None:
         return extract(kind, raw)
     except FileError as exc:
         # The API's advice (another content_type) is a name here: the file's suffix.
-        renamed = _SEND_AS.sub(lambda m: f"name it *{_SUFFIX_OF.get(m.group(1), '')}", str(exc))
+        renamed = _SEND_AS.sub(lambda m: f"name it *{_SUFFIX_OF[m.group(1)]}", str(exc))
         raise FileError(renamed) from None
 
 

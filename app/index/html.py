@@ -50,7 +50,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # A share of such characters (or of U+FFFD, what a wrong decoder leaves) past this
 # says the page was not text; below it a stray one is dropped with the markup.
 _JUNK_SHARE = 0.01
-# C1 controls: what a page in another charset (Shift_JIS, GBK, KOI8-R) read as Latin-1
+# C1 controls: what a page in a charset with bytes 0x80-0x9F (Shift_JIS) read as Latin-1
 # leaves, a good share of its characters; counted once a misread UTF-8 page is repaired
 # (whose continuation bytes were such characters), against the same share.
 _C1 = re.compile(r"[\x80-\x9f]")

@@ -105,22 +105,17 @@ def blocks(text: str) -> list[int | None]:
 
 
 def learn(texts: Sequence[str]) -> np.ndarray:
-    """The template of a site's pages: the blocks on enough of them, sorted."""
-    return template_of(pages_of(texts))
-
-
-def pages_of(texts: Sequence[str]) -> set[frozenset[int]]:
-    """The pages as their sets of blocks: copies of one page are one (template_of counts
-    them once: one article stored under ten URL variants, tracking parameters, would
-    otherwise be half the pages, and its text the site's template)."""
-    return {frozenset(h for h in blocks(text) if h is not None) for text in texts}
+    """The template of pages of one site with ids of their own (not URLs), sorted."""
+    return template_of(distinct_pages({str(i): text for i, text in enumerate(texts)}))
 
 
 def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
-    """A site's pages (text by id) as pages_of gives them, and besides one page where
-    ids are one URL but for its query or fragment and the pages share COPY_SHARE of
-    their blocks: the same article whose counter or date line differs. Pages of one path
-    that differ more (index.php?id=1, ?id=2) stay apart."""
+    """A site's pages (text by id) as their sets of blocks, copies of one page as one
+    (template_of counts them once: one article stored under ten URL variants, tracking
+    parameters, would otherwise be half the pages, and its text the site's template);
+    so too pages whose ids are one URL but for its query or fragment and that share
+    COPY_SHARE of their blocks: the same article whose counter or date line differs.
+    Pages of one path that differ more (index.php?id=1, ?id=2) stay apart."""
     kept: dict[str, list[frozenset[int]]] = {}
     for doc_id, text in pages.items():
         page = frozenset(h for h in blocks(text) if h is not None)
@@ -142,7 +137,7 @@ def _share(a: frozenset[int], b: frozenset[int]) -> float:
 
 
 def template_of(pages: set[frozenset[int]]) -> np.ndarray:
-    """The blocks on enough of the pages (pages_of), sorted."""
+    """The blocks on enough of the pages (distinct_pages), sorted."""
     counts: Counter[int] = Counter()
     for page in pages:
         counts.update(page)

@@ -176,7 +176,7 @@ async def open_index(
     parameters are not compared yet: an UncheckedIndex, checked where it is used. A
     tool opens an existing collection with the stored parameters its environment does
     not set (as_stored); the service holds the collection to its settings. With existing
-    (a tool that reads what is stored: check, collections, rebuild), an embedded data
+    (a tool that only reads what is stored: check, export, query...), an embedded data
     dir that holds no store is refused (EmbeddedRedisError), not started empty: the
     default data dir is relative, and a tool run from another directory found an empty
     new store there and called it consistent.
