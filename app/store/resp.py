@@ -315,6 +315,35 @@ async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
         raise
 
 
+def pipelinable(conn: Any) -> bool:
+    """Whether replies on a redis-py connection can be read as they come (hiredis)."""
+    parser = getattr(conn, "_parser", None)
+    reader = getattr(parser, "_reader", None)
+    return isinstance(reader, hiredis.Reader) and hasattr(parser, "read_from_socket")
+
+
+def write_now(conn: Any, payload: bytes) -> None:
+    """Hand payload to a connected redis-py connection's transport, not waiting for it
+    to drain (app.store.pipe: called from a plain callback)."""
+    conn._writer.write(payload)
+
+
+async def some_replies(conn: Any) -> list[Any]:
+    """The replies that have come on a pipelinable connection, at least one (waiting for
+    data if none has), error replies as exception objects."""
+    parser = conn._parser
+    gets = parser._reader.gets
+    while True:
+        got = []
+        reply = gets()
+        while reply is not _INCOMPLETE:
+            got.append(reply)
+            reply = gets()
+        if got:
+            return got
+        await parser.read_from_socket()
+
+
 async def _read_one_by_one(conn: Any, n: int) -> list[Any]:
     """The next n replies through redis-py's own parser, with no per-reply timer
     (timeout=inf): the caller times the whole exchange."""

@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 from app.core import metrics
 from app.store import reads
 from app.store.errors import StoreError, StoreUnavailableError, translate
+from app.store.pipe import NotPipelinable, Pipe
 from app.store.resp import Batch, Command, Eval, encode, roundtrip
 from app.store.scripts import Script
 from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
@@ -37,6 +38,8 @@ class _Lane:
     def __init__(self, pool: Any) -> None:
         self._pool = pool
         self._idle: list[Any] = []
+        # The small exchanges' shared connection (made by get, never put back).
+        self.pipe = Pipe(self.get)
 
     async def get(self) -> Any:
         conn = self._idle.pop() if self._idle else self._pool.make_connection()
@@ -55,6 +58,7 @@ class _Lane:
         self._idle.append(conn)
 
     async def close(self) -> None:
+        await self.pipe.close()
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.disconnect()
@@ -270,12 +274,22 @@ class SingleTransport(Transport):
         budget = self.timeout + SECONDS_PER_COMMAND * max(weight, count)
         if wait:
             budget += self.replica_timeout
+        payload = b"".join(parts)
+        piped = not wait and lane.pipe.usable and Pipe.fits(payload, count)
         try:
             # Connecting is inside the timer: this client has no socket timeout.
             async with asyncio.timeout(budget):
-                conn = await lane.get()
-                replies = await roundtrip(conn, b"".join(parts), count)
+                if piped:
+                    try:
+                        replies = await lane.pipe.exchange(payload, count)
+                    except NotPipelinable:
+                        piped = False
+                if not piped:
+                    conn = await lane.get()
+                    replies = await roundtrip(conn, payload, count)
         except TimeoutError as exc:
+            if piped:
+                lane.pipe.reset()
             raise StoreUnavailableError("Redis is unavailable: timeout") from exc
         except (RedisError, OSError) as exc:
             raise translate(exc) from exc

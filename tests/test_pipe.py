@@ -1,0 +1,223 @@
+"""app.store.pipe: small exchanges of one turn share a write and each gets its own replies,
+on a real redis-server, through failures, timeouts and cancellations."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis._parsers import _AsyncRESP2Parser
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+
+from app.store import pipe as pipe_module
+from app.store import resp
+from app.store.errors import StoreUnavailableError
+from app.store.pipe import Pipe
+from app.store.resp import encode
+from app.store.single import SingleTransport
+
+
+def _connector(client: aioredis.Redis) -> Any:
+    async def connect() -> Any:
+        conn = client.connection_pool.make_connection()
+        await conn.connect()
+        return conn
+
+    return connect
+
+
+def _keys(n: int) -> list[bytes]:
+    head = uuid.uuid4().hex.encode()
+    return [b"test-pipe-%s-%d" % (head, i) for i in range(n)]
+
+
+def test_exchanges_of_one_turn_go_in_one_write_and_get_their_own_replies(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fifty exchanges started together are written once, and each gets the replies to
+    its own commands (a SET then a GET of its own key), an error reply only its own."""
+    writes: list[int] = []
+    write_now = resp.write_now
+
+    def counted(conn: Any, payload: bytes) -> None:
+        writes.append(len(payload))
+        write_now(conn, payload)
+
+    monkeypatch.setattr(resp, "write_now", counted)
+
+    async def run() -> list[list[Any]]:
+        client = aioredis.Redis.from_url(redis_url)
+        p = Pipe(_connector(client))
+        keys = _keys(50)
+        try:
+            await p.exchange(encode(b"PING"), 1)  # connected, as a serving worker's is
+            writes.clear()
+            calls = []
+            for i, key in enumerate(keys):
+                cmds = [encode(b"SET", key, b"v%d" % i), encode(b"GET", key)]
+                if i == 7:  # a wrong-type error for this one alone
+                    cmds.append(encode(b"LPUSH", key, b"x"))
+                calls.append(p.exchange(b"".join(cmds), len(cmds)))
+            return await asyncio.gather(*calls)
+        finally:
+            await p.close()
+            await client.delete(*keys)
+            await client.aclose()
+
+    replies = asyncio.run(run())
+    assert len(writes) == 1
+    for i, got in enumerate(replies):
+        assert got[:2] == [b"OK", b"v%d" % i]
+        if i == 7:
+            assert isinstance(got[2], ResponseError)
+        else:
+            assert len(got) == 2
+
+
+def test_a_cancelled_exchange_leaves_the_next_ones_in_step(redis_url: str) -> None:
+    """An exchange cancelled before its replies came has them dropped: the exchanges after
+    it, on the same connection, get their own."""
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        client = aioredis.Redis.from_url(redis_url)
+        p = Pipe(_connector(client))
+        a, b = _keys(2)
+        try:
+            await client.set(a, b"a")
+            await client.set(b, b"b")
+            # The first waits for Redis in a script (DEBUG SLEEP is refused in scripts on
+            # some builds): a busy loop of a few ms; it is cancelled meanwhile.
+            slow = asyncio.ensure_future(
+                p.exchange(
+                    encode(
+                        b"EVAL", b"local t = 0 for i = 1, 3000000 do t = t + i end return t", b"0"
+                    ),
+                    1,
+                )
+            )
+            await asyncio.sleep(0)
+            await asyncio.sleep(0.001)
+            slow.cancel()
+            got_a = await p.exchange(encode(b"GET", a), 1)
+            got_b = await p.exchange(encode(b"GET", b) + encode(b"GET", a), 2)
+            return got_a, got_b
+        finally:
+            await p.close()
+            await client.delete(a, b)
+            await client.aclose()
+
+    got_a, got_b = asyncio.run(run())
+    assert got_a == [b"a"]
+    assert got_b == [b"b", b"a"]
+
+
+def test_a_killed_connection_fails_its_waiters_and_the_next_exchange_reconnects(
+    redis_url: str,
+) -> None:
+    """When Redis closes the pipe's connection, what waited on it fails with a connection
+    error (never another exchange's replies), and the next exchange works on a new one."""
+
+    async def run() -> tuple[BaseException | list[Any], list[Any]]:
+        client = aioredis.Redis.from_url(redis_url)
+        p = Pipe(_connector(client))
+        (key,) = _keys(1)
+        try:
+            await client.set(key, b"k")
+            name = b"pipe-" + uuid.uuid4().hex.encode()
+            await p.exchange(encode(b"CLIENT", b"SETNAME", name), 1)
+            # A blocking pop that never gets a value keeps a waiter on the connection.
+            waiting = asyncio.ensure_future(p.exchange(encode(b"BLPOP", key + b"-list", b"0"), 1))
+            await asyncio.sleep(0.05)
+            await client.execute_command(
+                "CLIENT", "KILL", "SKIPME", "yes", "ID", await _id(client, name)
+            )
+            try:
+                failed: BaseException | list[Any] = await asyncio.wait_for(waiting, 5)
+            except RedisConnectionError as exc:
+                failed = exc
+            after = await p.exchange(encode(b"GET", key), 1)
+            return failed, after
+        finally:
+            await p.close()
+            await client.delete(key)
+            await client.aclose()
+
+    failed, after = asyncio.run(run())
+    assert isinstance(failed, RedisConnectionError)
+    assert after == [b"k"]
+
+
+async def _id(client: aioredis.Redis, name: bytes) -> str:
+    for line in (await client.execute_command("CLIENT", "LIST")).decode().splitlines():
+        fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+        if fields.get("name") == name.decode():
+            return fields["id"]
+    raise AssertionError(f"no client named {name!r}")
+
+
+def test_a_timed_out_exchange_resets_the_pipe_and_later_ones_get_their_own_replies(
+    redis_url: str,
+) -> None:
+    """A transport exchange that Redis does not answer in time is a 503 (unavailable);
+    the replies that come late never reach the exchanges after it."""
+
+    async def run() -> tuple[BaseException | None, list[Any]]:
+        transport = SingleTransport.connect(redis_url, 0.2, 0, 1.0)
+        (key,) = _keys(1)
+        try:
+            await transport.commands([(b"SET", key, b"late")])
+            # Redis holds every client's commands for 0.6 s: this exchange's replies come
+            # after its 0.2 s, on the connection the later exchanges would share.
+            other = aioredis.Redis.from_url(redis_url)
+            await other.execute_command("CLIENT", "PAUSE", "600")
+            await other.aclose()
+            error = None
+            try:
+                await transport.commands([(b"ECHO", b"late")])
+            except StoreUnavailableError as exc:
+                error = exc
+            await asyncio.sleep(0.6)
+            after = await transport.commands([(b"GET", key), (b"ECHO", b"mine")])
+            return error, after
+        finally:
+            await transport.commands([(b"DEL", key)])
+            await transport.close()
+
+    error, after = asyncio.run(run())
+    assert isinstance(error, StoreUnavailableError)
+    assert after == [b"late", b"mine"]
+
+
+def test_large_exchanges_do_not_share_the_pipe() -> None:
+    """An exchange past the pipe's bounds (an ingest's band commands) goes on a connection
+    of its own, so it does not hold up the queries behind it."""
+    one = encode(b"HSETNX", b"k", b"f", b"v")
+    assert Pipe.fits(one * 3, 3)
+    assert not Pipe.fits(one * (pipe_module.MAX_REPLIES + 1), pipe_module.MAX_REPLIES + 1)
+    assert not Pipe.fits(encode(b"SET", b"k", b"x" * pipe_module.MAX_BYTES), 1)
+
+
+def test_without_hiredis_the_transport_sends_on_connections_of_its_own(redis_url: str) -> None:
+    """redis-py's own parser cannot be read reply by reply as data comes: the pipe steps
+    aside and every exchange still gets its replies."""
+
+    async def run() -> tuple[list[Any], bool]:
+        transport = SingleTransport.connect(redis_url, 2.0, 0, 1.0)
+        transport._bulk.connection_pool.connection_kwargs["parser_class"] = _AsyncRESP2Parser
+        (key,) = _keys(1)
+        try:
+            got = await asyncio.gather(
+                *(transport.commands([(b"ECHO", b"%d" % i)]) for i in range(10))
+            )
+            return [g[0] for g in got], transport._lane.pipe.usable
+        finally:
+            await transport.commands([(b"DEL", key)])
+            await transport.close()
+
+    got, usable = asyncio.run(run())
+    assert got == [b"%d" % i for i in range(10)]
+    assert usable is False
