@@ -292,3 +292,30 @@ def test_joiners_with_work_to_do_and_micro_units_flag_nothing(settings) -> None:
     ):
         starts, ends = disguised_spans(params, text)
         assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text
+
+
+def test_mathematical_and_mixed_width_letters_flag_their_words(settings) -> None:  # type: ignore[no-untyped-def]
+    """A word written in mathematical bold or italic letters, or mixing full-width and ASCII
+    Latin letters, is flagged (tokenizers fold both to plain letters, so the copy is found);
+    a formula's one-letter variables, a ligature and a word set wholly full-width are not."""
+    from app.index.disguise import disguised_spans
+    from app.service.runtime import params_of
+
+    params = params_of(settings)
+    bold = "".join(chr(0x1D41A + ord(c) - ord("a")) for c in "quick")
+    italic = "".join(chr(0x1D44E + ord(c) - ord("a")) for c in "fox")
+    for text in (
+        f"where {chr(0x1D465)} is {chr(0x1D466)} plus one",
+        "the \ufb01rst file",
+        "\uff37\uff49\uff44\uff45 words",
+    ):
+        starts, _ = disguised_spans(params, text)
+        assert len(starts) == 0, repr(text)
+    for text, word in (
+        (f"the {bold} brown fox", (4, 9)),
+        (f"a {italic} ran", (2, 5)),
+        ("the \uff51uick fox", (4, 9)),
+        (f"the q{bold[1:]} fox", (4, 9)),
+    ):
+        starts, ends = disguised_spans(params, text)
+        assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text

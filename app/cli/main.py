@@ -240,7 +240,27 @@ def _service_url(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{value!r} is not an http(s) URL with a host")
     if port is not None and not 0 < port <= 65535:
         raise argparse.ArgumentTypeError(f"{value!r} names port {port}, not 1 to 65535")
+    segments = [s for s in url.path.split("/") if s]
+    if len(segments) >= 2 and segments[-2] == "collections":
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names a collection; give the service's base URL and "
+            f"--collection {segments[-1]}"
+        )
+    if segments and segments[-1] in _ROUTE_NAMES:
+        base = str(url.copy_with(path="/" + "/".join(segments[:-1]), query=None))
+        raise argparse.ArgumentTypeError(
+            f"{value!r} ends in the route /{segments[-1]}; give the service's base URL "
+            f"({base.rstrip('/')})"
+        )
     return value
+
+
+# The first segments of the service's routes: a --url ending in one names a route, not a
+# service (its requests would go to /documents/documents/batch and the like).
+_ROUTE_NAMES = frozenset(
+    ("documents", "similar", "collections", "checks", "duplicates", "export", "import",
+     "metrics", "healthz", "readyz", "docs", "ui", "openapi.json")
+)  # fmt: skip
 
 
 def _port(value: str) -> int:

@@ -4,7 +4,10 @@ held look-alike letters or invisible characters (issue 26's flag).
 Tokenizers 2 to 4 fold those away, so a disguised copy is found like a verbatim one; the
 kernel says, per word, what it folded (kernel.DISGUISED), and this module counts those words
 in each passage's query span. Ligatures, full-width forms, accents and line-end hyphens are
-left out: PDF export and typesetting make them, not an intent to hide. Tokenizers 3, 4 mark a
+left out: PDF export and typesetting make them, not an intent to hide. Two compatibility
+forms do hide words, and are flagged: mathematical letters in a word of two letters or more
+(𝐪𝐮𝐢𝐜𝐤; a formula's variables are single letters) and full-width Latin letters beside
+ASCII ones in one word (ｑuick). Tokenizers 3, 4 mark a
 look-alike only in a word that mixes it with Latin letters (the kernel decides, per word), so a
 Russian or Greek text copied as it is has no disguised words; tokenizer 2 marked every word
 with a letter that has a Latin look-alike.
@@ -65,12 +68,26 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     # science writes it: no disguise.
     for i in np.flatnonzero(hit & mixed).tolist():
         hit[i] = not _MICRO_UNIT.fullmatch(text, int(starts[i]), int(ends[i]))
+    compat = (words.folds & np.uint8(kernel.FOLD_COMPAT)) != 0
+    for i in np.flatnonzero(compat & ~hit).tolist():
+        hit[i] = _styled(text[int(starts[i]) : int(ends[i])])
     if params.tokenizer >= 4:
         # Tokenizer 4 reads a Hangul filler (invisible, drawn as a blank; a letter to
         # str.isalnum, so _touched passes it by) as a space: one put between two words
         # instead of a space disguises the word before it.
         hit |= np.isin(ends, _fillers_for_spaces(text))
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
+
+
+def _styled(word: str) -> bool:
+    """Whether a word's compatibility forms disguise it: mathematical letters in a word of
+    two letters or more, or full-width Latin letters beside ASCII ones (typesetting makes
+    neither; a formula's variables are single letters, CJK text sets whole words wide)."""
+    letters = [c for c in word if c.isalpha()]
+    if len(letters) >= 2 and any("\U0001d400" <= c <= "\U0001d7ff" for c in letters):
+        return True
+    wide = any("\uff21" <= c <= "\uff3a" or "\uff41" <= c <= "\uff5a" for c in letters)
+    return wide and any(c.isascii() for c in letters)
 
 
 _FILLERS = re.compile("[\u115f\u1160\u3164\uffa0]+")
