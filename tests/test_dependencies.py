@@ -70,8 +70,9 @@ def test_installed_versions_are_the_pinned_ones() -> None:
 
 
 def test_redis_py_internals_that_resp_reads_are_there(redis_url: str) -> None:
-    """The bulk reply path of resp.roundtrip is taken: redis-py's async connection still
-    has a hiredis parser with _reader and read_from_socket, and NOT_ENOUGH_DATA.
+    """The bulk reply path of resp.roundtrip and the pipe's are taken: redis-py's async
+    connection still has a hiredis parser with _reader and read_from_socket, a StreamWriter
+    as _writer, and NOT_ENOUGH_DATA.
 
     If this fails after a redis-py upgrade, app/store/resp.py needs a look before the
     bound in pyproject.toml moves: it would silently fall back to the slow path."""
@@ -88,6 +89,9 @@ def test_redis_py_internals_that_resp_reads_are_there(redis_url: str) -> None:
             parser = getattr(conn, "_parser", None)
             assert isinstance(getattr(parser, "_reader", None), hiredis.Reader), parser
             assert inspect.iscoroutinefunction(getattr(parser, "read_from_socket", None))
+            # The pipe's path (app.store.pipe): a plain write on the connection's stream.
+            assert isinstance(getattr(conn, "_writer", None), asyncio.StreamWriter), conn
+            assert resp.pipelinable(conn)
             payload = b"".join(conn.pack_command("PING") + conn.pack_command("ECHO", "x"))
             replies = await resp.roundtrip(conn, payload, 2)
             await client.connection_pool.release(conn)
