@@ -31,6 +31,7 @@ from app.api.auth import collection_of, refusal, refuse
 from app.api.deps import DEADLINE
 from app.api.paths import not_utf8
 from app.api.problems import RETRY_AFTER, send_problem
+from app.core.deadlines import Deadline
 from app.core.keys import KeyRing
 
 # Streams of the whole corpus (under /collections/{name}/ too) are bounded by the corpus,
@@ -138,7 +139,8 @@ class Edge:
                     deadline = asyncio.get_running_loop().time() + self.timeout
                     app_scope.setdefault("state", {})[DEADLINE] = deadline
                     try:
-                        async with asyncio.timeout_at(deadline):  # no Task per request
+                        # No Task, nor a timer, per request (app.core.deadlines).
+                        async with Deadline(deadline):
                             await self.app(app_scope, given, observed_send)
                     except TimeoutError:
                         if not response_started:

@@ -6,8 +6,8 @@ kernel says, per word, what it folded (kernel.DISGUISED), and this module counts
 in each passage's query span. Ligatures, full-width forms, accents and line-end hyphens are
 left out: PDF export and typesetting make them, not an intent to hide. Two compatibility
 forms do hide words, and are flagged: mathematical letters in a word of two letters or more
-(𝐪𝐮𝐢𝐜𝐤; a formula's variables are single letters) and full-width Latin letters beside
-ASCII ones in one word (ｑuick). Tokenizers 3, 4 mark a
+("quick" in mathematical bold; a formula's variables are single letters) and full-width
+Latin letters beside ASCII ones in one word (a full-width q, then "uick"). Tokenizers 3, 4 mark a
 look-alike only in a word that mixes it with Latin letters (the kernel decides, per word), so a
 Russian or Greek text copied as it is has no disguised words; tokenizer 2 marked every word
 with a letter that has a Latin look-alike.

@@ -23,6 +23,7 @@ from redis.exceptions import (
 )
 
 from app.core import metrics
+from app.core.deadlines import deadline_in
 from app.core.redis_url import ClusterURL
 from app.store import reads
 from app.store.errors import ReplicationError, StoreUnavailableError, translate
@@ -355,7 +356,7 @@ class ClusterTransport(Transport):
             raise translate(exc) from exc
         replies: list[Any] = []
         try:
-            async with asyncio.timeout(budget):
+            async with deadline_in(budget):  # a timer per tick, not per exchange
                 await node.disconnect_if_needed(conn)  # marked by a slot map refresh
                 replies = await roundtrip(conn, b"".join(parts), len(parts))
         except TimeoutError as exc:

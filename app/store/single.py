@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from app.core import metrics
+from app.core.deadlines import deadline_in
 from app.store import reads
 from app.store.errors import StoreError, StoreUnavailableError, translate
 from app.store.pipe import NotPipelinable, Pipe
@@ -278,7 +279,7 @@ class SingleTransport(Transport):
         piped = not wait and lane.pipe.usable and Pipe.fits(payload, count)
         try:
             # Connecting is inside the timer: this client has no socket timeout.
-            async with asyncio.timeout(budget):
+            async with deadline_in(budget):  # a timer per tick, not per exchange
                 if piped:
                     try:
                         replies = await lane.pipe.exchange(payload, count)
