@@ -115,6 +115,57 @@ def test_a_cancelled_exchange_leaves_the_next_ones_in_step(redis_url: str) -> No
     assert got_b == [b"b", b"a"]
 
 
+def test_a_reset_with_a_write_pending_then_a_reconnect_loses_no_payload(redis_url: str) -> None:
+    """A reset (another exchange timed out) while this turn's write is still pending, then
+    a reconnect that needs no wait (an idle connection ready): the exchange queued after
+    it is written on the new connection and gets its own reply, and so do later ones
+    (found by review: the pending write was dropped, and every later reply went to the
+    exchange before it)."""
+
+    async def run() -> tuple[Any, Any, Any]:
+        client = aioredis.Redis.from_url(redis_url)
+        a, b, c = _keys(3)
+        await client.mset({a: b"A", b: b"B", c: b"C"})
+        ready = []
+        for _ in range(3):
+            conn = client.connection_pool.make_connection()
+            await conn.connect()
+            ready.append(conn)
+
+        async def connect() -> Any:
+            return ready.pop()
+
+        p = Pipe(connect)
+        try:
+            await p.exchange(encode(b"PING"), 1)
+
+            async def first() -> Any:
+                try:
+                    return await p.exchange(encode(b"GET", a), 1)
+                except RedisConnectionError as exc:
+                    return exc
+
+            async def reset() -> None:
+                p.reset()
+
+            tasks = [asyncio.ensure_future(f()) for f in (first, reset)]
+            tasks.append(asyncio.ensure_future(p.exchange(encode(b"GET", b), 1)))
+            got_a = await tasks[0]
+            got_b = await asyncio.wait_for(tasks[2], 2)
+            got_c = await asyncio.wait_for(p.exchange(encode(b"GET", c), 1), 2)
+            return got_a, got_b, got_c
+        finally:
+            await p.close()
+            await client.delete(a, b, c)
+            for conn in ready:
+                await conn.disconnect()
+            await client.aclose()
+
+    got_a, got_b, got_c = asyncio.run(run())
+    assert isinstance(got_a, RedisConnectionError)
+    assert (got_b, got_c) == ([b"B"], [b"C"])
+
+
 def test_a_killed_connection_fails_its_waiters_and_the_next_exchange_reconnects(
     redis_url: str,
 ) -> None:

@@ -80,7 +80,7 @@ class Pipe:
         self._out.append(payload)
         if not self._scheduled:
             self._scheduled = True
-            loop.call_soon(self._flush, conn)
+            loop.call_soon(self._flush)
         return await future
 
     async def _connected(self, loop: asyncio.AbstractEventLoop) -> Any:
@@ -101,11 +101,15 @@ class Pipe:
                 self._reader = loop.create_task(self._read(conn))
             return self._conn
 
-    def _flush(self, conn: Any) -> None:
+    def _flush(self) -> None:
+        # On the connection of now: one dropped since this was scheduled took its payloads
+        # and waiters with it (_drop clears both), and what was queued after a reconnect
+        # goes on the new one, with the waiters queued for it.
         self._scheduled = False
         out, self._out = self._out, []
-        if conn is not self._conn or not out:
-            return  # dropped meanwhile: its waiters were failed with it
+        conn = self._conn
+        if conn is None or not out:
+            return
         try:
             resp.write_now(conn, b"".join(out))
         except Exception as exc:
