@@ -68,7 +68,7 @@ def test_exchanges_of_one_turn_go_in_one_write_and_get_their_own_replies(
             await client.delete(*keys)
             await client.aclose()
 
-    replies = asyncio.run(run())
+    replies = asyncio.run(asyncio.wait_for(run(), 30))
     assert len(writes) == 1
     for i, got in enumerate(replies):
         assert got[:2] == [b"OK", b"v%d" % i]
@@ -110,13 +110,14 @@ def test_a_cancelled_exchange_leaves_the_next_ones_in_step(redis_url: str) -> No
             await client.delete(a, b)
             await client.aclose()
 
-    got_a, got_b = asyncio.run(run())
+    got_a, got_b = asyncio.run(asyncio.wait_for(run(), 30))
     assert got_a == [b"a"]
     assert got_b == [b"b", b"a"]
 
 
-def test_a_reset_with_a_write_pending_then_a_reconnect_loses_no_payload(redis_url: str) -> None:
-    """A reset (another exchange timed out) while this turn's write is still pending, then
+def test_a_drop_with_a_write_pending_then_a_reconnect_loses_no_payload(redis_url: str) -> None:
+    """A drop (another exchange timed out on a dead connection) while this turn's write is
+    still pending, then
     a reconnect that needs no wait (an idle connection ready): the exchange queued after
     it is written on the new connection and gets its own reply, and so do later ones
     (found by review: the pending write was dropped, and every later reply went to the
@@ -145,10 +146,10 @@ def test_a_reset_with_a_write_pending_then_a_reconnect_loses_no_payload(redis_ur
                 except RedisConnectionError as exc:
                     return exc
 
-            async def reset() -> None:
-                p.reset()
+            async def drop() -> None:
+                p.timed_out(0.0)  # as a connection quiet for longer than any budget
 
-            tasks = [asyncio.ensure_future(f()) for f in (first, reset)]
+            tasks = [asyncio.ensure_future(f()) for f in (first, drop)]
             tasks.append(asyncio.ensure_future(p.exchange(encode(b"GET", b), 1)))
             got_a = await tasks[0]
             got_b = await asyncio.wait_for(tasks[2], 2)
@@ -161,7 +162,7 @@ def test_a_reset_with_a_write_pending_then_a_reconnect_loses_no_payload(redis_ur
                 await conn.disconnect()
             await client.aclose()
 
-    got_a, got_b, got_c = asyncio.run(run())
+    got_a, got_b, got_c = asyncio.run(asyncio.wait_for(run(), 30))
     assert isinstance(got_a, RedisConnectionError)
     assert (got_b, got_c) == ([b"B"], [b"C"])
 
@@ -197,7 +198,7 @@ def test_a_killed_connection_fails_its_waiters_and_the_next_exchange_reconnects(
             await client.delete(key)
             await client.aclose()
 
-    failed, after = asyncio.run(run())
+    failed, after = asyncio.run(asyncio.wait_for(run(), 30))
     assert isinstance(failed, RedisConnectionError)
     assert after == [b"k"]
 
@@ -238,7 +239,7 @@ def test_a_timed_out_exchange_resets_the_pipe_and_later_ones_get_their_own_repli
             await transport.commands([(b"DEL", key)])
             await transport.close()
 
-    error, after = asyncio.run(run())
+    error, after = asyncio.run(asyncio.wait_for(run(), 30))
     assert isinstance(error, StoreUnavailableError)
     assert after == [b"late", b"mine"]
 
@@ -269,6 +270,74 @@ def test_without_hiredis_the_transport_sends_on_connections_of_its_own(redis_url
             await transport.commands([(b"DEL", key)])
             await transport.close()
 
-    got, usable = asyncio.run(run())
+    got, usable = asyncio.run(asyncio.wait_for(run(), 30))
     assert got == [b"%d" % i for i in range(10)]
     assert usable is False
+
+
+def test_one_timeout_leaves_the_others_their_own_time(redis_url: str) -> None:
+    """Redis holds every command for 0.75 s: the exchange sent first gives up at its 0.5 s,
+    and one sent 0.4 s later, still inside its own 0.5 s, gets its reply when Redis goes
+    on (the first's late reply is dropped in turn), as on connections of their own."""
+
+    async def run() -> tuple[Any, Any]:
+        transport = SingleTransport.connect(redis_url, 0.5, 0, 1.0)
+        other = aioredis.Redis.from_url(redis_url)
+        try:
+            await transport.commands([(b"PING",)])
+            await other.execute_command("CLIENT", "PAUSE", "750")
+
+            async def first() -> Any:
+                try:
+                    return await transport.commands([(b"ECHO", b"first")])
+                except StoreUnavailableError as exc:
+                    return exc
+
+            async def second() -> Any:
+                await asyncio.sleep(0.4)
+                return await transport.commands([(b"ECHO", b"second")])
+
+            return tuple(await asyncio.gather(first(), second()))  # type: ignore[return-value]
+        finally:
+            await other.aclose()
+            await transport.close()
+
+    got_first, got_second = asyncio.run(asyncio.wait_for(run(), 30))
+    assert isinstance(got_first, StoreUnavailableError)
+    assert got_second == [b"second"]
+
+
+def test_a_connection_quiet_past_twice_the_budget_is_dropped(redis_url: str) -> None:
+    """Redis holds every command for 1.5 s, far past the 0.2 s budget: the exchanges sent
+    meanwhile all fail (503), the connection is dropped once nothing has come on it for
+    twice the budget (so waiters do not pile up on it), and once Redis goes on a new
+    connection answers."""
+
+    async def run() -> tuple[list[Any], bool, list[Any]]:
+        transport = SingleTransport.connect(redis_url, 0.2, 0, 1.0)
+        other = aioredis.Redis.from_url(redis_url)
+        try:
+            await transport.commands([(b"PING",)])
+            before = transport._lane.pipe._conn
+            await other.execute_command("CLIENT", "PAUSE", "1500")
+
+            async def one(i: int) -> Any:
+                await asyncio.sleep(0.05 * i)
+                try:
+                    return await transport.commands([(b"ECHO", b"%d" % i)])
+                except StoreUnavailableError as exc:
+                    return exc
+
+            during = await asyncio.gather(*(one(i) for i in range(12)))
+            dropped = transport._lane.pipe._conn is not before
+            await asyncio.sleep(1.6)
+            after = await transport.commands([(b"ECHO", b"after")])
+            return during, dropped, after
+        finally:
+            await other.aclose()
+            await transport.close()
+
+    during, dropped, after = asyncio.run(asyncio.wait_for(run(), 30))
+    assert all(isinstance(d, StoreUnavailableError) for d in during), during
+    assert dropped
+    assert after == [b"after"]

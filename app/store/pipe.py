@@ -12,8 +12,10 @@ shared connection they would hold up every query behind them, where Redis serves
 separate connections in turns.
 
 A waiter cancelled or timed out leaves its place in the queue and its replies are
-dropped when they come. A failed connection (a write or read error, a desync) fails
-every waiter with a connection error and is dropped; the next exchange connects again.
+dropped when they come, so the others keep their own time limits. A connection that
+looks dead (nothing came on it for twice a timed-out exchange's budget, or too many
+exchanges wait on it) and a failed one (a write or read error, a desync) are dropped,
+failing every waiter with a connection error; the next exchange connects again.
 """
 
 from __future__ import annotations
@@ -30,6 +32,21 @@ from app.store import resp
 # What goes through a pipe: exchanges of at most this many replies and payload bytes.
 MAX_REPLIES = 32
 MAX_BYTES = 16 * 1024
+# When a timed-out exchange drops the connection: nothing came on it for this many times
+# its budget, or more exchanges than this wait on it (Redis stopped, the socket alive).
+STALL_FACTOR = 2.0
+MAX_WAITING = 4096
+
+
+# Disconnects of dropped connections still running.
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def _disconnect(conn: Any) -> None:
+    try:
+        await conn.disconnect()
+    except Exception:  # a socket already gone: nothing left to close
+        return
 
 
 class NotPipelinable(Exception):
@@ -61,6 +78,8 @@ class Pipe:
         self._waiting: deque[_Call] = deque()
         self._scheduled = False
         self._reader: asyncio.Task[None] | None = None
+        # When a reply last came, or the queue last started from empty (loop time).
+        self._progress_at = 0.0
         self.usable = True  # False once a connection turned out not pipelinable
 
     @staticmethod
@@ -76,6 +95,8 @@ class Pipe:
         if conn is None:
             conn = await self._connected(loop)
         future: asyncio.Future[list[Any]] = loop.create_future()
+        if not self._waiting:
+            self._progress_at = loop.time()
         self._waiting.append(_Call(count, future))
         self._out.append(payload)
         if not self._scheduled:
@@ -127,6 +148,7 @@ class Pipe:
 
     def _deliver(self, replies: list[Any]) -> None:
         waiting = self._waiting
+        self._progress_at = asyncio.get_running_loop().time()
         for reply in replies:
             if not waiting or isinstance(reply, RedisConnectionError):
                 raise (
@@ -141,10 +163,15 @@ class Pipe:
                 if not call.future.done():  # else cancelled or timed out: dropped
                     call.future.set_result(call.replies)
 
-    def reset(self) -> None:
-        """Drop the connection (a waiter timed out: Redis may be stuck), failing every
-        other waiter; the next exchange connects again."""
-        self._drop(RedisConnectionError("Redis did not answer in time"))
+    def timed_out(self, budget: float) -> None:
+        """An exchange gave up after budget seconds: drop the connection, failing every
+        other waiter, only when it looks dead (see the module's docstring). Otherwise its
+        late replies are dropped in turn and the others keep their own time limits."""
+        if self._conn is None or not self._waiting:
+            return
+        quiet = asyncio.get_running_loop().time() - self._progress_at
+        if quiet >= STALL_FACTOR * budget or len(self._waiting) > MAX_WAITING:
+            self._drop(RedisConnectionError("Redis did not answer in time"))
 
     def _drop(self, exc: BaseException) -> None:
         conn, self._conn = self._conn, None
@@ -158,8 +185,11 @@ class Pipe:
         if reader is not None and reader is not asyncio.current_task():
             reader.cancel()
         if conn is not None:
-            # Not awaited here: a write error comes in a plain callback.
-            asyncio.get_running_loop().create_task(conn.disconnect())
+            # Not awaited here (a write error comes in a plain callback); held until done,
+            # so it is not collected midway, and its own failure is the socket's end anyway.
+            closing = asyncio.get_running_loop().create_task(_disconnect(conn))
+            _CLOSING.add(closing)
+            closing.add_done_callback(_CLOSING.discard)
 
     async def close(self) -> None:
         """Fail what waits and disconnect (on the loop the connection belongs to)."""

@@ -290,7 +290,7 @@ class SingleTransport(Transport):
                     replies = await roundtrip(conn, payload, count)
         except TimeoutError as exc:
             if piped:
-                lane.pipe.reset()
+                lane.pipe.timed_out(budget)
             raise StoreUnavailableError("Redis is unavailable: timeout") from exc
         except (RedisError, OSError) as exc:
             raise translate(exc) from exc
