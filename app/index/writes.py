@@ -156,7 +156,14 @@ async def write(
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
-        handles, made = await store.ids.assign(ids)
+        try:
+            handles, made = await store.ids.assign(ids)
+        except BaseException:
+            # Redis may have mapped them with the reply lost (a timeout, the request's
+            # deadline cancelling the wait): which ones is unknown here, so the sweeper's
+            # id check takes back any left without a record.
+            store.ids_to_check = True
+            raise
         added: list[tuple[int, np.ndarray]] = []  # the band entries this round adds
         # Each replaced version's band keys and anchors, read from its record once.
         prior: list[tuple[np.ndarray, np.ndarray] | None] = []
