@@ -161,7 +161,8 @@ class Handler(logging.StreamHandler):
     one write for many lines: a write per answered request was ~4% of GET /similar's
     CPU. Any other record, and flush() (at exit too), writes the held lines first, so
     the order of lines is kept; a process killed outright loses at most HOLD_SECONDS of
-    access lines.
+    access lines. Holding a line takes only a lock of its own, never the handler's
+    lock that a write holds, so no request waits for the stream.
     """
 
     HOLD_SECONDS = 0.05
@@ -169,6 +170,7 @@ class Handler(logging.StreamHandler):
     def __init__(self, stream: Any = None) -> None:
         super().__init__(stream)
         self._held: list[str] = []
+        self._held_lock = threading.Lock()  # _held's; the handler's own orders writes
         self._writer: threading.Thread | None = None
         os.register_at_fork(after_in_child=_forgetting(self))
 
@@ -179,16 +181,13 @@ class Handler(logging.StreamHandler):
         formatter = cast(TextFormatter | JsonFormatter, self.formatter)
         msecs = (created - int(created)) * 1000
         line = formatter.line(created, msecs, logging.getLevelName(level), name, message, fields)
-        self.acquire()
-        try:
+        with self._held_lock:
             self._held.append(line + self.terminator)
             if self._writer is None:
                 self._writer = threading.Thread(
                     target=self._write_forever, name="log-writer", daemon=True
                 )
                 self._writer.start()
-        finally:
-            self.release()
 
     def emit(self, record: logging.LogRecord) -> None:
         self.acquire()
@@ -207,10 +206,12 @@ class Handler(logging.StreamHandler):
             self.release()
 
     def _write_held(self) -> None:
+        # Under the handler's lock (the order of writes); the held lines taken under theirs.
         if not self._held:
             return
-        text = "".join(self._held)
-        self._held.clear()
+        with self._held_lock:
+            held, self._held = self._held, []
+        text = "".join(held)
         try:
             self.stream.write(text)
         except RecursionError:
@@ -224,12 +225,9 @@ class Handler(logging.StreamHandler):
             if getattr(self.stream, "closed", False):
                 # A closed stream (a test's capture; the interpreter ending) takes no line:
                 # the held ones are dropped, and a later write_line starts a writer again.
-                self.acquire()
-                try:
+                with self._held_lock:
                     self._held.clear()
                     self._writer = None
-                finally:
-                    self.release()
                 return
             try:
                 self.flush()
@@ -248,6 +246,8 @@ def _forgetting(handler: Handler) -> Callable[[], None]:
         if found is not None:
             found._writer = None
             found._held.clear()  # the parent writes them
+            # A lock another thread held at the fork stays held in the child: a new one.
+            found._held_lock = threading.Lock()
 
     return forget
 
