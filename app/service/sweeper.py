@@ -112,12 +112,15 @@ async def _mend_ids(index: Index) -> None:
     the ids it had mapped (Redis failed mid-write): they would answer nothing and count
     as documents until a check."""
     started = time.monotonic()
+    # Unmarked before the scan, not after it: a write that fails while the scan runs
+    # (after it passed that write's ids) marks the store again for the next tick.
+    index.store.ids_to_check = False
     try:
         report = await check_ids(index, repair=True)
     except (Unavailable, Busy) as exc:  # the next tick tries again
+        index.store.ids_to_check = True
         log.warning("id check after a failed write skipped: %s", exc)
         return
-    index.store.ids_to_check = False
     _said_ids("id check after a failed write", index.store.collection, report, started)
 
 
