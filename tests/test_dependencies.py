@@ -91,7 +91,7 @@ def test_redis_py_internals_that_resp_reads_are_there(redis_url: str) -> None:
             assert inspect.iscoroutinefunction(getattr(parser, "read_from_socket", None))
             # The pipe's path (app.store.pipe): a plain write on the connection's stream.
             assert isinstance(getattr(conn, "_writer", None), asyncio.StreamWriter), conn
-            assert resp.pipelinable(conn)
+            assert resp.bulk_readable(conn)
             payload = b"".join(conn.pack_command("PING") + conn.pack_command("ECHO", "x"))
             replies = await resp.roundtrip(conn, payload, 2)
             await client.connection_pool.release(conn)

@@ -80,7 +80,7 @@ class Pipe:
         self._reader: asyncio.Task[None] | None = None
         # When a reply last came, or the queue last started from empty (loop time).
         self._progress_at = 0.0
-        self.usable = True  # False once a connection turned out not pipelinable
+        self.usable = True  # False once a connection turned out not bulk_readable
 
     @staticmethod
     def fits(payload: bytes, count: int) -> bool:
@@ -114,7 +114,7 @@ class Pipe:
         async with self._lock:
             if self._conn is None:
                 conn = await self._connect()
-                if not resp.pipelinable(conn):
+                if not resp.bulk_readable(conn):
                     self.usable = False
                     await conn.disconnect()
                     raise NotPipelinable
@@ -173,7 +173,7 @@ class Pipe:
         if quiet >= STALL_FACTOR * budget or len(self._waiting) > MAX_WAITING:
             self._drop(RedisConnectionError("Redis did not answer in time"))
 
-    def _drop(self, exc: BaseException) -> None:
+    def _drop(self, exc: BaseException) -> asyncio.Task[None] | None:
         conn, self._conn = self._conn, None
         reader, self._reader = self._reader, None
         waiting, self._waiting = self._waiting, deque()
@@ -190,10 +190,12 @@ class Pipe:
             closing = asyncio.get_running_loop().create_task(_disconnect(conn))
             _CLOSING.add(closing)
             closing.add_done_callback(_CLOSING.discard)
+            return closing
+        return None
 
     async def close(self) -> None:
         """Fail what waits and disconnect (on the loop the connection belongs to)."""
-        if self._conn is not None and self._loop is asyncio.get_running_loop():
-            conn = self._conn
-            self._drop(RedisConnectionError("the store is closed"))
-            await conn.disconnect()
+        if self._loop is asyncio.get_running_loop():
+            closing = self._drop(RedisConnectionError("the store is closed"))
+            if closing is not None:
+                await closing

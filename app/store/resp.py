@@ -277,6 +277,14 @@ _INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
 _SLICE = 1024
 
 
+def bulk_readable(conn: Any) -> bool:
+    """Whether replies on a redis-py connection are parsed by hiredis, so they can be read
+    in bulk and as they come (roundtrip, some_replies)."""
+    parser = getattr(conn, "_parser", None)
+    reader = getattr(parser, "_reader", None)
+    return isinstance(reader, hiredis.Reader) and hasattr(parser, "read_from_socket")
+
+
 async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
     """Send payload on a connected redis-py connection in one write and read the next
     count replies, error replies as exception objects.
@@ -289,11 +297,10 @@ async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
     """
     try:
         await conn.send_packed_command(payload, check_health=False)
-        parser = getattr(conn, "_parser", None)
-        reader = getattr(parser, "_reader", None)
-        if not isinstance(reader, hiredis.Reader) or not hasattr(parser, "read_from_socket"):
+        if not bulk_readable(conn):
             return await _read_one_by_one(conn, count)
-        gets = reader.gets
+        parser = conn._parser
+        gets = parser._reader.gets
         replies: list[Any] = []
         while len(replies) < count:
             # Parsed in slices by a comprehension: a band write gets one reply per entry,
@@ -303,7 +310,7 @@ async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
             if got[-1] is _INCOMPLETE:
                 got = got[: got.index(_INCOMPLETE)]  # list.index matches it by identity first
                 if not got:
-                    await parser.read_from_socket()  # type: ignore[union-attr]
+                    await parser.read_from_socket()
                     continue
             for reply in got:
                 if isinstance(reply, RedisConnectionError):
@@ -315,13 +322,6 @@ async def roundtrip(conn: Any, payload: bytes, count: int) -> list[Any]:
         raise
 
 
-def pipelinable(conn: Any) -> bool:
-    """Whether replies on a redis-py connection can be read as they come (hiredis)."""
-    parser = getattr(conn, "_parser", None)
-    reader = getattr(parser, "_reader", None)
-    return isinstance(reader, hiredis.Reader) and hasattr(parser, "read_from_socket")
-
-
 def write_now(conn: Any, payload: bytes) -> None:
     """Hand payload to a connected redis-py connection's transport, not waiting for it
     to drain (app.store.pipe: called from a plain callback)."""
@@ -329,7 +329,7 @@ def write_now(conn: Any, payload: bytes) -> None:
 
 
 async def some_replies(conn: Any) -> list[Any]:
-    """The replies that have come on a pipelinable connection, at least one (waiting for
+    """The replies that have come on a bulk_readable connection, at least one (waiting for
     data if none has), error replies as exception objects."""
     parser = conn._parser
     gets = parser._reader.gets
