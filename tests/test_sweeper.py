@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 from support.ids import all_ids, handle_of, unmap
@@ -191,3 +193,39 @@ def test_batches_cut_by_the_request_deadline_leave_no_dangling_id(
                 break
             assert time.monotonic() < deadline, f"{len(mapped - kept)} ids without a record"
             time.sleep(0.1)
+
+
+def test_start_up_waits_for_its_own_collection_not_the_others(
+    redis_url: str, collection: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service takes requests once its own collection is checked: another collection on
+    its Redis whose start-up pass takes minutes (one made for a billion ids has 2^26 id
+    buckets to read) is checked after, while the service serves."""
+    from app.api import app as app_module
+    from app.core.settings import load_settings
+    from app.service.runtime import open_index
+    from app.store.store import REGISTRY
+
+    vast = f"{collection}-vast"
+
+    async def make() -> None:
+        made = load_settings(
+            redis_url=redis_url, collection=vast, data_dir=tmp_path, capacity=10**9
+        )
+        async with open_index(made) as index:
+            await index.store.register()  # listed, as POST /collections lists one
+
+    asyncio.run(make())
+    # Were the others waited for, this start would wait the whole of their pass.
+    monkeypatch.setattr(app_module, "STARTUP_CHECK_WAIT_S", 3600.0)
+    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    try:
+        started = time.monotonic()
+        with TestClient(app_module.create_app(settings)) as c:
+            took = time.monotonic() - started
+            assert c.get("/readyz").status_code == 200
+    finally:
+        with redis.Redis.from_url(redis_url) as r:
+            r.srem(REGISTRY, vast)
+            r.delete(*r.scan_iter(match=f"nd:{vast}:*"))
+    assert took < 30, f"the start waited {took:.1f} s for another collection's pass"

@@ -64,12 +64,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tasks = []
             if not app.state.startup_check.done:
                 served = app.state.collections.served
-                tasks.append(asyncio.create_task(app.state.startup_check.run(index, served)))
+                check = app.state.startup_check
+                tasks.append(asyncio.create_task(check.run(index, served)))
                 # A small collection is checked before the first request is taken; a large
                 # one (or one whose Redis is away) goes on in the background while
-                # /readyz answers 503.
+                # /readyz answers 503, as do the other collections on the Redis.
                 if not isinstance(index, UncheckedIndex):
-                    await asyncio.wait(tasks, timeout=STARTUP_CHECK_WAIT_S)
+                    await check.first_checked(tasks[0], STARTUP_CHECK_WAIT_S)
             tasks.append(
                 asyncio.create_task(
                     expire_forever(

@@ -156,6 +156,17 @@ class StartupCheck:
     def __init__(self, enabled: bool) -> None:
         self.done = not enabled
         self.report: CheckReport | None = None
+        self._first = asyncio.Event()  # set once the service's own collection is checked
+
+    async def first_checked(self, task: asyncio.Task[None], timeout: float) -> None:
+        """Wait until run() (in task) has checked the service's own collection, or ended,
+        or timeout passed: the other collections it goes on to are not waited for (on a
+        Redis with collections made for billions of ids each took seconds)."""
+        first = asyncio.ensure_future(self._first.wait())
+        try:
+            await asyncio.wait([task, first], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            first.cancel()
 
     async def run(
         self, index: Index, others: Callable[[], Awaitable[Sequence[Index]]] | None = None
@@ -164,6 +175,7 @@ class StartupCheck:
         others: the service's other collections (after the default one, index)."""
         self.report = await self._one(index, index.store.collection)
         self.done = True
+        self._first.set()
         for other in await self._others(others, index):
             try:
                 await self._one(other, other.store.collection)
