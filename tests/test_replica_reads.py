@@ -245,6 +245,14 @@ def test_only_marked_read_only_commands_reach_a_replica(
                 await transport.commands([(b"GET", b"k")])
             seen.append(transport.replica_reads)  # unmarked: the master
             with reads.replica_reads():
+                # A replica is read once a check found it one of this master's, in sync.
+                for _ in range(200):
+                    if transport.replica_reads:
+                        break
+                    await transport.commands([(b"GET", b"k")])
+                    await asyncio.sleep(0.005)
+                before = transport.replica_reads
+                assert before > 0
                 for i in range(20):
                     await transport.commands([(b"SET", b"k", b"%d" % i)])  # a replica refuses
                 seen.append(transport.replica_reads)
@@ -260,8 +268,9 @@ def test_only_marked_read_only_commands_reach_a_replica(
         return seen
 
     unmarked, writes, marked, strong = asyncio.run(run())
-    assert unmarked == 0 and writes == 0
-    assert 5 <= marked <= 15  # about half of 20, by the fewest-commands rule
+    assert unmarked == 0
+    assert writes == 1  # the warm-up's first replica read, and no write after it
+    assert 5 <= marked - writes <= 15  # about half of 20, by the fewest-commands rule
     assert strong == marked
 
 
@@ -303,3 +312,123 @@ def test_cluster_reads_of_a_replica_that_cannot_answer_go_to_its_master(
 
     want, got = asyncio.run(run())
     assert got == want and any(want)
+
+
+def test_replica_urls_must_name_replicas_of_the_master_in_its_database() -> None:
+    """NEARDUP_REPLICA_URLS without NEARDUP_REDIS_URL (the service's own Redis has no
+    replicas), beside a cluster URL, naming the master itself, or another database
+    number is refused, saying what to set."""
+    cases = [
+        ({"replica_urls": "redis://127.0.0.1:6380/0"}, "without NEARDUP_REDIS_URL"),
+        (
+            {"redis_url": "redis+cluster://127.0.0.1:7000", "replica_urls": "redis://h:6380"},
+            "cluster's replicas are found",
+        ),
+        (
+            {"redis_url": "redis://127.0.0.1:6379/0", "replica_urls": "redis://127.0.0.1:6379"},
+            "master itself",
+        ),
+        (
+            {"redis_url": "redis://m:6379/0", "replica_urls": "redis://r:6379/3"},
+            "reads database 3, NEARDUP_REDIS_URL database 0",
+        ),
+        (
+            {"redis_url": "redis://m:6379?db=2", "replica_urls": "redis://r:6379"},
+            "reads database 0, NEARDUP_REDIS_URL database 2",
+        ),
+    ]
+    for given, said in cases:
+        with pytest.raises(SettingsError, match=said):
+            load_settings(**given)
+    # The same database, given either way, is accepted.
+    load_settings(redis_url="redis://m:6379/2", replica_urls="redis://r:6379?db=2")
+
+
+@pytest.fixture
+def other_master() -> Iterator[str]:
+    """A second master, with nothing to do with master_and_replica's, its URL."""
+    directory = Path(tempfile.mkdtemp(prefix="neardup-other-"))
+    server = RedisProc(directory, "--appendonly", "no").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _replica_reads(master: str, replica_urls: list[str], min_replicas: int = 0) -> int:
+    """How many of 40 read exchanges inside replica_reads() a replica answered."""
+    import asyncio
+
+    from app.store import reads
+    from app.store.single import SingleTransport
+
+    async def run() -> int:
+        transport = SingleTransport.connect(
+            master, 5.0, min_replicas, 1.0, replica_urls=replica_urls
+        )
+        try:
+            with reads.replica_reads():
+                for _ in range(40):
+                    await transport.commands([(b"GET", b"k")])
+                    await asyncio.sleep(0.005)  # the first check runs meanwhile
+            return transport.replica_reads
+        finally:
+            await transport.close()
+
+    return asyncio.run(run())
+
+
+def test_a_replica_of_another_master_is_never_read_and_the_log_says_why(
+    master_and_replica: tuple[str, str], other_master: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A server named as a replica that replicates another master (its replication id
+    differs) answers none of the reads, and a warning names it and why; the same
+    replica named beside a dead one under its own master is read."""
+    from app.service import logs
+
+    logs.configure("text", "info")
+    master, replica = master_and_replica
+    assert _replica_reads(other_master, [replica]) == 0
+    assert "replicates another master" in capfd.readouterr().err
+    dead = f"redis://127.0.0.1:{_free_port()}/0"
+    assert _replica_reads(master, [dead, replica]) > 5
+
+
+def test_with_min_replicas_a_replica_of_a_replica_is_not_read(
+    master_and_replica: tuple[str, str],
+) -> None:
+    """WAIT counts direct replicas only: with NEARDUP_MIN_REPLICAS a replica of a replica
+    (which may miss an acknowledged write) takes no reads; without it, it does; a direct
+    replica does either way."""
+    from support.procs import free_port
+
+    master, replica = master_and_replica
+    port = redis.Redis.from_url(master).config_get("port")["port"]
+    tcp_master = f"redis://127.0.0.1:{port}/0"
+    mid_port = free_port()
+    directory = Path(tempfile.mkdtemp(prefix="neardup-chained-"))
+    mid = RedisProc(
+        directory / "mid", "--port", str(mid_port), "--bind", "127.0.0.1",
+        "--replicaof", "127.0.0.1", str(port),
+    ).start()  # fmt: skip
+    chained = RedisProc(directory / "end", "--replicaof", "127.0.0.1", str(mid_port)).start()
+    try:
+        for server in (mid, chained):
+            assert wait_until(
+                lambda s=server: s.client().info("replication")["master_link_status"] == "up",
+                30,
+            )
+        assert _replica_reads(tcp_master, [chained.url], min_replicas=1) == 0
+        assert _replica_reads(tcp_master, [chained.url]) > 5
+        assert _replica_reads(tcp_master, [mid.url], min_replicas=1) > 5
+    finally:
+        chained.stop()
+        mid.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _free_port() -> int:
+    from support.procs import free_port
+
+    return free_port()

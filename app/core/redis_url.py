@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 
@@ -52,3 +52,18 @@ def check_redis_url(url: str) -> None:
     if not url.startswith(schemes):
         raise ValueError(f"use a URL that starts with one of {', '.join(schemes)}")
     parse_cluster_url(url)
+
+
+def server_of(url: str) -> tuple[str, int, int]:
+    """(host or socket path, port, database) that a single server's URL names, as
+    redis-py reads it: the database from the path (redis://h:p/2) or ?db=, else 0."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    db = query.get("db", [""])[0]
+    if parts.scheme == "unix":
+        return unquote(parts.path), 0, int(db) if db.isdigit() else 0
+    path = parts.path.strip("/")
+    if not db and path.isdigit():
+        db = path
+    host = (parts.hostname or "localhost").lower()
+    return host, parts.port or 6379, int(db) if db.isdigit() else 0

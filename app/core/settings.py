@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
 from app.core.names import COLLECTION_PATTERN, COLLECTION_RULE, valid_collection
-from app.core.redis_url import check_redis_url
+from app.core.redis_url import check_redis_url, parse_cluster_url, server_of
 from app.core.shingles import canonical_shingle, parse_shingle
 
 __all__ = [
@@ -185,6 +185,40 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _replicas_of_the_master(self) -> Settings:
+        """NEARDUP_REPLICA_URLS names replicas of NEARDUP_REDIS_URL's single server, in
+        its database: anything else would answer queries from another store."""
+        named = replica_url_list(self.replica_urls)
+        if not named:
+            return self
+        if self.redis_url is None:
+            raise ValueError(
+                "NEARDUP_REPLICA_URLS names replicas of NEARDUP_REDIS_URL's server; without "
+                "NEARDUP_REDIS_URL the service runs a Redis of its own, which has none: set "
+                "NEARDUP_REDIS_URL to their master, or unset NEARDUP_REPLICA_URLS"
+            )
+        if parse_cluster_url(self.redis_url) is not None:
+            raise ValueError(
+                "NEARDUP_REPLICA_URLS is for a single server: a cluster's replicas are found "
+                "from its slot map; unset NEARDUP_REPLICA_URLS"
+            )
+        master = server_of(self.redis_url)
+        for url in named:
+            replica = server_of(url)
+            if replica[:2] == master[:2]:
+                raise ValueError(
+                    f"NEARDUP_REPLICA_URLS names the master itself ({_no_secret(url)}): "
+                    "name its replicas"
+                )
+            if replica[2] != master[2]:
+                raise ValueError(
+                    f"NEARDUP_REPLICA_URLS: {_no_secret(url)} reads database {replica[2]}, "
+                    f"NEARDUP_REDIS_URL database {master[2]}: a replica holds the master's "
+                    "databases under the same numbers, so name the same one"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _passages_hold_a_shingle(self) -> Settings:
         kind, k = parse_shingle(self.shingle)
         words = k if kind == "word" else 3  # char collections winnow word:3 passages
@@ -284,6 +318,13 @@ def load_settings(**overrides: object) -> Settings:
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return settings
+
+
+def _no_secret(url: str) -> str:
+    """url without a password, for a message."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}{host}" if at else url
 
 
 def replica_url_list(value: str) -> list[str]:

@@ -57,6 +57,16 @@ async def _first_contact(
     """Durability first (NEARDUP_DURABILITY=always, NEARDUP_MIN_REPLICAS), then the
     collection's stored parameters (not yet unless check: an UncheckedIndex). A tool
     takes the stored ones its environment does not set (as_stored)."""
+    if settings.replica_urls and not settings.read_from_replicas:
+        log.warning(
+            "NEARDUP_REPLICA_URLS is set but NEARDUP_READ_FROM_REPLICAS is not 1: "
+            "queries read the master only"
+        )
+    elif settings.read_from_replicas and not settings.replica_urls and not store.cluster:
+        log.warning(
+            "NEARDUP_READ_FROM_REPLICAS=1 on a single Redis names no replica "
+            "(NEARDUP_REPLICA_URLS): queries read the master only"
+        )
     if settings.min_replicas:
         fewest = await store.fewest_replicas()
         if fewest < settings.min_replicas:

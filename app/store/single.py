@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -15,9 +16,12 @@ from app.core.deadlines import deadline_in
 from app.store import reads
 from app.store.errors import StoreError, StoreUnavailableError, translate
 from app.store.pipe import NotPipelinable, Pipe
+from app.store.replicas import judge_replica, master_of
 from app.store.resp import Batch, Command, Eval, encode, roundtrip
 from app.store.scripts import Script
 from app.store.transport import SECONDS_PER_COMMAND, Transport, client_options
+
+log = logging.getLogger("neardup")
 
 _EXCHANGE_SECONDS = metrics.REDIS_SECONDS.labels("pipeline")
 # A replica whose exchange failed gets no reads for this long (the master takes them).
@@ -101,10 +105,14 @@ class SingleTransport(Transport):
         # failed an exchange, or that is not a connected replica (its ROLE, asked every
         # ROLE_CHECK_S in the background), is left out, and the master takes its reads.
         self._down = [0.0] * len(self._readers)
-        self._role_ok = [True] * len(self._readers)  # as the last ROLE check found each
+        # As the last check found each (app.store.replicas): a replica is read only once
+        # a check found it a replica of this master, in sync.
+        self._role_ok = [True] + [False] * len(self._replicas)
+        self._why: list[str | None] = [None] * len(self._readers)  # why each is left out
         self._roles_at = 0.0
         self._roles: asyncio.Task[None] | None = None
-        self._replica_ro: bool | None = None  # whether replicas know EVALSHA_RO (Redis 7+)
+        # Whether each replica takes EVALSHA_RO (Redis 7+), as its last check found.
+        self._scripts_ro: list[bool | None] = [None] * len(self._readers)
         self.replica_reads = 0  # exchanges a replica answered (bench, tests)
 
     @classmethod
@@ -167,18 +175,29 @@ class SingleTransport(Transport):
 
     async def _check_roles(self) -> None:
         """Leave out, until a check finds it well again, each replica that is not a
-        replica connected to its master (promoted, detached, resyncing, down): it may
-        miss what the master acknowledged."""
+        replica of this master in sync (app.store.replicas: another master's, promoted,
+        detached, resyncing, down); each change is logged with its reason."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                master = await master_of(self.client)
+        except Exception:  # the master away: nothing to compare with until the next check
+            return
         for i, replica in enumerate(self._replicas, 1):
+            url = _shown(replica)
             try:
                 async with asyncio.timeout(self.timeout):
-                    role = await replica.execute_command("ROLE")
-                ok = role[0] in (b"slave", "slave") and role[3] in (b"connected", "connected")
-            except Exception:  # down or refusing: left out as well
-                ok = False
+                    verdict = await judge_replica(replica, master, self.min_replicas > 0)
+                why = verdict.why
+                self._scripts_ro[i] = verdict.read_only_scripts
+            except Exception as exc:  # down or refusing: left out as well
+                why = f"it does not answer ({type(exc).__name__}: {exc})"
+            ok = why is None
             if ok and not self._role_ok[i]:  # back
                 self._level(i)
-            self._role_ok[i] = ok
+                log.info("replica %s takes reads%s", url, " again" if self._why[i] else "")
+            elif not ok and why != self._why[i]:
+                log.warning("replica %s is not read: %s; the master takes its reads", url, why)
+            self._role_ok[i], self._why[i] = ok, why
 
     async def _on_replica(
         self, lane: _Lane | None, read: Callable[[_Lane | None], Awaitable[list[Any]]]
@@ -228,7 +247,7 @@ class SingleTransport(Transport):
     async def _replica_eval(self, call: Eval, lane: _Lane) -> list[Any]:
         """A read script's call on a replica: after a NOSCRIPT (a replica has not
         loaded it yet), loaded and called again on the same replica."""
-        if await self._scripts_ro():
+        if self._scripts_ro[self._readers.index(lane)]:
             call = call.read_only_call()
         try:
             payload, count = call.packed()
@@ -238,15 +257,6 @@ class SingleTransport(Transport):
                 raise
         payload, count = call.loading().packed()
         return call.replies(await self._exchange([payload], count, call.size, False, lane))
-
-    async def _scripts_ro(self) -> bool:
-        """Whether the replicas take EVALSHA_RO (Redis 7+), asked once. An older replica
-        runs a read script's EVALSHA as it is (it refuses writes on its own)."""
-        if self._replica_ro is None:
-            info = await self.run(self._replicas[0].info("server"))
-            major = int(str(info.get("redis_version", "0")).split(".")[0])
-            self._replica_ro = major >= 7
-        return self._replica_ro
 
     async def eval(
         self, script: Script, calls: Sequence[Command], write: bool = False, weight: int = 0
@@ -325,3 +335,11 @@ class SingleTransport(Transport):
         await self._bulk.aclose()
         for replica in self._replicas:
             await replica.aclose()
+
+
+def _shown(client: aioredis.Redis) -> str:
+    """A replica as a log line names it: its address, no credentials."""
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    return f"{kwargs.get('host')}:{kwargs.get('port')}/{kwargs.get('db', 0)}"
