@@ -391,7 +391,9 @@ def test_a_replica_of_another_master_is_never_read_and_the_log_says_why(
     master, replica = master_and_replica
     assert _replica_reads(other_master, [replica]) == 0
     assert "replicates another master" in capfd.readouterr().err
-    dead = f"redis://127.0.0.1:{_free_port()}/0"
+    from support.procs import free_port
+
+    dead = f"redis://127.0.0.1:{free_port()}/0"
     assert _replica_reads(master, [dead, replica]) > 5
 
 
@@ -403,7 +405,7 @@ def test_with_min_replicas_a_replica_of_a_replica_is_not_read(
     replica does either way."""
     from support.procs import free_port
 
-    master, replica = master_and_replica
+    master, _replica = master_and_replica
     port = redis.Redis.from_url(master).config_get("port")["port"]
     tcp_master = f"redis://127.0.0.1:{port}/0"
     mid_port = free_port()
@@ -427,8 +429,3 @@ def test_with_min_replicas_a_replica_of_a_replica_is_not_read(
         mid.stop()
         shutil.rmtree(directory, ignore_errors=True)
 
-
-def _free_port() -> int:
-    from support.procs import free_port
-
-    return free_port()

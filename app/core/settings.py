@@ -323,7 +323,7 @@ def load_settings(**overrides: object) -> Settings:
 def _no_secret(url: str) -> str:
     """url without a password, for a message."""
     scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
+    _userinfo, at, host = rest.rpartition("@")
     return f"{scheme}{sep}{host}" if at else url
 
 
