@@ -428,4 +428,3 @@ def test_with_min_replicas_a_replica_of_a_replica_is_not_read(
         chained.stop()
         mid.stop()
         shutil.rmtree(directory, ignore_errors=True)
-
