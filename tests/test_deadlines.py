@@ -178,3 +178,18 @@ def test_many_deadlines_left_in_time_leave_nothing_behind() -> None:
         return sum(done), pending
 
     assert asyncio.run(run()) == (1000, 0)
+
+
+def test_the_timers_keep_no_event_loop_alive() -> None:
+    """Event loops that used deadlines and ended are collected: the loops' timers are held
+    only as long as their loop is."""
+    import gc
+
+    async def use() -> None:
+        async with deadline_in(5):
+            await asyncio.sleep(0)
+
+    for _ in range(20):
+        asyncio.run(use())
+    gc.collect()
+    assert len(deadlines._TIMERS) <= 1

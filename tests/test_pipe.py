@@ -341,3 +341,97 @@ def test_a_connection_quiet_past_twice_the_budget_is_dropped(redis_url: str) -> 
     assert all(isinstance(d, StoreUnavailableError) for d in during), during
     assert dropped
     assert after == [b"after"]
+
+
+class _Blackhole:
+    """A TCP proxy to Redis's unix socket that, once swallow() is called, silently drops
+    everything on the connections open then (a peer gone without a FIN); new ones work."""
+
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
+        self.dead: set[asyncio.StreamWriter] = set()
+        self.open: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"redis://127.0.0.1:{port}/0"
+
+    def swallow(self) -> None:
+        self.dead |= self.open
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_unix_connection(self.socket_path)
+        self.open.add(writer)
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                if writer not in self.dead:
+                    dst.write(data)
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in self.open:
+            writer.close()
+
+
+def test_a_silent_connection_is_dropped_when_request_deadlines_come_first(
+    redis_url: str,
+) -> None:
+    """When every exchange is cancelled by a request deadline shorter than the Redis
+    timeout, a connection on which nothing comes any more is still dropped once it has
+    been quiet for twice the budget, and the exchanges after it are answered."""
+
+    async def run() -> list[bool]:
+        proxy = _Blackhole(redis_url.removeprefix("unix://"))
+        transport = SingleTransport.connect(await proxy.start(), 0.3, 0, 1.0)
+        answered = []
+        try:
+            assert await transport.commands([(b"ECHO", b"up")]) == [b"up"]
+            proxy.swallow()
+            for _ in range(30):
+                try:
+                    async with asyncio.timeout(0.1):  # the request's deadline
+                        answered.append(await transport.commands([(b"ECHO", b"x")]) == [b"x"])
+                except TimeoutError:
+                    answered.append(False)
+        finally:
+            await transport.close()
+            await proxy.close()
+        return answered
+
+    answered = asyncio.run(run())
+    assert not answered[0] and any(answered), answered
+    # Answered again after about twice the budget (~0.6 s, six exchanges), and from then on.
+    first = answered.index(True)
+    assert all(answered[first:]), answered
+
+
+def test_a_close_while_an_exchange_connects_leaves_no_connection(redis_url: str) -> None:
+    """An exchange still connecting when its transport is closed (Redis busy for a while)
+    fails instead of opening a connection and a reader nothing will close."""
+
+    async def run() -> tuple[BaseException | None, Any, Any]:
+        transport = SingleTransport.connect(redis_url, 5.0, 0, 1.0)
+        other = aioredis.Redis.from_url(redis_url)
+        sleeping = asyncio.create_task(other.execute_command("DEBUG", "SLEEP", "0.3"))
+        await asyncio.sleep(0.05)  # Redis is asleep: the exchange's handshake waits
+        exchange = asyncio.create_task(transport.commands([(b"ECHO", b"late")]))
+        await asyncio.sleep(0.05)
+        await transport.close()
+        error = None
+        try:
+            await exchange
+        except StoreUnavailableError as exc:
+            error = exc
+        await sleeping
+        await other.aclose()
+        lane = transport._lane  # type: ignore[attr-defined]
+        return error, lane.pipe._conn, lane.pipe._reader
+
+    error, conn, reader = asyncio.run(run())
+    assert error is not None and conn is None and reader is None

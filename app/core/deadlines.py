@@ -27,22 +27,23 @@ EXACT_BELOW = 10 * TICK
 class _Timers:
     """The pending deadlines of one event loop, by tick."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
+        # No reference to the loop: _TIMERS holds this as long as its loop lives.
         self._ticks: dict[int, set[Deadline]] = {}
 
     def add(self, deadline: Deadline) -> None:
-        if deadline.when - self._loop.time() < EXACT_BELOW:
+        loop = asyncio.get_running_loop()
+        if deadline.when - loop.time() < EXACT_BELOW:
             # A short one gets its own timer: a tick late would be late by much of it.
             deadline.tick = 0
-            deadline.handle = self._loop.call_at(deadline.when, deadline.expire)
+            deadline.handle = loop.call_at(deadline.when, deadline.expire)
             return
         tick = math.ceil(deadline.when / TICK)
         deadline.tick = tick
         due = self._ticks.get(tick)
         if due is None:
             due = self._ticks[tick] = set()
-            self._loop.call_at(tick * TICK, self._fire, tick)
+            loop.call_at(tick * TICK, self._fire, tick)
         due.add(deadline)
 
     def discard(self, deadline: Deadline) -> None:
@@ -65,7 +66,7 @@ def _timers() -> _Timers:
     loop = asyncio.get_running_loop()
     timers = _TIMERS.get(loop)
     if timers is None:
-        timers = _TIMERS[loop] = _Timers(loop)
+        timers = _TIMERS[loop] = _Timers()
     return timers
 
 

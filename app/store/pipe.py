@@ -81,6 +81,7 @@ class Pipe:
         # When a reply last came, or the queue last started from empty (loop time).
         self._progress_at = 0.0
         self.usable = True  # False once a connection turned out not bulk_readable
+        self._closed = False
 
     @staticmethod
     def fits(payload: bytes, count: int) -> bool:
@@ -114,6 +115,9 @@ class Pipe:
         async with self._lock:
             if self._conn is None:
                 conn = await self._connect()
+                if self._closed:  # closed while this connected: nothing may be left open
+                    await _disconnect(conn)
+                    raise RedisConnectionError("the store is closed")
                 if not resp.bulk_readable(conn):
                     self.usable = False
                     await conn.disconnect()
@@ -164,9 +168,11 @@ class Pipe:
                     call.future.set_result(call.replies)
 
     def timed_out(self, budget: float) -> None:
-        """An exchange gave up after budget seconds: drop the connection, failing every
-        other waiter, only when it looks dead (see the module's docstring). Otherwise its
-        late replies are dropped in turn and the others keep their own time limits."""
+        """An exchange of budget seconds gave up (its timer fired, or its caller was
+        cancelled first: a request deadline shorter than Redis's): drop the connection,
+        failing every other waiter, only when it looks dead (see the module's docstring).
+        Otherwise its late replies are dropped in turn and the others keep their own
+        time limits."""
         if self._conn is None or not self._waiting:
             return
         quiet = asyncio.get_running_loop().time() - self._progress_at
@@ -194,7 +200,9 @@ class Pipe:
         return None
 
     async def close(self) -> None:
-        """Fail what waits and disconnect (on the loop the connection belongs to)."""
+        """Fail what waits and disconnect (on the loop the connection belongs to); an
+        exchange connecting meanwhile disconnects again."""
+        self._closed = True
         if self._loop is asyncio.get_running_loop():
             closing = self._drop(RedisConnectionError("the store is closed"))
             if closing is not None:

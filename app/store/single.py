@@ -302,6 +302,10 @@ class SingleTransport(Transport):
             if piped:
                 lane.pipe.timed_out(budget)
             raise StoreUnavailableError("Redis is unavailable: timeout") from exc
+        except asyncio.CancelledError:
+            if piped:  # a dead connection is found by whichever gives up first
+                lane.pipe.timed_out(budget)
+            raise
         except (RedisError, OSError) as exc:
             raise translate(exc) from exc
         finally:
