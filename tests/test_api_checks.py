@@ -190,6 +190,10 @@ def test_changed_and_deleted_sources_are_named_and_the_check_kept(  # type: igno
     check = client.post("/checks", json={"text": text}).json()
     assert client.put(f"/documents/{a}", json={"text": corpus[a]}).status_code == 200
     assert client.get(f"/checks/{check['id']}").json()["changed_sources"] == []
+    # A new time to live changes no document: no change either.
+    again = client.put(f"/documents/{a}", json={"text": corpus[a], "ttl": 3600})
+    assert again.status_code == 200, again.text
+    assert client.get(f"/checks/{check['id']}").json()["changed_sources"] == []
     assert client.put(f"/documents/{a}", json={"text": corpus[a] + " Updated."}).status_code == 200
     assert client.delete(f"/documents/{b}").status_code == 204
     later = client.get(f"/checks/{check['id']}").json()

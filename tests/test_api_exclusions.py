@@ -83,6 +83,52 @@ def test_quoted_and_cited_copies_are_set_aside(client: TestClient, essay: dict[s
                 assert p["query_end"] <= x["query_start"] or p["query_start"] >= x["query_end"]
 
 
+def _sharing_pair() -> tuple[str, str, str, str]:
+    """Two corpus articles (a, b): a's first 45 words hold a run of b's words too short
+    to count at min_words 30 (12 to 25 words in a row); their ids and texts."""
+    corpus = read_corpus()
+    grams = {}
+    for doc_id, text in corpus:
+        w = oracle.words(text)
+        grams[doc_id] = {tuple(w[i : i + 4]) for i in range(len(w) - 3)}
+    for a_id, a_text in corpus:
+        head = " ".join(a_text.split()[:45])
+        w = oracle.words(head)
+        for b_id, b_text in corpus:
+            if b_id == a_id:
+                continue
+            shared = [tuple(w[i : i + 4]) in grams[b_id] for i in range(len(w) - 3)]
+            runs = "".join("1" if x else "0" for x in shared).split("0")
+            if 9 <= max(len(r) for r in runs) <= 22 and sum(shared) == max(map(len, runs)):
+                return a_id, head, b_id, b_text
+    raise AssertionError("the corpus has two articles sharing a sentence")
+
+
+def test_a_short_match_inside_a_long_one_of_another_source_is_not_listed_short(
+    client: TestClient,
+) -> None:
+    """A sentence that one source shares with the submission, inside a long passage of
+    another source, counts with that passage: no span listed short overlaps a passage of a
+    named source (the excluded spans count nowhere)."""
+    a_id, head, b_id, b_text = _sharing_pair()
+    corpus = dict(read_corpus())
+    for doc_id, text in ((a_id, corpus[a_id]), (b_id, b_text)):
+        assert client.put(f"/documents/{doc_id}", json={"text": text}).status_code in (200, 201)
+    text = f"{OWN}\n\n{head}\n\n{OWN}"
+    every = _ask(client, text, exclude={"min_words": 1})
+    assert {a_id, b_id} <= {r["id"] for r in every["results"]}  # both match at all
+    got = _ask(client, text, exclude={"min_words": 30})
+    assert a_id in {r["id"] for r in got["results"]}
+    for x in got.get("excluded", []):
+        for r in got["results"]:
+            for p in r["passages"]:
+                assert p["query_end"] <= x["query_start"] or p["query_start"] >= x["query_end"], (
+                    x,
+                    r["id"],
+                    p,
+                )
+
+
 def test_each_exclusion_alone(client: TestClient, essay: dict[str, str]) -> None:
     """quotes alone drops only the quoted copy; bibliography alone only the cited one."""
     text = essay["text"]

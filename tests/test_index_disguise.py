@@ -295,17 +295,21 @@ def test_joiners_with_work_to_do_and_micro_units_flag_nothing(settings) -> None:
 
 
 def test_mathematical_and_mixed_width_letters_flag_their_words(settings) -> None:  # type: ignore[no-untyped-def]
-    """A word written in mathematical bold or italic letters, or mixing full-width and ASCII
-    Latin letters, is flagged (tokenizers fold both to plain letters, so the copy is found);
-    a formula's one-letter variables, a ligature and a word set wholly full-width are not."""
+    """A word written in mathematical bold, italic or double-struck letters (the Letterlike
+    ones among them), or mixing full-width and ASCII Latin letters, is flagged (tokenizers
+    fold both to plain letters, so the copy is found); a formula's one-letter variables and
+    two-letter products (mc², dx), a ligature and a word set wholly full-width are not."""
     from app.index.disguise import disguised_spans
     from app.service.runtime import params_of
 
     params = params_of(settings)
     bold = "".join(chr(0x1D41A + ord(c) - ord("a")) for c in "quick")
     italic = "".join(chr(0x1D44E + ord(c) - ord("a")) for c in "fox")
+    m, c, d, x, a = (chr(0x1D44E + ord(ch) - ord("a")) for ch in "mcdxa")
     for text in (
         f"where {chr(0x1D465)} is {chr(0x1D466)} plus one",
+        f"Einstein wrote E = {m}{c}\u00b2 in 1905",
+        f"integrate f({x}) {d}{x} and {a}{x} + b",
         "the \ufb01rst file",
         "\uff37\uff49\uff44\uff45 words",
     ):
@@ -316,6 +320,8 @@ def test_mathematical_and_mixed_width_letters_flag_their_words(settings) -> None
         (f"a {italic} ran", (2, 5)),
         ("the \uff51uick fox", (4, 9)),
         (f"the q{bold[1:]} fox", (4, 9)),
+        ("a \u210d\u212f\u2113\u2113\u2134 there", (2, 7)),
+        (f"a \u210e{italic[1]}\u2113\u2113\u2134 there", (2, 7)),
     ):
         starts, ends = disguised_spans(params, text)
         assert [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)] == [word], text

@@ -274,6 +274,8 @@ async def contained(
         _, _, passages, covered, size = scored[j]
         union += covered
         results.append(Containment(doc_id, float(size / shingles), float(sims[j]), passages))
+        if set_aside is not None:
+            set_aside.counting += [(x.query_start, x.query_end) for x in passages]
     return ContainmentResult(
         results, len(handles), capped or bool(cut), common, _spanned(union) / shingles
     )

@@ -79,12 +79,20 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
 
 
+def _mathematical(c: str) -> bool:
+    """A mathematical letter: of the Mathematical Alphanumeric Symbols block, or one of
+    the Letterlike Symbols that fill its holes (\u210e, \u2134, \u210d...)."""
+    return "\U0001d400" <= c <= "\U0001d7ff" or ("\u2100" <= c <= "\u214f" and c.isalpha())
+
+
 def _styled(word: str) -> bool:
     """Whether a word's compatibility forms disguise it: mathematical letters in a word of
-    two letters or more, or full-width Latin letters beside ASCII ones (typesetting makes
-    neither; a formula's variables are single letters, CJK text sets whole words wide)."""
+    three letters or more, or beside plain ones, or full-width Latin letters beside ASCII
+    ones. Typesetting makes none of these: a formula's variables are single letters and
+    its products two or so (mc², dx), and CJK text sets whole words wide."""
     letters = [c for c in word if c.isalpha()]
-    if len(letters) >= 2 and any("\U0001d400" <= c <= "\U0001d7ff" for c in letters):
+    math = sum(map(_mathematical, letters))
+    if math and len(letters) >= 2 and (len(letters) >= 3 or math < len(letters)):
         return True
     wide = any("\uff21" <= c <= "\uff3a" or "\uff41" <= c <= "\uff5a" for c in letters)
     return wide and any(c.isascii() for c in letters)

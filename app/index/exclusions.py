@@ -507,6 +507,8 @@ class Exclusions:
     spans: list[Span]
     min_words: int = 0
     short: set[tuple[int, int]] = field(default_factory=set)
+    # What the named sources' passages count ([start, end) in the query): never short.
+    counting: list[tuple[int, int]] = field(default_factory=list)
     _masked: tuple[Layout, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def mask(self, layout: Layout) -> np.ndarray:
@@ -582,9 +584,29 @@ class Exclusions:
         return out, longest
 
     def listed(self) -> list[Span]:
-        """Every span set aside, in text order: the detected ones and the short passages."""
-        short = [Span(a, b, "short") for a, b in merge(list(self.short))]
+        """Every span set aside, in text order: the detected ones and the short passages,
+        less what a named source's passage counts (a short match with one source can lie
+        inside a long one with another)."""
+        short = [Span(a, b, "short") for a, b in _minus(merge(list(self.short)), self.counting)]
         return sorted([*self.spans, *short], key=lambda s: (s.start, s.end))
+
+
+def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of merged, ordered spans outside every hole ([start, end) each)."""
+    out: list[tuple[int, int]] = []
+    cuts = merge(holes)
+    for a, b in spans:
+        for ha, hb in cuts:
+            if hb <= a or ha >= b:
+                continue
+            if ha > a:
+                out.append((a, ha))
+            a = max(a, hb)
+            if a >= b:
+                break
+        if a < b:
+            out.append((a, b))
+    return out
 
 
 def _runs(keep: np.ndarray, offset: int) -> list[tuple[int, int]]:

@@ -348,6 +348,11 @@ def expires_of(raw: bytes) -> int:
     return _EXPIRES.unpack_from(raw, end)[0] if len(raw) > end else 0
 
 
+def without_expiry(raw: bytes) -> bytes:
+    """A packed record without its expiry word: what its document is, whenever it ends."""
+    return raw[: _head(raw).end]
+
+
 def shingles_of(raw: bytes) -> int:
     """The shingle count of a packed record, from its header alone."""
     return _head(raw).shingles & ~PLAIN

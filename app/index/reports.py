@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app.index import expiry
+from app.index import expiry, records
 from app.index.texts import LEVEL, digest
 from app.store.checks import CheckStore
 
@@ -98,18 +98,23 @@ async def _off_loop(size: int, work: Any, *args: Any) -> Any:
     return await asyncio.to_thread(work, *args) if size > THREAD_BYTES else work(*args)
 
 
-async def versions(index: Index, ids: Sequence[str]) -> dict[str, str | None]:
-    """Each id's record digest (hex) as it answers now, None where it answers nothing
-    (deleted, or expired and not swept yet). Two exchanges whatever the number of ids."""
+async def versions(index: Index, ids: Sequence[str]) -> dict[str, tuple[str, ...] | None]:
+    """Each id's version as it answers now, None where it answers nothing (deleted, or
+    expired and not swept yet): the digest (hex) of its record without its expiry (a
+    new time to live changes no document), then that of the whole record, which checks
+    stored before kept. Two exchanges whatever the number of ids."""
     if not ids:
         return {}
     handles = await index.store.ids.handles(list(ids))
     known = [h for h in handles if h is not None]
     raws = iter(await expiry.live_records(index.store, known))
-    out: dict[str, str | None] = {}
+    out: dict[str, tuple[str, ...] | None] = {}
     for doc_id, h in zip(ids, handles, strict=True):
         raw = None if h is None else next(raws)
-        out[doc_id] = None if raw is None else digest(raw).hex()
+        if raw is not None:
+            out[doc_id] = (digest(records.without_expiry(raw)).hex(), digest(raw).hex())
+        else:
+            out[doc_id] = None
     return out
 
 
@@ -127,7 +132,7 @@ async def save(index: Index, text: str, answer: dict[str, Any], ttl_s: int) -> S
     found = await versions(index, _source_ids(answer))
     # A source the query found but that is gone already counts as changed: "" matches
     # no digest.
-    sources = {i: v or "" for i, v in found.items()}
+    sources = {i: v[0] if v else "" for i, v in found.items()}
     saved = SavedCheck(new_id(), now, now + 1000 * ttl_s, text, answer, sources)
     blob = await _off_loop(len(text), pack, saved)
     if not await CheckStore(index.store).put(saved.id, blob, 1000 * ttl_s):
@@ -162,6 +167,6 @@ async def changes(index: Index, saved: SavedCheck) -> list[Change]:
         current = now.get(doc_id)
         if current is None:
             out.append(Change(doc_id, "deleted"))
-        elif current != then:
+        elif then not in current:
             out.append(Change(doc_id, "changed"))
     return out
