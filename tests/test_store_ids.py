@@ -15,7 +15,7 @@ from app.store.ids import IDS_PER_CALL
 pytestmark = pytest.mark.both_stores
 
 
-@pytest.mark.parametrize("buckets", [0, 16])
+@pytest.mark.parametrize("buckets", [0, 16, 1 << 26])
 def test_ids_live_where_their_rule_says_and_the_count_follows(
     store_url: str, collection: str, buckets: int
 ) -> None:
@@ -87,3 +87,30 @@ def test_the_count_is_set_only_while_the_id_map_is_unchanged(
             await store.close()
 
     asyncio.run(run())
+
+
+def test_a_sparse_id_map_is_read_by_its_keys_not_its_buckets(
+    redis_url: str, collection: str
+) -> None:
+    """An id map of 2^26 buckets (a collection made for a billion ids) holding a few ids
+    reads each id once with a few hundred HGETALLs, not one per bucket (67 million)."""
+    import redis
+
+    names = [f"sparse-{i}" for i in range(300)]
+
+    async def run() -> dict[str, int]:
+        store = Store.connect(redis_url, collection, 5.0)
+        store.ids.use_buckets(1 << 26)
+        try:
+            handles, _ = await store.ids.assign(names)
+            got = {i: h async for i, h in store.ids.mappings()}
+            assert got == dict(zip(names, handles, strict=True))
+            return got
+        finally:
+            await store.close()
+
+    with redis.Redis.from_url(redis_url) as r:
+        before = r.info("commandstats").get("cmdstat_hgetall", {}).get("calls", 0)
+        assert len(asyncio.run(run())) == len(names)
+        after = r.info("commandstats")["cmdstat_hgetall"]["calls"]
+    assert after - before <= len(names)

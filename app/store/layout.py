@@ -227,6 +227,23 @@ class Layout:
     def _id_bucket(self, number: int) -> bytes:
         return self._id_head + b"%x}" % number
 
+    def id_pattern(self) -> bytes:
+        """A SCAN pattern that matches every id bucket (a name holds no glob character)."""
+        return self._id_head + b"*}"
+
+    def id_bucket_number(self, key: bytes) -> int | None:
+        """The number of the id bucket named key; None for another key."""
+        head = self._id_head
+        if not key.startswith(head) or not key.endswith(b"}"):
+            return None
+        digits = key[len(head) : -1]
+        try:
+            number = int(digits, 16)
+        except ValueError:
+            return None
+        ours = 0 <= number < self.id_buckets and self._id_bucket(number) == key
+        return number if ours else None
+
     def use_short_anchors(self, on: bool) -> None:
         """Whether anchors' keys are stored as 4-byte fields (collections made since)."""
         self.short_anchors = on

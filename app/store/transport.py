@@ -182,6 +182,10 @@ class Transport(ABC):
             return "appendonly is off, so nothing is written to disk before a reply"
         return None
 
+    async def key_count(self) -> int:
+        """How many keys the Redis holds (DBSIZE; summed over a cluster's masters)."""
+        return int(await self.run(self.client.dbsize()))
+
     def scan(self, pattern: bytes) -> AsyncIterator[bytes]:
         """Every key that matches pattern (SCAN; on every master of a cluster), in no order."""
         iterator: AsyncIterator[bytes] = self.client.scan_iter(match=pattern, count=1000)
