@@ -364,6 +364,10 @@ def test_a_failed_export_leaves_the_earlier_file_whole(tmp_path: Path) -> None:
         (["ingest", "--url", "http://127.0.0.1:8000/documents", "-"], "(http://127.0.0.1:8000)"),
         (["get", "--url", "http://h:8000/api/similar/", "a"], "(http://h:8000/api)"),
         (["get", "--url", "http://h:8000/collections/news", "a"], "--collection news"),
+        (
+            ["get", "--url", "http://h:8000/p/collections/news/documents", "a"],
+            "(http://h:8000/p) and --collection news",
+        ),
         (["serve", "--port", "99999"], "not a TCP port"),
         (["serve", "--port", "-1"], "not a TCP port"),
         (["serve", "--workers", "5000"], "from 1 to 1024"),

@@ -241,10 +241,13 @@ def _service_url(value: str) -> str:
     if port is not None and not 0 < port <= 65535:
         raise argparse.ArgumentTypeError(f"{value!r} names port {port}, not 1 to 65535")
     segments = [s for s in url.path.split("/") if s]
-    if len(segments) >= 2 and segments[-2] == "collections":
+    named = next((i for i in range(len(segments) - 1) if segments[i] == "collections"), None)
+    if named is not None and (named + 2 == len(segments) or segments[-1] in _ROUTE_NAMES):
+        # …/collections/x, or a route under it (…/collections/x/documents)
+        base = str(url.copy_with(path="/" + "/".join(segments[:named]), query=None))
         raise argparse.ArgumentTypeError(
-            f"{value!r} names a collection; give the service's base URL and "
-            f"--collection {segments[-1]}"
+            f"{value!r} names a collection; give the service's base URL "
+            f"({base.rstrip('/')}) and --collection {segments[named + 1]}"
         )
     if segments and segments[-1] in _ROUTE_NAMES:
         base = str(url.copy_with(path="/" + "/".join(segments[:-1]), query=None))
