@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import oracle
+from support.corpus import read_corpus
 from support.pdfgen import SCAN, pdf, text_at
 
 from app.core.errors import Invalid
@@ -803,3 +804,38 @@ def test_pdfium_indexes_of_a_line_are_its_utf16_units_counted_once() -> None:
         index = _indexes(piece, unit)
         for k in range(len(piece) + 1):
             assert index(k) == unit + len(piece[:k].encode("utf-16-le")) // 2
+
+
+def _two_columns(rows: bool) -> bytes:
+    """A page of a full-width title, two columns of prose (the right one a line shorter)
+    and a full-width closing line, the columns drawn row by row or column by column."""
+    words = " ".join(t for _, t in read_corpus()[:3]).split()
+    left = [" ".join(words[i * 5 : i * 5 + 5]) for i in range(9)]
+    right = [" ".join(words[100 + i * 5 : 100 + i * 5 + 5]) for i in range(8)]
+    title = [(72, 740, "A title that runs across the whole width of the page above both columns")]
+    end = [(72, 540, "A closing line that runs across the whole width of the page below them")]
+    if rows:
+        body = []
+        for i in range(9):
+            body.append((72, 700 - 14 * i, left[i]))
+            if i < len(right):
+                body.append((320, 700 - 14 * i, right[i]))
+    else:
+        body = [(72, 700 - 14 * i, t) for i, t in enumerate(left)]
+        body += [(320, 700 - 14 * i, t) for i, t in enumerate(right)]
+    return pdf([text_at(title + body + end)])
+
+
+def test_columns_drawn_row_by_row_read_as_columns_drawn_column_by_column() -> None:
+    """PDFium joins a row's two column lines into one; the page reads as the same page
+    drawn column by column does (left column, then right), title and closing line in
+    place; a table of short cells drawn the same way keeps its rows."""
+    by_rows = extract(PDF, _two_columns(rows=True))
+    by_columns = extract(PDF, _two_columns(rows=False))
+    assert by_rows == by_columns
+    assert by_rows.startswith("A title") and by_rows.endswith("below them")
+    cells = [(72, 700 - 14 * i, f"key {i}") for i in range(6)]
+    cells += [(320, 700 - 14 * i, f"value {i}") for i in range(6)]
+    table = sorted(cells, key=lambda c: (-c[1], c[0]))
+    read = extract(PDF, pdf([text_at(table)]))
+    assert oracle.words(read) == oracle.words(" ".join(t for _, _, t in table))

@@ -25,6 +25,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from app.index.errors import FileError
+from app.index.formats import columns
 from app.index.formats.office import what_it_is
 
 # A page number alone whose line's middle lies within this share of the page's height
@@ -313,32 +314,83 @@ def _open(raw: bytes) -> pdfium.PdfDocument:
 
 
 def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
-    """A text page's lines and their heights (of each line's first character's box)."""
+    """A text page's lines and their heights (of each line's first character's box), a
+    page that PDFium reads across its columns read column by column (columns.py)."""
     text = textpage.get_text_range()
-    lines: list[str] = []
-    heights: list[float] = []
+    rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
     # no break before the word's second part, even when a footer comes between.
     for m in _PIECES.finditer(text):
         piece = m.group()
         size = _units(piece)
-        if _ALEF_LAM.search(piece):
-            piece = _ligatures_in_order(textpage, piece, unit)
-        if _MARKS.search(piece):
-            piece = _marks_dropped(textpage, piece, unit)
-        stripped = piece.strip()
-        if stripped and piece[0] not in "\r\n":
-            first = unit + _units(piece[: len(piece) - len(piece.lstrip())])
-            try:
-                _, bottom, _, top = textpage.get_charbox(first)
-                middle = ((bottom + top) / 2) / height if height > 0 else 0.5
-            except pdfium.PdfiumError:
-                middle = 0.5  # no box for it: a line of the body, never dropped
-            lines.append(stripped)
-            heights.append(middle)
+        if piece.strip() and piece[0] not in "\r\n":
+            row = [
+                _piece(textpage, part, at, height)
+                for part, at in _parts(textpage, piece, unit, size, height)
+            ]
+            rows.append([p for p in row if p.text])
         unit += size
-    return Page(lines, heights)
+    ordered = columns.in_columns([row for row in rows if row])
+    return Page([p.text for p in ordered], [p.height for p in ordered])
+
+
+def _parts(
+    textpage: pdfium.PdfTextPage, piece: str, unit: int, size: int, height: float
+) -> list[tuple[str, int]]:
+    """A line's parts either side of a gutter (one part for most lines), each with
+    PDFium's character index of its start."""
+    try:
+        rects = [textpage.get_rect(i) for i in range(textpage.count_rects(unit, size))]
+    except pdfium.PdfiumError:
+        return [(piece, unit)]
+    cuts = columns.split(rects)
+    if not cuts:
+        return [(piece, unit)]
+    starts = [0]
+    for i in cuts:
+        left, bottom, _, top = rects[i]
+        at = textpage.get_index(left + 0.5, (bottom + top) / 2, 1.0, 1.0)
+        offset = _offset(piece, at - unit) if at is not None and at > unit else None
+        if offset is not None and starts[-1] < offset < len(piece):
+            starts.append(offset)
+    if len(starts) == 1:
+        return [(piece, unit)]
+    bounds = [*starts, len(piece)]
+    return [(piece[a:b], unit + _units(piece[:a])) for a, b in pairwise(bounds)]
+
+
+def _offset(piece: str, units: int) -> int | None:
+    """The index in piece of the character PDFium numbers units past its start."""
+    seen = 0
+    for k, c in enumerate(piece):
+        if seen == units:
+            return k
+        seen += 2 if ord(c) > 0xFFFF else 1
+        if seen > units:
+            return None
+    return None
+
+
+def _piece(textpage: pdfium.PdfTextPage, part: str, unit: int, height: float) -> columns.Piece:
+    """A line's part as read (ligatures in order, note marks dropped, stripped), where it
+    sits across the page (points) and its height (a page share, of its first character)."""
+    if not part.strip():
+        return columns.Piece("", 0.0, 0.0, 0.5)
+    first = unit + _units(part[: len(part) - len(part.lstrip())])
+    last = unit + _units(part.rstrip()) - 1
+    try:
+        left, bottom, _, top = textpage.get_charbox(first)
+        right = textpage.get_charbox(last)[2]
+        middle = ((bottom + top) / 2) / height if height > 0 else 0.5
+    except pdfium.PdfiumError:
+        # No box for it: a line of the body, never dropped, never in a column.
+        left, right, middle = 0.0, math.inf, 0.5
+    if _ALEF_LAM.search(part):
+        part = _ligatures_in_order(textpage, part, unit)
+    if _MARKS.search(part):
+        part = _marks_dropped(textpage, part, unit)
+    return columns.Piece(part.strip(), float(left), float(right), middle)
 
 
 def _units(text: str) -> int:

@@ -1,0 +1,97 @@
+"""Columns that PDFium reads across: a page whose two columns a PDF writes row by row.
+
+PDFium reads a page's text in the order the file draws it, and joins pieces that share
+a baseline into one line. A two-column page drawn column by column reads well; one drawn
+row by row (some typesetters, tables of two long cells) reads as lines that run across
+the gutter: the left column's line, then the right one's, and so on. Such a line's
+pieces lie on either side of a wide gap, which PDFium's text rectangles show.
+
+`in_columns` reads those pages as a person does: where at least MIN_ROWS lines are cut
+by one gutter, and the pieces on both sides are prose (lines of MIN_CHARS characters or
+more, not a table's short cells), each run of lines between lines that cross the gutter
+is read left column first, then the right one. A page without such lines keeps PDFium's
+order untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A gap between two of a line's text rectangles at least this wide (points), and this
+# many times the line's height, is a gutter, not a space between words.
+GUTTER_POINTS = 12.0
+GUTTER_HEIGHTS = 1.2
+# Lines cut by one gutter a page needs for its columns to be read as columns.
+MIN_ROWS = 3
+# The median length of the pieces on each side (characters): prose, not short cells.
+MIN_CHARS = 20
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of a line: its text, its horizontal extent (points) and its height's middle
+    (a page share, as pdf.Page.heights)."""
+
+    text: str
+    left: float
+    right: float
+    height: float
+
+
+def split(rects: list[tuple[float, float, float, float]]) -> list[int]:
+    """Where a line's rectangles (left, bottom, right, top, in order) break at a gutter:
+    the indexes of the rectangles that start a new piece."""
+    out = []
+    for i in range(1, len(rects)):
+        gap = rects[i][0] - rects[i - 1][2]
+        tall = max(rects[i][3] - rects[i][1], rects[i - 1][3] - rects[i - 1][1])
+        if gap >= GUTTER_POINTS and gap >= GUTTER_HEIGHTS * tall:
+            out.append(i)
+    return out
+
+
+def _median(values: list[int]) -> float:
+    ordered = sorted(values)
+    return float(ordered[len(ordered) // 2]) if ordered else 0.0
+
+
+def in_columns(lines: list[list[Piece]]) -> list[Piece]:
+    """A page's pieces in reading order; lines: each line's pieces, in PDFium's order."""
+    cut = [line for line in lines if len(line) == 2]
+    flat = [piece for line in lines for piece in line]
+    if len(cut) < MIN_ROWS:
+        return flat
+    # The gutter: the space every cut line leaves between its two pieces.
+    low = max(line[0].right for line in cut)
+    high = min(line[1].left for line in cut)
+    if low >= high:
+        return flat
+    if (
+        min(
+            _median([len(line[0].text) for line in cut]),
+            _median([len(line[1].text) for line in cut]),
+        )
+        < MIN_CHARS
+    ):
+        return flat
+    out: list[Piece] = []
+    left: list[Piece] = []
+    right: list[Piece] = []
+    for line in lines:
+        sides = [_side(piece, low, high) for piece in line]
+        if "across" in sides or len(line) > 2:
+            out += left + right
+            left, right = [], []
+            out += line
+            continue
+        for piece, side in zip(line, sides, strict=True):
+            (left if side == "left" else right).append(piece)
+    return out + left + right
+
+
+def _side(piece: Piece, low: float, high: float) -> str:
+    if piece.right <= high:
+        return "left"
+    if piece.left >= low:
+        return "right"
+    return "across"
