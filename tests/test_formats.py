@@ -627,8 +627,8 @@ def test_odt_hidden_text_is_not_read() -> None:
 
 
 def test_docx_notes_are_read_after_the_body() -> None:
-    """Footnotes and endnotes are read after the body, in their parts' order, without
-    Word's separator notes; the body's sentence is not cut by them."""
+    """Footnotes and endnotes are read after the body under a Notes line, in their parts'
+    order, without Word's separator notes; the body's sentence is not cut by them."""
     ref = '<w:r><w:footnoteReference w:id="2"/></w:r>'
     body = f"<w:p><w:r><w:t>A sentence</w:t></w:r>{ref}<w:r><w:t> goes on.</w:t></w:r></w:p>"
     separator = '<w:footnote w:type="separator" w:id="0"><w:p><w:r><w:separator/>'
@@ -636,17 +636,48 @@ def test_docx_notes_are_read_after_the_body() -> None:
     footnotes += _p("The footnote.") + "</w:footnote>"
     endnotes = f'<w:endnote w:id="1">{_p("The endnote.")}</w:endnote>'
     raw = _docx(body, footnotes=footnotes, endnotes=endnotes)
-    assert extract(DOCX, raw) == "A sentence goes on.\nThe footnote.\nThe endnote."
+    assert extract(DOCX, raw) == "A sentence goes on.\nNotes\nThe footnote.\nThe endnote."
 
 
 def test_odt_notes_are_read_after_the_body() -> None:
-    """An ODT note's body is read after the text, its citation mark not at all."""
+    """An ODT note's body is read after the text under a Notes line, its citation mark not
+    at all."""
     note = (
         '<text:note text:note-class="footnote"><text:note-citation>1</text:note-citation>'
         "<text:note-body><text:p>The note.</text:p></text:note-body></text:note>"
     )
     raw = _odt(f"<text:p>A sentence{note} goes on.</text:p><text:p>Next.</text:p>")
-    assert extract(ODT, raw) == "A sentence goes on.\nNext.\nThe note."
+    assert extract(ODT, raw) == "A sentence goes on.\nNext.\nNotes\nThe note."
+
+
+def test_notes_after_a_reference_list_are_not_part_of_it() -> None:
+    """A document's notes are read after its reference list, yet the bibliography it
+    sets aside ends before them: a copy hidden in a footnote still counts."""
+    from app.index.exclusions import bibliography_span
+
+    prose = " ".join(f"Paragraph {i} of the essay says something of its own." for i in range(9))
+    refs = "Smith, J. (2001). A book on things. Press.\nDoe, A. (1999). On more. Journal, 4."
+    copied = "A copied sentence about the river and the mill that a source holds."
+    ref = '<w:r><w:footnoteReference w:id="2"/></w:r>'
+    body = f"<w:p><w:r><w:t>{prose}</w:t></w:r>{ref}</w:p>" + _p("References")
+    body += "".join(_p(line) for line in refs.split("\n"))
+    footnotes = f'<w:footnote w:id="2">{_p(copied)}</w:footnote>'
+    for text in (
+        extract(DOCX, _docx(body, footnotes=footnotes)),
+        extract(
+            ODT,
+            _odt(
+                f'<text:p>{prose}<text:note text:note-class="footnote"><text:note-body>'
+                f"<text:p>{copied}</text:p></text:note-body></text:note></text:p>"
+                "<text:p>References</text:p>"
+                + "".join(f"<text:p>{line}</text:p>" for line in refs.split("\n"))
+            ),
+        ),
+    ):
+        span = bibliography_span(text)
+        assert span is not None, text
+        assert "Doe, A." in text[span.start : span.end], text
+        assert text.index(copied) >= span.end, text
 
 
 def test_strict_open_xml_docx_is_read() -> None:

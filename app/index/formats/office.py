@@ -13,7 +13,9 @@ is what a reader sees: tracked deletions and moves' old places, hidden text, fie
 codes and headers or footers are left out; a text box is read once (Word writes it
 twice, as mc:Choice and mc:Fallback); footnotes and endnotes are read after the body
 (word/footnotes.xml and word/endnotes.xml; ODT's text:note bodies), so a note never
-cuts a sentence of the body.
+cuts a sentence of the body, under a line NOTES_HEADING: the notes are not the body's
+last section (a reference list there would otherwise take them in as its own lines,
+and `exclude.bibliography` would set them aside).
 """
 
 from __future__ import annotations
@@ -454,14 +456,15 @@ def docx_text(raw: bytes) -> str:
         root = _strict(parse(archive.part("word/document.xml"), "DOCX"))
         walker = _DocxVisitor(_Hiding(_docx_tree(archive, "word/styles.xml")))
         parts = [_walk(root, walker.visit, walker.leave)]
+        notes: list[str] = []
         for name, note in (("word/footnotes.xml", "footnote"), ("word/endnotes.xml", "endnote")):
-            notes = _docx_tree(archive, name)
-            if notes is None:
+            tree = _docx_tree(archive, name)
+            if tree is None:
                 continue
-            for el in notes.iter(f"{_W}{note}"):
+            for el in tree.iter(f"{_W}{note}"):
                 if el.get(f"{_W}type") not in _NOTE_FURNITURE:
-                    parts.append(_walk(el, walker.visit, walker.leave))
-    return _text("\n".join(p.rstrip("\n") for p in parts), "DOCX")
+                    notes.append(_walk(el, walker.visit, walker.leave))
+    return _text("\n".join(p.rstrip("\n") for p in parts + _headed(notes)), "DOCX")
 
 
 def _odt_encrypted(archive: _Zip) -> bool:
@@ -511,8 +514,18 @@ def odt_text(raw: bytes) -> str:
     notes: list[ET.Element] = []
     parts = [_odt_walk(body, hidden, notes)]
     # A note's body is read after the text (a note in a note is not ODF).
-    parts.extend(_odt_walk(note, hidden, []) for note in notes)
+    parts += _headed([_odt_walk(note, hidden, []) for note in notes])
     return _text("\n".join(p.rstrip("\n") for p in parts), "ODT")
+
+
+# The line the notes of a DOCX or ODT are read under, after the body: a heading that
+# ends a reference list before it (exclusions.END_HEADINGS).
+NOTES_HEADING = "Notes"
+
+
+def _headed(notes: list[str]) -> list[str]:
+    """The notes' texts under NOTES_HEADING; none when no note has text."""
+    return [NOTES_HEADING, *notes] if any(n.strip() for n in notes) else []
 
 
 def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) -> str:
