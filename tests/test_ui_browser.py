@@ -709,6 +709,25 @@ def test_a_dropped_docx_is_checked_and_marked_at_the_api_offsets(
     _marks_are_the_api_passages(page, server, "essay.docx", DOCX)
 
 
+def test_a_file_misnamed_is_checked_as_what_its_bytes_are(page: Page, server: Server) -> None:
+    """A DOCX named .pdf (dropped, no type given) is sent as the DOCX its first bytes say
+    it is, so it is checked and marked, not refused for its name."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    data = base64.b64encode((FORMATS / "essay.docx").read_bytes()).decode()
+    page.evaluate(
+        """([data, name]) => {
+            const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+            const drop = new DataTransfer();
+            drop.items.add(new File([bytes], name));
+            document.getElementById("text").dispatchEvent(
+                new DragEvent("drop", { dataTransfer: drop, bubbles: true, cancelable: true }));
+        }""",
+        [data, "essay.pdf"],
+    )
+    _marks_are_the_api_passages(page, server, "essay.docx", DOCX)
+
+
 def test_a_refused_file_says_the_api_detail(page: Page, server: Server) -> None:
     """An encrypted PDF chosen is not checked: the page says the API's 422 detail."""
     data = base64.b64encode((FORMATS / "encrypted.pdf").read_bytes()).decode()

@@ -807,13 +807,34 @@ const FILE_TYPES = {
   odt: "application/vnd.oasis.opendocument.text",
 };
 
-// The content_type of a file the service extracts, by its name (browsers often give no
-// type for DOCX and ODT), or null.
-function fileType(file) {
+// The content_type of a file the service extracts: what its first bytes say it is (a
+// PDF's %PDF-, an ODT's uncompressed mimetype entry, another ZIP taken for a DOCX),
+// else by its name (browsers often give no type for DOCX and ODT), or null. The bytes
+// first, so a file named .pdf that is a DOCX is checked, not refused for its name.
+function fileType(file, head) {
+  const sniffed = typeByBytes(head);
+  if (sniffed) return sniffed;
   const m = /\.([a-z]+)$/i.exec(file.name);
   const byName = m ? FILE_TYPES[m[1].toLowerCase()] : undefined;
   if (byName) return byName;
   return Object.values(FILE_TYPES).includes(file.type) ? file.type : null;
+}
+
+// A file's first bytes (enough for typeByBytes), as a binary string.
+async function headOf(file) {
+  const bytes = new Uint8Array(await file.slice(0, 1024).arrayBuffer());
+  return String.fromCharCode(...bytes);
+}
+
+// head: a file's first bytes as a binary string (headOf).
+function typeByBytes(head) {
+  if (head.slice(0, 1024).includes("%PDF-")) return FILE_TYPES.pdf;
+  if (!head.startsWith("PK\x03\x04")) return null;
+  // ODF writes its mimetype entry first, stored: its name at 30, its text after it.
+  if (head.slice(30, 38) === "mimetype") {
+    return head.includes("opendocument.text") ? FILE_TYPES.odt : null;
+  }
+  return head.includes("word/") || head.includes("[Content_Types].xml") ? FILE_TYPES.docx : null;
 }
 
 function base64Of(file) {
@@ -830,8 +851,7 @@ function base64Of(file) {
 
 // Reads a chosen or dropped file and checks it at once (its text is the service's to
 // extract); a file the service refuses says the API's 422 detail.
-async function checkFile(file) {
-  const content_type = fileType(file);
+async function checkFile(file, content_type) {
   say("Reading " + file.name + "…");
   const data = await base64Of(file);
   $("text").value = "";
@@ -999,7 +1019,8 @@ function downloadJson() {
 
 async function readFile(file) {
   if (!file) return;
-  if (fileType(file)) return guarded(() => checkFile(file)); // files in, below
+  const content_type = fileType(file, await headOf(file));
+  if (content_type) return guarded(() => checkFile(file, content_type)); // files in, above
   if (!(file.type === "text/plain" || /\.txt$/i.test(file.name))) {
     say("Only .txt, .pdf, .docx and .odt files can be read here: " + file.name + " is none.", true);
     return;
