@@ -156,14 +156,7 @@ async def write(
     ends = expires if expires is not None else [0] * len(ids)
     texts_only = plain if plain is not None else [False] * len(ids)
     async with locked(store, ids):
-        try:
-            handles, made = await store.ids.assign(ids)
-        except BaseException:
-            # Redis may have mapped them with the reply lost (a timeout, the request's
-            # deadline cancelling the wait): which ones is unknown here, so the sweeper's
-            # id check takes back any left without a record.
-            store.ids_to_check = True
-            raise
+        handles, made = await _assign(store, ids)
         added: list[tuple[int, np.ndarray]] = []  # the band entries this round adds
         # Each replaced version's band keys and anchors, read from its record once.
         prior: list[tuple[np.ndarray, np.ndarray] | None] = []
@@ -176,7 +169,7 @@ async def write(
             stale = [j for j in taken if not made[j]]
             if stale:
                 await store.ids.forget([ids[j] for j in stale], [handles[j] for j in stale])
-                handles, again = await store.ids.assign(ids)
+                handles, again = await _assign(store, ids)
                 made = [m or a for m, a in zip(made, again, strict=True)]
                 old = await store.records(handles)
                 taken = _taken(ids, old)
@@ -242,6 +235,18 @@ async def write(
             ]
         )
         return [raw is None for raw in live(old)]
+
+
+async def _assign(store: Store, ids: list[str]) -> tuple[list[int], list[bool]]:
+    """store.ids.assign(ids). When it fails, Redis may have mapped them with the reply
+    lost (a timeout, the request's deadline cancelling the wait): which ones is unknown
+    here, so the store is marked for the sweeper's id check, which takes back any left
+    without a record."""
+    try:
+        return await store.ids.assign(ids)
+    except BaseException:
+        store.ids_to_check = True
+        raise
 
 
 def _packed(
