@@ -310,6 +310,7 @@ def test_mathematical_and_mixed_width_letters_flag_their_words(settings) -> None
         f"where {chr(0x1D465)} is {chr(0x1D466)} plus one",
         f"Einstein wrote E = {m}{c}\u00b2 in 1905",
         f"integrate f({x}) {d}{x} and {a}{x} + b",
+        "f: \u211d\u207f \u2192 \u211d, E = \u210f\u03c9, the \u2113p norm, in \u2102\u207f",
         "the \ufb01rst file",
         "\uff37\uff49\uff44\uff45 words",
     ):

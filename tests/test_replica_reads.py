@@ -342,6 +342,15 @@ def test_replica_urls_must_name_replicas_of_the_master_in_its_database() -> None
             load_settings(**given)
     # The same database, given either way, is accepted.
     load_settings(redis_url="redis://m:6379/2", replica_urls="redis://r:6379?db=2")
+    # A password in a replica's URL is never shown, wherever it is written.
+    for urls in (
+        "redis://127.0.0.1:6379/1?password=hunter2",
+        "redis://:hunter2@127.0.0.1:6379/1",
+        "redis+cluster://:hunter2@127.0.0.1:7000",
+    ):
+        with pytest.raises(SettingsError) as refused:
+            load_settings(redis_url="redis://127.0.0.1:6379/0", replica_urls=urls)
+        assert "hunter2" not in str(refused.value), refused.value
 
 
 @pytest.fixture
@@ -424,7 +433,34 @@ def test_with_min_replicas_a_replica_of_a_replica_is_not_read(
         assert _replica_reads(tcp_master, [chained.url], min_replicas=1) == 0
         assert _replica_reads(tcp_master, [chained.url]) > 5
         assert _replica_reads(tcp_master, [mid.url], min_replicas=1) > 5
+        # The master named by its unix socket: told by the ports its replicas announced.
+        assert _replica_reads(master, [chained.url], min_replicas=1) == 0
+        assert _replica_reads(master, [mid.url], min_replicas=1) > 5
     finally:
         chained.stop()
         mid.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_replicas_are_not_read_when_the_masters_info_is_refused(
+    master_and_replica: tuple[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A master whose ACL refuses INFO (some managed Redis) leaves no replica to compare
+    with it: none is read, and the log says why."""
+    from app.service import logs
+
+    logs.configure("text", "info")
+    master, replica = master_and_replica
+    for url in (master, replica):  # a replica keeps an ACL of its own
+        with redis.Redis.from_url(url) as r:
+            r.acl_setuser(
+                "app", enabled=True, passwords=["+pw"], commands=["+@all", "-info"], keys=["*"]
+            )
+    path = master.removeprefix("unix://")
+    try:
+        assert _replica_reads(f"unix://app:pw@{path}", [replica]) == 0
+        assert "master's INFO replication" in capfd.readouterr().err
+    finally:
+        for url in (master, replica):
+            with redis.Redis.from_url(url) as r:
+                r.acl_deluser("app")

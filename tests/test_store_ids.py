@@ -114,3 +114,32 @@ def test_a_sparse_id_map_is_read_by_its_keys_not_its_buckets(
         assert len(asyncio.run(run())) == len(names)
         after = r.info("commandstats")["cmdstat_hgetall"]["calls"]
     assert after - before <= len(names)
+
+
+def test_the_key_count_is_every_masters(store_url: str) -> None:
+    """Transport.key_count is the keys of the whole store: DBSIZE summed over a cluster's
+    masters, as each master counts its own."""
+    import redis
+
+    from app.core.redis_url import parse_cluster_url
+
+    async def run() -> int:
+        store = Store.connect(store_url, "keys", 5.0)
+        try:
+            return await store.transport.key_count()
+        finally:
+            await store.close()
+
+    counted = asyncio.run(run())
+    cluster = parse_cluster_url(store_url)
+    if cluster is None:
+        with redis.Redis.from_url(store_url) as r:
+            assert counted == r.dbsize()
+        return
+    r = sync_client(store_url)
+    try:
+        masters = r.get_primaries()
+        assert counted == sum(r.dbsize(target_nodes=node) for node in masters)
+        assert len(masters) > 1
+    finally:
+        r.close()

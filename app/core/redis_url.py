@@ -55,15 +55,29 @@ def check_redis_url(url: str) -> None:
 
 
 def server_of(url: str) -> tuple[str, int, int]:
-    """(host or socket path, port, database) that a single server's URL names, as
-    redis-py reads it: the database from the path (redis://h:p/2) or ?db=, else 0."""
+    """(host or socket path, port, database) that a single server's URL names, read by
+    redis-py's own parser; ValueError, saying what is wrong, for one it cannot read."""
+    from redis.connection import parse_url
+
+    try:
+        parts = parse_url(url)
+    except ValueError as exc:
+        raise ValueError(f"{shown(url)}: {exc}") from None
+    if "path" in parts:
+        return str(parts["path"]), 0, int(parts.get("db") or 0)
+    host = str(parts.get("host") or "localhost").lower()
+    return host, int(parts.get("port") or 6379), int(parts.get("db") or 0)
+
+
+def shown(url: str) -> str:
+    """A single server's URL as a message may show it: host:port/db or the socket's path,
+    never a password (in the userinfo or a ?password= parameter)."""
     parts = urlsplit(url)
-    query = parse_qs(parts.query)
-    db = query.get("db", [""])[0]
     if parts.scheme == "unix":
-        return unquote(parts.path), 0, int(db) if db.isdigit() else 0
-    path = parts.path.strip("/")
-    if not db and path.isdigit():
-        db = path
-    host = (parts.hostname or "localhost").lower()
-    return host, parts.port or 6379, int(db) if db.isdigit() else 0
+        return f"unix://{unquote(parts.path)}"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    db = parse_qs(parts.query).get("db", [parts.path.strip("/") or "0"])[0]
+    return f"{parts.scheme}://{parts.hostname or 'localhost'}:{port or 6379}/{db}"

@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import keys
 from app.core.names import COLLECTION_PATTERN, COLLECTION_RULE, valid_collection
-from app.core.redis_url import check_redis_url, parse_cluster_url, server_of
+from app.core.redis_url import check_redis_url, parse_cluster_url, server_of, shown
 from app.core.shingles import canonical_shingle, parse_shingle
 
 __all__ = [
@@ -207,12 +207,12 @@ class Settings(BaseSettings):
             replica = server_of(url)
             if replica[:2] == master[:2]:
                 raise ValueError(
-                    f"NEARDUP_REPLICA_URLS names the master itself ({_no_secret(url)}): "
+                    f"NEARDUP_REPLICA_URLS names the master itself ({shown(url)}): "
                     "name its replicas"
                 )
             if replica[2] != master[2]:
                 raise ValueError(
-                    f"NEARDUP_REPLICA_URLS: {_no_secret(url)} reads database {replica[2]}, "
+                    f"NEARDUP_REPLICA_URLS: {shown(url)} reads database {replica[2]}, "
                     f"NEARDUP_REDIS_URL database {master[2]}: a replica holds the master's "
                     "databases under the same numbers, so name the same one"
                 )
@@ -312,19 +312,13 @@ def load_settings(**overrides: object) -> Settings:
                 lines.append(rule_said(err))
                 continue
             name = "NEARDUP_" + "_".join(str(p) for p in err["loc"]).upper()
-            secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL")  # may hold a password
+            # may hold a password
+            secret = name in ("NEARDUP_API_KEYS", "NEARDUP_REDIS_URL", "NEARDUP_REPLICA_URLS")
             got = "hidden" if secret else repr(err.get("input"))
             lines.append(f"{name}: {rule_said(err)} (got {got})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return settings
-
-
-def _no_secret(url: str) -> str:
-    """url without a password, for a message."""
-    scheme, sep, rest = url.partition("://")
-    _userinfo, at, host = rest.rpartition("@")
-    return f"{scheme}{sep}{host}" if at else url
 
 
 def replica_url_list(value: str) -> list[str]:

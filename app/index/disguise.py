@@ -79,20 +79,28 @@ def disguised_spans(params: Params, text: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(starts[hit], np.int64), np.asarray(ends[hit], np.int64)
 
 
-def _mathematical(c: str) -> bool:
-    """A mathematical letter: of the Mathematical Alphanumeric Symbols block, or one of
-    the Letterlike Symbols that fill its holes (\u210e, \u2134, \u210d...)."""
-    return "\U0001d400" <= c <= "\U0001d7ff" or ("\u2100" <= c <= "\u214f" and c.isalpha())
+def _alphanumeric(c: str) -> bool:
+    """A letter of the Mathematical Alphanumeric Symbols block (bold, italic, script…)."""
+    return "\U0001d400" <= c <= "\U0001d7ff"
+
+
+def _letterlike(c: str) -> bool:
+    """A letter of the Letterlike Symbols block: the math block's holes (\u210e, \u2134),
+    and notation of its own (\u211d, \u210f, \u2113)."""
+    return "\u2100" <= c <= "\u214f" and c.isalpha()
 
 
 def _styled(word: str) -> bool:
-    """Whether a word's compatibility forms disguise it: mathematical letters in a word of
-    three letters or more, or beside plain ones, or full-width Latin letters beside ASCII
-    ones. Typesetting makes none of these: a formula's variables are single letters and
-    its products two or so (mc², dx), and CJK text sets whole words wide."""
+    """Whether a word's compatibility forms disguise it: a word of three letters or more
+    all mathematical (the Letterlike ones count here), mathematical letters beside ASCII
+    Latin ones, or full-width Latin letters beside ASCII ones. Typesetting makes none of
+    these: a formula's variables are single letters and its products two or so (mc², dx,
+    \u210f\u03c9), notation such as \u211d\u207f or the \u2113p norm mixes them with
+    superscripts and Greek, and CJK text sets whole words wide."""
     letters = [c for c in word if c.isalpha()]
-    math = sum(map(_mathematical, letters))
-    if math and len(letters) >= 2 and (len(letters) >= 3 or math < len(letters)):
+    if len(letters) >= 3 and all(_alphanumeric(c) or _letterlike(c) for c in letters):
+        return True
+    if any(map(_alphanumeric, letters)) and any(c.isascii() for c in letters):
         return True
     wide = any("\uff21" <= c <= "\uff3a" or "\uff41" <= c <= "\uff5a" for c in letters)
     return wide and any(c.isascii() for c in letters)

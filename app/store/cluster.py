@@ -418,6 +418,10 @@ class ClusterTransport(Transport):
         infos = await self.masters_info("replication")
         return min(int(i.get("connected_slaves", 0)) for i in infos)
 
+    async def key_count(self) -> int:
+        """How many keys the masters hold together (DBSIZE on each)."""
+        return int(await self.run(self.client.dbsize(target_nodes=RedisCluster.PRIMARIES)))
+
     async def masters_info(self, section: str) -> list[dict[str, Any]]:
         infos = await self.run(self.client.info(section, target_nodes=RedisCluster.PRIMARIES))
         return list(infos.values())

@@ -176,28 +176,34 @@ class SingleTransport(Transport):
     async def _check_roles(self) -> None:
         """Leave out, until a check finds it well again, each replica that is not a
         replica of this master in sync (app.store.replicas: another master's, promoted,
-        detached, resyncing, down); each change is logged with its reason."""
+        detached, resyncing, down); each change is logged with its reason. When the
+        master's own INFO cannot be had (away, or refused by an ACL), no replica can be
+        judged, so none is read until it can."""
         try:
             async with asyncio.timeout(self.timeout):
                 master = await master_of(self.client)
-        except Exception:  # the master away: nothing to compare with until the next check
+        except Exception as exc:
+            why = f"the master's INFO replication, to compare it with, failed ({_said(exc)})"
+            for i in range(1, len(self._readers)):
+                self._judged(i, why)
             return
         for i, replica in enumerate(self._replicas, 1):
-            url = _shown(replica)
             try:
-                async with asyncio.timeout(self.timeout):
-                    verdict = await judge_replica(replica, master, self.min_replicas > 0)
-                why = verdict.why
+                verdict = await judge_replica(replica, master, self.min_replicas > 0, self.timeout)
                 self._scripts_ro[i] = verdict.read_only_scripts
+                self._judged(i, verdict.why)
             except Exception as exc:  # down or refusing: left out as well
-                why = f"it does not answer ({type(exc).__name__}: {exc})"
-            ok = why is None
-            if ok and not self._role_ok[i]:  # back
-                self._level(i)
-                log.info("replica %s takes reads%s", url, " again" if self._why[i] else "")
-            elif not ok and why != self._why[i]:
-                log.warning("replica %s is not read: %s; the master takes its reads", url, why)
-            self._role_ok[i], self._why[i] = ok, why
+                self._judged(i, f"it does not answer ({_said(exc)})")
+
+    def _judged(self, i: int, why: str | None) -> None:
+        """Replica i found well (why None) or not, logged when that changed."""
+        url = _shown(self._replicas[i - 1])
+        if why is None and not self._role_ok[i]:  # back
+            self._level(i)
+            log.info("replica %s takes reads%s", url, " again" if self._why[i] else "")
+        elif why is not None and why != self._why[i]:
+            log.warning("replica %s is not read: %s; the master takes its reads", url, why)
+        self._role_ok[i], self._why[i] = why is None, why
 
     async def _on_replica(
         self, lane: _Lane | None, read: Callable[[_Lane | None], Awaitable[list[Any]]]
@@ -339,6 +345,10 @@ class SingleTransport(Transport):
         await self._bulk.aclose()
         for replica in self._replicas:
             await replica.aclose()
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _shown(client: aioredis.Redis) -> str:
