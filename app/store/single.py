@@ -151,7 +151,8 @@ class SingleTransport(Transport):
         if write or not self._replicas or not read_only or not reads.replica_allowed():
             return None
         now = time.monotonic()
-        if now - self._roles_at > ROLE_CHECK_S:
+        if now - self._roles_at > ROLE_CHECK_S and (self._roles is None or self._roles.done()):
+            # One check at a time: one waiting on stopped replicas may outlast the period.
             self._roles_at = now
             self._roles = asyncio.get_running_loop().create_task(self._check_roles())
         sent, down, ok = self._sent, self._down, self._role_ok
