@@ -151,8 +151,7 @@ class SingleTransport(Transport):
         if write or not self._replicas or not read_only or not reads.replica_allowed():
             return None
         now = time.monotonic()
-        if now - self._roles_at > ROLE_CHECK_S and (self._roles is None or self._roles.done()):
-            # One check at a time: one waiting on stopped replicas may outlast the period.
+        if now - self._roles_at > ROLE_CHECK_S and not self._checking():
             self._roles_at = now
             self._roles = asyncio.get_running_loop().create_task(self._check_roles())
         sent, down, ok = self._sent, self._down, self._role_ok
@@ -164,6 +163,16 @@ class SingleTransport(Transport):
         pick = min(usable, key=sent.__getitem__)
         sent[pick] += weight
         return self._readers[pick] if pick else None
+
+    def _checking(self) -> bool:
+        """Whether a check of the replicas runs on this loop: one at a time (one waiting
+        on stopped replicas may outlast the period); one of a loop gone never ends."""
+        roles = self._roles
+        return (
+            roles is not None
+            and not roles.done()
+            and roles.get_loop() is asyncio.get_running_loop()
+        )
 
     def _level(self, i: int) -> None:
         """Reader i, back from being left out, starts level with the most-read of the
