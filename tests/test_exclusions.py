@@ -140,6 +140,23 @@ def test_bibliography_is_the_trailing_section() -> None:
     assert bibliography_span(f"{body}\nReferences\n") is None  # nothing under it
 
 
+def test_a_short_essays_long_reference_list_is_its_bibliography() -> None:
+    """A reference heading in the text's first third starts a bibliography only over a
+    list that cites nearly throughout (a short essay with a long list), never over prose
+    or with no text before it (a contents page)."""
+    body = "A short essay of the writer's own, a few sentences on one matter. " * 3
+    refs = "\n".join(f"Author{i}, A. ({1990 + i}). Title number {i}. Press." for i in range(40))
+    text = f"{body}\nReferences\n{refs}\n"
+    assert text.index("References") < len(text) / 3
+    span = bibliography_span(text)
+    assert span is not None and text[span.start : span.end] == text[text.index("References") :]
+    prose = "\n".join(f"The essay goes on with its point number {i} in words." for i in range(40))
+    assert bibliography_span(f"{body}\nReferences\n{prose}\n") is None
+    assert bibliography_span(f"References\n{refs}\n") is None
+    few = "\n".join(refs.split("\n")[:3])  # an early heading over three lines of a list
+    assert bibliography_span(f"{body * 3}\nReferences\n{few}\n{prose}\n") is None
+
+
 def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
     """Under "Sources" or "Literatur", which also title sections of prose, the section is a
     bibliography only if it reads as references (short lines citing years, DOIs, URLs);

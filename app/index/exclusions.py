@@ -398,14 +398,16 @@ def _ends_section(line: str, before: str, after: str) -> bool:
 def bibliography_span(text: str) -> Span | None:
     """The reference list: from the last line that is only a heading such as References,
     Bibliography, Works Cited, Literaturverzeichnis or Références (REFERENCE_HEADINGS;
-    in the last two thirds of the text) to the next heading that starts another section
-    (_ends_section: an appendix after the references is not excluded with them) or the
-    text's end; None when there is none. Reference lists one after another (References,
-    then Further Reading or a Bibliography) are one span from the first."""
+    in the last two thirds of the text, or earlier over a list that reads as references
+    nearly throughout: a short essay's long list) to the next heading that starts another
+    section (_ends_section: an appendix after the references is not excluded with them)
+    or the text's end; None when there is none. Reference lists one after another
+    (References, then Further Reading or a Bibliography) are one span from the first."""
     heads = list(_HEADING.finditer(text))
-    if not heads or heads[-1].start() < BIBLIOGRAPHY_FROM * len(text):
+    if not heads:
         return None
     last = heads[-1]
+    early = last.start() < BIBLIOGRAPHY_FROM * len(text)
     first = last
     for before in reversed(heads[:-1]):
         between = text[before.end() : first.start()]
@@ -417,6 +419,8 @@ def bibliography_span(text: str) -> Span | None:
     end = len(text) if cut is None else len(text[: last.end() + cut].rstrip())
     if not _WORD.search(text, last.end(), end):
         return None  # a heading with nothing under it
+    if early and (not _WORD.search(text, 0, last.start()) or not _listed(text[last.end() : end])):
+        return None  # a contents page's entry, or an early heading over prose
     if _SPACES.sub(" ", last["name"].lower()) in LOOSE_HEADINGS and not _references(
         text[last.end() : end]
     ):
@@ -440,6 +444,18 @@ def _list_only(section: str) -> bool:
     """Whether the lines between two reference headings are a reference list: words, no
     heading of another section, and read as references."""
     return bool(_WORD.search(section)) and _next_section(section) is None and _references(section)
+
+
+# An early reference heading's list: at least this many lines, and this share citing.
+EARLY_LIST_LINES = 5
+EARLY_LIST_SHARE = 0.8
+
+
+def _listed(section: str) -> bool:
+    """Whether a section reads as references nearly throughout (an early heading's)."""
+    lines = [line for line in section.split("\n") if _WORD.search(line)]
+    citing = sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
+    return len(lines) >= EARLY_LIST_LINES and citing >= EARLY_LIST_SHARE * len(lines)
 
 
 def _references(section: str) -> bool:
