@@ -432,6 +432,23 @@ def test_a_quotation_cut_by_a_page_break_in_mid_sentence_is_one_span() -> None:
     assert _quoted(docx) == ["\u201clate\u201d"]
 
 
+def test_a_quotation_cut_by_a_page_break_after_a_sentence_closes_on_the_next_page() -> None:
+    """A quotation a PDF's page break cuts after a full stop is one span when its closer
+    comes on the next page with no opener of its kind before it there; an opener left
+    open still takes nothing when the next page's closer has an opener of its own."""
+    cut = (
+        "The report of the agency says that\n\u201cthe river rose early in the\n"
+        "morning of June 13.\n\nThe mill was closed for a week\u201d\nand the town waited "
+        "for news\nof the harvest in the valley"
+    )
+    assert _quoted(cut) == [
+        "\u201cthe river rose early in the\nmorning of June 13.\n\n"
+        "The mill was closed for a week\u201d"
+    ]
+    reopened = cut.replace("The mill was", "The \u201cmill\u201d was").replace("week\u201d", "week")
+    assert _quoted(reopened) == ["\u201cmill\u201d"]
+
+
 def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragraphs() -> None:
     """A text whose lines end sentences is one paragraph a line even with a blank line in it
     (an empty DOCX paragraph) or short paragraphs (dialogue): an unclosed quote stays in its

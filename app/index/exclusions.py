@@ -121,17 +121,29 @@ def _goes_on(text: str, mark: str, start: int, end: int, breaks: re.Pattern[str]
     or across paragraphs each of which opens with the mark again (after its indent), as
     typesetting continues a quotation; an opener left unclosed would otherwise take the
     paragraphs after it. In hard-wrapped text (a PDF's, whose blank lines are its pages)
-    it may also cross one blank line in mid-sentence: a page break ("... Passwort zu",
-    then "wechseln ..."), not a paragraph's end."""
+    it may also cross one blank line that is a page break: in mid-sentence ("... Passwort
+    zu", then "wechseln ..."), or after a sentence when the closer comes in the paragraph
+    right after it with no opener of its kind before it there (a closer with nothing
+    else to close)."""
     crossed = False
     for brk in breaks.finditer(text, start, end):
         if text.startswith(mark, _INDENT.match(text, brk.end()).end()):  # type: ignore[union-attr]
             continue
-        if breaks is _PARAGRAPH and not crossed and _mid_sentence(text, brk.start()):
+        if (
+            breaks is _PARAGRAPH
+            and not crossed
+            and (_mid_sentence(text, brk.start()) or _closed_after(text, mark, brk.end(), end))
+        ):
             crossed = True
             continue
         return False
     return True
+
+
+def _closed_after(text: str, mark: str, at: int, end: int) -> bool:
+    """Whether the closer at `end` is in the paragraph that starts at `at`, with no opener
+    `mark` before it there."""
+    return _PARAGRAPH.search(text, at, end) is None and mark not in text[at:end]
 
 
 def _mid_sentence(text: str, at: int) -> bool:
