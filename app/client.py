@@ -334,12 +334,14 @@ class Client:
         content_type: str | None = None,
         exclude: dict[str, Any] | None = None,
         return_text: bool | None = None,
+        site: str | None = None,
     ) -> dict[str, Any]:
         """Near-duplicates of a stored document (GET /similar/{id}, find_similar) or of a
         text (POST /similar, find_similar_to_text), or of a file's text (file: its bytes,
-        content_type: application/pdf, DOCX's or ODT's); see docs/api.md for the answer's
-        shape (Similar for Jaccard; containment adds passages and coverage, and with
-        exclude {quotes, bibliography, min_words} the spans set aside)."""
+        content_type: application/pdf, DOCX's or ODT's); a page (content_type text/html)
+        may name its site, whose template is then not compared. See docs/api.md for the
+        answer's shape (Similar for Jaccard; containment adds passages and coverage, and
+        with exclude {quotes, bibliography, min_words} the spans set aside)."""
         options = {"threshold": threshold, "limit": limit, "measure": measure,
                    "evidence": evidence, "filter": filter}  # fmt: skip
         if doc_id is not None:
@@ -348,7 +350,7 @@ class Client:
             )
             return answer
         body = {**_content(text, file, content_type), "exclude": exclude,
-                "return_text": return_text, **options}  # fmt: skip
+                "return_text": return_text, "site": site, **options}  # fmt: skip
         answer = await self._call("POST", "/similar", _present(body))
         return answer
 

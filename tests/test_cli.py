@@ -265,7 +265,8 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     done = run("collections", "create", "c", "--threshold", "nan", *nowhere, env=env)
     assert done.returncode == 2 and b"not a finite number" in done.stderr, done.stderr
     done = run("query", *nowhere, env=env, stdin=b"abc \xff def")
-    assert done.returncode == 1 and b"not sent" in done.stderr and b"Traceback" not in done.stderr
+    said = b"<stdin>: not valid UTF-8 (invalid start byte at byte 4)"
+    assert done.returncode == 1 and said in done.stderr and b"Traceback" not in done.stderr
     nope = {**env, "NEARDUP_DATA_DIR": "/proc/nope"}
     done = run("ingest", "-", env=nope, stdin=b"x some words\n")  # a tool that may make one
     assert done.returncode == 1 and b"NEARDUP_DATA_DIR /proc/nope" in done.stderr, done.stderr

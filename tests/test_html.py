@@ -411,6 +411,18 @@ def test_cli_html_through_a_service_is_read_as_the_api_reads_pages(tmp_path: Pat
         first = next(iter(pages))
         text = httpx.get(server.url + "/documents/" + quote(first, safe="")).json()
         assert shared not in (text.get("text") or "")  # the template came off
+        # `query --html --site` asks as the API does with content_type text/html and site:
+        # a stored page fetched again is found whole.
+        asked = subprocess.run(
+            [*neardup_cmd(), "query", "--html", "--site", "gazette.example", "--json",
+             "--url", server.url],
+            env=env, input=pages[first].encode(), capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert asked.returncode == 0, asked.stderr
+        body = {"text": pages[first], "content_type": "text/html", "site": "gazette.example"}
+        api = httpx.post(server.url + "/similar", json=body).json()
+        assert json.loads(asked.stdout) == api
+        assert api["results"][0]["id"] == first and api["results"][0]["similarity"] == 1.0
     finally:
         server.stop()
 

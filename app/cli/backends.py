@@ -23,6 +23,7 @@ from app.index import Document, Index
 from app.index.collections import NoCollectionError
 from app.index.expiry import now_ms
 from app.index.filters import Filter
+from app.index.html import HTMLError, extract
 from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
 from app.service.collections import Collections, describe
@@ -58,6 +59,8 @@ class Backend(Protocol):
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,
+        page: bool = False,
+        site: str | None = None,
     ) -> dict[str, Any]: ...
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]: ...
@@ -118,8 +121,20 @@ class LocalBackend:
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,
+        page: bool = False,
+        site: str | None = None,
     ) -> dict[str, Any]:
         match = None if where is None else Filter.parse(where)
+        if page:  # as the API reads a text/html body: its main text, less its site's template
+            try:
+                text = extract(text or "")
+            except HTMLError as exc:
+                raise RefusedError(str(exc)) from None
+            if site is not None:
+                text = await self.index.sites.query_text(text, site)
+        else:
+            site = None
+        shown = {"text": text} if page else {}  # what the offsets refer to, as return_text
         if measure == "containment":
             c = self.index.check_containment(threshold)
             if doc_id is not None:
@@ -127,8 +142,8 @@ class LocalBackend:
                 if found is None:
                     raise BackendError(f"no document with id {doc_id!r}")
             else:
-                found = await self.index.containment_of_text(text or "", c, limit, match)
-            return containment_answer(found, c, evidence, doc_id)
+                found = await self.index.containment_of_text(text or "", c, limit, match, site=site)
+            return containment_answer(found, c, evidence, doc_id) | shown
         t = self.index.check_threshold(threshold)
         if doc_id is not None:
             result = await self.index.similar_to_id(
@@ -138,9 +153,9 @@ class LocalBackend:
                 raise BackendError(f"no document with id {doc_id!r}")
         else:
             result = await self.index.similar_to_text(
-                text or "", t, 10 if limit is None else limit, match
+                text or "", t, 10 if limit is None else limit, match, site
             )
-        return query_answer(result, t, doc_id)
+        return query_answer(result, t, doc_id) | shown
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
         return duplicate_answers(self.index, groups, threshold)
@@ -220,6 +235,8 @@ class RemoteBackend:
         measure: str = "jaccard",
         evidence: bool = False,
         where: dict | None = None,
+        page: bool = False,
+        site: str | None = None,
     ) -> dict[str, Any]:
         containment = measure == "containment"
         try:
@@ -231,6 +248,9 @@ class RemoteBackend:
                 measure="containment" if containment else None,
                 evidence=evidence if containment else None,
                 filter=where,
+                content_type="text/html" if page else None,
+                site=site if page else None,
+                return_text=True if page else None,
             )
         except ClientError as exc:
             raise self._failed(exc) from None

@@ -344,9 +344,13 @@ def _query(args: argparse.Namespace) -> int:
             print(f"neardup: {args.file}: not a .pdf, .docx or .odt file", file=sys.stderr)
             return 2
     elif args.id is None:
-        text = sys.stdin.read()
-        if args.html:
-            text = _html_text(text)
+        text = _stdin_text()
+        if text is None:
+            return 1
+    if args.site is not None and not args.html:
+        print("neardup: --site names a page's site: give it with --html", file=sys.stderr)
+        return 2
+    page = args.html and args.id is None and args.file is None
     measure = "containment" if args.containment or args.evidence else "jaccard"
     where = _filter_arg(args.filter)
     try:
@@ -357,24 +361,30 @@ def _query(args: argparse.Namespace) -> int:
 
     async def work(backend: Backend) -> int:
         answer = await backend.similar(
-            args.id, text, args.threshold, args.limit, measure, args.evidence, where
-        )
+            args.id, text, args.threshold, args.limit, measure, args.evidence, where,
+            page=page, site=args.site,
+        )  # fmt: skip
         query_text = text if text is not None else texts.get(args.id or "")
+        if page:  # the answer's offsets are in the page's own text, not its markup
+            query_text = answer.pop("text", None)
         tools.print_similar(answer, Console(), args.json, query_text, texts)
         return 0
 
     return _run_tool(args, work)
 
 
-def _html_text(page: str) -> str:
-    """--html: a page's main text (what the API's content_type text/html indexes)."""
-    from app.index.html import HTMLError, extract
-
+def _stdin_text() -> str | None:
+    """The text on stdin, strictly UTF-8; None, having said where it is not."""
+    raw = sys.stdin.buffer.read()
     try:
-        return extract(page)
-    except HTMLError as exc:
-        print(f"neardup: --html: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        print(
+            f"neardup: <stdin>: not valid UTF-8 ({exc.reason} at byte {exc.start}): send "
+            "UTF-8 text",
+            file=sys.stderr,
+        )
+        return None
 
 
 def _duplicates(args: argparse.Namespace) -> int:
@@ -755,6 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         action="store_true",
         help="stdin is an HTML page: query with its main text (content_type text/html)",
+    )
+    query.add_argument(
+        "--site",
+        help="with --html: the page's site (its host), whose template is not compared, as "
+        "the API's site",
     )
     query.add_argument(
         "--containment",
