@@ -287,6 +287,10 @@ def test_arguments_and_settings_a_tool_cannot_use_are_named_not_tracebacks(
     src.write_bytes(b"\xef\xbb\xbft1 some words of a first text\nt2 and of a second one\n")
     assert run("ingest", "--quiet", str(src), env=env).returncode == 0
     assert run("get", "t1", env=env).returncode == 0
+    # Two such files joined (cat a.txt b.txt |): the second one's mark is no id's either.
+    joined = src.read_bytes() + b"\xef\xbb\xbft3 and a third text after it\n"
+    assert run("ingest", "--quiet", "-", env=env, stdin=joined).returncode == 0
+    assert run("get", "t3", env=env).returncode == 0
 
 
 def test_an_id_twice_in_a_file_ends_as_its_last_line_through_a_service(

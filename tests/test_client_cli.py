@@ -202,6 +202,12 @@ def test_cli_get_delete_export_import(
     cut.write_text("\n".join(lines[:-6]) + "\n")  # a copy that lost its last lines
     code, _, err = _cli(capsys, "import", str(cut))
     assert code == 1 and "incomplete" in err and f"the {len(lines) - 7} it has" in err, err
+    # Cut mid-way through a line: the whole lines before it are imported all the same.
+    mid = tmp_path / "mid.jsonl"
+    whole = "\n".join(lines[:-6]) + "\n"
+    mid.write_text(whole + lines[-6][: len(lines[-6]) // 2])
+    code, _, err = _cli(capsys, "import", str(mid), "--batch", "500")
+    assert code == 1 and "incomplete" in err and f"the {len(lines) - 7} it has" in err, err
     code, _, err = _cli(capsys, "delete", "--filter", "{}", *url)
     assert code != 0 and "filter" in err
 

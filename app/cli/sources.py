@@ -117,8 +117,10 @@ def read_lines(path: str) -> Iterator[Line]:
         parse = None
         for number, line in enumerate(stream, start=1):
             raw = line.rstrip(b"\r\n")
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a UTF-8 byte order mark (Windows editors write one)
+            if raw.startswith(b"\xef\xbb\xbf"):
+                # A UTF-8 byte order mark (Windows editors write one), on any line: files
+                # joined by `cat a.txt b.txt |` carry b's at one of their lines' starts.
+                raw = raw[3:]
             if not raw.strip():
                 continue
             if parse is None:

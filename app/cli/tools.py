@@ -340,7 +340,10 @@ class ImportFileError(Exception):
 
 
 def _export_lines(path: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of every non-empty line of an export file ('-': stdin)."""
+    """(line number, object) of every non-empty line of an export file ('-': stdin). A
+    last line without its line end that is not JSON was cut mid-way (a copy or transfer
+    that stopped): the lines before it are the file, which import_file reports as cut
+    short."""
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
         for number, line in enumerate(stream, 1):
@@ -348,6 +351,8 @@ def _export_lines(path: str) -> Iterator[tuple[int, dict]]:
                 try:
                     yield number, orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
+                    if not line.endswith(b"\n"):
+                        return
                     raise ImportFileError(f"{path}:{number}: not JSON: {exc}") from None
     finally:
         if stream is not sys.stdin.buffer:
