@@ -260,6 +260,12 @@ def test_one_site_has_one_name_however_written() -> None:
     # a label with a number after a colon is no host with a port: tenants stay apart
     assert site_of("p", {"site": "tenant:1"}) != site_of("p", {"site": "tenant:2"})
     assert site_of("p", {"site": "localhost:8001"}) == "localhost"
+    # a host with a path and no scheme names the host; an IDN host is one in either form
+    assert site_of("p", {"site": "news.example.org/a/b.html"}) == host
+    assert site_of("p", {"site": "News.Example.org:8080/a"}) == host
+    assert site_of("https://m\u00fcnchen.de/x", None) == "xn--mnchen-3ya.de"
+    assert site_of("p", {"site": "M\u00fcnchen.de"}) == site_of("q", {"site": "xn--mnchen-3ya.de"})
+    assert site_of("p", {"site": "tenant/a"}) != site_of("p", {"site": "tenant/b"})
     assert site_of("p", {"site": "Riverside Gazette"}) == site_of(
         "q", {"site": "riverside gazette"}
     )
@@ -270,6 +276,9 @@ def test_a_blank_site_is_refused(client: TestClient) -> None:
     r = client.post("/similar", json={"text": "<p>a page</p>", "content_type": "text/html",
                                       "site": "  "})  # fmt: skip
     assert r.status_code == 422 and "site is blank" in r.text, r.text
+    r = client.post("/similar", json={"text": "<p>a page</p>", "content_type": "text/html",
+                                      "site": "http://"})  # fmt: skip
+    assert r.status_code == 422 and "without a host" in r.text, r.text
 
 
 def test_learning_counts_blocks_by_pages_against_an_oracle() -> None:

@@ -482,6 +482,8 @@ class SimilarIn(_Text):
             )
         if self.site is not None and not self.site.strip():
             raise ValueError("site is blank: name the page's site, or leave site out")
+        if self.site is not None and re.fullmatch(r"\s*https?://[/\s]*", self.site, re.I):
+            raise ValueError("site is a URL without a host: name the page's host")
 
     def _quoting(self) -> bool:
         return self.exclude is not None and self.exclude.quotes

@@ -67,19 +67,38 @@ def site_of(doc_id: str | None, metadata: dict[str, Any] | None) -> str | None:
 # A host and its port: a name with a dot (news.example.org, 10.0.0.1) or localhost, so a
 # label such as tenant:1 keeps its number.
 _PORT = re.compile(r"(?:[^\s/:@]*\.[^\s/:@]*|localhost):\d{1,5}", re.IGNORECASE)
+# A host (and port) with a path after it, no scheme: shop.example.com/p/1.
+_HOST_PATH = re.compile(r"((?:[^\s/:@]*\.[^\s/:@]*|localhost)(?::\d{1,5})?)/\S*", re.IGNORECASE)
 
 
 def site_name(name: str) -> str:
     """The one name of a site, however it is written: a host is case-insensitive and may
-    end with the root's dot or carry a port, and an http(s) URL names its host
-    (``NEWS.example.org.``, ``news.example.org:443`` and ``https://news.example.org/`` are
-    ``news.example.org``); any other label is compared case-insensitively."""
+    end with the root's dot or carry a port, an http(s) URL or a host with a path names
+    its host, and an internationalised host is its ASCII (punycode) form
+    (``NEWS.example.org.``, ``news.example.org:443``, ``https://news.example.org/`` and
+    ``news.example.org/a/b`` are ``news.example.org``; ``münchen.de`` is
+    ``xn--mnchen-3ya.de``); any other label is compared case-insensitively."""
     name = name.strip()
     if name[:4].lower() == "http":
         name = _host(name) or name
-    elif _PORT.fullmatch(name):
-        name = name.rsplit(":", 1)[0]
-    return name.lower().rstrip(".") or name.lower()
+    else:
+        pathed = _HOST_PATH.fullmatch(name)
+        if pathed is not None:
+            name = pathed.group(1)
+        if _PORT.fullmatch(name):
+            name = name.rsplit(":", 1)[0]
+    name = name.lower().rstrip(".") or name.lower()
+    return _ascii_host(name)
+
+
+def _ascii_host(name: str) -> str:
+    """A host with non-ASCII labels in its IDNA (punycode) form; anything else as it is."""
+    if name.isascii() or "." not in name or any(c.isspace() for c in name):
+        return name
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return name
 
 
 def _host(url: str) -> str | None:
