@@ -373,6 +373,11 @@ def test_a_failed_export_leaves_the_earlier_file_whole(tmp_path: Path) -> None:
             ["get", "--url", "http://h:8000/p/collections/news/documents", "a"],
             "(http://h:8000/p) and --collection news",
         ),
+        (
+            ["query", "--html", "--site", "s.example", "--id", "a", "--url", "http://h:1"],
+            "--site names the site of a page on stdin",
+        ),
+        (["query", "--html", "--site", "http://:80", "--url", "http://h:1"], "URL without a host"),
         (["serve", "--port", "99999"], "not a TCP port"),
         (["serve", "--port", "-1"], "not a TCP port"),
         (["serve", "--workers", "5000"], "from 1 to 1024"),

@@ -202,6 +202,11 @@ def test_cli_get_delete_export_import(
     cut.write_text("\n".join(lines[:-6]) + "\n")  # a copy that lost its last lines
     code, _, err = _cli(capsys, "import", str(cut))
     assert code == 1 and "incomplete" in err and f"the {len(lines) - 7} it has" in err, err
+    # A file that is no export at all, without a final line end, is named as such.
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("this is not an export at all")
+    code, _, err = _cli(capsys, "import", str(wrong))
+    assert code == 1 and "not JSON" in err, err
     # Cut mid-way through a line: the whole lines before it are imported all the same.
     mid = tmp_path / "mid.jsonl"
     whole = "\n".join(lines[:-6]) + "\n"

@@ -266,6 +266,11 @@ def test_one_site_has_one_name_however_written() -> None:
     assert site_of("https://m\u00fcnchen.de/x", None) == "xn--mnchen-3ya.de"
     assert site_of("p", {"site": "M\u00fcnchen.de"}) == site_of("q", {"site": "xn--mnchen-3ya.de"})
     assert site_of("p", {"site": "tenant/a"}) != site_of("p", {"site": "tenant/b"})
+    # UTS 46, not IDNA 2003: straße.de is its own domain, not strasse.de
+    assert site_of("https://stra\u00dfe.de/a", None) == "xn--strae-oqa.de"
+    assert site_of("https://strasse.de/a", None) == "strasse.de"
+    assert site_of("p", {"site": "httpbin.org/get"}) == "httpbin.org"
+    assert site_of("p", {"site": "http.example.com:8080"}) == "http.example.com"
     assert site_of("p", {"site": "Riverside Gazette"}) == site_of(
         "q", {"site": "riverside gazette"}
     )
@@ -279,6 +284,10 @@ def test_a_blank_site_is_refused(client: TestClient) -> None:
     r = client.post("/similar", json={"text": "<p>a page</p>", "content_type": "text/html",
                                       "site": "http://"})  # fmt: skip
     assert r.status_code == 422 and "without a host" in r.text, r.text
+    for site in ("http://:80", "https://?q", "http://#"):
+        r = client.post("/similar", json={"text": "<p>a page</p>", "content_type": "text/html",
+                                          "site": site})  # fmt: skip
+        assert r.status_code == 422 and "without a host" in r.text, (site, r.text)
 
 
 def test_learning_counts_blocks_by_pages_against_an_oracle() -> None:

@@ -32,6 +32,7 @@ from app.index.formats import workers
 from app.index.html import HTML, PLAIN, HTMLError, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.records import MAX_METADATA_BYTES, metadata_problem
+from app.index.templates import has_host
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
@@ -482,7 +483,7 @@ class SimilarIn(_Text):
             )
         if self.site is not None and not self.site.strip():
             raise ValueError("site is blank: name the page's site, or leave site out")
-        if self.site is not None and re.fullmatch(r"\s*https?://[/\s]*", self.site, re.I):
+        if self.site is not None and not has_host(self.site):
             raise ValueError("site is a URL without a host: name the page's host")
 
     def _quoting(self) -> bool:

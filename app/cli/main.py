@@ -327,6 +327,20 @@ def _query(args: argparse.Namespace) -> int:
     if args.file is not None and args.id is not None:
         print("neardup: give --id or --file, not both", file=sys.stderr)
         return 2
+    from app.index.templates import has_host
+
+    page = args.html and args.id is None and args.file is None
+    if args.site is not None and not page:
+        print(
+            "neardup: --site names the site of a page on stdin: give it with --html, "
+            "without --id or --file",
+            file=sys.stderr,
+        )
+        return 2
+    if args.site is not None and (not args.site.strip() or not has_host(args.site)):
+        print("neardup: --site is blank or a URL without a host: name the page's host",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.file is not None:
         from app.cli.sources import file_text
         from app.index.formats import FileError
@@ -347,10 +361,6 @@ def _query(args: argparse.Namespace) -> int:
         text = _stdin_text()
         if text is None:
             return 1
-    if args.site is not None and not args.html:
-        print("neardup: --site names a page's site: give it with --html", file=sys.stderr)
-        return 2
-    page = args.html and args.id is None and args.file is None
     measure = "containment" if args.containment or args.evidence else "jaccard"
     where = _filter_arg(args.filter)
     try:

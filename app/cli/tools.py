@@ -351,7 +351,7 @@ def _export_lines(path: str) -> Iterator[tuple[int, dict]]:
                 try:
                     yield number, orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
-                    if not line.endswith(b"\n"):
+                    if number > 1 and not line.endswith(b"\n"):
                         return
                     raise ImportFileError(f"{path}:{number}: not JSON: {exc}") from None
     finally:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+import idna
 import numpy as np
 
 # A block is template when it is on at least this share of the pages learned from ...
@@ -79,9 +80,10 @@ def site_name(name: str) -> str:
     ``news.example.org/a/b`` are ``news.example.org``; ``münchen.de`` is
     ``xn--mnchen-3ya.de``); any other label is compared case-insensitively."""
     name = name.strip()
-    if name[:4].lower() == "http":
-        name = _host(name) or name
-    else:
+    host = _host(name) if name[:4].lower() == "http" else None
+    if host is not None:
+        name = host
+    else:  # a name, or a host that starts with "http" (httpbin.org/get)
         pathed = _HOST_PATH.fullmatch(name)
         if pathed is not None:
             name = pathed.group(1)
@@ -92,13 +94,24 @@ def site_name(name: str) -> str:
 
 
 def _ascii_host(name: str) -> str:
-    """A host with non-ASCII labels in its IDNA (punycode) form; anything else as it is."""
+    """A host with non-ASCII labels in its ASCII (punycode) form as UTS 46 maps it, not
+    transitionally (straße.de stays apart from strasse.de, as in browsers); anything else,
+    or a name UTS 46 refuses, as it is."""
     if name.isascii() or "." not in name or any(c.isspace() for c in name):
         return name
     try:
-        return name.encode("idna").decode("ascii")
-    except UnicodeError:
+        return idna.encode(name, uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
         return name
+
+
+def has_host(site: str) -> bool:
+    """False for a site written as an http(s) URL that names no host (http://,
+    http://:80); True for any other."""
+    name = site.strip()
+    if not re.match(r"https?://", name, re.IGNORECASE):
+        return True
+    return _host(name) is not None
 
 
 def _host(url: str) -> str | None:
