@@ -26,7 +26,8 @@ log = logging.getLogger("neardup")
 _EXCHANGE_SECONDS = metrics.REDIS_SECONDS.labels("pipeline")
 # A replica whose exchange failed gets no reads for this long (the master takes them).
 REPLICA_DOWN_S = 5.0
-# How often each replica's ROLE is asked (in the background, while reads go to replicas).
+# How often each replica is judged (app.store.replicas: in the background, while reads
+# go to replicas).
 ROLE_CHECK_S = 5.0
 
 
@@ -102,7 +103,7 @@ class SingleTransport(Transport):
         self._readers = [self._lane, *(_Lane(r.connection_pool) for r in self._replicas)]
         self._sent = [0] * len(self._readers)  # query commands sent to each, so far
         # When each reader may be sent reads again (monotonic s; 0: now): a replica that
-        # failed an exchange, or that is not a connected replica (its ROLE, asked every
+        # failed an exchange, or that is not this master's replica in sync (judged every
         # ROLE_CHECK_S in the background), is left out, and the master takes its reads.
         self._down = [0.0] * len(self._readers)
         # As the last check found each (app.store.replicas): a replica is read only once
