@@ -9,8 +9,9 @@ pieces lie on either side of a wide gap, which PDFium's text rectangles show.
 `in_columns` reads those pages as a person does: where at least MIN_ROWS lines are cut
 by one gutter, and the pieces on both sides are prose (lines of MIN_CHARS characters or
 more, not a table's short cells), each run of lines between lines that cross the gutter
-is read left column first, then the right one. A page without such lines keeps PDFium's
-order untouched.
+is read left column first, then the right one (right first on a page written mostly
+in a right-to-left script: Arabic, Hebrew, Syriac, Thaana, N'Ko). A page without such
+lines keeps PDFium's order untouched.
 """
 
 from __future__ import annotations
@@ -74,19 +75,33 @@ def in_columns(lines: list[list[Piece]]) -> list[Piece]:
         < MIN_CHARS
     ):
         return flat
+    rtl = _right_to_left(flat)
     out: list[Piece] = []
     left: list[Piece] = []
     right: list[Piece] = []
     for line in lines:
         sides = [_side(piece, low, high) for piece in line]
         if "across" in sides or len(line) > 2:
-            out += left + right
+            out += right + left if rtl else left + right
             left, right = [], []
             out += line
             continue
         for piece, side in zip(line, sides, strict=True):
             (left if side == "left" else right).append(piece)
-    return out + left + right
+    return out + (right + left if rtl else left + right)
+
+
+def _right_to_left(pieces: list[Piece]) -> bool:
+    """Whether most of the letters are of a right-to-left script, whose columns are read
+    from the right."""
+    rtl = latin = 0
+    for piece in pieces:
+        for c in piece.text:
+            if "\u0590" <= c <= "\u08ff" or "\ufb1d" <= c <= "\ufefc":
+                rtl += 1
+            elif c.isalpha():
+                latin += 1
+    return rtl > latin
 
 
 def _side(piece: Piece, low: float, high: float) -> str:

@@ -1,0 +1,44 @@
+"""app/index/formats/columns.py: which lines a gutter cuts, and the order the pieces are
+read in, on pieces written by hand (no PDF needed)."""
+
+from __future__ import annotations
+
+from app.index.formats.columns import Piece, in_columns, split
+
+
+def _rows(left: list[str], right: list[str]) -> list[list[Piece]]:
+    """Rows of a two-column page as PDFium joins them: each row's left and right piece."""
+    return [
+        [Piece(a, 72.0, 250.0, 0.9 - i * 0.02), Piece(b, 320.0, 500.0, 0.9 - i * 0.02)]
+        for i, (a, b) in enumerate(zip(left, right, strict=True))
+    ]
+
+
+def test_a_gutter_is_a_gap_wider_than_a_word_space() -> None:
+    """Rectangles 20 points apart on a 10-point line break at a gutter; 3 apart do not."""
+    assert split([(72, 700, 200, 710), (220, 700, 400, 710)]) == [1]
+    assert split([(72, 700, 200, 710), (203, 700, 400, 710)]) == []
+
+
+def test_left_to_right_columns_read_left_first_and_right_to_left_ones_right_first() -> None:
+    """Rows of prose read as the left column then the right one; Arabic rows read right
+    column first, as Arabic is written; short cells (a table) keep their rows."""
+    left = [f"the left column's line number {i} of prose" for i in range(4)]
+    right = [f"the right column's line number {i} of prose" for i in range(4)]
+    read = [p.text for p in in_columns(_rows(left, right))]
+    assert read == left + right
+    column, left_word, right_word = (
+        "\u0627\u0644\u0639\u0645\u0648\u062f",
+        "\u0627\u0644\u0623\u064a\u0633\u0631",
+        "\u0627\u0644\u0623\u064a\u0645\u0646",
+    )
+    prose = "\u0633\u0637\u0631 {} \u0645\u0646 \u0627\u0644\u0646\u062b\u0631"
+    arabic_left = [f"{column} {left_word} " + prose.format(i) for i in range(4)]
+    arabic_right = [f"{column} {right_word} " + prose.format(i) for i in range(4)]
+    read = [p.text for p in in_columns(_rows(arabic_left, arabic_right))]
+    assert read == arabic_right + arabic_left
+    cells = [
+        p.text
+        for p in in_columns(_rows([f"key {i}" for i in range(4)], [f"v{i}" for i in range(4)]))
+    ]
+    assert cells == [t for i in range(4) for t in (f"key {i}", f"v{i}")]
