@@ -32,7 +32,7 @@ from app.index.formats import workers
 from app.index.html import HTML, PLAIN, HTMLError, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.records import MAX_METADATA_BYTES, metadata_problem
-from app.index.templates import has_host
+from app.index.templates import site_problem
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
@@ -481,10 +481,9 @@ class SimilarIn(_Text):
             raise ValueError(
                 "site goes with content_type text/html (a template is read from pages)"
             )
-        if self.site is not None and not self.site.strip():
-            raise ValueError("site is blank: name the page's site, or leave site out")
-        if self.site is not None and not has_host(self.site):
-            raise ValueError("site is a URL without a host: name the page's host")
+        problem = None if self.site is None else site_problem(self.site)
+        if problem is not None:
+            raise ValueError(problem)
 
     def _quoting(self) -> bool:
         return self.exclude is not None and self.exclude.quotes

@@ -327,7 +327,7 @@ def _query(args: argparse.Namespace) -> int:
     if args.file is not None and args.id is not None:
         print("neardup: give --id or --file, not both", file=sys.stderr)
         return 2
-    from app.index.templates import has_host
+    from app.index.templates import site_problem
 
     page = args.html and args.id is None and args.file is None
     if args.site is not None and not page:
@@ -337,9 +337,9 @@ def _query(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.site is not None and (not args.site.strip() or not has_host(args.site)):
-        print("neardup: --site is blank or a URL without a host: name the page's host",
-              file=sys.stderr)  # fmt: skip
+    problem = None if args.site is None else site_problem(args.site)
+    if problem is not None:
+        print(f"neardup: --site: {problem}", file=sys.stderr)
         return 2
     if args.file is not None:
         from app.cli.sources import file_text

@@ -463,19 +463,24 @@ EARLY_LIST_LINES = 5
 EARLY_LIST_SHARE = 0.8
 
 
+def _citing(section: str) -> tuple[int, int]:
+    """A section's lines with words, and how many of them are short and open as a
+    reference or cite as one."""
+    lines = [line for line in section.split("\n") if _WORD.search(line)]
+    return len(lines), sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
+
+
 def _listed(section: str) -> bool:
     """Whether a section reads as references nearly throughout (an early heading's)."""
-    lines = [line for line in section.split("\n") if _WORD.search(line)]
-    citing = sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
-    return len(lines) >= EARLY_LIST_LINES and citing >= EARLY_LIST_SHARE * len(lines)
+    lines, citing = _citing(section)
+    return lines >= EARLY_LIST_LINES and citing >= EARLY_LIST_SHARE * lines
 
 
 def _references(section: str) -> bool:
-    """Whether a section reads as a list of references: at least a third of its lines are
-    short and open as a reference or cite as one."""
-    lines = [line for line in section.split("\n") if _WORD.search(line)]
-    citing = sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
-    return 3 * citing >= len(lines)
+    """Whether a section reads as a list of references: at least a third of its lines
+    cite (_citing)."""
+    lines, citing = _citing(section)
+    return 3 * citing >= lines
 
 
 # Places of a quotation's rarest word tried, after the quotation before it and then

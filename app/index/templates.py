@@ -67,9 +67,10 @@ def site_of(doc_id: str | None, metadata: dict[str, Any] | None) -> str | None:
 
 # A host and its port: a name with a dot (news.example.org, 10.0.0.1) or localhost, so a
 # label such as tenant:1 keeps its number.
-_PORT = re.compile(r"(?:[^\s/:@]*\.[^\s/:@]*|localhost):\d{1,5}", re.IGNORECASE)
+_HOSTNAME = r"(?:[^\s/:@]*\.[^\s/:@]*|localhost)"
+_PORT = re.compile(_HOSTNAME + r":\d{1,5}", re.IGNORECASE)
 # A host (and port) with a path after it, no scheme: shop.example.com/p/1.
-_HOST_PATH = re.compile(r"((?:[^\s/:@]*\.[^\s/:@]*|localhost)(?::\d{1,5})?)/\S*", re.IGNORECASE)
+_HOST_PATH = re.compile(f"({_HOSTNAME}(?::\\d{{1,5}})?)/\\S*", re.IGNORECASE)
 
 
 def site_name(name: str) -> str:
@@ -105,13 +106,15 @@ def _ascii_host(name: str) -> str:
         return name
 
 
-def has_host(site: str) -> bool:
-    """False for a site written as an http(s) URL that names no host (http://,
-    http://:80); True for any other."""
+def site_problem(site: str) -> str | None:
+    """What is wrong with a site a query names (the API's `site`, the CLI's --site): blank,
+    or an http(s) URL that names no host (http://, http://:80); None when nothing is."""
     name = site.strip()
-    if not re.match(r"https?://", name, re.IGNORECASE):
-        return True
-    return _host(name) is not None
+    if not name:
+        return "site is blank: name the page's site, or leave site out"
+    if re.match(r"https?://", name, re.IGNORECASE) and _host(name) is None:
+        return "site is a URL without a host: name the page's host"
+    return None
 
 
 def _host(url: str) -> str | None:

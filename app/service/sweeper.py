@@ -154,9 +154,15 @@ class StartupCheck:
     service already serves: readiness does not wait for every collection on the Redis."""
 
     def __init__(self, enabled: bool) -> None:
-        self.done = not enabled
         self.report: CheckReport | None = None
         self._first = asyncio.Event()  # set once the service's own collection is checked
+        if not enabled:
+            self._first.set()
+
+    @property
+    def done(self) -> bool:
+        """Whether the service's own collection is checked (or no check was asked)."""
+        return self._first.is_set()
 
     async def first_checked(self, task: asyncio.Task[None], timeout: float) -> None:
         """Wait until run() (in task) has checked the service's own collection, or ended,
@@ -174,7 +180,6 @@ class StartupCheck:
         """Check and repair once, waiting for Redis if it is away; logs what it did.
         others: the service's other collections (after the default one, index)."""
         self.report = await self._one(index, index.store.collection)
-        self.done = True
         self._first.set()
         for other in await self._others(others, index):
             try:

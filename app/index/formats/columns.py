@@ -82,13 +82,19 @@ def in_columns(lines: list[list[Piece]]) -> list[Piece]:
     for line in lines:
         sides = [_side(piece, low, high) for piece in line]
         if "across" in sides or len(line) > 2:
-            out += right + left if rtl else left + right
+            out += _in_order(left, right, rtl)
             left, right = [], []
             out += line
             continue
         for piece, side in zip(line, sides, strict=True):
             (left if side == "left" else right).append(piece)
-    return out + (right + left if rtl else left + right)
+    return out + _in_order(left, right, rtl)
+
+
+def _in_order(left: list[Piece], right: list[Piece], rtl: bool) -> list[Piece]:
+    """A run's two columns as they are read: the left first, or the right in a
+    right-to-left script."""
+    return right + left if rtl else left + right
 
 
 def _right_to_left(pieces: list[Piece]) -> bool:

@@ -327,7 +327,7 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
         if piece.strip() and piece[0] not in "\r\n":
             row = [
                 _piece(textpage, part, at, height)
-                for part, at in _parts(textpage, piece, unit, size, height)
+                for part, at in _parts(textpage, piece, unit, size)
             ]
             rows.append([p for p in row if p.text])
         unit += size
@@ -335,9 +335,7 @@ def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
     return Page([p.text for p in ordered], [p.height for p in ordered])
 
 
-def _parts(
-    textpage: pdfium.PdfTextPage, piece: str, unit: int, size: int, height: float
-) -> list[tuple[str, int]]:
+def _parts(textpage: pdfium.PdfTextPage, piece: str, unit: int, size: int) -> list[tuple[str, int]]:
     """A line's parts either side of a gutter (one part for most lines), each with
     PDFium's character index of its start."""
     try:
