@@ -31,7 +31,7 @@ def ceiling_app():  # -> FastAPI, built by uvicorn in the ceiling server's worke
 
 
 def ceiling_server(workers: int, log_level: str) -> Server:
-    """uvicorn with the settings `neardup serve` passes it (see app/cli/main.py)."""
+    """uvicorn with the settings `neardup serve` passes it (see app/cli/serve.py)."""
     port = free_port()
     cmd = [sys.executable, "-m", "uvicorn", "ceiling:ceiling_app", "--factory"]
     cmd += ["--app-dir", str(Path(__file__).resolve().parent), "--host", HOST]
