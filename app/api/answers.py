@@ -12,8 +12,10 @@ from typing import Any
 
 import orjson
 
+from app.api.schemas import DEFAULT_LIMIT
 from app.index import Containment, ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
 from app.index.exclusions import Exclusions
+from app.index.filters import Filter
 from app.index.scan import Cut, Mark, PairBlock
 
 # Bytes of NDJSON a pair stream hands the server at once.
@@ -65,6 +67,32 @@ def containment_answer(
         "capped": result.capped,
         "common": result.common,
     }
+
+
+async def text_answer(
+    index: Index,
+    text: str,
+    measure: str,
+    threshold: float | None,
+    limit: int | None,
+    where: Filter | None = None,
+    evidence: bool = False,
+    exclude: Exclusions | None = None,
+    deadline: float | None = None,
+    site: str | None = None,
+) -> dict[str, Any]:
+    """A text query's answer (its own text, a site's template already removed): with
+    measure "containment" the stored documents holding passages of it, else its
+    near-duplicates, at most limit of them (None: every source, or DEFAULT_LIMIT)."""
+    if measure == "containment":
+        c = index.check_containment(threshold)
+        found = await index.containment_of_text(text, c, limit, where, exclude, deadline, site=site)
+        return containment_answer(found, c, evidence)
+    t = index.check_threshold(threshold)
+    result = await index.similar_to_text(
+        text, t, DEFAULT_LIMIT if limit is None else limit, where, site
+    )
+    return query_answer(result, t)
 
 
 def _passages(c: Containment) -> list[dict[str, Any]]:

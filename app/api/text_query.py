@@ -12,12 +12,10 @@ from typing import Any
 from fastapi import Request
 
 from app.api import schemas
-from app.api.answers import containment_answer, excluded_answer, query_answer
+from app.api.answers import excluded_answer, query_answer, text_answer
 from app.api.deps import deadline_of, get_index
 from app.index.filters import Filter
 from app.store import reads
-
-DEFAULT_LIMIT = schemas.DEFAULT_LIMIT
 
 
 async def answer_text(
@@ -38,22 +36,19 @@ async def answer_text(
         # is still told the site (a thin page says so); its own text is its own again.
         text = await index.sites.query_text(text, site)
     shown = {"text": text} if body.return_text else {}
-    if body.measure == "containment":
-        t = index.check_containment(body.threshold)
-        # Quotations and a reference list are found in Python, in time linear in the text
-        # but not short for megabytes: on a worker thread, as alignment is, so the event
-        # loop serves other requests meanwhile.
-        exclude = None if body.exclude is None else await asyncio.to_thread(body.exclusions, text)
-        found = await index.containment_of_text(
-            text, t, body.limit, where, exclude, deadline_of(request), site=site
-        )
-        answer = containment_answer(found, t, body.evidence)
-        if exclude is not None and body.exclude is not None:
-            answer["excluded"] = excluded_answer(exclude)
-            answer["exclude"] = body.exclude.model_dump()
-        return answer | shown
-    limit = DEFAULT_LIMIT if body.limit is None else body.limit
-    return await similar_answer(request, text, body.threshold, limit, where, shown, site)
+    # Quotations and a reference list are found in Python, in time linear in the text but
+    # not short for megabytes: on a worker thread, as alignment is, so the event loop
+    # serves other requests meanwhile.
+    excluding = body.measure == "containment" and body.exclude is not None
+    exclude = await asyncio.to_thread(body.exclusions, text) if excluding else None
+    answer = await text_answer(
+        index, text, body.measure, body.threshold, body.limit, where, body.evidence,
+        exclude, deadline_of(request), site,
+    )  # fmt: skip
+    if exclude is not None and body.exclude is not None:
+        answer["excluded"] = excluded_answer(exclude)
+        answer["exclude"] = body.exclude.model_dump()
+    return answer | shown
 
 
 async def similar_answer(

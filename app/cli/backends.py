@@ -14,8 +14,9 @@ from app.api.answers import (
     duplicate_answers,
     ingest_status,
     query_answer,
+    text_answer,
 )
-from app.api.schemas import rfc3339
+from app.api.schemas import DEFAULT_LIMIT, rfc3339
 from app.client import MAX_BATCH, Client, ClientError
 from app.core.errors import Invalid
 from app.core.settings import Settings
@@ -135,27 +136,24 @@ class LocalBackend:
         else:
             site = None
         shown = {"text": text} if page else {}  # what the offsets refer to, as return_text
+        if doc_id is None:
+            answer = await text_answer(
+                self.index, text or "", measure, threshold, limit, match, evidence, site=site
+            )
+            return answer | shown
         if measure == "containment":
             c = self.index.check_containment(threshold)
-            if doc_id is not None:
-                found = await self.index.containment_of_id(doc_id, c, limit, match)
-                if found is None:
-                    raise BackendError(f"no document with id {doc_id!r}")
-            else:
-                found = await self.index.containment_of_text(text or "", c, limit, match, site=site)
-            return containment_answer(found, c, evidence, doc_id) | shown
-        t = self.index.check_threshold(threshold)
-        if doc_id is not None:
-            result = await self.index.similar_to_id(
-                doc_id, t, 10 if limit is None else limit, match
-            )
-            if result is None:
+            found = await self.index.containment_of_id(doc_id, c, limit, match)
+            if found is None:
                 raise BackendError(f"no document with id {doc_id!r}")
-        else:
-            result = await self.index.similar_to_text(
-                text or "", t, 10 if limit is None else limit, match, site
-            )
-        return query_answer(result, t, doc_id) | shown
+            return containment_answer(found, c, evidence, doc_id)
+        t = self.index.check_threshold(threshold)
+        result = await self.index.similar_to_id(
+            doc_id, t, DEFAULT_LIMIT if limit is None else limit, match
+        )
+        if result is None:
+            raise BackendError(f"no document with id {doc_id!r}")
+        return query_answer(result, t, doc_id)
 
     def duplicates(self, groups: bool, threshold: float | None) -> AsyncIterator[dict]:
         return duplicate_answers(self.index, groups, threshold)
