@@ -191,3 +191,33 @@ def test_quotation_marks_around_a_few_words_do_not_hide_the_copy(
     kept = [w for p in hit["passages"] for w in text[p["query_start"] : p["query_end"]].split()]
     unquoted = [w for i, w in enumerate(words) if i % 9 != 4]
     assert [w for w in kept if "\u201c" not in w] == unquoted
+
+
+def _own_words_between(
+    client: TestClient, source: str, text: str, copied: str
+) -> tuple[list[str], list[str]]:
+    """The query words and the source words of every passage of source in text, asked
+    with quotes excluded."""
+    found = _ask(client, text, exclude={"quotes": True})
+    (hit,) = [r for r in found["results"] if r["id"] == source]
+    query = [text[p["query_start"] : p["query_end"]] for p in hit["passages"]]
+    stored = [copied[p["source_start"] : p["source_end"]] for p in hit["passages"]]
+    return query, stored
+
+
+@pytest.mark.parametrize("between", ["And a second source said", "As the authors then put it,"])
+def test_a_quotation_cut_from_a_copy_takes_no_own_words_with_it(
+    client: TestClient, essay: dict[str, str], between: str
+) -> None:
+    """A copy followed by the writer's own words and a quotation of the same source (the
+    whole copy again, or its next part): with quotes excluded the passage left ends at
+    the copy's last word in both texts, not in the writer's words, its source side as
+    long as the copy."""
+    copied = _sources()[essay["plain"]]
+    words = copied.split()
+    for first, quoted in ((words, words), (words[:30], words[30:])):
+        copy = " ".join(first)
+        text = f"{OWN}\n\n{copy} {between} \u201c{' '.join(quoted)}\u201d {OWN}"
+        query, stored = _own_words_between(client, essay["plain"], text, copied)
+        assert query == [copy], (between, query)
+        assert stored == [copy], (between, stored)

@@ -42,6 +42,13 @@ def test_quotation_marks_of_many_languages() -> None:
     ]
 
 
+def test_german_single_low_high_quotes() -> None:
+    """German and Czech single low-high quotes are a quotation, an apostrophe inside one
+    (geht\u2019s) does not close it."""
+    text = "Er nannte es \u201aeinen Versuch, der geht\u2019s nicht anders\u2018 und ging."
+    assert _quoted(text) == ["\u201aeinen Versuch, der geht\u2019s nicht anders\u2018"]
+
+
 def test_straight_and_single_quotes_only_where_clearly_quotations() -> None:
     """Straight double quotes pair within a paragraph; single ones only as an opener after
     a space and a closer before one, so apostrophes (it's, the students' union) are not

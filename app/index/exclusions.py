@@ -32,6 +32,9 @@ MAX_QUOTE = 4000
 # Where a reference list's heading may start: past this share of the text, since it
 # closes the text (a "References" line near the top is a heading of something else).
 BIBLIOGRAPHY_FROM = 1 / 3
+# A passage's edge that an exclusion cut moves to a run of words whose hashes (this many
+# bits in all) match the source: 2 words at 8 bits, 4 in a format 1 layout.
+EDGE_BITS = 16
 
 
 @dataclass(frozen=True)
@@ -44,12 +47,14 @@ class Span:
 
 
 # Marks that only open or only close: their pairs, each closer searched for from its
-# opener on. German and Polish low-high quotes; guillemets both ways round (French
-# and German use), double and single; ``...'' from plain-text news; the corner brackets
-# of Japanese and traditional Chinese, single and double (nested).
+# opener on. German and Polish low-high quotes (German and Czech single ones too);
+# guillemets both ways round (French and German use), double and single; ``...'' from
+# plain-text news; the corner brackets of Japanese and traditional Chinese, single and
+# double (nested).
 _PAIRS = {
     "\u201c": "\u201d",  # “ ”
     "\u201e": "\u201c\u201d",  # „ “ or „ ”
+    "\u201a": "\u2018",  # single low-high (German, Czech); a U+2019 inside is an apostrophe
     "\u00ab": "\u00bb",  # « »
     "\u00bb": "\u00ab",  # » «
     "\u2039": "\u203a",  # single guillemets, both ways round
@@ -58,7 +63,7 @@ _PAIRS = {
     "\u300e": "\u300f",  # 『 』
     "``": "''",
 }
-_OPENERS = re.compile("``|[\u201c\u201e\u00ab\u00bb\u2039\u203a\u300c\u300e]")
+_OPENERS = re.compile("``|[\u201c\u201e\u201a\u00ab\u00bb\u2039\u203a\u300c\u300e]")
 # Straight and curly single marks and straight double ones serve both ends (and the
 # single ones are apostrophes too): an opener follows a space or an opening bracket
 # and precedes a word character; a closer follows a word character, punctuation, a
@@ -572,9 +577,9 @@ class Exclusions:
         counted: np.ndarray | None = None,
     ) -> tuple[list[Passage], float]:
         """The passages without their excluded words, and the most words any one passage
-        kept. A passage splits around its excluded words (the source side cut at the same
-        distance from each end, which is exact unless words were added or removed
-        there), pieces under k words (no shingle) are dropped, and the rest are judged
+        kept. A passage splits around its excluded words, each edge a cut made moved to
+        the nearest words that match the source (_Edges), pieces under k words (no
+        shingle) are dropped, and the rest are judged
         together, by the words they keep: under `least` they are dropped as alignment
         drops a passage that short, under min_words set aside as short. So quotation
         marks around a few words of a copy take those words out of it, never the copy
@@ -583,14 +588,16 @@ class Exclusions:
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
+        edges = _Edges(query, source)
         out: list[Passage] = []
         longest = 0.0
         for p in passages:
             qa, qb = p.query_words
-            sa, sb = p.source_words
             runs = [(qa, qb)] if excluded is None else _runs(~excluded[qa:qb], qa)
             # A piece shorter than a shingle (k words) holds none of the copy's shingles.
-            runs = [(ra, rb) for ra, rb in runs if rb - ra >= k]
+            placed = [edges.fit(p, ra, rb) for ra, rb in runs if rb - ra >= k]
+            placed = [x for x in placed if x[1] - x[0] >= k]
+            runs = [(ra, rb) for ra, rb, _, _ in placed]
             if counted is None:
                 kept = float(sum(rb - ra for ra, rb in runs))
             else:
@@ -601,9 +608,7 @@ class Exclusions:
                 self.short.update((int(query.starts[a]), int(query.ends[b - 1])) for a, b in runs)
                 continue
             longest = max(longest, kept)
-            for ra, rb in runs:
-                ta = min(sb - 1, sa + (ra - qa))
-                tb = max(ta + 1, sb - (qb - rb))
+            for ra, rb, ta, tb in placed:
                 out.append(
                     Passage(
                         (ra, rb),
@@ -622,6 +627,74 @@ class Exclusions:
         inside a long one with another)."""
         short = [Span(a, b, "short") for a, b in _minus(merge(list(self.short)), self.counting)]
         return sorted([*self.spans, *short], key=lambda s: (s.start, s.end))
+
+
+class _Edges:
+    """Where a piece of a passage that exclusions cut lies in both texts.
+
+    An edge the passage had is kept as alignment placed it. An edge an excluded span made
+    is moved, inward, to the nearest word that ends (or starts) a run of EDGE_BITS of
+    word hash matching the source within the passage's source range, and its source
+    word is that match's: the words a cut leaves between the copy and the quotation
+    (the writer's "as the authors put it") are not the copy, and where the passage
+    joined two copies of one source text its two ends' offsets say nothing of a piece's
+    (a copy followed by a quotation of the same text again)."""
+
+    def __init__(self, query: Layout, source: Layout) -> None:
+        bits = min(query.bits or 4, source.bits or 4)  # format 1 holds 4 bits a word
+        mask = (1 << bits) - 1
+        self.q = np.asarray(query.word_hashes, np.int64) & mask
+        self.s = np.asarray(source.word_hashes, np.int64) & mask
+        self.n = max(1, -(-EDGE_BITS // bits))  # words a match must hold
+
+    def fit(self, p: Passage, ra: int, rb: int) -> tuple[int, int, int, int]:
+        """The piece [ra, rb) of p's query words, its cut edges moved to matching words,
+        with its source words [ta, tb); empty (ra == rb) when nothing in it matches."""
+        qa, qb = p.query_words
+        sa, sb = p.source_words
+        ta = min(sb - 1, sa + (ra - qa))
+        tb = max(ta + 1, sb - (qb - rb))
+        if ra > qa:
+            found = self._match(ra, rb, sa, sb, ta, forward=True)
+            if found is None:
+                return ra, ra, ta, ta
+            ra, ta = found
+        if rb < qb:
+            found = self._match(ra, rb, sa, sb, tb - 1, forward=False)
+            if found is None:
+                return ra, ra, ta, ta
+            rb, tb = found[0] + 1, found[1] + 1
+        return ra, rb, ta, max(ta + 1, tb)
+
+    def _match(
+        self, ra: int, rb: int, sa: int, sb: int, expected: int, forward: bool
+    ) -> tuple[int, int] | None:
+        """The first query word from ra on (forward) or the last before rb whose n words
+        (it and those after it, or before it) match n words of source[sa:sb], with the
+        matching source word nearest expected; None if there is none."""
+        n, q, s = self.n, self.q, self.s
+        # Where alignment's diagonal puts it (a cut inside one copy): its words there, as
+        # many as the piece has up to n, matching is enough.
+        m = min(n, rb - ra)
+        if forward:
+            there = sa <= expected <= sb - m
+            if there and (q[ra : ra + m] == s[expected : expected + m]).all():
+                return ra, expected
+        else:
+            there = sa + m - 1 <= expected < sb
+            if there and (q[rb - m : rb] == s[expected - m + 1 : expected + 1]).all():
+                return rb - 1, expected
+        if rb - ra < n or sb - sa < n:
+            return None
+        window = np.lib.stride_tricks.sliding_window_view(s[sa:sb], n)
+        order = range(ra, rb - n + 1) if forward else range(rb - 1, ra + n - 2, -1)
+        for i in order:
+            first = i if forward else i - n + 1
+            hit = np.flatnonzero((window == q[first : first + n]).all(axis=1))
+            if len(hit):
+                at = sa + hit + (0 if forward else n - 1)
+                return i, int(at[np.argmin(np.abs(at - expected))])
+        return None
 
 
 def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
