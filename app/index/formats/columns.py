@@ -11,7 +11,8 @@ by one gutter, and the pieces on both sides are prose (lines of MIN_CHARS charac
 more, not a table's short cells), each run of lines between lines that cross the gutter
 is read left column first, then the right one (right first on a page written mostly
 in a right-to-left script: Arabic, Hebrew, Syriac, Thaana, N'Ko). A page without such
-lines keeps PDFium's order untouched.
+lines keeps PDFium's order untouched, and a line's wide gaps that are no gutter (a
+narrow justified column's spaces) leave it one line.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _median(values: list[int]) -> float:
 def in_columns(lines: list[list[Piece]]) -> list[Piece]:
     """A page's pieces in reading order; lines: each line's pieces, in PDFium's order."""
     cut = [line for line in lines if len(line) == 2]
-    flat = [piece for line in lines for piece in line]
+    flat = [_joined(line) for line in lines]
     if len(cut) < MIN_ROWS:
         return flat
     # The gutter: the space every cut line leaves between its two pieces.
@@ -81,14 +82,25 @@ def in_columns(lines: list[list[Piece]]) -> list[Piece]:
     right: list[Piece] = []
     for line in lines:
         sides = [_side(piece, low, high) for piece in line]
-        if "across" in sides or len(line) > 2:
+        if "across" in sides:
             out += _in_order(left, right, rtl)
             left, right = [], []
-            out += line
+            out.append(_joined(line))
             continue
-        for piece, side in zip(line, sides, strict=True):
-            (left if side == "left" else right).append(piece)
+        # Gaps within a column (a justified line's wide spaces) join again.
+        for column, side in ((left, "left"), (right, "right")):
+            pieces = [p for p, at in zip(line, sides, strict=True) if at == side]
+            if pieces:
+                column.append(_joined(pieces))
     return out + _in_order(left, right, rtl)
+
+
+def _joined(pieces: list[Piece]) -> Piece:
+    """A line's pieces as one (a line that no gutter cuts: its gaps were wide spaces)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    text = " ".join(p.text for p in pieces)
+    return Piece(text, pieces[0].left, pieces[-1].right, pieces[0].height)
 
 
 def _in_order(left: list[Piece], right: list[Piece], rtl: bool) -> list[Piece]:
