@@ -9,6 +9,8 @@ import numpy as np
 
 from app.index.chaining import (
     LETTER_RUN,
+    LOOKBACK,
+    chained,
     extend,
     extend_edges,
     longest_runs,
@@ -28,6 +30,19 @@ def test_past_the_run_bound_the_longest_runs_are_kept_wherever_they_lie() -> Non
     assert [list(r) for r in kept if r[1] - r[0] == 40] == copy  # every long run, in order
     assert (np.diff(kept[:, 0]) >= 0).all()
     assert longest_runs(runs[:50], 100).tolist() == runs[:50].tolist()
+
+
+def test_a_copy_of_a_repeated_paragraph_chains_on_its_own_diagonal() -> None:
+    """A source that repeats a paragraph seeds each copied word on every repeat's
+    diagonal: the copy's own diagonal, cut once, is still one chain (its pieces more than
+    LOOKBACK runs apart), not a chain hopping onto the next repeat (an audit's man page)."""
+    own = [[20, 60, 120, 160], [62, 100, 162, 200]]  # cut at a key too common to seed
+    # Words the repeats share with the copy's paragraph (they differ here and there).
+    repeats = [[q, q + 2, q + d, q + d + 2] for q in range(20, 100, 3) for d in (140, 190)]
+    runs = sorted(own + repeats)
+    assert sum(1 for r in runs if own[0][0] < r[0] < own[1][0]) > LOOKBACK
+    best = chained(runs, 2)[0]
+    assert best[:5] == (20, 100, 120, 200, 78)
 
 
 def test_only_short_runs_wholly_of_unspaced_letters_are_left_unchained() -> None:

@@ -469,3 +469,13 @@ def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragra
         "Later a \u201csmall\u201d word.",
     ]
     assert _quoted("\n".join(lines)) == ["\u201csmall\u201d"]
+
+
+def test_a_passage_is_as_long_as_its_shorter_side() -> None:
+    """A passage of 30 query words over 24 source words counts 0.8 of its query words;
+    one whose source side is longer counts all of them."""
+    from app.index.exclusions import shorter_side
+    from app.index.passages import Passage
+
+    assert shorter_side(Passage((10, 40), (100, 124), 0, 0, 0, 0)) == 24 / 30
+    assert shorter_side(Passage((10, 40), (100, 140), 0, 0, 0, 0)) == 1.0

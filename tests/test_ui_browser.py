@@ -856,6 +856,47 @@ def test_ids_and_titles_are_isolated_from_right_to_left_text(
     assert page.locator("#report-title bdi").inner_text() == rtl_id
 
 
+def test_a_right_to_left_paragraph_reads_from_the_right(page: Page, server: Server, corpus) -> None:
+    """In a text of English and Hebrew paragraphs each takes its own direction: the Hebrew
+    one ends at the pane's right edge, its full stop at its left end, and the English one
+    starts at the left edge (an audit saw Hebrew laid out left to right)."""
+    hebrew = "\u05d6\u05d4\u05d5 \u05de\u05e9\u05e4\u05d8 \u05d1\u05e2\u05d1\u05e8\u05d9\u05ea."
+    english = _words(corpus[list(corpus)[18]], 0, 40)
+    _store(server, "mixed-rtl", f"{english}\n\n{hebrew}", {})
+    page.goto(server.url + "/ui/documents/mixed-rtl")
+    page.locator("#report").wait_for()
+    edges = page.evaluate(
+        """(hebrew) => {
+            const pane = document.getElementById("checked");
+            const walk = document.createTreeWalker(pane, NodeFilter.SHOW_TEXT);
+            const box = (node, at, end) => {
+                const range = document.createRange();
+                range.setStart(node, at); range.setEnd(node, end);
+                return range.getBoundingClientRect();
+            };
+            let first = null, line = null, stop = null;
+            for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+                if (first === null && n.data.trim()) first = box(n, 0, 1);
+                const at = n.data.indexOf(hebrew.slice(0, 3));
+                if (at >= 0) {
+                    line = box(n, at, at + hebrew.length);
+                    stop = box(n, at + hebrew.length - 1, at + hebrew.length);
+                }
+            }
+            const outer = pane.getBoundingClientRect(), style = getComputedStyle(pane);
+            const right = outer.right - parseFloat(style.paddingRight) - pane.offsetWidth + pane.clientWidth;
+            const left = outer.left + parseFloat(style.paddingLeft);
+            return {right, left, lineRight: line.right, lineLeft: line.left,
+                    stopLeft: stop.left, firstLeft: first.left};
+        }""",
+        hebrew,
+    )
+    assert abs(edges["lineRight"] - edges["right"]) < 3, edges
+    assert edges["stopLeft"] - edges["lineLeft"] < 3, edges  # the full stop ends it, at its left
+    # The English one from the left (its first word marked: a mark's own padding).
+    assert edges["firstLeft"] - edges["left"] < 10, edges
+
+
 def test_a_key_limited_to_the_collection_checks_texts(
     browser: Browser, server: Server, requests_seen, pasted
 ) -> None:

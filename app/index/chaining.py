@@ -19,6 +19,13 @@ SEED_BITS = 12
 # MAX_GAP words before it in both texts.
 LOOKBACK = 24
 MAX_GAP = 20
+# ... and, beyond those, at the last run on its own diagonal and on the NEAR_DIAGONALS
+# either side (minimap2 keeps such a predecessor too): where a source repeats a paragraph,
+# each copied word seeds a run on every repeat's diagonal, the LOOKBACK runs before a run
+# are all short ones on the other repeats, and the copy's own diagonal, cut by a key too
+# common to seed, was chained onto the wrong repeat (an audit's man page, every option's
+# paragraph the same).
+NEAR_DIAGONALS = 2
 # A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
 GAP_COST = 0.3
 DIAG_COST = 0.5
@@ -118,19 +125,28 @@ def longest_runs(runs: np.ndarray, most: int) -> np.ndarray:
 
 def chained(runs: list[list[int]], seed: int) -> list[Chain]:
     """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
-    chain among its LOOKBACK predecessors that start before it and end before it ends in
-    both texts, at most MAX_GAP words away, gaining the query words it adds, less
-    GAP_COST a word between them and DIAG_COST a word of diagonal shift. Each chain as
-    (query first, query end, source first, source end, query words matched, its runs),
-    best first, less a lone seed (seed words) at either end that its gap outweighs
+    chain among its LOOKBACK predecessors, and the latest runs on diagonals within
+    NEAR_DIAGONALS of its own, that start before it and end before it ends in both
+    texts, at most MAX_GAP words away, gaining the query words it adds, less GAP_COST a
+    word between them and DIAG_COST a word of diagonal shift. Each chain as (query
+    first, query end, source first, source end, query words matched, its runs), best
+    first, less a lone seed (seed words) at either end that its gap outweighs
     (_without_chance_ends)."""
     count = len(runs)
     score = [0.0] * count
     back = [-1] * count
+    last_on: dict[int, int] = {}  # diagonal: the latest run on it
     for i in range(count):
         qi0, qi1, si0, si1 = runs[i]
         best, arg = float(qi1 - qi0), -1
-        for j in range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1):
+        diagonal = si0 - qi0
+        window = range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1)
+        near = [
+            j
+            for d in range(diagonal - NEAR_DIAGONALS, diagonal + NEAR_DIAGONALS + 1)
+            if (j := last_on.get(d, i)) < window.stop + 1
+        ]
+        for j in (*window, *near):
             qj0, qj1, sj0, sj1 = runs[j]
             if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
                 continue
@@ -146,6 +162,7 @@ def chained(runs: list[list[int]], seed: int) -> list[Chain]:
             if score[j] + gain > best:
                 best, arg = score[j] + gain, j
         score[i], back[i] = best, arg
+        last_on[diagonal] = i
     used = [False] * count
     out = []
     for end in sorted(range(count), key=lambda i: -score[i]):

@@ -26,7 +26,7 @@ from app.index.errors import (
     NoShinglesError,
     ThresholdError,
 )
-from app.index.exclusions import Exclusions
+from app.index.exclusions import Exclusions, shorter_side
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import DamagedLayout, Layout, Overdue, covered_runs, merge
@@ -233,8 +233,11 @@ async def contained(
                 for x in passages:
                     qa, qb = x.query_words
                     weight = indexed.weighed(qa, qb)
-                    if weight > longest:
-                        longest, density = weight, weight / (qb - qa)
+                    # As long as its shorter side: 30 query words that paraphrase 24 of
+                    # the source's are not a 30-word copy.
+                    length = weight * shorter_side(x)
+                    if length > longest:
+                        longest, density = length, weight / (qb - qa)
                 if set_aside is not None:  # the one place exclusions apply
                     passages, longest = set_aside.trim(
                         passages, layout, source, piece, k, indexed.counted

@@ -577,14 +577,14 @@ class Exclusions:
         counted: np.ndarray | None = None,
     ) -> tuple[list[Passage], float]:
         """The passages without their excluded words, and the most words any one passage
-        kept. A passage splits around its excluded words, each edge a cut made moved to
-        the nearest words that match the source (_Edges), pieces under k words (no
-        shingle) are dropped, and the rest are judged
-        together, by the words they keep: under `least` they are dropped as alignment
-        drops a passage that short, under min_words set aside as short. So quotation
-        marks around a few words of a copy take those words out of it, never the copy
-        with them. counted: the running total of what each query word counts for
-        (align.Query.counted; None: one each)."""
+        kept (fewer when its pieces' source sides are shorter: shorter_side). A passage
+        splits around its excluded words, each edge a cut made moved to the nearest words
+        that match the source (_Edges); pieces under k words (no shingle) are dropped,
+        and the rest are judged together, by the words they keep: under `least` they are
+        dropped as alignment drops a passage that short, under min_words set aside as
+        short. So quotation marks around a few words of a copy take those words out of
+        it, never the copy with them. counted: the running total of what each query word
+        counts for (align.Query.counted; None: one each)."""
         from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
@@ -607,7 +607,9 @@ class Exclusions:
             if kept < self.min_words:
                 self.short.update((int(query.starts[a]), int(query.ends[b - 1])) for a, b in runs)
                 continue
-            longest = max(longest, kept)
+            query_words = sum(rb - ra for ra, rb in runs)
+            source_words = sum(tb - ta for _, _, ta, tb in placed)
+            longest = max(longest, kept * min(1.0, source_words / query_words))
             for ra, rb, ta, tb in placed:
                 out.append(
                     Passage(
@@ -627,6 +629,14 @@ class Exclusions:
         inside a long one with another)."""
         short = [Span(a, b, "short") for a, b in _minus(merge(list(self.short)), self.counting)]
         return sorted([*self.spans, *short], key=lambda s: (s.start, s.end))
+
+
+def shorter_side(p: Passage) -> float:
+    """The share of a passage's query words its source side's word count is, at most 1:
+    a passage is as long as its shorter side."""
+    qa, qb = p.query_words
+    sa, sb = p.source_words
+    return min(1.0, (sb - sa) / (qb - qa))
 
 
 class _Edges:
