@@ -884,7 +884,8 @@ def test_a_right_to_left_paragraph_reads_from_the_right(page: Page, server: Serv
                 }
             }
             const outer = pane.getBoundingClientRect(), style = getComputedStyle(pane);
-            const right = outer.right - parseFloat(style.paddingRight) - pane.offsetWidth + pane.clientWidth;
+            const bar = pane.offsetWidth - pane.clientWidth;  // border and scroll bar
+            const right = outer.right - parseFloat(style.paddingRight) - bar;
             const left = outer.left + parseFloat(style.paddingLeft);
             return {right, left, lineRight: line.right, lineLeft: line.left,
                     stopLeft: stop.left, firstLeft: first.left};
