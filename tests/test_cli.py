@@ -8,6 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 from support.corpus import CORPUS, neardup_cmd, read_truth
@@ -79,8 +80,24 @@ def test_ingest_through_running_service_is_idempotent(tmp_path: Path, env: dict)
         text = dict(line.split(" ", 1) for line in CORPUS.read_text().splitlines())[b]
         found = run("query", "--json", "--url", server.url, env=env, stdin=text.encode())
         assert {a, b} <= {r["id"] for r in json.loads(found.stdout)["results"]}
+        # --batch N sends N lines a request: 10 lines in batches of 3 are 4 requests.
+        small = tmp_path / "small.txt"
+        small.write_text("".join(f"b{i} words of line {i} here\n" for i in range(10)))
+        before = _batch_requests(server.url)
+        done = run("ingest", "--quiet", "--batch", "3", str(small), "--url", server.url, env=env)
+        assert done.returncode == 0, done.stderr
+        assert _batch_requests(server.url) - before == 4
+        refused = run("ingest", "--batch", "0", str(small), "--url", server.url, env=env)
+        assert refused.returncode == 2 and b"a batch is 1 to" in refused.stderr
     finally:
         server.stop()
+
+
+def _batch_requests(url: str) -> float:
+    """POST /documents/batch requests the service has counted."""
+    text = httpx.get(url + "/metrics").text
+    pattern = r'neardup_http_requests_total\{[^}]*route="/documents/batch"[^}]*\} (\S+)'
+    return sum(float(m) for m in re.findall(pattern, text))
 
 
 def test_bad_lines_are_reported_and_skipped(tmp_path: Path, env: dict) -> None:

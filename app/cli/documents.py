@@ -70,8 +70,9 @@ def ingest_command(args: argparse.Namespace) -> int:
 
     async def work(backend: Backend) -> int:
         summary = await tools.ingest(
-            backend, args.files, err, progress=not args.quiet, html=args.html, ttl=args.ttl
-        )
+            backend, args.files, err, progress=not args.quiet, html=args.html, ttl=args.ttl,
+            batch=args.batch,
+        )  # fmt: skip
         print(summary.report())
         # 3, as check's "done, and found something": a script tells a run that skipped
         # lines from a clean one without reading stderr.

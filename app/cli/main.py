@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="each document expires this many seconds after it is stored (the API's ttl)",
     )
+    ingest.add_argument(
+        "--batch",
+        type=arguments.batch_size,
+        default=500,
+        help=f"lines a request (1 to {MAX_BATCH}); up to four batches travel at once",
+    )
     _add_target(ingest)
     ingest.set_defaults(func=ingest_command)
 

@@ -89,10 +89,11 @@ async def ingest(
     progress: bool = True,
     html: bool = False,
     ttl: int | None = None,
+    batch: int = BATCH,
 ) -> IngestSummary:
-    """Send every good line of every file in batches, reporting bad lines as it goes; with
-    html, each text is a page and its main text is what is sent; with ttl, each document
-    expires that many seconds after its batch is stored."""
+    """Send every good line of every file in batches of batch lines, reporting bad lines
+    as it goes; with html, each text is a page and its main text is what is sent; with
+    ttl, each document expires that many seconds after its batch is stored."""
     summary = IngestSummary()
     started = time.monotonic()
     total = total_bytes(paths)
@@ -134,7 +135,7 @@ async def ingest(
 
         holding: dict[asyncio.Task[None], set[str]] = {}  # each batch in flight: its ids
         try:
-            for chunk in _batches(lines, BATCH):
+            for chunk in _batches(lines, batch):
                 for ln in chunk:
                     if ln.error is not None:
                         skip(ln, ln.error)
