@@ -254,3 +254,46 @@ def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
     body = {"name": "b2", "fingerprint_bits": 16, "shingle": "words:3"}
     two = client.post("/collections", json=body)
     assert {e["field"] for e in two.json()["errors"]} == {"fingerprint_bits", "shingle"}
+
+
+def test_a_refusal_of_one_field_names_that_field(client: TestClient) -> None:
+    """A refusal that concerns one field names it, in a batch with its item's place, even
+    where a check across fields made it (an audit saw body and request named instead)."""
+    cases = [
+        ("post", "/documents", {"text": "a b", "expires_at": "2030-01-01T00:00:00"}, "expires_at"),
+        ("post", "/documents", {"text": "a b", "expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
+        ("post", "/documents/batch",
+         {"documents": [{"id": "a", "text": "x y"},
+                        {"id": "b", "text": "a b", "expires_at": "2001-01-01T00:00:00Z"}]},
+         "documents.1.expires_at"),
+        ("post", "/similar", {"text": "<p>hi there</p>", "content_type": "text/html", "site": " "},
+         "site"),
+        ("post", "/similar", {"text": "a b c", "site": "example.org"}, "site"),
+        ("post", "/similar", {"text": "a b c", "evidence": True}, "evidence"),
+        ("post", "/similar", {"text": "a b c", "exclude": {"quotes": True}}, "exclude"),
+        ("put", "/documents/k", {"data": "!!!", "content_type": "application/pdf"}, "data"),
+    ]  # fmt: skip
+    for method, path, body, field in cases:
+        r = getattr(client, method)(path, json=body)
+        assert r.status_code == 422, r.text
+        assert [e["field"] for e in r.json()["errors"]] == [field], (body, r.text)
+    r = client.get("/similar/k", params={"filter": "notjson"})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "filter", r.text
+    both = client.post(
+        "/documents", json={"text": "a b", "ttl": 5, "expires_at": "2030-01-01T00:00:00Z"}
+    )
+    assert [e["field"] for e in both.json()["errors"]] == ["body"]  # two fields: the body
+
+
+def test_a_path_without_its_id_says_to_add_one(client: TestClient) -> None:
+    """PUT /documents/ and GET /similar/ (the id left out) are 404s that say where the id
+    goes and what it may be, not a bare "Not Found"; other unknown paths stay 404."""
+    for r in (
+        client.put("/documents/", json={"text": "a b c d"}),
+        client.get("/similar/"),
+        client.get("/collections/default/documents/"),
+    ):
+        assert r.status_code == 404, r.text
+        assert "id after the slash" in r.json()["detail"] and "512 bytes" in r.json()["detail"]
+    other = client.get("/nowhere/")
+    assert other.status_code == 404 and "id" not in other.json()["detail"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from starlette.types import Send
 
 from app.api.schemas import Problem
 from app.core import errors
+from app.index.ids import MAX_ID_BYTES
 
 PROBLEM = "application/problem+json"
 RETRY_AFTER_S = 1
@@ -68,7 +70,12 @@ async def send_problem(
     await send({"type": "http.response.body", "body": body})
 
 
-def _where(loc: tuple) -> str:
+def _where(error: dict[str, Any]) -> str:
+    loc = tuple(error.get("loc", ()))
+    # A model's validator that refused one of its fields names it (schemas.FieldError).
+    field = getattr((error.get("ctx") or {}).get("error"), "field", None)
+    if isinstance(field, str) and field not in ("request", "body") and loc[-1:] != (field,):
+        loc = (*loc, field)
     parts = [str(p) for p in loc if p not in ("body",)]
     return ".".join(parts) or "body"
 
@@ -80,14 +87,22 @@ def _message(error: dict[str, Any]) -> str:
 
 
 async def _validation(_: Request, exc: RequestValidationError) -> ProblemResponse:
-    errors = [
-        {"field": _where(tuple(e.get("loc", ()))), "message": _message(e)} for e in exc.errors()
-    ]
+    errors = [{"field": _where(e), "message": _message(e)} for e in exc.errors()]
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return problem(422, "Invalid request", detail, errors=errors)
 
 
-async def _http(_: Request, exc: StarletteHTTPException) -> ProblemResponse:
+# Routes whose path ends in a document's id: the same path without one names no route.
+_ID_ROUTES = re.compile(r"(?:^|/)(?:documents|similar)/$")
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> ProblemResponse:
+    if exc.status_code == 404 and exc.detail == "Not Found" and _ID_ROUTES.search(request.url.path):
+        detail = (
+            f"{request.url.path} names no document: put the document's id after the slash "
+            f"(1 to {MAX_ID_BYTES} bytes of UTF-8, percent-encoded)"
+        )
+        return problem(404, "Not found", detail)
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (say, not UTF-8): the
         # same 422 as any other malformed JSON body.

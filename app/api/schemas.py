@@ -215,7 +215,10 @@ class _Text(_In):
     @model_validator(mode="after")
     def _extract(self) -> _Text:
         if self.data is not None:
-            self._file = formats.decode(self.data)  # FileError: a 422 naming the field
+            try:
+                self._file = formats.decode(self.data)
+            except formats.FileError as exc:
+                raise FieldError("data", str(exc)) from None
             self.data = None  # the bytes are kept once
         elif self.content_type == HTML and self.text is not None:
             try:
@@ -267,6 +270,15 @@ _LEAP = re.compile(r"T\d{2}:\d{2}:(60)")
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
 
 
+class FieldError(ValueError):
+    """A validator's refusal of one field of the model: the 422 lists it at that field
+    (app.api.problems), not at the whole body, which a model's validator is given."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def parse_expiry(value: str) -> datetime:
     """An RFC 3339 time with an offset (Z or +hh:mm; t and z in either case, and a leap
     second, :60, read as the second after :59)."""
@@ -281,9 +293,10 @@ def parse_expiry(value: str) -> datetime:
     except (ValueError, OverflowError):
         when = None
     if when is None or when.tzinfo is None or not _RFC3339.fullmatch(value.upper()):
-        raise ValueError(
+        raise FieldError(
+            "expires_at",
             f"expires_at {value!r} is not an RFC 3339 time with an offset, "
-            "e.g. 2030-01-31T12:00:00Z"
+            "e.g. 2030-01-31T12:00:00Z",
         )
     return when
 
@@ -327,14 +340,17 @@ class _Expiring(_In):
         if self.ttl is not None and self.expires_at is not None:
             raise ValueError("give ttl or expires_at, not both")
         if self.expires_at is not None and parse_expiry(self.expires_at).timestamp() <= time.time():
-            raise ValueError(f"expires_at {self.expires_at} is in the past; give a later time")
+            raise FieldError(
+                "expires_at", f"expires_at {self.expires_at} is in the past; give a later time"
+            )
         if (
             self.expires_at is not None
             and parse_expiry(self.expires_at).timestamp() > time.time() + MAX_TTL_S
         ):
-            raise ValueError(
+            raise FieldError(
+                "expires_at",
                 f"expires_at {self.expires_at} is more than 100 years ({MAX_TTL_S} s) from "
-                "now; give an earlier time"
+                "now; give an earlier time",
             )
         return self
 
@@ -476,14 +492,16 @@ class SimilarIn(_Text):
     def _check_options(self) -> None:
         """Refuse options the measure or the content type has no use for."""
         if self.exclude is not None and self.measure != "containment":
-            raise ValueError("exclude needs measure=containment (Jaccard has no passages)")
+            raise FieldError(
+                "exclude", "exclude needs measure=containment (Jaccard has no passages)"
+            )
         if self.site is not None and not self.is_html:
-            raise ValueError(
-                "site goes with content_type text/html (a template is read from pages)"
+            raise FieldError(
+                "site", "site goes with content_type text/html (a template is read from pages)"
             )
         problem = None if self.site is None else site_problem(self.site)
         if problem is not None:
-            raise ValueError(problem)
+            raise FieldError("site", problem)
 
     def _quoting(self) -> bool:
         return self.exclude is not None and self.exclude.quotes
@@ -500,7 +518,9 @@ class SimilarIn(_Text):
 def check_measure(measure: str, evidence: bool) -> None:
     """Refuse evidence for a measure that has none."""
     if evidence and measure != "containment":
-        raise ValueError("evidence=true needs measure=containment (Jaccard has no passages)")
+        raise FieldError(
+            "evidence", "evidence=true needs measure=containment (Jaccard has no passages)"
+        )
 
 
 THIN_DOC = "true when the page has little text of its own beside its site's template"

@@ -25,6 +25,7 @@ class FilterError(errors.Invalid):
     """A filter that cannot be applied; the message says what to fix."""
 
     title = "Invalid filter"
+    field = "filter"  # where a 422 lists it (app.api.problems)
 
 
 def _canonical(value: Any) -> bytes:

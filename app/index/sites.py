@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core import errors
 from app.index import records
+from app.index.errors import NoShinglesError
 from app.index.results import Document
 from app.index.templates import (
     TEMPLATE_LEAST_PAGES,
@@ -42,17 +42,28 @@ Ingest = Callable[[Sequence[Document]], Awaitable[Any]]
 Get = Callable[[str], Awaitable["records.Record | None"]]
 
 
-class AllTemplateError(errors.Invalid):
+class AllTemplateError(NoShinglesError):
     """A page with no text of its own: every block of it is its site's template."""
 
     title = "Page is all template"
 
 
+_ALL_TEMPLATE = "the page is all template of site "
+
+
 def all_template(site: str) -> str:
     return (
-        f"the page is all template of site {site!r}: none of its text is its own "
+        f"{_ALL_TEMPLATE}{site!r}: none of its text is its own "
         "(send a page with content, or as text/plain to compare it whole)"
     )
+
+
+def no_words(error: str) -> NoShinglesError:
+    """The refusal of a document stored with this error: a page all template says so,
+    as a query of it does (one title for one condition), else a text without words."""
+    if error.startswith(_ALL_TEMPLATE):
+        return AllTemplateError(error)
+    return NoShinglesError(error)
 
 
 @dataclass

@@ -14,9 +14,10 @@ from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
 from app.api.routes.similar import similar_out
 from app.api.routing import Route
-from app.index import Document, Index, IngestResult, NoShinglesError
+from app.index import Document, Index, IngestResult
 from app.index.formats import FileError
 from app.index.html import HTMLError
+from app.index.sites import no_words
 
 router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
@@ -28,7 +29,7 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 def _ingest_out(r: IngestResult, threshold: float | None) -> schemas.IngestOut:
     if r.error is not None:
-        raise NoShinglesError(r.error)
+        raise no_words(r.error)
     similar = None
     if r.similar is not None and threshold is not None:
         similar = similar_out(r.similar, threshold)
