@@ -249,6 +249,30 @@ def test_bad_pdfs_are_named() -> None:
     assert issubclass(FileError, Invalid)
 
 
+def test_a_file_of_another_kind_is_named_by_its_bytes() -> None:
+    """An image, an EPUB, a spreadsheet sent as a PDF, DOCX or ODT is named as what its
+    first bytes say it is, and a PDF whose pages draw nothing is blank, not a scan to OCR
+    (an audit got "is it truncated?" for a PNG, "no word/document.xml" for an EPUB)."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(64)
+    for kind in (PDF, DOCX, ODT):
+        assert "a PNG image" in _refused(kind, png), kind
+        assert "a JPEG image" in _refused(kind, b"\xff\xd8\xff\xe0" + bytes(64)), kind
+    epub = _zip({"mimetype": b"application/epub+zip", "OEBPS/content.opf": b"<package/>"})
+    for kind in (PDF, DOCX, ODT):
+        assert "an EPUB e-book" in _refused(kind, epub), kind
+    ods = _zip(
+        {"mimetype": b"application/vnd.oasis.opendocument.spreadsheet",
+         "content.xml": b'<office:document-content xmlns:office="urn:oasis:names:tc:'
+                        b'opendocument:xmlns:office:1.0"><office:body><office:spreadsheet/>'
+                        b"</office:body></office:document-content>"}
+    )  # fmt: skip
+    assert "an ODS spreadsheet" in _refused(ODT, ods)
+    assert "an ODS spreadsheet" in _refused(DOCX, ods)
+    assert "an XLSX spreadsheet" in _refused(DOCX, _zip({"xl/workbook.xml": b"<a/>"}))
+    assert "PDF's pages are blank" in _refused(PDF, pdf([b""]))
+    assert "OCR it first" in _refused(PDF, pdf([SCAN]))
+
+
 def _zip(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", method) as z:

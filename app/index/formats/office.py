@@ -91,6 +91,9 @@ def _not_a_zip(raw: bytes, kind: str) -> str:
         return f"the file is a PDF, not {_a(kind)}: send it with content_type application/pdf"
     if raw[:1024].lstrip().startswith(_RTF):
         return f"the file is RTF, not {_a(kind)}: RTF is not read; {save}"
+    sniffed = what_it_is(raw)
+    if sniffed is not None and not sniffed.startswith("a zip"):
+        return f"the file is {sniffed}, not {_a(kind)}"
     return f"the {kind} is broken: it is not a readable zip file (is it truncated?)"
 
 
@@ -119,7 +122,7 @@ class _Zip:
         try:
             info = self.archive.getinfo(name)
         except KeyError:
-            other = self._other()
+            other = self.other()
             raise FileError(f"the file is not {_a(kind)}: it has no {name}{other}") from None
         if info.flag_bits & 0x1:
             raise FileError(f"the {kind} is encrypted: save it without a password")
@@ -147,35 +150,83 @@ class _Zip:
         """A member's XML tree, or None when the zip has no such member."""
         return parse(self.part(name), self.kind) if self.has(name) else None
 
-    def _other(self) -> str:
-        """The other office format, when the zip is one: the content_type to send it with."""
-        if self.kind != "DOCX" and self.has("word/document.xml"):
-            return f" (it is a DOCX: send it with content_type {_DOCX_TYPE})"
-        if self.kind != "ODT" and self.has("content.xml"):
-            return f" (it is an ODT: send it with content_type {_ODT_TYPE})"
-        return ""
+    def other(self) -> str:
+        """What the zip is instead, when it says (another office format: the content_type
+        to send it with; an EPUB, a spreadsheet: that it is not read)."""
+        what = _zip_kind(self.archive)
+        if what == "a zip file" or what.startswith(f"{_a(self.kind)}:"):
+            return ""
+        return f" (it is {what})"
+
+
+# Files a reviewer may send by mistake, known by their first bytes, and what to do.
+_NOT_READ = "which is not read"
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image (a picture of text is not read: OCR it first)"),
+    (b"\xff\xd8\xff", "a JPEG image (a picture of text is not read: OCR it first)"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"II*\x00", "a TIFF image (a picture of text is not read: OCR it first)"),
+    (b"MM\x00*", "a TIFF image (a picture of text is not read: OCR it first)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!", "a RAR archive"),
+)
+# A zip's kind by its mimetype member (OpenDocument, EPUB) or its main part (OOXML).
+_ZIP_MIMETYPES = {
+    "application/vnd.oasis.opendocument.text": f"an ODT: send it with content_type {_ODT_TYPE}",
+    "application/vnd.oasis.opendocument.spreadsheet": f"an ODS spreadsheet, {_NOT_READ}",
+    "application/vnd.oasis.opendocument.presentation": f"an ODP presentation, {_NOT_READ}",
+    "application/epub+zip": f"an EPUB e-book, {_NOT_READ} (export it as PDF)",
+}
+_ZIP_PARTS = (
+    ("word/document.xml", f"a DOCX: send it with content_type {_DOCX_TYPE}"),
+    ("xl/workbook.xml", f"an XLSX spreadsheet, {_NOT_READ}"),
+    ("ppt/presentation.xml", f"a PPTX presentation, {_NOT_READ}"),
+    ("content.xml", f"an ODT: send it with content_type {_ODT_TYPE}"),
+)
 
 
 def what_it_is(raw: bytes) -> str | None:
-    """What a file sent as a PDF is instead, with the content_type to send it with, when
-    its first bytes tell (a DOCX, an ODT, a Word 97-2003 .doc, RTF); None otherwise."""
+    """What a file is, with the content_type to send it with (or why it is not read),
+    when its first bytes tell (a DOCX, an ODT, a Word 97-2003 .doc, RTF, a PDF, an image,
+    an EPUB, a spreadsheet...); None otherwise."""
     if raw.startswith(_OLE):
         what = _ole_kind(raw)
         return "a password-protected Office file" if what == "encrypted" else what
-    if raw.lstrip().startswith(_RTF):
+    head = raw[:1024].lstrip()
+    if head.startswith(_RTF):
         return "RTF"
+    if b"%PDF-" in raw[:1024]:
+        return "a PDF: send it with content_type application/pdf"
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            return what
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "a WebP image"
+    if head[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return "an HTML page: send it as text with content_type text/html"
     if raw.startswith(b"PK\x03\x04"):
         try:
             with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-                names = archive.NameToInfo
+                return _zip_kind(archive)
         except (zipfile.BadZipFile, ValueError, EOFError):
             return "a zip file"
-        if "word/document.xml" in names:
-            return f"a DOCX: send it with content_type {_DOCX_TYPE}"
-        if "content.xml" in names:
-            return f"an ODT: send it with content_type {_ODT_TYPE}"
-        return "a zip file"
     return None
+
+
+def _zip_kind(archive: zipfile.ZipFile) -> str:
+    """What a zip holds, as what_it_is says it."""
+    names = archive.NameToInfo
+    mimetype = names.get("mimetype")
+    if mimetype is not None and mimetype.file_size <= 100:
+        declared = archive.read(mimetype).decode("ascii", "replace").strip()
+        if declared in _ZIP_MIMETYPES:
+            return _ZIP_MIMETYPES[declared]
+    for name, what in _ZIP_PARTS:
+        if name in names:
+            return what
+    return "a zip file"
 
 
 def read_part(raw: bytes, name: str, kind: str) -> bytes:
@@ -508,9 +559,12 @@ def odt_text(raw: bytes) -> str:
             raise FileError("the ODT is encrypted: save it without a password")
         root = parse(archive.part("content.xml"), "ODT")
         hidden = _odt_hidden_styles(archive.tree("styles.xml"), root)
+        other = archive.other()
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
-        raise FileError("the file is not an ODT text document: content.xml has no office:text")
+        raise FileError(
+            f"the file is not an ODT text document: content.xml has no office:text{other}"
+        )
     notes: list[ET.Element] = []
     parts = [_odt_walk(body, hidden, notes)]
     # A note's body is read after the text (a note in a note is not ODF).

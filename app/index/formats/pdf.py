@@ -44,6 +44,8 @@ NEXT_LINE_GAPS = 1.6
 SAME_PLACE = 6.0
 REPEAT_SHARE = 0.5
 NO_TEXT = "no text: the PDF has no text layer; OCR it first"
+# ... and nothing to OCR: its pages draw nothing at all.
+BLANK = "no text: the PDF's pages are blank (they draw nothing); send the document's own file"
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _DIGITS = re.compile(r"\d+")
@@ -475,5 +477,22 @@ def extract(raw: bytes) -> str:
     """A PDF's text; FileError when it is not a readable PDF or has no text layer."""
     text = clean(*pages_of(raw))
     if not any(c.isalnum() for c in text):
-        raise FileError(NO_TEXT)
+        raise FileError(NO_TEXT if _draws(raw) else BLANK)
     return text
+
+
+def _draws(raw: bytes) -> bool:
+    """Whether any page draws anything (a scan's image, text drawn as outlines: what OCR
+    would read); asked only of a PDF without text."""
+    doc = _open(raw)
+    try:
+        for i in range(len(doc)):
+            page = doc[i]
+            try:
+                if pdfium_c.FPDFPage_CountObjects(page.raw) > 0:
+                    return True
+            finally:
+                page.close()
+        return False
+    finally:
+        doc.close()
