@@ -3,7 +3,7 @@ copies end to end is tests/test_align.py's)."""
 
 from __future__ import annotations
 
-from app.index.reorder import JUMP, jumps
+from app.index.reorder import JUMP, SOURCE_HOLE, jumps, merge
 
 
 def test_only_a_copy_with_signs_of_reordering_is_filled() -> None:
@@ -14,3 +14,16 @@ def test_only_a_copy_with_signs_of_reordering_is_filled() -> None:
     moved = [[0, 10, 100, 110], [10, 20, 110 + JUMP + 1, 120 + JUMP + 1]]
     assert not jumps(on_one) and not jumps(edited) and not jumps(on_one[:1])
     assert jumps(moved) and jumps([[0, 8, 300, 308], [8, 16, 200, 208]])
+
+
+def test_a_chance_match_from_elsewhere_inside_a_copy_does_not_split_it() -> None:
+    """Five words matched far elsewhere in the source, lying inside one of a reordered
+    copy's pieces, no longer keep its pieces apart (an audit's man page copies came back
+    in 3 and 4 passages); a short sentence of the copy's own source part lying inside a
+    chain through another sentence still counts, its source words the copy's."""
+    copy = [[0, 40, 1000, 1040, 40], [40, 80, 960, 1000, 40], [80, 120, 1040, 1080, 40]]
+    far = [50, 55, 1000 + 40 + 10 * SOURCE_HOLE, 1045 + 10 * SOURCE_HOLE, 5]
+    assert merge([[*p] for p in copy]) == [[0, 120, 960, 1080, 120]]
+    assert merge([[*p] for p in [*copy, far]]) == [[0, 120, 960, 1080, 120]]
+    own = [90, 96, 950, 956, 6]  # the copy's first source words, inside the third piece
+    assert merge([[*p] for p in [*copy, own]]) == [[0, 120, 950, 1080, 126]]

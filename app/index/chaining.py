@@ -19,13 +19,13 @@ SEED_BITS = 12
 # MAX_GAP words before it in both texts.
 LOOKBACK = 24
 MAX_GAP = 20
-# ... and, beyond those, at the last run on its own diagonal and on the NEAR_DIAGONALS
-# either side (minimap2 keeps such a predecessor too): where a source repeats a paragraph,
-# each copied word seeds a run on every repeat's diagonal, the LOOKBACK runs before a run
-# are all short ones on the other repeats, and the copy's own diagonal, cut by a key too
-# common to seed, was chained onto the wrong repeat (an audit's man page, every option's
-# paragraph the same).
-NEAR_DIAGONALS = 2
+# ... and, beyond those, at the latest run on its own diagonal (minimap2 keeps such a
+# predecessor too): where a source repeats a paragraph, each copied word seeds a run on
+# every repeat's diagonal, the LOOKBACK runs before a run are all short ones on the other
+# repeats, and the copy's own diagonal, cut by a key too common to seed, was chained onto
+# the wrong repeat (an audit's man page, every option's paragraph the same). Only its own:
+# with the two diagonals either side too, a chain stepped over a reordered copy's short
+# sentence and split the copy (an audit's reordered copies: granularity 1.075 -> 1.150).
 # A word between two chained seeds costs GAP_COST, a shift of diagonal DIAG_COST a word.
 GAP_COST = 0.3
 DIAG_COST = 0.5
@@ -125,13 +125,12 @@ def longest_runs(runs: np.ndarray, most: int) -> np.ndarray:
 
 def chained(runs: list[list[int]], seed: int) -> list[Chain]:
     """Colinear chains of runs (minimap2's DP on word runs): a run continues the best
-    chain among its LOOKBACK predecessors, and the latest runs on diagonals within
-    NEAR_DIAGONALS of its own, that start before it and end before it ends in both
-    texts, at most MAX_GAP words away, gaining the query words it adds, less GAP_COST a
-    word between them and DIAG_COST a word of diagonal shift. Each chain as (query
-    first, query end, source first, source end, query words matched, its runs), best
-    first, less a lone seed (seed words) at either end that its gap outweighs
-    (_without_chance_ends)."""
+    chain among its LOOKBACK predecessors, and the latest run on its own diagonal, that
+    start before it and end before it ends in both texts, at most MAX_GAP words away,
+    gaining the query words it adds, less GAP_COST a word between them and DIAG_COST a
+    word of diagonal shift. Each chain as (query first, query end, source first, source
+    end, query words matched, its runs), best first, less a lone seed (seed words) at
+    either end that its gap outweighs (_without_chance_ends)."""
     count = len(runs)
     score = [0.0] * count
     back = [-1] * count
@@ -141,12 +140,8 @@ def chained(runs: list[list[int]], seed: int) -> list[Chain]:
         best, arg = float(qi1 - qi0), -1
         diagonal = si0 - qi0
         window = range(i - 1, i - 1 - LOOKBACK if i > LOOKBACK else -1, -1)
-        near = [
-            j
-            for d in range(diagonal - NEAR_DIAGONALS, diagonal + NEAR_DIAGONALS + 1)
-            if (j := last_on.get(d, i)) < window.stop + 1
-        ]
-        for j in (*window, *near):
+        same = last_on.get(diagonal, i)  # beyond the window, or none
+        for j in (*window, same) if same <= window.stop else window:
             qj0, qj1, sj0, sj1 = runs[j]
             if qj0 >= qi0 or sj0 >= si0 or qj1 >= qi1 or sj1 >= si1:
                 continue

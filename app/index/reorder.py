@@ -11,6 +11,7 @@ to the one beside its neighbours (rehome).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 
 import numpy as np
@@ -247,9 +248,10 @@ def merge(pieces: list[list[int]]) -> list[list[int]]:
     are one passage where their source ranges, in whatever order, leave no hole over
     SOURCE_HOLE words: a copy whose sentences were reordered is one copy, as PAN counts it
     (granularity), and its ends are the ends of its extreme pieces in each text. A piece
-    from elsewhere in the source between two such pieces keeps them apart."""
+    from elsewhere in the source between two such pieces keeps them apart, unless a better
+    piece holds most of its query words (_unshadowed)."""
     merged: list[list[int]] = []
-    for run in _near(sorted(pieces), MERGE_GAP):
+    for run in _near(sorted(_unshadowed(pieces)), MERGE_GAP):
         part = _source_parts(run)
         for n, piece in enumerate(run):
             if n and part[n] == part[n - 1]:
@@ -260,6 +262,42 @@ def merge(pieces: list[list[int]]) -> list[list[int]]:
             else:
                 merged.append(list(piece))
     return merged
+
+
+def _unshadowed(pieces: list[list[int]]) -> list[list[int]]:
+    """The pieces less each whose query words, more than half of them, a piece with more
+    matched words holds, and whose source range lies more than SOURCE_HOLE words from
+    every unshadowed piece's: a few words matched by chance elsewhere in the source (a
+    phrase the source repeats) inside a copy's piece kept the copy's pieces apart (an
+    audit's reordered man page copies came back as 3 and 4 passages). One so shadowed
+    within the copy's own part of the source stays: a short sentence of it inside a chain
+    that ran through another."""
+    if len(pieces) < 2:
+        return pieces
+    taken = np.zeros(max(p[1] for p in pieces) + 1, bool)
+    clear, shadowed = [], []
+    for piece in sorted(pieces, key=lambda p: (-p[4], p[0])):
+        qa, qb = piece[0], piece[1]
+        if taken[qa:qb].sum() * 2 > qb - qa:
+            shadowed.append(piece)
+            continue
+        taken[qa:qb] = True
+        clear.append(piece)
+    if not shadowed:
+        return pieces
+    # The clear pieces' source ranges, merged across holes of up to SOURCE_HOLE words.
+    spans: list[list[int]] = []
+    for sa, sb in sorted((p[2], p[3]) for p in clear):
+        if spans and sa - spans[-1][1] <= SOURCE_HOLE:
+            spans[-1][1] = max(spans[-1][1], sb)
+        else:
+            spans.append([sa, sb])
+    starts = [a for a, _ in spans]
+    for piece in shadowed:
+        at = bisect.bisect_right(starts, piece[3] + SOURCE_HOLE) - 1
+        if at >= 0 and piece[2] - spans[at][1] <= SOURCE_HOLE:
+            clear.append(piece)
+    return clear
 
 
 def _source_parts(run: list[list[int]]) -> list[int]:
