@@ -667,7 +667,8 @@ async function showCollection() {
   const seen = info.since_start;
   if (seen) {
     rows.push(
-      ["Jaccard queries since start", seen.queries.toLocaleString("en") + ", " +
+      // One worker's counts (the one that answered); /metrics sums the workers.
+      ["Jaccard queries since this worker started", seen.queries.toLocaleString("en") + ", " +
         seen.capped.toLocaleString("en") + " of them cut by the candidate cap" +
         (seen.queries ? " (" + fmt(seen.capped / seen.queries) + ")" : "")],
       ["Candidates verified", seen.verified.toLocaleString("en") + ", " +
