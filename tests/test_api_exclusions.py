@@ -205,16 +205,20 @@ def _own_words_between(
     return query, stored
 
 
-@pytest.mark.parametrize("between", ["And a second source said", "As the authors then put it,"])
+@pytest.mark.parametrize(
+    "between", ["And a second source said", "As the authors then put it,", "as {} {} put it,"]
+)
 def test_a_quotation_cut_from_a_copy_takes_no_own_words_with_it(
     client: TestClient, essay: dict[str, str], between: str
 ) -> None:
     """A copy followed by the writer's own words and a quotation of the same source (the
     whole copy again, or its next part): with quotes excluded the passage left ends at
     the copy's last word in both texts, not in the writer's words, its source side as
-    long as the copy."""
+    long as the copy; also where the writer's words hold two of the quotation's words
+    near the copy's diagonal (an audit's "in the words of the authors of the license")."""
     copied = _sources()[essay["plain"]]
     words = copied.split()
+    between = between.format(*words[38:40])
     for first, quoted in ((words, words), (words[:30], words[30:])):
         copy = " ".join(first)
         text = f"{OWN}\n\n{copy} {between} \u201c{' '.join(quoted)}\u201d {OWN}"

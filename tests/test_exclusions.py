@@ -245,19 +245,22 @@ def test_reference_lists_one_after_another_are_one_span() -> None:
 
 
 def test_bibliography_ends_at_the_next_section() -> None:
-    """An appendix (named, numbered or a title on its own line) after the reference list
-    ends it; a reference's wrapped line does not."""
+    """An appendix (named, numbered or a title on its own line) or a numbered division
+    (Chapter 2: Practice, which an audit saw swallowed by the list) after the reference
+    list ends it; a reference's wrapped line does not."""
     body = "Some words of the essay itself, long enough to be most of it. " * 5
     refs = "References\nSmith, J. (2020). A book.\nDoe, A. (2019). Another one.\n"
     for section in ("Appendix A", "APPENDIX B: Survey items", "Anhang", "Annexe 2",
                     "Apéndice", "5 Discussion", "A.1 Survey items", "## Data",
-                    "Acknowledgements"):  # fmt: skip
+                    "Acknowledgements", "Chapter 2: Practice", "Part II \u2013 Methods",
+                    "Kapitel 3", "CHAPTER 4"):  # fmt: skip
         text = f"{body}\n{refs}\n{section}\nCopied words follow here in the appendix.\n"
         span = bibliography_span(text)
         assert span is not None and text[span.start : span.end] == refs.strip(), section
     for tail in (
         "A book of\nThe Press, London.",
         "In Proceedings of the\n2019 Conference on Methods",
+        "Handbook of methods,\nPart 2 of the series.",
     ):
         wrapped = f"{body}\nReferences\nSmith, J. (2020). {tail}\n"
         span = bibliography_span(wrapped)

@@ -35,6 +35,10 @@ BIBLIOGRAPHY_FROM = 1 / 3
 # A passage's edge that an exclusion cut moves to a run of words whose hashes (this many
 # bits in all) match the source: 2 words at 8 bits, 4 in a format 1 layout.
 EDGE_BITS = 16
+# ... on a diagonal of the passage's ends, or this many words off one (edits between).
+EDGE_DRIFT = 8
+# ... and at least half of the words this far inward from it match too (one word off).
+EDGE_HOLD = 8
 
 
 @dataclass(frozen=True)
@@ -386,6 +390,19 @@ _END_NUMBERED = re.compile(
     rf"{_SPACE}*(?:#{{1,6}}|[0-9]{{1,2}}(?:\.[0-9]+)*\.?|[A-Z](?:\.[0-9]+)+\.?){_SPACE}+"
     r"[^\W\d_][^,;()\[\]]{0,80}"
 )
+# A numbered division of the text ("Chapter 2: Practice", "Part II - Methods", "Kapitel 3"),
+# a title after its label or not.
+DIVISIONS = (
+    "Chapter", "Part", "Section", "Kapitel", "Teil", "Abschnitt", "Chapitre", "Partie",
+    "Capítulo", "Parte", "Sección", "Capitolo", "Hoofdstuk", "Deel", "Rozdział", "Глава",
+    "Часть", "Раздел",
+)  # fmt: skip
+_END_DIVISION = re.compile(
+    rf"{_SPACE}*(?:#{{1,6}}{_SPACE}+)?(?:{_alternatives(DIVISIONS)}){_SPACE}+"
+    rf"(?:[0-9]{{1,3}}|[IVXLC]{{1,6}}|[A-Z])\.?"
+    rf"(?:{_SPACE}*[.:\u2013\u2014-]?{_SPACE}*[^\W\d_].{{0,80}})?",
+    re.IGNORECASE,
+)
 # A title on a line of its own: up to 6 words of letters (hyphens between them), no
 # digits or punctuation but a closing colon (_ends_section checks their capitals).
 _TITLE = re.compile("[^\\W\\d_]+(?:[ \t\u00a0-]+[^\\W\\d_]+){0,5}:?")
@@ -393,7 +410,8 @@ _TITLE = re.compile("[^\\W\\d_]+(?:[ \t\u00a0-]+[^\\W\\d_]+){0,5}:?")
 
 def _ends_section(line: str, before: str, after: str) -> bool:
     """Whether a line of a reference list is a heading that starts another section:
-    a named one (Appendix, Anhang...), a numbered one that a paragraph's end precedes,
+    a named one (Appendix, Anhang...), a numbered one or a numbered division (Chapter 2:
+    Practice) that a paragraph's end precedes,
     or a title on its own that a paragraph's end precedes and a capitalised line follows
     (a reference wrapped across lines does neither)."""
     stripped = line.strip()
@@ -404,6 +422,8 @@ def _ends_section(line: str, before: str, after: str) -> bool:
     # A heading follows a paragraph's end; a reference wrapped mid-sentence does not.
     closed = not before.strip() or before.rstrip()[-1] in ".!?)]"
     if _END_NUMBERED.fullmatch(stripped) and not stripped.endswith("."):
+        return closed
+    if _END_DIVISION.fullmatch(stripped):
         return closed
     if not _TITLE.fullmatch(stripped) or len(stripped) > 60:
         return False
@@ -643,12 +663,16 @@ class _Edges:
     """Where a piece of a passage that exclusions cut lies in both texts.
 
     An edge the passage had is kept as alignment placed it. An edge an excluded span made
-    is moved, inward, to the nearest word that ends (or starts) a run of EDGE_BITS of
-    word hash matching the source within the passage's source range, and its source
-    word is that match's: the words a cut leaves between the copy and the quotation
-    (the writer's "as the authors put it") are not the copy, and where the passage
-    joined two copies of one source text its two ends' offsets say nothing of a piece's
-    (a copy followed by a quotation of the same text again)."""
+    is moved inward to the nearest query word that ends (or starts) a run of EDGE_BITS
+    of word hash matching the source on one of the passage's two end diagonals (source
+    word minus query word) or within EDGE_DRIFT words of one, and its source word is that
+    match's: the words a cut leaves between the copy and the quotation (the writer's "as
+    the authors put it") are not the copy, and where the passage joined two copies of one
+    source text its end's diagonal says nothing of its first piece (a copy followed by a
+    quotation of the same text again). Only where no word matches near those diagonals
+    (a reordered copy's middle) is a match anywhere in the passage's source range taken;
+    searched first, such a match ("of the" in the writer's words) ended a piece early in
+    the source and dropped its source from the answer."""
 
     def __init__(self, query: Layout, source: Layout) -> None:
         bits = min(query.bits or 4, source.bits or 4)  # format 1 holds 4 bits a word
@@ -664,47 +688,84 @@ class _Edges:
         sa, sb = p.source_words
         ta = min(sb - 1, sa + (ra - qa))
         tb = max(ta + 1, sb - (qb - rb))
+        diagonals = (sa - qa, sb - qb)
         if ra > qa:
-            found = self._match(ra, rb, sa, sb, ta, forward=True)
+            found = self._match(ra, rb, sa, sb, diagonals, forward=True)
             if found is None:
                 return ra, ra, ta, ta
             ra, ta = found
         if rb < qb:
-            found = self._match(ra, rb, sa, sb, tb - 1, forward=False)
+            found = self._match(ra, rb, sa, sb, diagonals, forward=False)
             if found is None:
                 return ra, ra, ta, ta
             rb, tb = found[0] + 1, found[1] + 1
         return ra, rb, ta, max(ta + 1, tb)
 
     def _match(
-        self, ra: int, rb: int, sa: int, sb: int, expected: int, forward: bool
+        self, ra: int, rb: int, sa: int, sb: int, diagonals: tuple[int, int], forward: bool
     ) -> tuple[int, int] | None:
         """The first query word from ra on (forward) or the last before rb whose n words
-        (it and those after it, or before it) match n words of source[sa:sb], with the
-        matching source word nearest expected; None if there is none."""
+        (it and those after it, or before it) match n words of source[sa:sb], and the
+        source word it matches: on the diagonals or near them first (the nearest), else
+        anywhere in that range; None if there is none."""
         n, q, s = self.n, self.q, self.s
-        # Where alignment's diagonal puts it (a cut inside one copy): its words there, as
-        # many as the piece has up to n, matching is enough.
-        m = min(n, rb - ra)
-        if forward:
-            there = sa <= expected <= sb - m
-            if there and (q[ra : ra + m] == s[expected : expected + m]).all():
-                return ra, expected
-        else:
-            there = sa + m - 1 <= expected < sb
-            if there and (q[rb - m : rb] == s[expected - m + 1 : expected + 1]).all():
-                return rb - 1, expected
+        order = range(ra, rb) if forward else range(rb - 1, ra - 1, -1)
+        near = sorted(
+            {d + shift for d in diagonals for shift in range(-EDGE_DRIFT, EDGE_DRIFT + 1)},
+            key=lambda d: min(abs(d - x) for x in diagonals),
+        )
+        for k, i in enumerate(order):
+            m = min(n, rb - i) if forward else min(n, i - ra + 1)
+            # The edge word itself, on an end's own diagonal, may match with fewer words
+            # in a piece shorter than n (a cut inside one copy, the usual case, matches
+            # at once there); elsewhere a match holds n words.
+            if m < n and k:
+                break
+            first = i if forward else i - m + 1
+            for d in diagonals if m < n else near:
+                at = first + d
+                if (
+                    sa <= at
+                    and at + m <= sb
+                    and (q[first : first + m] == s[at : at + m]).all()
+                    and self._held(i, d, ra, rb, sa, sb, forward)
+                ):
+                    return i, i + d
         if rb - ra < n or sb - sa < n:
             return None
         window = np.lib.stride_tricks.sliding_window_view(s[sa:sb], n)
-        order = range(ra, rb - n + 1) if forward else range(rb - 1, ra + n - 2, -1)
-        for i in order:
+        for i in range(ra, rb - n + 1) if forward else range(rb - 1, ra + n - 2, -1):
             first = i if forward else i - n + 1
             hit = np.flatnonzero((window == q[first : first + n]).all(axis=1))
-            if len(hit):
-                at = sa + hit + (0 if forward else n - 1)
-                return i, int(at[np.argmin(np.abs(at - expected))])
+            spots = sa + hit + (0 if forward else n - 1)
+            expected = i + diagonals[0 if forward else 1]
+            for at in sorted(spots.tolist(), key=lambda x: abs(x - expected)):
+                if self._held(i, at - i, ra, rb, sa, sb, forward):
+                    return i, at
         return None
+
+    def _held(self, i: int, d: int, ra: int, rb: int, sa: int, sb: int, forward: bool) -> bool:
+        """Whether at least half of the EDGE_HOLD query words past i's match, inward
+        (those of the piece after it, or before it), match the source on diagonal d or one
+        word off it: an edge is where a copy goes on from, not two words the writer's own
+        clause shares with the source ("the license" in "as the authors of the license
+        put it"), which an audit saw end a passage."""
+        q, s, n = self.q, self.s, self.n
+        inward = (
+            range(i + n, min(rb, i + n + EDGE_HOLD))
+            if forward
+            else range(i - n, max(ra - 1, i - n - EDGE_HOLD), -1)
+        )
+        if not len(inward):
+            return True
+        held = 0
+        for j in inward:
+            for e in (0, -1, 1):
+                at = j + d + e
+                if sa <= at < sb and q[j] == s[at]:
+                    held += 1
+                    break
+        return 2 * held >= len(inward)
 
 
 def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
