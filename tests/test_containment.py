@@ -26,6 +26,7 @@ pytestmark = pytest.mark.both_stores
 
 PASSAGE_WORDS = 30
 STORED = 300
+OWN_WORDS = ["which", "we", "all", "know", "quite", "well", "now"]
 CAP = 20  # a small cap, so a 3,000-word text has far more candidates than it
 
 
@@ -138,6 +139,52 @@ def test_a_short_source_copied_whole_into_a_long_text_is_named(
             await index.store.close()
 
     asyncio.run(run())
+
+
+def test_a_passage_names_its_source_only_when_both_its_sides_are_long_enough(
+    store_url: str, collection: str
+) -> None:
+    """26-29 copied words with 4-7 of the writer's own inserted in their middle make a
+    passage of 30 query words or more over fewer than 30 source words: at a threshold it
+    is a passage, and without one it names no source (an outside audit saw a manual page
+    named for a 30-word paraphrase of 24 of its words). At least one such passage must
+    arise for this to test anything."""
+    corpus = read_corpus()
+    stored = [(i, t) for i, t in corpus[:STORED] if len(t.split()) > 150][:20]
+    host = " ".join(corpus[-1][1].split()[:80])
+    rng = random.Random(5)
+
+    async def run() -> int:
+        index = await _open(store_url, collection)
+        seen = 0
+        try:
+            await index.ingest([Document(t, i) for i, t in stored])
+            for k in range(40):
+                doc_id, text = stored[k % len(stored)]
+                words = text.split()
+                at, n = rng.randrange(len(words) - 40), rng.choice([26, 27, 28, 29])
+                copy = words[at : at + n]
+                own = OWN_WORDS[: rng.choice([4, 5, 6, 7])]
+                query = f"{host} {' '.join(copy[: n // 2] + own + copy[n // 2 :])} {host}"
+                shared = await index.containment_of_text(query, 0.01, None)
+                long_query_side = [
+                    p
+                    for r in shared.results
+                    if r.id == doc_id
+                    for p in r.passages
+                    if len(oracle.words(query[p.query_start : p.query_end])) >= PASSAGE_WORDS
+                    and len(oracle.words(text[p.source_start : p.source_end])) < PASSAGE_WORDS
+                ]
+                if not long_query_side:
+                    continue
+                seen += 1
+                named = await index.containment_of_text(query)
+                assert doc_id not in {r.id for r in named.results}, (k, query)
+        finally:
+            await index.store.close()
+        return seen
+
+    assert asyncio.run(run()) > 0
 
 
 def test_a_stored_text_by_id_names_what_its_text_names_where_texts_are_kept(

@@ -43,10 +43,17 @@ def test_quotation_marks_of_many_languages() -> None:
 
 
 def test_german_single_low_high_quotes() -> None:
-    """German and Czech single low-high quotes are a quotation, an apostrophe inside one
-    (geht\u2019s) does not close it."""
+    """German, Czech, Polish and Dutch single low-high quotes are a quotation, an
+    apostrophe inside one (geht\u2019s) does not close it."""
     text = "Er nannte es \u201aeinen Versuch, der geht\u2019s nicht anders\u2018 und ging."
     assert _quoted(text) == ["\u201aeinen Versuch, der geht\u2019s nicht anders\u2018"]
+    # Polish and Dutch close it with U+2019: the nearest one no letter follows, not a
+    # later U+2018 (which took the text between with it).
+    polish = (
+        "Powiedzia\u0142: \u201aid\u0119 do domu\u2019 i poszed\u0142. "
+        "Potem \u2018hello\u2019 znowu."
+    )
+    assert _quoted(polish)[0] == "\u201aid\u0119 do domu\u2019"
 
 
 def test_straight_and_single_quotes_only_where_clearly_quotations() -> None:

@@ -8,7 +8,10 @@ import base64
 import io
 import random
 import re
+import struct
+import tracemalloc
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -270,6 +273,13 @@ def test_a_file_of_another_kind_is_named_by_its_bytes() -> None:
     assert "an ODS spreadsheet" in _refused(DOCX, ods)
     assert "an XLSX spreadsheet" in _refused(DOCX, _zip({"xl/workbook.xml": b"<a/>"}))
     assert "PDF's pages are blank" in _refused(PDF, pdf([b""]))
+    # A page whose only drawing is an annotation (a stamp) is one for OCR, not blank.
+    stamped = pdf([b""]).replace(
+        b"/MediaBox [0 0 612 792]",
+        b"/MediaBox [0 0 612 792] /Annots [<< /Type /Annot /Subtype /Square "
+        b"/Rect [50 500 550 560] >>]",
+    )
+    assert "OCR it first" in _refused(PDF, stamped)
     assert "OCR it first" in _refused(PDF, pdf([SCAN]))
 
 
@@ -894,3 +904,34 @@ def test_columns_drawn_row_by_row_read_as_columns_drawn_column_by_column() -> No
     table = sorted(cells, key=lambda c: (-c[1], c[0]))
     read = extract(PDF, pdf([text_at(table)]))
     assert oracle.words(read) == oracle.words(" ".join(t for _, _, t in table))
+
+
+def test_an_odt_whose_mimetype_entry_lies_about_its_size_is_read() -> None:
+    """A mimetype entry that declares 39 bytes and inflates to megabytes (a bomb) or
+    cannot be inflated is not read to name the file: the ODT's text is read as before
+    (the review of 2026-11-28 saw 2 GB of memory, and tracebacks)."""
+    body = (
+        b'<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:'
+        b'office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0">'
+        b"<office:body><office:text><text:p>Words of my own text here.</text:p>"
+        b"</office:text></office:body></office:document-content>"
+    )
+    declared = b"application/vnd.oasis.opendocument.text"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("mimetype", "w") as m:
+            m.write(declared)
+            for _ in range(64):
+                m.write(bytes(1 << 20))
+        z.writestr("content.xml", body)
+    raw = bytearray(out.getvalue())
+    at = raw.find(b"PK\x01\x02")  # its central directory entry: claim 39 bytes
+    struct.pack_into("<I", raw, at + 16, zlib.crc32(declared))
+    struct.pack_into("<I", raw, at + 24, len(declared))
+    tracemalloc.start()
+    try:
+        assert extract(ODT, bytes(raw)) == "Words of my own text here."
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # the 64 MiB inside were never inflated

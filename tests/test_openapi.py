@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 
@@ -277,6 +278,12 @@ def test_a_refusal_of_one_field_names_that_field(client: TestClient) -> None:
         r = getattr(client, method)(path, json=body)
         assert r.status_code == 422, r.text
         assert [e["field"] for e in r.json()["errors"]] == [field], (body, r.text)
+    pdf_body = {
+        "data": base64.b64encode(b"hello, not a pdf").decode(),
+        "content_type": "application/pdf",
+    }
+    unread = client.put("/documents/k", json=pdf_body)  # read, then refused: still data
+    assert unread.status_code == 422 and unread.json()["errors"][0]["field"] == "data", unread.text
     r = client.get("/similar/k", params={"filter": "notjson"})
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "filter", r.text
     both = client.post(
@@ -295,5 +302,8 @@ def test_a_path_without_its_id_says_to_add_one(client: TestClient) -> None:
     ):
         assert r.status_code == 404, r.text
         assert "id after the slash" in r.json()["detail"] and "512 bytes" in r.json()["detail"]
-    other = client.get("/nowhere/")
-    assert other.status_code == 404 and "id" not in other.json()["detail"]
+    for elsewhere in ("/nowhere/", "/nowhere/documents/", "/docs/similar/"):
+        other = client.get(elsewhere)
+        assert other.status_code == 404 and "id after" not in other.json()["detail"], elsewhere
+    posted = client.post("/similar/", json={"text": "a b c d"})
+    assert posted.status_code == 404 and "POST to /similar" in posted.json()["detail"]

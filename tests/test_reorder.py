@@ -27,3 +27,6 @@ def test_a_chance_match_from_elsewhere_inside_a_copy_does_not_split_it() -> None
     assert merge([[*p] for p in [*copy, far]]) == [[0, 120, 960, 1080, 120]]
     own = [90, 96, 950, 956, 6]  # the copy's first source words, inside the third piece
     assert merge([[*p] for p in [*copy, own]]) == [[0, 120, 950, 1080, 126]]
+    # A long piece over half a copy's words is another copy, not chance: both stay.
+    other = [[0, 100, 1000, 1100, 100], [55, 140, 5000, 5085, 85]]
+    assert merge([[*p] for p in other]) == other

@@ -93,15 +93,19 @@ async def _validation(_: Request, exc: RequestValidationError) -> ProblemRespons
 
 
 # Routes whose path ends in a document's id: the same path without one names no route.
-_ID_ROUTES = re.compile(r"(?:^|/)(?:documents|similar)/$")
+_ID_ROUTES = re.compile(r"(?:/collections/[^/]+)?/(?:documents|similar)/")
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> ProblemResponse:
-    if exc.status_code == 404 and exc.detail == "Not Found" and _ID_ROUTES.search(request.url.path):
-        detail = (
-            f"{request.url.path} names no document: put the document's id after the slash "
-            f"(1 to {MAX_ID_BYTES} bytes of UTF-8, percent-encoded)"
-        )
+    path = request.url.path
+    if exc.status_code == 404 and exc.detail == "Not Found" and _ID_ROUTES.fullmatch(path):
+        if request.method == "POST":  # POST /documents and POST /similar take no id
+            detail = f"{path} has a trailing slash: POST to {path.rstrip('/')}"
+        else:
+            detail = (
+                f"{path} names no document: put the document's id after the slash "
+                f"(1 to {MAX_ID_BYTES} bytes of UTF-8, percent-encoded)"
+            )
         return problem(404, "Not found", detail)
     if exc.status_code == 400:
         # FastAPI's answer to a body it cannot decode (say, not UTF-8): the

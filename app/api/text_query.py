@@ -40,6 +40,8 @@ async def answer_text(
     # not short for megabytes: on a worker thread, as alignment is, so the event loop
     # serves other requests meanwhile.
     excluding = body.measure == "containment" and body.exclude is not None
+    if excluding:
+        index.check_containment(body.threshold)  # a bad threshold refused before the work
     exclude = await asyncio.to_thread(body.exclusions, text) if excluding else None
     answer = await text_answer(
         index, text, body.measure, body.threshold, body.limit, where, body.evidence,

@@ -78,4 +78,4 @@ class FileError(errors.Invalid):
     """A file that cannot be read as the type it was sent as; the message says why."""
 
     title = "File cannot be read"
-    field = "body"  # where a 422 lists it (app.api.problems)
+    field = "data"  # where a 422 lists it (app.api.problems): the file sent in data

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -39,6 +40,10 @@ EDGE_BITS = 16
 EDGE_DRIFT = 8
 # ... and at least half of the words this far inward from it match too (one word off).
 EDGE_HOLD = 8
+# ... at most this many words in from the cut, and off those diagonals within this many
+# source words of where the passage's proportion puts it.
+EDGE_WALK = 64
+EDGE_SPAN = 500
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class Span:
 _PAIRS = {
     "\u201c": "\u201d",  # “ ”
     "\u201e": "\u201c\u201d",  # „ “ or „ ”
-    "\u201a": "\u2018",  # single low-high (German, Czech); a U+2019 inside is an apostrophe
+    "\u201a": "\u2018\u2019",  # single low-high (German, Czech; Polish, Dutch): _SINGLE_CLOSE
     "\u00ab": "\u00bb",  # « »
     "\u00bb": "\u00ab",  # » «
     "\u2039": "\u203a",  # single guillemets, both ways round
@@ -221,9 +226,19 @@ _MARKS = {mark: re.compile(f"[{re.escape(mark + closers)}]") for mark, closers i
           if mark != "``"}  # fmt: skip
 
 
+# A single low-high quotation's closer: a single high mark that no letter or digit
+# follows (one that does is an apostrophe: geht\u2019s).
+_SINGLE_CLOSE = re.compile("[\u2018\u2019](?!\\w)")
+
+
 def _balanced(text: str, at: int, opener: str, ahead: _Ahead) -> int:
     """Where the closer is that balances an opener ending at `at` (within MAX_QUOTE and
     BALANCE_MARKS marks), else the nearest closer within MAX_QUOTE, else -1."""
+    if opener == "\u201a":
+        # Its closers are apostrophes too (and the mark a comma in mojibake): the nearest
+        # in a closing place, within the paragraph (_goes_on), never nested.
+        close = _SINGLE_CLOSE.search(text, at, min(len(text), at + MAX_QUOTE))
+        return -1 if close is None else close.start()
     closers = _PAIRS[opener]
     nearest = min(ahead.next(c, at) for c in closers)
     if nearest >= at + MAX_QUOTE or nearest >= len(text):
@@ -656,23 +671,25 @@ def shorter_side(p: Passage) -> float:
     a passage is as long as its shorter side."""
     qa, qb = p.query_words
     sa, sb = p.source_words
-    return min(1.0, (sb - sa) / (qb - qa))
+    return min(1.0, (sb - sa) / max(1, qb - qa))
 
 
 class _Edges:
     """Where a piece of a passage that exclusions cut lies in both texts.
 
     An edge the passage had is kept as alignment placed it. An edge an excluded span made
-    is moved inward to the nearest query word that ends (or starts) a run of EDGE_BITS
-    of word hash matching the source on one of the passage's two end diagonals (source
-    word minus query word) or within EDGE_DRIFT words of one, and its source word is that
-    match's: the words a cut leaves between the copy and the quotation (the writer's "as
-    the authors put it") are not the copy, and where the passage joined two copies of one
-    source text its end's diagonal says nothing of its first piece (a copy followed by a
-    quotation of the same text again). Only where no word matches near those diagonals
-    (a reordered copy's middle) is a match anywhere in the passage's source range taken;
-    searched first, such a match ("of the" in the writer's words) ended a piece early in
-    the source and dropped its source from the answer."""
+    is moved inward, at most EDGE_WALK words, to the nearest query word that ends (or
+    starts) a run of EDGE_BITS of word hash matching the source on a diagonal (source
+    word minus query word) of the passage's ends, or the one between them in proportion,
+    or within EDGE_DRIFT words of one; at least half of the EDGE_HOLD words further in
+    must match too. Its source word is that match's: the words a cut leaves between the
+    copy and a quotation (the writer's "as the authors put it") are not the copy, and
+    where a passage joined two copies of one source text its end's diagonal says nothing
+    of its first piece (a copy followed by the same text quoted). Only where nothing
+    matches near those diagonals (inside a reordered copy) is a match sought off them,
+    within EDGE_SPAN source words of where the proportion puts it. A piece with no match
+    within EDGE_WALK words of its cut is dropped. Each cut costs at most EDGE_WALK words'
+    tries: a text quoted every ten words stays linear."""
 
     def __init__(self, query: Layout, source: Layout) -> None:
         bits = min(query.bits or 4, source.bits or 4)  # format 1 holds 4 bits a word
@@ -688,41 +705,46 @@ class _Edges:
         sa, sb = p.source_words
         ta = min(sb - 1, sa + (ra - qa))
         tb = max(ta + 1, sb - (qb - rb))
-        diagonals = (sa - qa, sb - qb)
         if ra > qa:
-            found = self._match(ra, rb, sa, sb, diagonals, forward=True)
+            found = self._match(p, ra, rb, forward=True)
             if found is None:
                 return ra, ra, ta, ta
             ra, ta = found
         if rb < qb:
-            found = self._match(ra, rb, sa, sb, diagonals, forward=False)
-            if found is None:
+            found = self._match(p, ra, rb, forward=False)
+            if found is None or found[1] < ta:  # the two ends out of order: no copy
                 return ra, ra, ta, ta
             rb, tb = found[0] + 1, found[1] + 1
         return ra, rb, ta, max(ta + 1, tb)
 
-    def _match(
-        self, ra: int, rb: int, sa: int, sb: int, diagonals: tuple[int, int], forward: bool
-    ) -> tuple[int, int] | None:
-        """The first query word from ra on (forward) or the last before rb whose n words
-        (it and those after it, or before it) match n words of source[sa:sb], and the
-        source word it matches: on the diagonals or near them first (the nearest), else
-        anywhere in that range; None if there is none."""
+    def _match(self, p: Passage, ra: int, rb: int, forward: bool) -> tuple[int, int] | None:
+        """The first query word from ra on (forward) or the last before rb, within
+        EDGE_WALK of the cut, whose n words (it and those after it, or before it) match n
+        words of p's source range where the class says, and the source word it matches;
+        None if there is none."""
         n, q, s = self.n, self.q, self.s
-        order = range(ra, rb) if forward else range(rb - 1, ra - 1, -1)
-        near = sorted(
-            {d + shift for d in diagonals for shift in range(-EDGE_DRIFT, EDGE_DRIFT + 1)},
-            key=lambda d: min(abs(d - x) for x in diagonals),
+        qa, qb = p.query_words
+        sa, sb = p.source_words
+        ends = (sa - qa, sb - qb)
+        walk = (
+            range(ra, min(rb, ra + EDGE_WALK))
+            if forward
+            else range(rb - 1, max(ra, rb - EDGE_WALK) - 1, -1)
         )
-        for k, i in enumerate(order):
+        for k, i in enumerate(walk):
             m = min(n, rb - i) if forward else min(n, i - ra + 1)
-            # The edge word itself, on an end's own diagonal, may match with fewer words
-            # in a piece shorter than n (a cut inside one copy, the usual case, matches
-            # at once there); elsewhere a match holds n words.
             if m < n and k:
                 break
             first = i if forward else i - m + 1
-            for d in diagonals if m < n else near:
+            between = ends[0] + (ends[1] - ends[0]) * (i - qa) // max(1, qb - qa)
+            if m < n:  # a piece shorter than n: its own words, on an end's diagonal only
+                tries: Iterable[int] = ends
+            else:
+                tries = sorted(
+                    {d + e for d in (*ends, between) for e in range(-EDGE_DRIFT, EDGE_DRIFT + 1)},
+                    key=lambda d: min(abs(d - ends[0]), abs(d - ends[1]), abs(d - between)),
+                )
+            for d in tries:
                 at = first + d
                 if (
                     sa <= at
@@ -731,17 +753,22 @@ class _Edges:
                     and self._held(i, d, ra, rb, sa, sb, forward)
                 ):
                     return i, i + d
-        if rb - ra < n or sb - sa < n:
-            return None
-        window = np.lib.stride_tricks.sliding_window_view(s[sa:sb], n)
-        for i in range(ra, rb - n + 1) if forward else range(rb - 1, ra + n - 2, -1):
+        # Off those diagonals (a reordered copy): near where the proportion puts it.
+        for i in walk:
             first = i if forward else i - n + 1
+            if first < ra or first + n > rb:
+                continue
+            between = ends[0] + (ends[1] - ends[0]) * (i - qa) // max(1, qb - qa)
+            lo = max(sa, first + between - EDGE_SPAN)
+            hi = min(sb, first + between + EDGE_SPAN + n)
+            if hi - lo < n:
+                continue
+            window = np.lib.stride_tricks.sliding_window_view(s[lo:hi], n)
             hit = np.flatnonzero((window == q[first : first + n]).all(axis=1))
-            spots = sa + hit + (0 if forward else n - 1)
-            expected = i + diagonals[0 if forward else 1]
-            for at in sorted(spots.tolist(), key=lambda x: abs(x - expected)):
-                if self._held(i, at - i, ra, rb, sa, sb, forward):
-                    return i, at
+            expected = first + between
+            for at in sorted((lo + hit).tolist(), key=lambda x: abs(x - expected)):
+                if self._held(i, at - first, ra, rb, sa, sb, forward):
+                    return i, at + (0 if forward else n - 1)
         return None
 
     def _held(self, i: int, d: int, ra: int, rb: int, sa: int, sb: int, forward: bool) -> bool:

@@ -265,9 +265,9 @@ def merge(pieces: list[list[int]]) -> list[list[int]]:
 
 
 def _unshadowed(pieces: list[list[int]]) -> list[list[int]]:
-    """The pieces less each whose query words, more than half of them, a piece with more
-    matched words holds, and whose source range lies more than SOURCE_HOLE words from
-    every unshadowed piece's: a few words matched by chance elsewhere in the source (a
+    """The pieces less each of at most SOURCE_HOLE query words whose query words, more
+    than half of them, a piece with more matched words holds, and whose source range lies
+    more than SOURCE_HOLE words from every unshadowed piece's: a few words matched by chance elsewhere in the source (a
     phrase the source repeats) inside a copy's piece kept the copy's pieces apart (an
     audit's reordered man page copies came back as 3 and 4 passages). One so shadowed
     within the copy's own part of the source stays: a short sentence of it inside a chain
@@ -278,7 +278,8 @@ def _unshadowed(pieces: list[list[int]]) -> list[list[int]]:
     clear, shadowed = [], []
     for piece in sorted(pieces, key=lambda p: (-p[4], p[0])):
         qa, qb = piece[0], piece[1]
-        if taken[qa:qb].sum() * 2 > qb - qa:
+        # A chance match is short: a longer piece over the same words is a copy too.
+        if qb - qa <= SOURCE_HOLE and taken[qa:qb].sum() * 2 > qb - qa:
             shadowed.append(piece)
             continue
         taken[qa:qb] = True

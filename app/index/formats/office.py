@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
@@ -219,8 +220,15 @@ def _zip_kind(archive: zipfile.ZipFile) -> str:
     """What a zip holds, as what_it_is says it."""
     names = archive.NameToInfo
     mimetype = names.get("mimetype")
-    if mimetype is not None and mimetype.file_size <= 100:
-        declared = archive.read(mimetype).decode("ascii", "replace").strip()
+    if mimetype is not None and mimetype.file_size <= 100 and mimetype.compress_size <= 200:
+        try:
+            # At most 101 bytes inflated, whatever the entry declares (a bomb inflates no
+            # further); an entry that cannot be read names nothing.
+            with archive.open(mimetype) as member:
+                declared = member.read(101).decode("ascii", "replace").strip()
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, OSError,
+                EOFError, zlib.error):  # fmt: skip
+            declared = ""
         if declared in _ZIP_MIMETYPES:
             return _ZIP_MIMETYPES[declared]
     for name, what in _ZIP_PARTS:

@@ -482,14 +482,17 @@ def extract(raw: bytes) -> str:
 
 
 def _draws(raw: bytes) -> bool:
-    """Whether any page draws anything (a scan's image, text drawn as outlines: what OCR
-    would read); asked only of a PDF without text."""
+    """Whether any page draws anything (a scan's image, text drawn as outlines or in an
+    annotation: what OCR would read); asked only of a PDF without text."""
     doc = _open(raw)
     try:
         for i in range(len(doc)):
             page = doc[i]
             try:
-                if pdfium_c.FPDFPage_CountObjects(page.raw) > 0:
+                # Annotations draw too (a stamp's text lies in its appearance stream).
+                if pdfium_c.FPDFPage_CountObjects(page.raw) or pdfium_c.FPDFPage_GetAnnotCount(
+                    page.raw
+                ):
                     return True
             finally:
                 page.close()
