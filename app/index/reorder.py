@@ -267,11 +267,11 @@ def merge(pieces: list[list[int]]) -> list[list[int]]:
 def _unshadowed(pieces: list[list[int]]) -> list[list[int]]:
     """The pieces less each of at most SOURCE_HOLE query words whose query words, more
     than half of them, a piece with more matched words holds, and whose source range lies
-    more than SOURCE_HOLE words from every unshadowed piece's: a few words matched by chance elsewhere in the source (a
-    phrase the source repeats) inside a copy's piece kept the copy's pieces apart (an
-    audit's reordered man page copies came back as 3 and 4 passages). One so shadowed
-    within the copy's own part of the source stays: a short sentence of it inside a chain
-    that ran through another."""
+    more than SOURCE_HOLE words from every unshadowed piece's: a few words matched by
+    chance elsewhere in the source (a phrase the source repeats) inside a copy's piece
+    kept the copy's pieces apart (an audit's reordered man page copies came back as 3 and
+    4 passages). One so shadowed within the copy's own part of the source stays: a short
+    sentence of it inside a chain that ran through another."""
     if len(pieces) < 2:
         return pieces
     taken = np.zeros(max(p[1] for p in pieces) + 1, bool)
