@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -38,8 +37,8 @@ BIBLIOGRAPHY_FROM = 1 / 3
 EDGE_BITS = 16
 # ... on a diagonal of the passage's ends, or this many words off one (edits between).
 EDGE_DRIFT = 8
-# ... and at least half of the words this far inward from it match too (one word off).
-EDGE_HOLD = 8
+# ... and the words this far inward from it match too (or one word off).
+EDGE_HOLD = 2
 # ... at most this many words in from the cut, and off those diagonals within this many
 # source words of where the passage's proportion puts it.
 EDGE_WALK = 64
@@ -681,7 +680,7 @@ class _Edges:
     is moved inward, at most EDGE_WALK words, to the nearest query word that ends (or
     starts) a run of EDGE_BITS of word hash matching the source on a diagonal (source
     word minus query word) of the passage's ends, or the one between them in proportion,
-    or within EDGE_DRIFT words of one; at least half of the EDGE_HOLD words further in
+    or within EDGE_DRIFT words of one; the EDGE_HOLD words further in
     must match too. Its source word is that match's: the words a cut leaves between the
     copy and a quotation (the writer's "as the authors put it") are not the copy, and
     where a passage joined two copies of one source text its end's diagonal says nothing
@@ -712,16 +711,22 @@ class _Edges:
             ra, ta = found
         if rb < qb:
             found = self._match(p, ra, rb, forward=False)
-            if found is None or found[1] < ta:  # the two ends out of order: no copy
+            if found is None:
                 return ra, ra, ta, ta
             rb, tb = found[0] + 1, found[1] + 1
+        if tb <= ta:
+            # Its ends lie in the source out of order: a piece of a reordered copy that
+            # spans several of its sentences. Its source side is where the passage's ends
+            # put it, as long as its query side.
+            ta = min(sb - 1, max(sa, sa + (ra - qa)))
+            tb = min(sb, ta + (rb - ra))
         return ra, rb, ta, max(ta + 1, tb)
 
     def _match(self, p: Passage, ra: int, rb: int, forward: bool) -> tuple[int, int] | None:
         """The first query word from ra on (forward) or the last before rb, within
         EDGE_WALK of the cut, whose n words (it and those after it, or before it) match n
-        words of p's source range where the class says, and the source word it matches;
-        None if there is none."""
+        words of p's source range where the class says, with the copy going on from it
+        (_held), and the source word it matches; None if there is none."""
         n, q, s = self.n, self.q, self.s
         qa, qb = p.query_words
         sa, sb = p.source_words
@@ -731,68 +736,69 @@ class _Edges:
             if forward
             else range(rb - 1, max(ra, rb - EDGE_WALK) - 1, -1)
         )
+        # The diagonals tried, nearest one of the ends' or the proportion's at the cut
+        # first (the proportion moves by less than a word over a walk, in all but tiny
+        # passages).
+        cut = walk[0] if len(walk) else ra
+        between = ends[0] + (ends[1] - ends[0]) * (cut - qa) // max(1, qb - qa)
+        drift = np.arange(-EDGE_DRIFT, EDGE_DRIFT + 1)
+        near = np.unique(np.concatenate([d + drift for d in (*ends, between)]))
+        gap = np.minimum(np.abs(near - ends[0]), np.abs(near - ends[1]))
+        near = near[np.argsort(np.minimum(gap, np.abs(near - between)), kind="stable")]
         for k, i in enumerate(walk):
             m = min(n, rb - i) if forward else min(n, i - ra + 1)
             if m < n and k:
                 break
             first = i if forward else i - m + 1
-            between = ends[0] + (ends[1] - ends[0]) * (i - qa) // max(1, qb - qa)
-            if m < n:  # a piece shorter than n: its own words, on an end's diagonal only
-                tries: Iterable[int] = ends
-            else:
-                tries = sorted(
-                    {d + e for d in (*ends, between) for e in range(-EDGE_DRIFT, EDGE_DRIFT + 1)},
-                    key=lambda d: min(abs(d - ends[0]), abs(d - ends[1]), abs(d - between)),
-                )
-            for d in tries:
-                at = first + d
-                if (
-                    sa <= at
-                    and at + m <= sb
-                    and (q[first : first + m] == s[at : at + m]).all()
-                    and self._held(i, d, ra, rb, sa, sb, forward)
-                ):
+            # A piece shorter than n: its own words, on an end's diagonal only.
+            tries = np.array(ends) if m < n else near
+            for d in self._matching(first, m, tries, sa, sb):
+                if self._held(i, d, ra, rb, sa, sb, forward):
                     return i, i + d
-        # Off those diagonals (a reordered copy): near where the proportion puts it.
-        for i in walk:
-            first = i if forward else i - n + 1
-            if first < ra or first + n > rb:
+            if m < n:
                 continue
-            between = ends[0] + (ends[1] - ends[0]) * (i - qa) // max(1, qb - qa)
+            # Off those diagonals (a reordered copy, or edits that moved it): within
+            # EDGE_SPAN of where the passage's proportion puts it, at this same word.
             lo = max(sa, first + between - EDGE_SPAN)
             hi = min(sb, first + between + EDGE_SPAN + n)
             if hi - lo < n:
                 continue
-            window = np.lib.stride_tricks.sliding_window_view(s[lo:hi], n)
-            hit = np.flatnonzero((window == q[first : first + n]).all(axis=1))
-            expected = first + between
-            for at in sorted((lo + hit).tolist(), key=lambda x: abs(x - expected)):
+            hit = lo + np.flatnonzero(s[lo : hi - n + 1] == q[first])
+            for j in range(1, n):
+                hit = hit[s[hit + j] == q[first + j]]
+            for at in hit[np.argsort(np.abs(hit - (first + between)), kind="stable")].tolist():
                 if self._held(i, at - first, ra, rb, sa, sb, forward):
-                    return i, at + (0 if forward else n - 1)
+                    return i, at - first + i
         return None
 
+    def _matching(self, first: int, m: int, tries: np.ndarray, sa: int, sb: int) -> list[int]:
+        """The diagonals of tries, in their order, on which the m query words from first
+        match the source's within [sa, sb)."""
+        at = first + tries
+        ok = (at >= sa) & (at + m <= sb)
+        at, tries = at[ok], tries[ok]
+        for j in range(m):
+            same = self.s[at + j] == self.q[first + j]
+            at, tries = at[same], tries[same]
+        return tries.tolist()
+
     def _held(self, i: int, d: int, ra: int, rb: int, sa: int, sb: int, forward: bool) -> bool:
-        """Whether at least half of the EDGE_HOLD query words past i's match, inward
-        (those of the piece after it, or before it), match the source on diagonal d or one
-        word off it: an edge is where a copy goes on from, not two words the writer's own
-        clause shares with the source ("the license" in "as the authors of the license
-        put it"), which an audit saw end a passage."""
+        """Whether the copy goes on from i's match, inward (into the piece after it, or
+        before it): the EDGE_HOLD words next to it (as many as the piece has) match the
+        source on diagonal d or one word off it. Two words the writer's own clause shares
+        with the source ("the license" in "as the authors of the license put it"), or
+        that collide on 8 bits, are no edge: the writer's next word does not match (an
+        audit saw such words end passages). Only the next words: a reordered copy's
+        sentence ends a few words on, and the words past it lie elsewhere."""
         q, s, n = self.q, self.s, self.n
         inward = (
             range(i + n, min(rb, i + n + EDGE_HOLD))
             if forward
             else range(i - n, max(ra - 1, i - n - EDGE_HOLD), -1)
         )
-        if not len(inward):
-            return True
-        held = 0
-        for j in inward:
-            for e in (0, -1, 1):
-                at = j + d + e
-                if sa <= at < sb and q[j] == s[at]:
-                    held += 1
-                    break
-        return 2 * held >= len(inward)
+        return all(
+            any(sa <= j + d + e < sb and q[j] == s[j + d + e] for e in (0, -1, 1)) for j in inward
+        )
 
 
 def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
