@@ -14,6 +14,7 @@ the whole text: excluded words are text that was not copied in a way that counts
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -691,11 +692,19 @@ class _Edges:
     tries: a text quoted every ten words stays linear."""
 
     def __init__(self, query: Layout, source: Layout) -> None:
-        bits = min(query.bits or 4, source.bits or 4)  # format 1 holds 4 bits a word
-        mask = (1 << bits) - 1
-        self.q = np.asarray(query.word_hashes, np.int64) & mask
-        self.s = np.asarray(source.word_hashes, np.int64) & mask
-        self.n = max(1, -(-EDGE_BITS // bits))  # words a match must hold
+        self.query, self.source = query, source
+        self.bits = min(query.bits or 4, source.bits or 4)  # format 1 holds 4 bits a word
+        self.n = max(1, -(-EDGE_BITS // self.bits))  # words a match must hold
+
+    # The word hashes at the bits both hold, made only when a cut is placed (most
+    # candidate sources of a query have no cut passage).
+    @functools.cached_property
+    def q(self) -> np.ndarray:
+        return np.asarray(self.query.word_hashes, np.int64) & ((1 << self.bits) - 1)
+
+    @functools.cached_property
+    def s(self) -> np.ndarray:
+        return np.asarray(self.source.word_hashes, np.int64) & ((1 << self.bits) - 1)
 
     def fit(self, p: Passage, ra: int, rb: int) -> tuple[int, int, int, int]:
         """The piece [ra, rb) of p's query words, its cut edges moved to matching words,
