@@ -678,18 +678,18 @@ class _Edges:
     """Where a piece of a passage that exclusions cut lies in both texts.
 
     An edge the passage had is kept as alignment placed it. An edge an excluded span made
-    is moved inward, at most EDGE_WALK words, to the nearest query word that ends (or
-    starts) a run of EDGE_BITS of word hash matching the source on a diagonal (source
-    word minus query word) of the passage's ends, or the one between them in proportion,
-    or within EDGE_DRIFT words of one; the EDGE_HOLD words further in
-    must match too. Its source word is that match's: the words a cut leaves between the
-    copy and a quotation (the writer's "as the authors put it") are not the copy, and
-    where a passage joined two copies of one source text its end's diagonal says nothing
-    of its first piece (a copy followed by the same text quoted). Only where nothing
-    matches near those diagonals (inside a reordered copy) is a match sought off them,
-    within EDGE_SPAN source words of where the proportion puts it. A piece with no match
-    within EDGE_WALK words of its cut is dropped. Each cut costs at most EDGE_WALK words'
-    tries: a text quoted every ten words stays linear."""
+    is moved inward, word by word and at most EDGE_WALK words, to the first query word
+    that ends (or starts) a run of EDGE_BITS of word hash matching the source with the
+    EDGE_HOLD words further in matching too: at each word first on a diagonal (source
+    word minus query word) of the passage's ends or the one between them in proportion,
+    or within EDGE_DRIFT words of one, then (inside a reordered copy, or past edits)
+    within EDGE_SPAN source words of where the proportion puts it. Its source word is
+    that match's: the words a cut leaves between the copy and a quotation (the writer's
+    "as the authors put it") are not the copy, and where a passage joined two copies of
+    one source text its end's diagonal says nothing of its first piece (a copy followed
+    by the same text quoted). A piece with no match within EDGE_WALK words of its cut is
+    dropped; each cut costs at most EDGE_WALK words' tries, so a text quoted every ten
+    words stays linear."""
 
     def __init__(self, query: Layout, source: Layout) -> None:
         self.query, self.source = query, source
@@ -727,7 +727,7 @@ class _Edges:
             # Its ends lie in the source out of order: a piece of a reordered copy that
             # spans several of its sentences. Its source side is where the passage's ends
             # put it, as long as its query side.
-            ta = min(sb - 1, max(sa, sa + (ra - qa)))
+            ta = min(sb - 1, sa + (ra - qa))
             tb = min(sb, ta + (rb - ra))
         return ra, rb, ta, max(ta + 1, tb)
 
