@@ -14,9 +14,9 @@ import orjson
 
 from app.api.schemas import DEFAULT_LIMIT
 from app.index import Containment, ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
-from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.scan import Cut, Mark, PairBlock
+from app.index.trimming import Exclusions
 
 # Bytes of NDJSON a pair stream hands the server at once.
 CHUNK = 256 * 1024

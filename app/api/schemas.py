@@ -26,13 +26,14 @@ from pydantic_core import PydanticCustomError
 
 from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
 from app.index import formats
-from app.index.exclusions import Exclusions, detect
+from app.index.exclusions import detect
 from app.index.expiry import LATEST_MS, MAX_TTL_S
 from app.index.formats import workers
 from app.index.html import HTML, PLAIN, HTMLError, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
 from app.index.records import MAX_METADATA_BYTES, metadata_problem
 from app.index.templates import site_problem
+from app.index.trimming import Exclusions
 from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 

@@ -26,7 +26,6 @@ from app.index.errors import (
     NoShinglesError,
     ThresholdError,
 )
-from app.index.exclusions import Exclusions, shorter_side
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import DamagedLayout, Layout, Overdue, covered_runs, merge
@@ -35,6 +34,7 @@ from app.index.ranking import ranked
 from app.index.results import Containment, ContainmentResult
 from app.index.sites import Sites
 from app.index.sketch import anchor_key_each, passage_layouts, query_layout, sketch
+from app.index.trimming import Exclusions, shorter_side
 
 # A containment query without a threshold names every source that shares a verified
 # passage of at least the collection's passage_words (or min_words) words, whatever

@@ -21,7 +21,6 @@ from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
 from app.index import containment, documents, locks, records, similarity, writes
-from app.index.exclusions import Exclusions
 from app.index.filters import Filter
 from app.index.params import Params
 from app.index.passages import Layout
@@ -37,6 +36,7 @@ from app.index.results import (
 from app.index.scan import Cut, Mark, PairBlock, Scanner
 from app.index.sites import Sites
 from app.index.sketch import Sketched, passage_layouts
+from app.index.trimming import Exclusions
 from app.store import ReplicationError, Store, replication_at_end
 from app.store.reads import replica_reads
 
