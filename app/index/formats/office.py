@@ -24,6 +24,7 @@ import io
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
@@ -80,22 +81,18 @@ def _ole_kind(raw: bytes) -> str:
 
 def _not_a_zip(raw: bytes, kind: str) -> str:
     """Why bytes that are no zip are not this kind of file, naming what they are."""
+    if kind == "DOCX" and raw.startswith(_OLE) and _ole_kind(raw) == "encrypted":
+        return "the DOCX is encrypted: save it without a password"
+    sniffed = what_it_is(raw)
+    if sniffed is None or sniffed.what == _ZIP.what:
+        return f"the {kind} is broken: it is not a readable zip file (is it truncated?)"
+    advice = sniffed.advice
     save = "save it as .docx" if kind == "DOCX" else "save it as .odt"
     if raw.startswith(_OLE):
-        what = _ole_kind(raw)
-        if what == "encrypted" and kind == "DOCX":
-            return "the DOCX is encrypted: save it without a password"
-        if what == "encrypted":
-            return f"the file is a password-protected DOCX (or other OOXML), not {_a(kind)}: {save}"
-        return f"the file is {what}, not {_a(kind)}: {save}"
-    if b"%PDF-" in raw[:1024]:  # where a PDF reader looks for its header
-        return f"the file is a PDF, not {_a(kind)}: send it with content_type application/pdf"
-    if raw[:1024].lstrip().startswith(_RTF):
-        return f"the file is RTF, not {_a(kind)}: RTF is not read; {save}"
-    sniffed = what_it_is(raw)
-    if sniffed is not None and not sniffed.startswith("a zip"):
-        return f"the file is {sniffed}, not {_a(kind)}"
-    return f"the {kind} is broken: it is not a readable zip file (is it truncated?)"
+        advice = save
+    elif sniffed == _RTF_KIND:
+        advice = f"RTF is not read; {save}"
+    return f"the file is {sniffed.what}, not {_a(kind)}" + (f": {advice}" if advice else "")
 
 
 class _Zip:
@@ -155,68 +152,82 @@ class _Zip:
         """What the zip is instead, when it says (another office format: the content_type
         to send it with; an EPUB, a spreadsheet: that it is not read)."""
         what = _zip_kind(self.archive)
-        if what == "a zip file" or what.startswith(f"{_a(self.kind)}:"):
+        if what == _ZIP or what.what == _a(self.kind):
             return ""
         return f" (it is {what})"
 
 
+class Kind(NamedTuple):
+    """What a file is (what_it_is), and what to do with it when that is not plain."""
+
+    what: str
+    advice: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.advice}" if self.advice else self.what
+
+
 # Files a reviewer may send by mistake, known by their first bytes, and what to do.
 _NOT_READ = "which is not read"
+_OCR = "(a picture of text is not read: OCR it first)"
 _MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "a PNG image (a picture of text is not read: OCR it first)"),
-    (b"\xff\xd8\xff", "a JPEG image (a picture of text is not read: OCR it first)"),
-    (b"GIF87a", "a GIF image"),
-    (b"GIF89a", "a GIF image"),
-    (b"II*\x00", "a TIFF image (a picture of text is not read: OCR it first)"),
-    (b"MM\x00*", "a TIFF image (a picture of text is not read: OCR it first)"),
-    (b"\x1f\x8b", "a gzip archive"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (b"Rar!", "a RAR archive"),
+    (b"\x89PNG\r\n\x1a\n", Kind(f"a PNG image {_OCR}")),
+    (b"\xff\xd8\xff", Kind(f"a JPEG image {_OCR}")),
+    (b"GIF87a", Kind("a GIF image")),
+    (b"GIF89a", Kind("a GIF image")),
+    (b"II*\x00", Kind(f"a TIFF image {_OCR}")),
+    (b"MM\x00*", Kind(f"a TIFF image {_OCR}")),
+    (b"\x1f\x8b", Kind("a gzip archive")),
+    (b"7z\xbc\xaf\x27\x1c", Kind("a 7-Zip archive")),
+    (b"Rar!", Kind("a RAR archive")),
 )
+_RTF_KIND = Kind("RTF")
+_ZIP = Kind("a zip file")
+_AN_ODT = Kind("an ODT", f"send it with content_type {_ODT_TYPE}")
 # A zip's kind by its mimetype member (OpenDocument, EPUB) or its main part (OOXML).
 _ZIP_MIMETYPES = {
-    "application/vnd.oasis.opendocument.text": f"an ODT: send it with content_type {_ODT_TYPE}",
-    "application/vnd.oasis.opendocument.spreadsheet": f"an ODS spreadsheet, {_NOT_READ}",
-    "application/vnd.oasis.opendocument.presentation": f"an ODP presentation, {_NOT_READ}",
-    "application/epub+zip": f"an EPUB e-book, {_NOT_READ} (export it as PDF)",
+    "application/vnd.oasis.opendocument.text": _AN_ODT,
+    "application/vnd.oasis.opendocument.spreadsheet": Kind(f"an ODS spreadsheet, {_NOT_READ}"),
+    "application/vnd.oasis.opendocument.presentation": Kind(f"an ODP presentation, {_NOT_READ}"),
+    "application/epub+zip": Kind(f"an EPUB e-book, {_NOT_READ} (export it as PDF)"),
 }
 _ZIP_PARTS = (
-    ("word/document.xml", f"a DOCX: send it with content_type {_DOCX_TYPE}"),
-    ("xl/workbook.xml", f"an XLSX spreadsheet, {_NOT_READ}"),
-    ("ppt/presentation.xml", f"a PPTX presentation, {_NOT_READ}"),
-    ("content.xml", f"an ODT: send it with content_type {_ODT_TYPE}"),
+    ("word/document.xml", Kind("a DOCX", f"send it with content_type {_DOCX_TYPE}")),
+    ("xl/workbook.xml", Kind(f"an XLSX spreadsheet, {_NOT_READ}")),
+    ("ppt/presentation.xml", Kind(f"a PPTX presentation, {_NOT_READ}")),
+    ("content.xml", _AN_ODT),
 )
 
 
-def what_it_is(raw: bytes) -> str | None:
+def what_it_is(raw: bytes) -> Kind | None:
     """What a file is, with the content_type to send it with (or why it is not read),
     when its first bytes tell (a DOCX, an ODT, a Word 97-2003 .doc, RTF, a PDF, an image,
     an EPUB, a spreadsheet...); None otherwise."""
     if raw.startswith(_OLE):
-        what = _ole_kind(raw)
-        return "a password-protected Office file" if what == "encrypted" else what
+        ole = _ole_kind(raw)
+        return Kind("a password-protected Office file" if ole == "encrypted" else ole)
     head = raw[:1024].lstrip()
     if head.startswith(_RTF):
-        return "RTF"
+        return _RTF_KIND
     if b"%PDF-" in raw[:1024]:
-        return "a PDF: send it with content_type application/pdf"
+        return Kind("a PDF", "send it with content_type application/pdf")
     for magic, what in _MAGIC:
         if raw.startswith(magic):
             return what
     if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "a WebP image"
+        return Kind("a WebP image")
     if head[:15].lower().startswith((b"<!doctype html", b"<html")):
-        return "an HTML page: send it as text with content_type text/html"
+        return Kind("an HTML page", "send it as text with content_type text/html")
     if raw.startswith(b"PK\x03\x04"):
         try:
             with zipfile.ZipFile(io.BytesIO(raw)) as archive:
                 return _zip_kind(archive)
         except (zipfile.BadZipFile, ValueError, EOFError):
-            return "a zip file"
+            return _ZIP
     return None
 
 
-def _zip_kind(archive: zipfile.ZipFile) -> str:
+def _zip_kind(archive: zipfile.ZipFile) -> Kind:
     """What a zip holds, as what_it_is says it."""
     names = archive.NameToInfo
     mimetype = names.get("mimetype")
@@ -234,7 +245,7 @@ def _zip_kind(archive: zipfile.ZipFile) -> str:
     for name, what in _ZIP_PARTS:
         if name in names:
             return what
-    return "a zip file"
+    return _ZIP
 
 
 def read_part(raw: bytes, name: str, kind: str) -> bytes:
