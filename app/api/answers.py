@@ -27,7 +27,7 @@ CHECKPOINT_SECONDS = 1.0
 def query_answer(
     result: QueryResult, threshold: float, doc_id: str | None = None
 ) -> dict[str, Any]:
-    """A query's answer (schemas.SimilarOut)."""
+    """A query's answer (replies.SimilarOut)."""
     answer = {
         "id": doc_id,
         "threshold": threshold,
@@ -48,7 +48,7 @@ def query_answer(
 def containment_answer(
     result: ContainmentResult, threshold: float, evidence: bool, doc_id: str | None = None
 ) -> dict[str, Any]:
-    """A containment query's answer (schemas.ContainmentOut)."""
+    """A containment query's answer (replies.ContainmentOut)."""
     return {
         "id": doc_id,
         "measure": "containment",
@@ -96,7 +96,7 @@ async def text_answer(
 
 
 def _passages(c: Containment) -> list[dict[str, Any]]:
-    """A source's passages (schemas.PassageOut); "disguised" only where words were."""
+    """A source's passages (replies.PassageOut); "disguised" only where words were."""
     out = []
     for i, p in enumerate(c.passages):
         passage: dict[str, Any] = {
@@ -112,7 +112,7 @@ def _passages(c: Containment) -> list[dict[str, Any]]:
 
 
 def excluded_answer(exclude: Exclusions) -> list[dict[str, Any]]:
-    """The spans a containment query set aside (schemas.ExcludedOut), in text order."""
+    """The spans a containment query set aside (replies.ExcludedOut), in text order."""
     return [
         {"query_start": s.start, "query_end": s.end, "reason": s.reason} for s in exclude.listed()
     ]

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Send
 
-from app.api.schemas import Problem
+from app.api.replies import Problem
 from app.core import errors
 from app.index.ids import MAX_ID_BYTES
 

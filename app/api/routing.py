@@ -41,7 +41,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.api.deps import COLLECTION_PREFIX, collection_path
 from app.api.problems import problem
-from app.api.schemas import Problem
+from app.api.replies import Problem
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 FastPath = Callable[[Request], Awaitable[Response | None]]

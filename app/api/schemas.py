@@ -1,4 +1,4 @@
-"""Request and response bodies."""
+"""Request bodies and the checks of what they hold (the answers: app.api.replies)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pydantic import (
     PrivateAttr,
     ValidationInfo,
     create_model,
-    field_serializer,
     field_validator,
     model_validator,
 )
@@ -524,121 +523,6 @@ def check_measure(measure: str, evidence: bool) -> None:
         )
 
 
-THIN_DOC = "true when the page has little text of its own beside its site's template"
-
-
-class Match(BaseModel):
-    id: str
-    similarity: float
-    thin: bool | None = Field(None, description=THIN_DOC)
-
-
-TEXT_OUT_DOC = "with return_text=true: the text as indexed (offsets refer to it)"
-
-
-class SimilarOut(BaseModel):
-    id: str | None = None
-    threshold: float
-    results: list[Match]
-    candidates: int = Field(description="LSH candidates verified for this answer")
-    capped: bool = Field(description="true when the candidate cap cut the candidates")
-    thin: bool | None = Field(None, description=THIN_DOC)
-    text: str | None = Field(None, description=TEXT_OUT_DOC)
-
-
-class PassageOut(BaseModel):
-    query_start: int = Field(description="code-point offset into the query text (inclusive)")
-    query_end: int = Field(description="code-point offset into the query text (exclusive)")
-    source_start: int = Field(description="code-point offset into the source as ingested")
-    source_end: int = Field(description="code-point offset into the source (exclusive)")
-    disguised: int | None = Field(
-        None,
-        ge=1,
-        description="words of the query's span that held look-alike letters or invisible "
-        "characters, folded away to find the passage (a flag: evidence of intent; on "
-        "tokenizers 3 and 4 a look-alike counts only in a word mixing it with Latin "
-        "letters); absent when none did, in a stored document's query, and in collections "
-        "on tokenizer 1",
-    )
-
-
-class ExcludeOut(BaseModel):
-    quotes: bool
-    bibliography: bool
-    min_words: int
-
-
-class ExcludedOut(BaseModel):
-    query_start: int = Field(description="code-point offset into the query text (inclusive)")
-    query_end: int = Field(description="code-point offset into the query text (exclusive)")
-    reason: Literal["quote", "bibliography", "short"]
-
-
-class ContainmentMatch(BaseModel):
-    id: str
-    containment: float = Field(description="share of the query's shingles in passages of it")
-    similarity: float = Field(description="fingerprint Jaccard of the two whole texts")
-    passages: list[PassageOut] | None = Field(None, description="with evidence=true")
-
-
-class ContainmentOut(BaseModel):
-    id: str | None = None
-    measure: Literal["containment"] = "containment"
-    threshold: float = Field(
-        description="least share of the query a source covers; 0: none given, every "
-        "source with a passage of passage_words words is named"
-    )
-    results: list[ContainmentMatch]
-    coverage: float = Field(description="share of the query's shingles found in any result")
-    candidates: int = Field(description="sources whose passages were aligned")
-    capped: bool = Field(description="true when the candidate cap cut the candidates")
-    common: int = Field(
-        description="passage anchors of the query too common in the collection to read in full"
-    )
-    text: str | None = Field(None, description=TEXT_OUT_DOC)
-    excluded: list[ExcludedOut] | None = Field(
-        None, description="with exclude: the spans of the text set aside, and why"
-    )
-    exclude: ExcludeOut | None = Field(
-        None, description="with exclude: the exclusions applied, so a kept check shows them"
-    )
-
-
-class DocumentOut(BaseModel):
-    id: str
-    shingles: int
-    metadata: dict[str, Any] | None = None
-    # The text; only in collections that keep texts (NEARDUP_KEEP_TEXT).
-    text: str | None = None
-    expires_at: str | None = Field(default=None, description="RFC 3339 (UTC); absent: never")
-
-
-class IngestOut(BaseModel):
-    id: str
-    shingles: int
-    created: bool
-    similar: SimilarOut | None = None
-
-    @field_serializer("similar")
-    def _as_post_similar(self, similar: SimilarOut | None) -> dict[str, Any] | None:
-        """POST /similar's shape: fields its answer leaves out (thin, text) stay out."""
-        return None if similar is None else similar.model_dump(exclude_unset=True)
-
-
-class BatchItemOut(BaseModel):
-    id: str
-    status: str = Field(description="created, updated or error")
-    shingles: int
-    error: str | None = None
-
-
-class BatchOut(BaseModel):
-    created: int
-    updated: int
-    errors: int
-    results: list[BatchItemOut]
-
-
 class DeleteIn(_In):
     ids: list[Annotated[DocId, Field(json_schema_extra=ID_SCHEMA)]] | None = Field(
         None, min_length=1, max_length=MAX_BATCH, description="delete these documents"
@@ -685,14 +569,6 @@ class DeleteIn(_In):
         if self.ids is not None and self.cursor is not None:
             raise ValueError("cursor goes with filter, not with ids")
         return self
-
-
-class DeleteOut(BaseModel):
-    deleted: int = Field(description="documents deleted by this call")
-    scanned: int = Field(description="records looked at (ids: the ids given)")
-    cursor: str | None = Field(
-        description="with filter: pass it back for the next step; null when the scan is done"
-    )
 
 
 _BASE64: JsonDict = {
@@ -754,36 +630,6 @@ class ImportIn(_In):
     )
     documents: list[Annotated[dict[str, Any], Field(json_schema_extra=IMPORT_LINE)]] = Field(
         min_length=1, max_length=MAX_BATCH, description="export lines after the header"
-    )
-
-
-class ImportOut(BaseModel):
-    created: int
-    updated: int
-
-
-class Refusal(BaseModel):
-    """One refusal of a 422: where in the request (a field's dotted path, a query
-    parameter, "body", "path", "query", or "request" for the request as a whole) and why."""
-
-    field: str
-    message: str
-
-
-class Problem(BaseModel):
-    """An error answer (RFC 9457 problem+json)."""
-
-    type: str = "about:blank"
-    title: str
-    status: int
-    detail: str
-    errors: list[Refusal] | None = Field(
-        None, description="a 422's refusals, each with where it is and what to fix"
-    )
-    ids: list[str | None] | None = Field(
-        None,
-        description="a 503 of an ingest: each document's id in request order, null where "
-        "it was refused (the others are stored)",
     )
 
 
@@ -853,22 +699,3 @@ class CheckIn(SimilarIn):
         check_measure(self.measure, self.evidence)
         self._check_options()
         return self
-
-
-class SourceChange(BaseModel):
-    id: str = Field(description="a source of the stored answer")
-    change: Literal["changed", "deleted"] = Field(
-        description="changed: its record (text or metadata) was rewritten since the check; "
-        "deleted: it answers no more"
-    )
-
-
-class CheckOut(BaseModel):
-    id: str = Field(description="the check's id: 128 random bits, URL-safe base64")
-    report: str = Field(description="the path of its report page")
-    created_at: str = Field(description="RFC 3339 (UTC)")
-    expires_at: str = Field(description="RFC 3339 (UTC); GET answers 404 from then on")
-    answer: SimilarOut | ContainmentOut = Field(description="the answer, as POST /similar's")
-    changed_sources: list[SourceChange] = Field(
-        description="sources whose records differ from when the check was made (GET)"
-    )

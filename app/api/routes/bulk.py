@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from app.api import schemas
+from app.api import replies, schemas
 from app.api.deps import get_index
 from app.api.routing import Route
 from app.core.jsonl import json_line
@@ -35,12 +35,12 @@ _EXPORT_LINES = {
 
 @router.post(
     "/documents/delete",
-    response_model=schemas.DeleteOut,
+    response_model=replies.DeleteOut,
     tags=["documents"],
 )
 async def delete_many(
     body: Annotated[schemas.DeleteIn, Body(openapi_examples=_DELETE_EXAMPLES)], index: IndexDep
-) -> schemas.DeleteOut:
+) -> replies.DeleteOut:
     """Delete documents by ids (up to 1000), or those whose metadata matches a filter.
 
     By filter, each call scans `step` records in storage order and answers a cursor;
@@ -49,11 +49,11 @@ async def delete_many(
     """
     if body.ids is not None:
         n = await delete_ids(index, body.ids)
-        return schemas.DeleteOut(deleted=n, scanned=len(body.ids), cursor=None)
+        return replies.DeleteOut(deleted=n, scanned=len(body.ids), cursor=None)
     assert body.filter is not None
     where = Filter.parse(body.filter.model_dump())
     done = await delete_where(index, where, body.cursor, body.step)
-    return schemas.DeleteOut(deleted=done.deleted, scanned=done.scanned, cursor=done.cursor)
+    return replies.DeleteOut(deleted=done.deleted, scanned=done.scanned, cursor=done.cursor)
 
 
 @router.get(
@@ -88,11 +88,11 @@ async def export_all(
 
 @router.post(
     "/import",
-    response_model=schemas.ImportOut,
+    response_model=replies.ImportOut,
     tags=["transfer"],
 )
-async def import_batch(body: schemas.ImportIn, index: IndexDep) -> schemas.ImportOut:
+async def import_batch(body: schemas.ImportIn, index: IndexDep) -> replies.ImportOut:
     """Store up to 1000 exported documents (replacing the same ids); the header must
     name this collection's sketch parameters. A bad line stores nothing of the call."""
     created, updated = await import_documents(index, body.header, body.documents)
-    return schemas.ImportOut(created=created, updated=updated)
+    return replies.ImportOut(created=created, updated=updated)

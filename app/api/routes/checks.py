@@ -14,7 +14,7 @@ from urllib.parse import quote
 import orjson
 from fastapi import APIRouter, Query, Request, Response
 
-from app.api import schemas
+from app.api import replies, schemas
 from app.api.deps import get_index
 from app.api.problems import problem
 from app.api.routing import Route
@@ -23,7 +23,7 @@ from app.index import reports
 
 router = APIRouter(tags=["checks"], route_class=Route)
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": schemas.Problem, "description": "no such check, or it expired"}
+    404: {"model": replies.Problem, "description": "no such check, or it expired"}
 }
 
 
@@ -64,7 +64,7 @@ def _missing(check_id: str) -> Response:
 @router.post(
     "/checks",
     status_code=201,
-    response_model=schemas.CheckOut,
+    response_model=replies.CheckOut,
     responses={201: {"description": "the check, stored; Location is its API path"}},
 )
 async def create_check(
@@ -90,7 +90,7 @@ async def create_check(
     return _json(_out(request, saved, body.return_text, []), 201, {"Location": location})
 
 
-@router.get("/checks/{check_id}", response_model=schemas.CheckOut, responses=_NOT_FOUND)
+@router.get("/checks/{check_id}", response_model=replies.CheckOut, responses=_NOT_FOUND)
 async def read_check(check_id: str, request: Request) -> Response:
     """A stored check: its answer and text as they were, and which sources changed since."""
     index = await get_index(request)

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.api import schemas
+from app.api import replies, schemas
 from app.api.routing import Route
 from app.index import Index
 from app.index.containment import DEFAULT_CONTAINMENT
@@ -40,7 +40,7 @@ async def _described(index: Index, name: str) -> dict[str, Any]:
     response_model=dict[str, Any],
     responses={
         200: {"description": "it exists with these parameters already"},
-        409: {"model": schemas.Problem, "description": "it exists with other parameters"},
+        409: {"model": replies.Problem, "description": "it exists with other parameters"},
     },
 )
 async def create(
@@ -68,8 +68,8 @@ async def listing(request: Request) -> dict[str, Any]:
     "/collections/{collection}",
     response_model=dict[str, Any],
     responses={
-        404: {"model": schemas.Problem, "description": "no such collection"},
-        409: {"model": schemas.Problem, "description": "the collection is being deleted"},
+        404: {"model": replies.Problem, "description": "no such collection"},
+        409: {"model": replies.Problem, "description": "the collection is being deleted"},
     },
 )
 async def read(collection: Name, request: Request) -> dict[str, Any]:
@@ -81,8 +81,8 @@ async def read(collection: Name, request: Request) -> dict[str, Any]:
     "/collections/{collection}",
     status_code=204,
     responses={
-        404: {"model": schemas.Problem, "description": "no such collection"},
-        409: {"model": schemas.Problem, "description": "the service's default collection"},
+        404: {"model": replies.Problem, "description": "no such collection"},
+        409: {"model": replies.Problem, "description": "the service's default collection"},
     },
 )
 async def delete(collection: Name, request: Request) -> Response:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from app.api import schemas
+from app.api import replies, schemas
 from app.api.answers import ingest_status
 from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
@@ -23,27 +23,27 @@ router = APIRouter(tags=["documents"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 PathId = schemas.PathId
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": schemas.Problem, "description": "unknown id"}
+    404: {"model": replies.Problem, "description": "unknown id"}
 }
 
 
-def _ingest_out(r: IngestResult, threshold: float | None) -> schemas.IngestOut:
+def _ingest_out(r: IngestResult, threshold: float | None) -> replies.IngestOut:
     if r.error is not None:
         raise no_words(r.error)
     similar = None
     if r.similar is not None and threshold is not None:
         similar = similar_out(r.similar, threshold)
-    return schemas.IngestOut(id=r.id, shingles=r.shingles, created=r.created, similar=similar)
+    return replies.IngestOut(id=r.id, shingles=r.shingles, created=r.created, similar=similar)
 
 
-@router.post("/documents", status_code=201, response_model=schemas.IngestOut)
+@router.post("/documents", status_code=201, response_model=replies.IngestOut)
 async def ingest(
     body: schemas.DocumentIn,
     index: IndexDep,
     similar: Annotated[bool, Query(description="also return near-duplicates found")] = False,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[schemas.Limit, Query()] = 10,
-) -> schemas.IngestOut:
+) -> replies.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
     doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
@@ -60,8 +60,8 @@ async def _item_text(item: schemas.DocumentIn) -> str | FileError | HTMLError:
         return exc
 
 
-@router.post("/documents/batch", response_model=schemas.BatchOut)
-async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchOut:
+@router.post("/documents/batch", response_model=replies.BatchOut)
+async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> replies.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
     # Files are read at once, as many as there are extraction workers.
     texts = await asyncio.gather(*(_item_text(d) for d in body.documents))
@@ -76,15 +76,15 @@ async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchO
         if isinstance(text, str):
             r = next(stored)
             items.append(
-                schemas.BatchItemOut(
+                replies.BatchItemOut(
                     id=r.id, status=ingest_status(r), shingles=r.shingles, error=r.error
                 )
             )
         else:
             # an item sent without an id gets one, as a text with no words does in ingest
             name = d.id if d.id is not None else uuid.uuid4().hex
-            items.append(schemas.BatchItemOut(id=name, status="error", shingles=0, error=str(text)))
-    return schemas.BatchOut(
+            items.append(replies.BatchItemOut(id=name, status="error", shingles=0, error=str(text)))
+    return replies.BatchOut(
         created=sum(i.status == "created" for i in items),
         updated=sum(i.status == "updated" for i in items),
         errors=sum(i.status == "error" for i in items),
@@ -94,12 +94,12 @@ async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> schemas.BatchO
 
 @router.put(
     "/documents/{doc_id:docid}",
-    response_model=schemas.IngestOut,
-    responses={201: {"model": schemas.IngestOut, "description": "created"}},
+    response_model=replies.IngestOut,
+    responses={201: {"model": replies.IngestOut, "description": "created"}},
 )
 async def upsert(
     doc_id: PathId, body: schemas.DocumentPut, index: IndexDep, response: Response
-) -> schemas.IngestOut:
+) -> replies.IngestOut:
     """Create or replace the document with this id: 201 when new, 200 when replaced."""
     doc = Document(await body.extracted(), doc_id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc])
@@ -109,17 +109,17 @@ async def upsert(
 
 @router.get(
     "/documents/{doc_id:docid}",
-    response_model=schemas.DocumentOut,
+    response_model=replies.DocumentOut,
     response_model_exclude_unset=True,  # `text` only when the collection keeps texts
     responses=NOT_FOUND,
 )
-async def read(doc_id: PathId, index: IndexDep) -> schemas.DocumentOut | ProblemResponse:
+async def read(doc_id: PathId, index: IndexDep) -> replies.DocumentOut | ProblemResponse:
     """The stored record of a document, with its text when the collection keeps texts."""
     found = await index.read(doc_id)
     if found is None:
         return problem(404, "Not found", f"no document with id {doc_id!r}")
     rec, text = found
-    out = schemas.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
+    out = replies.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
     if rec.expires_ms:
         out.expires_at = schemas.rfc3339(rec.expires_ms)
     if index.params.keep_text:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from app.api import schemas
+from app.api import replies, schemas
 from app.api.answers import containment_answer, query_answer
 from app.api.deps import deadline_of, get_index
 from app.api.problems import problem
@@ -27,8 +27,8 @@ DEFAULT_LIMIT = schemas.DEFAULT_LIMIT
 
 def similar_out(
     result: QueryResult, threshold: float, doc_id: str | None = None
-) -> schemas.SimilarOut:
-    return schemas.SimilarOut.model_validate(query_answer(result, threshold, doc_id))
+) -> replies.SimilarOut:
+    return replies.SimilarOut.model_validate(query_answer(result, threshold, doc_id))
 
 
 def _answer(body: dict[str, Any]) -> Response:
@@ -190,14 +190,14 @@ router.add_api_route(
     "/similar/{doc_id:docid}",
     similar_to_stored,
     methods=["GET"],
-    response_model=schemas.SimilarOut | schemas.ContainmentOut,
-    responses={404: {"model": schemas.Problem, "description": "unknown id"}},
+    response_model=replies.SimilarOut | replies.ContainmentOut,
+    responses={404: {"model": replies.Problem, "description": "unknown id"}},
     route_class_override=with_fast_path(_stored_fast),
 )
 router.add_api_route(
     "/similar",
     similar_to_text,
     methods=["POST"],
-    response_model=schemas.SimilarOut | schemas.ContainmentOut,
+    response_model=replies.SimilarOut | replies.ContainmentOut,
     route_class_override=with_fast_path(_text_fast),
 )
