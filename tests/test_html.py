@@ -536,3 +536,22 @@ def test_lone_separators_stay_dropped_and_the_pad_never_shows() -> None:
         "<p>次の文です。長い文章がここに続きます。</p></div></body></html>"
     )
     assert "リンク。" in extract(page)
+
+
+def test_a_page_whose_main_marker_is_empty_has_no_text_of_its_own() -> None:
+    """An empty <main> is believed: the page is refused as having no text of its own,
+    instead of the heuristics keeping what lies outside it (a dialog the site's stylesheet
+    hides, a footer), which made two such pages of one site twins."""
+    chrome = (
+        "<header><nav><a href='/a'>Home</a> <a href='/b'>About us</a></nav></header>"
+        "<div class='kbd-help'><p>Press the question mark to see the keyboard shortcuts "
+        "of this site and how to move between its pages quickly</p></div>"
+        "<footer><p>Copyright the example company, all rights reserved forever</p></footer>"
+    )
+    for main in ("<main><h1></h1></main>", "<div role='main'> </div>"):
+        page = f"<!DOCTYPE html><html><body>{chrome}{main}</body></html>"
+        with pytest.raises(HTMLError, match="main content"):
+            extract(page)
+    # With words in it, the marker's text is the page's.
+    page = f"<html><body>{chrome}<main><p>Our own words here</p></main></body></html>"
+    assert extract(page) == "Our own words here"

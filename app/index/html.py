@@ -2,8 +2,9 @@
 
 A page that marks its main content says so itself, and that is believed first: the one
 ``<main>`` or ``role="main"`` element, else the page's one ``<article>``, is extracted
-whole, its own lists of links included (a section index is those links). Markup that
-hides an element (``hidden``, ``aria-hidden="true"``, an inline ``display:none`` or
+whole, its own lists of links included (a section index is those links); a marker with
+no words in it is a page with no text of its own (HTMLError), not one to guess about.
+Markup that hides an element (``hidden``, ``aria-hidden="true"``, an inline ``display:none`` or
 ``visibility:hidden``, a ``<dialog>`` that is not open, ``<template>``, ``<noscript>``,
 and ruby annotations ``<rt>``, ``<rp>``: furigana is a reading aid, not the text)
 is dropped everywhere: a keyboard-help dialog in every page's markup is template text no
@@ -97,6 +98,11 @@ _HIDING = (
     ("<rp", "rp"),
 )
 HIDDEN = tuple(selector for _, selector in _HIDING)
+EMPTY_MAIN = (
+    "the page's main content (its <main>, role=main or one <article>) has no words: it has "
+    "no text of its own to compare (a page whose script fills it in has its text only once "
+    "rendered: send the rendered page)"
+)
 # The page's own marker of its main content, in the order they are believed.
 _MAIN = "main, [role=main i]"
 _ARTICLE = "article"
@@ -235,8 +241,12 @@ def _text(page: str) -> str:
     if main is not None:
         # The marked element whole: its lists of links are the page's own.
         text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
-        if _WORD.search(text):
-            return text
+        if not _WORD.search(text):
+            # Believed when empty too: what lies outside it is the site's (a dialog its
+            # stylesheet hides, a footer), which the heuristics kept and a learned
+            # template never saw (an audit's empty pages were twins at 1.0).
+            raise HTMLError(EMPTY_MAIN)
+        return text
     # One parse serves the depth probe and both extractions (the tree never leaves this
     # frame, as in marked_main).
     tree = None
@@ -274,6 +284,8 @@ def extract(html: str) -> str:
     # on the thread that made it, and an error's traceback can carry one to another.
     try:
         text = _text(page)
+    except HTMLError:
+        raise
     except Exception as exc:  # the parser's own errors; its classes are not API
         raise HTMLError(f"the HTML cannot be parsed: {exc}") from None
     text = text.strip()

@@ -129,10 +129,19 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     """For each page, the indexes of its lines that are headers, footers or page
     numbers: a page number alone in the top or bottom band (or the page's extreme line
     in EXTREME_BAND), or a line whose shape recurs at about the same height within
-    EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages."""
+    EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages, and at most once on
+    most of the pages that hold it."""
     slot = SAME_PLACE / page_height
     seen: Counter[tuple[int, str]] = Counter()
+    # Pages that hold a shape, and pages that hold it twice or more: a header or footer
+    # is set once a page, so a shape most of whose pages repeat it is the text's own
+    # (a log's "Day 12: wind from the north", a table's rows), wherever it sits.
+    holding: Counter[str] = Counter()
+    repeating: Counter[str] = Counter()
     for page in pages:
+        counts = Counter(_shape(line) for line in page.lines)
+        holding.update(counts.keys())
+        repeating.update(shape for shape, n in counts.items() if n > 1)
         keys: set[tuple[int, str]] = set()
         for line, h in zip(page.lines, page.heights, strict=True):
             if _wide(h):
@@ -150,6 +159,7 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
             shape = _shape(line)
             if (alone[i] and _PAGE_NUMBER.fullmatch(shape)) or (
                 max(seen[int(h / slot), shape], seen[int(h / slot) + 1, shape]) >= least
+                and 2 * repeating[shape] < holding[shape]
             ):
                 drop.add(i)
         out.append(drop)
