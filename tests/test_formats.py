@@ -90,6 +90,23 @@ def test_running_lines_are_found_by_place_not_order() -> None:
     ]
 
 
+def test_lines_a_page_repeats_are_its_text_not_its_running_lines() -> None:
+    """A log whose lines differ only by number ("Day 12: ...") fills every page's top and
+    bottom: a line most of whose pages hold it more than once is the text's own and
+    stays (an audit lost 41 of 120 such lines), while the header set once a page goes."""
+    entry = "Day {}: wind from the north, sea calm, no ships passed the point."
+    pages = []
+    for n in range(3):
+        days = [entry.format(40 * n + i + 1) for i in range(40)]
+        heights = [0.95 - i * 0.9 / 39 for i in range(40)]
+        pages.append(pdf_text.Page(["Ship's log", *days], [0.98, *heights]))
+    text = pdf_text.clean(pages)
+    assert "Ship's log" not in text
+    assert [line for line in text.split("\n") if line.strip()] == [
+        entry.format(d) for d in range(1, 121)
+    ]
+
+
 def test_hyphenation_follows_the_documents_words() -> None:
     """A marked line-end hyphen joins a word split by hyphenation and keeps one the
     document writes with a hyphen, or between a number or a capital."""
