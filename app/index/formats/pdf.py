@@ -73,6 +73,15 @@ _NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff]+")
 # Scripts written without spaces between words (Han, kana, their punctuation and
 # full-width forms): a line break between two of their characters is not a space.
 _UNSPACED = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+# A word of Hebrew or Arabic letters (their marks and presentation forms; no punctuation
+# or digits, which the line's direction places).
+# PDFium gives most in writing order, but some PDFs (Chromium's, for Arabic) draw some
+# words' letters left to right, which it then gives in that order: "يكتب" as "بتكي".
+_RTL_RUN = re.compile(
+    "[\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7\u05d0-\u05ea\u05ef-\u05f2"
+    "\u0610-\u061a\u0620-\u065f\u066e-\u06d3\u06d5-\u06ef\u06fa-\u06ff\u0750-\u077f"
+    "\u08a0-\u08ff\ufb1d-\ufb4f\ufb50-\ufd3d\ufd50-\ufdff\ufe70-\ufefc]{2,}"
+)
 # An alef then a lam: how PDFium writes Arabic's lam-alef ligature (one glyph for the
 # two letters) when it reorders a right-to-left line, letters swapped ("الظلام", the
 # darkness, read as "الظالم", the oppressor); a real alef-lam pair is two glyphs.
@@ -396,6 +405,8 @@ def _piece(textpage: pdfium.PdfTextPage, part: str, unit: int, height: float) ->
     except pdfium.PdfiumError:
         # No box for it: a line of the body, never dropped, never in a column.
         left, right, middle = 0.0, math.inf, 0.5
+    if _RTL_RUN.search(part):
+        part = _rtl_words_in_order(textpage, part, unit)
     if _ALEF_LAM.search(part):
         part = _ligatures_in_order(textpage, part, unit)
     if _MARKS.search(part):
@@ -439,6 +450,23 @@ def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     for a, b in reversed(drop):
         piece = piece[:a] + piece[b:]
     return piece
+
+
+def _rtl_words_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
+    """A line's right-to-left words in writing order: a run of Hebrew or Arabic letters
+    whose first character's box lies left of its last's was given in the order it is
+    drawn (left to right), so it is reversed."""
+    index = _indexes(piece, unit)
+    chars = list(piece)
+    for m in _RTL_RUN.finditer(piece):
+        try:
+            first = textpage.get_charbox(index(m.start()))[0]
+            last = textpage.get_charbox(index(m.end() - 1))[0]
+        except pdfium.PdfiumError:
+            continue
+        if first < last:
+            chars[m.start() : m.end()] = reversed(chars[m.start() : m.end()])
+    return "".join(chars)
 
 
 def _ligatures_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:

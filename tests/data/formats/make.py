@@ -17,6 +17,10 @@ the independent expectation the extractor tests compare against.
 - encrypted: one sentence as a PDF that opens only with the password "secret";
 - arabic: a paragraph of Arabic with lam-alef ligatures (one glyph for two letters),
   as PDF.
+
+Not made here: arabic_chromium.pdf is arabic_chromium.html printed by Chromium, whose
+PDFs draw some Arabic words' letters left to right (`chromium --headless --no-sandbox
+--no-pdf-header-footer --print-to-pdf=arabic_chromium.pdf arabic_chromium.html`).
 """
 
 from __future__ import annotations
