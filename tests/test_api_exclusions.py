@@ -12,7 +12,9 @@ pytestmark = pytest.mark.both_stores
 
 
 def _sources() -> dict[str, str]:
-    """Four corpus articles' first 45 words, checked to share no 4 words in a row."""
+    """Four corpus articles' first 45 words, checked to share no 4 words in a row; the
+    third written as a reference list (three entries of an author, a year and 15 of its
+    words), the one the essay cites."""
     chosen: dict[str, str] = {}
     seen: set[tuple[str, ...]] = set()
     for doc_id, text in read_corpus()[200:]:
@@ -22,6 +24,12 @@ def _sources() -> dict[str, str]:
             chosen[doc_id] = " ".join(words)
             seen |= runs
         if len(chosen) == 4:
+            cited = list(chosen)[2]
+            words = chosen[cited].split()
+            chosen[cited] = "\n".join(
+                f"{name}, {name[0]}. ({2000 + i}). {' '.join(words[15 * i : 15 * i + 15])}."
+                for i, name in enumerate(("Abbott", "Barlow", "Chen"))
+            )
             return chosen
     raise AssertionError("the corpus has four distinct articles")
 

@@ -166,10 +166,11 @@ def test_a_short_essays_long_reference_list_is_its_bibliography() -> None:
     assert bibliography_span(f"{body * 3}\nReferences\n{few}\n{prose}\n") is None
 
 
-def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
-    """Under "Sources" or "Literatur", which also title sections of prose, the section is a
-    bibliography only if it reads as references (short lines citing years, DOIs, URLs);
-    prose under them is the essay's own; "References" needs no such proof."""
+def test_a_reference_heading_needs_references_under_it() -> None:
+    """Under "Sources" or "Literatur", which also title sections of prose, and under
+    "References" too, the section is a bibliography only if it reads as references
+    (short lines citing years, DOIs, URLs); prose under them is the essay's own, or a
+    copy hidden there."""
     body = "Some words of the essay itself, long enough to be most of it. " * 5
     prose = (
         "Wind and sun are the cheapest sources of power in most countries today, and "
@@ -189,7 +190,9 @@ def test_a_heading_that_names_prose_too_needs_references_under_it() -> None:
         text = f"{body}\n{heading}\n{refs}"
         span = bibliography_span(text)
         assert span is not None and text[span.start :].startswith(heading.strip()), heading
-    assert bibliography_span(f"{body}\nReferences\n{prose}\n") is not None
+    # ... and so does "References": prose under it is a copy hidden there (an audit's).
+    assert bibliography_span(f"{body}\nReferences\n{prose}\n") is None
+    assert bibliography_span(f"{body}\nReferences\n{refs}") is not None
     # reference lists of other languages and styles, under such a heading
     for heading, entries in (
         ("Литература", ["Иванов И. И. История. — \u041c.: Наука, 2005. — 320 \u0441."] * 3),

@@ -305,13 +305,6 @@ REFERENCE_HEADINGS: dict[str, tuple[str, ...]] = {
     "ar": ("المراجع", "المصادر", "قائمة المراجع"),
     "tr": ("kaynakça", "kaynaklar"),
 }  # fmt: skip
-# Headings that also name sections of prose ("Sources" of energy, German "Literatur" on a
-# literature): under one of these the section must read as a list of references.
-LOOSE_HEADINGS = frozenset(
-    ("sources", "literature", "literatur", "quellen", "fuentes", "fontes", "bronnen",
-     "literatuur", "litteratur", "kilder", "källor", "literatura", "źródła", "литература",
-     "kaynaklar", "المصادر", "referenzen")
-)  # fmt: skip
 # What marks a line as a reference (after a bullet or dash): a number ("[3]", "3."); a name
 # with initials (Smith J., Иванов И. И., H. Müller); a year with a comma or colon among its
 # first four words (Smith, John. 2020; García Márquez, G.; الجاحظ، ... 1998); a year ending
@@ -433,8 +426,9 @@ def bibliography_span(text: str) -> Span | None:
     in the last two thirds of the text, or earlier over a list that reads as references
     nearly throughout: a short essay's long list) to the next heading that starts another
     section (_ends_section: an appendix after the references is not excluded with them)
-    or the text's end; None when there is none. Reference lists one after another
-    (References, then Further Reading or a Bibliography) are one span from the first."""
+    or the text's end, when that section reads as references (_references); None when
+    there is none. Reference lists one after another (References, then Further Reading
+    or a Bibliography) are one span from the first."""
     heads = list(_HEADING.finditer(text))
     if not heads:
         return None
@@ -453,10 +447,10 @@ def bibliography_span(text: str) -> Span | None:
         return None  # a heading with nothing under it
     if early and (not _WORD.search(text, 0, last.start()) or not _listed(text[last.end() : end])):
         return None  # a contents page's entry, or an early heading over prose
-    if _SPACES.sub(" ", last["name"].lower()) in LOOSE_HEADINGS and not _references(
-        text[last.end() : end]
-    ):
-        return None  # prose under a heading that names prose too
+    if not _references(text[last.end() : end]):
+        # Prose under the heading: a heading that names prose too ("Sources"), or a
+        # copy hidden under "References" (an audit's: 90 copied words set aside).
+        return None
     return Span(start, end, "bibliography")
 
 
