@@ -675,3 +675,35 @@ def test_a_copy_edited_once_beside_its_end_keeps_the_words_past_the_edit() -> No
     q_layout, s_layout = passage_layouts(_params(), [" ".join(query), " ".join(source)])
     found, _ = align(Query(q_layout), s_layout, 3, 10)
     assert [(p.query_words, p.source_words) for p in found] == [((2, 32), (30, 60))]
+
+
+def _entries(rng: random.Random, count: int) -> list[str]:
+    """Entries of one template (as a manual's list of symbols), each with its own name and
+    a few words of its own."""
+    out = []
+    for _ in range(count):
+        name, a, b = (f"n{rng.randrange(10**6)}" for _ in range(3))
+        out.append(
+            f"This variable conditionally defines the {name} symbol, which indicates to the "
+            f"C program that the {a} {b} routine is available to the code that needs it."
+        )
+    return out
+
+
+def test_a_template_both_texts_repeat_is_no_passage_but_a_copied_entry_is() -> None:
+    """Texts made of one template's entries with other names share runs of up to ten words
+    in every entry, and no passage (an audit's Perl Config.pod entries got containment
+    1.0); two of the source's entries copied whole, names and all, are one passage (which
+    may take in the entries of the template beside them: their runs lie on its diagonal)."""
+    p = _params()
+    rng = random.Random(5)
+    source = _entries(rng, 6)
+    query = _entries(rng, 4)
+    s_layout, q_layout = passage_layouts(p, [" ".join(source), " ".join(query)])
+    assert align(Query(q_layout), s_layout, 3, 30)[0] == []
+    copied = " ".join([query[0], source[2], source[3], query[1]])
+    (c_layout,) = passage_layouts(p, [copied])
+    found, _ = align(Query(c_layout), s_layout, 3, 30)
+    assert len(found) == 1
+    got = copied[found[0].query_start : found[0].query_end]
+    assert f"{source[2]} {source[3]}" in got, got

@@ -40,6 +40,7 @@ result says so (``capped``), as a query's candidate cap does.
 from __future__ import annotations
 
 import bisect
+import math
 import time
 
 import numpy as np
@@ -72,6 +73,14 @@ LIGHT_SCRIPTS = (
 BAND = 24
 # A passage must match at least this share of its query words through seeds.
 MIN_MATCHED = 0.5
+# ... and of the words its seeds' runs cover, this share must be its own: in a word pair
+# that one of the two texts holds once (past chance repeats). Pairs both texts repeat
+# are a template they share: an audit's Perl Config.pod entries ("This variable
+# conditionally defines the X symbol, which indicates that ...") and Debian changelogs
+# made a 1.0 containment of texts sharing no run of 7 words.
+MIN_OWN = 0.33
+# ... its words all the copy's own in a run this long with one pair of its own.
+OWN_RUN = 16
 # A pair is seeded densely only if an anchor's ungapped extension spans this many words
 # (or two anchors lie on nearby diagonals).
 GATE_WORDS = 8
@@ -349,14 +358,16 @@ def _anchor_diagonals(
 
 def _seeds(
     query: Query, source: Layout, diagonals: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Seed hits (query word, source word) near the anchors' diagonals, sorted by query
-    then source word, and whether a bound cut them."""
+    then source word, whether each is specific (its words occur once in the query or once
+    in the source, not in both several times), and whether a bound cut them."""
     bits = source.bits
     q_keys, q_words = query.seeds(bits)
     s_keys = seed_keys(source.word_hashes, bits)
+    none = np.zeros(0, np.int64)
     if not len(s_keys) or not len(q_keys):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), False
+        return none, none, none.astype(bool), False
     # Each source key's seeds in the query: looked up (narrow keys) or searched once.
     table = query.seed_table(bits)
     if table is not None:
@@ -374,6 +385,14 @@ def _seeds(
     runs = np.diff(bounds)
     often = ranked[bounds[:-1][runs > MAX_OCC]]
     in_source_over = np.isin(s_keys, often) if len(often) else np.zeros(len(s_keys), bool)
+    # A pair both texts repeat is their shared template's ("This variable conditionally
+    # defines the ... symbol", "unstable; urgency=medium"), not a copy's own words; in a
+    # long text, past what chance repeats of its keys (a few bits a word) make.
+    in_source = runs[np.searchsorted(ranked[bounds[:-1]], s_keys)]
+    n = seed_length(bits)
+    space = 2.0 ** (n * bits) / math.factorial(n)
+    chance = [2 + int(3 * len(keys) / space) for keys in (q_keys, s_keys)]
+    specific = (in_query < chance[0]) | (in_source < chance[1])
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
@@ -388,7 +407,7 @@ def _seeds(
     per = in_query[keep]
     total = int(per.sum())
     if not total:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+        return none, none, none.astype(bool), capped
     lo = lo[keep]
     if total > GROUPED * len(s_pos):
         # A long query repeats common keys far from where the source lies: of each kept
@@ -401,7 +420,7 @@ def _seeds(
             s_pos, lo, per = _in_bands(query, bits, s_keys[keep], s_pos, d_lo, d_hi)
             total = int(per.sum())
             if not total:
-                return np.zeros(0, np.int64), np.zeros(0, np.int64), capped
+                return none, none, none.astype(bool), capped
     # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
     q_hit = q_words[spread(lo, per)]
@@ -415,7 +434,36 @@ def _seeds(
     q_hit, s_hit = q_hit[order], s_hit[order]
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
-    return q_hit, s_hit, capped
+    return q_hit, s_hit, specific[s_hit], capped
+
+
+def _own_words(
+    runs: np.ndarray, q_hit: np.ndarray, s_hit: np.ndarray, n: int, letters: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Running counts (one entry more than the query's words) of the query words the runs
+    cover, and of the copy's own among them: those of a specific seed hit (q_hit, s_hit:
+    n words from each), and all of a run of OWN_RUN words or more that holds one (a copied
+    entry of a template runs on through its own names). Letters of a script written
+    without spaces count as both: a pair of them is no unit of meaning (a verbatim Japanese
+    copy repeats most of its kana pairs in both texts)."""
+    words = len(letters)
+    width = np.int64(words + 1)
+    # Specific hits by (diagonal, query word), searched for within each long run.
+    placed = np.sort((s_hit - q_hit + words) * width + q_hit)
+    base = (runs[:, 2] - runs[:, 0] + words) * width
+    held = np.searchsorted(placed, base + runs[:, 1]) > np.searchsorted(placed, base + runs[:, 0])
+    held &= runs[:, 1] - runs[:, 0] >= OWN_RUN
+
+    def counted(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        edges = np.zeros(words + 1, np.int64)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, np.minimum(ends, words), -1)
+        covered = (np.cumsum(edges[:-1]) > 0) | letters
+        return np.concatenate(([0], np.cumsum(covered)))
+
+    starts = np.concatenate((q_hit, runs[held, 0]))
+    ends = np.concatenate((q_hit + n, runs[held, 1]))
+    return counted(runs[:, 0], runs[:, 1]), counted(starts, ends)
 
 
 def _in_bands(
@@ -467,7 +515,7 @@ def _align_dense(
     if not len(diagonals):
         return [], capped
     _check(deadline)
-    q_hit, s_hit, cut = _seeds(query, source, diagonals)
+    q_hit, s_hit, specific, cut = _seeds(query, source, diagonals)
     _check(deadline)
     capped = capped or cut
     n = seed_length(source.bits)
@@ -475,6 +523,8 @@ def _align_dense(
     runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.counted)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
+    seeded, own = _own_words(runs, q_hit[specific], s_hit[specific], n, letters)
+    judged = True
     chains = chained(runs.tolist(), n)
     least = max(2 * n, min_words // 2)
     if cut and not any(chain[4] >= least for chain in chains):
@@ -484,6 +534,7 @@ def _align_dense(
         # no chain that counts, and must not hide the copy (a 250 KB text of one sentence
         # against its own copy found nothing).
         chains = _repeated(query, source, hits, deadline)
+        judged = False  # a text of one sentence over and over: all its pairs repeat
     # Overlapping chains in the query (a repeated source sentence): the better stands.
     taken = np.zeros(len(query.hashes) + 1, bool)
     pieces = []
@@ -519,5 +570,7 @@ def _align_dense(
             continue
         if matched < MIN_MATCHED * (qb - qa):
             continue
+        if judged and own[qb] - own[qa] < MIN_OWN * (qb - qa):
+            continue  # what both texts' template shares, whatever else they hold
         kept.append((qa, qb, sa, sb))
     return legacy.spans_of(kept, query.layout, source), capped
