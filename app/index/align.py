@@ -439,11 +439,11 @@ def _seeds(
 
 def _own_words(
     runs: np.ndarray, q_hit: np.ndarray, s_hit: np.ndarray, n: int, letters: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Running counts (one entry more than the query's words) of the query words the runs
-    cover, and of the copy's own among them: those of a specific seed hit (q_hit, s_hit:
-    n words from each), and all of a run of OWN_RUN words or more that holds one (a copied
-    entry of a template runs on through its own names). Letters of a script written
+) -> np.ndarray:
+    """The running count (one entry more than the query's words) of the copy's own query
+    words: those of a specific seed hit (q_hit, s_hit: n words from each), and all of a
+    run of OWN_RUN words or more that holds one (a copied entry of a template runs on
+    through its own names). Letters of a script written
     without spaces count as both: a pair of them is no unit of meaning (a verbatim Japanese
     copy repeats most of its kana pairs in both texts)."""
     words = len(letters)
@@ -454,16 +454,11 @@ def _own_words(
     held = np.searchsorted(placed, base + runs[:, 1]) > np.searchsorted(placed, base + runs[:, 0])
     held &= runs[:, 1] - runs[:, 0] >= OWN_RUN
 
-    def counted(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        edges = np.zeros(words + 1, np.int64)
-        np.add.at(edges, starts, 1)
-        np.add.at(edges, np.minimum(ends, words), -1)
-        covered = (np.cumsum(edges[:-1]) > 0) | letters
-        return np.concatenate(([0], np.cumsum(covered)))
-
-    starts = np.concatenate((q_hit, runs[held, 0]))
-    ends = np.concatenate((q_hit + n, runs[held, 1]))
-    return counted(runs[:, 0], runs[:, 1]), counted(starts, ends)
+    edges = np.zeros(words + 1, np.int64)
+    np.add.at(edges, np.concatenate((q_hit, runs[held, 0])), 1)
+    np.add.at(edges, np.minimum(np.concatenate((q_hit + n, runs[held, 1])), words), -1)
+    covered = (np.cumsum(edges[:-1]) > 0) | letters
+    return np.concatenate(([0], np.cumsum(covered)))
 
 
 def _in_bands(
@@ -523,7 +518,7 @@ def _align_dense(
     runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.counted)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
-    seeded, own = _own_words(runs, q_hit[specific], s_hit[specific], n, letters)
+    own = _own_words(runs, q_hit[specific], s_hit[specific], n, letters)
     judged = True
     chains = chained(runs.tolist(), n)
     least = max(2 * n, min_words // 2)
