@@ -54,3 +54,24 @@ def test_an_index_opened_while_redis_was_away_takes_the_stored_parameters(
         asyncio.run(run())
     finally:
         redis.stop()
+
+
+def test_an_open_index_collects_at_the_service_thresholds_and_gives_them_back(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """While an index serves, young collections wait for GC_THRESHOLDS' 5,000 new objects
+    (not 700: the requests in flight hold more, and every other one collected); closed,
+    the process collects as before."""
+    import gc
+
+    from app.service.runtime import GC_THRESHOLDS, open_index
+
+    settings = load_settings(redis_url=redis_url, collection="gcthresholds", data_dir=tmp_path)
+    before = gc.get_threshold()
+
+    async def run() -> tuple[int, int, int]:
+        async with open_index(settings) as _:
+            return gc.get_threshold()
+
+    assert asyncio.run(run()) == GC_THRESHOLDS and GC_THRESHOLDS[0] > 700
+    assert gc.get_threshold() == before

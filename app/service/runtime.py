@@ -17,6 +17,10 @@ from app.store.errors import StoreAuthError
 
 log = logging.getLogger("neardup")
 
+# The collector's thresholds while an index serves (young, middle, old generation;
+# Python's are 700, 10, 10): see where they are set.
+GC_THRESHOLDS = (5000, 20, 50)
+
 
 def params_of(settings: Settings) -> Params:
     """The collection parameters the settings ask for."""
@@ -230,9 +234,18 @@ async def open_index(
         # a process that opens indexes one after another (the tests) still collects
         # the cycles of those it closed.
         gc.freeze()
+        # A young collection when a worker holds 5,000 more new objects (Python's 700):
+        # the requests in flight hold that many between them, so at 700 every POST
+        # /similar or two collected, 2,400-2,600 times in 10 s at half the peak, promoting
+        # what was in flight towards full collections (18-20 of them); at 5,000, 0-2
+        # young collections in 10 s, the longest 1.5 ms (bench/paced.py,
+        # docs/figures/round-3.md).
+        thresholds = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
         try:
             yield index
         finally:
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
     finally:
         await store.close()
