@@ -15,7 +15,17 @@ from app import __version__, kernel
 from app.api import auth, openapi, problems, ratelimit
 from app.api.edge import Edge
 from app.api.problems import extend_openapi
-from app.api.routes import bulk, checks, collections, documents, duplicates, health, similar, ui
+from app.api.routes import (
+    bulk,
+    checks,
+    collections,
+    documents,
+    duplicates,
+    health,
+    similar,
+    sites,
+    ui,
+)
 from app.api.routing import twins
 from app.core.settings import Settings, load_settings
 from app.index.formats import workers
@@ -113,7 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     extend_openapi(app, openapi.document)
     # The schema's and the docs' own routes, none of them in the schema.
     docs_routes = list(app.router.routes)
-    routers = (bulk, documents, similar, checks, duplicates, health, ui, collections)
+    routers = (bulk, documents, similar, checks, sites, duplicates, health, ui, collections)
     for router in (r.router for r in routers):
         # The routes themselves, not include_router(): an included router is matched
         # through layers of per-request bookkeeping (twice for the router that has the
@@ -122,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.router.routes.extend(router.routes)
     # Every document, similar and duplicates route again under /collections/{name}:
     # the same handlers, whose get_index reads the name from the path.
-    for r in (bulk, documents, similar, checks, duplicates):
+    for r in (bulk, documents, similar, checks, sites, duplicates):
         app.router.routes.extend(twins(r.router.routes))
     # ...asked last: they match with whole regexes, and the router asked them before
     # every API route of every request. No path of theirs is an API route's, so the

@@ -33,6 +33,7 @@ OPERATION_IDS = {
     ("POST", "/checks"): "create_check",
     ("GET", "/checks/{check_id}"): "get_check",
     ("DELETE", "/checks/{check_id}"): "delete_check",
+    ("DELETE", "/sites/{site}/template"): "forget_site_template",
     ("GET", "/duplicates"): "list_duplicate_pairs",
     ("GET", "/duplicates/groups"): "list_duplicate_groups",
     ("GET", "/export"): "export_documents",
