@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.index.exclusions import Span
-from app.index.passages import merge
+from app.index.passages import merge, spans_of
 
 if TYPE_CHECKING:
     from app.index.passages import Layout, Passage
@@ -82,7 +82,6 @@ class Exclusions:
         short. So quotation marks around a few words of a copy take those words out of
         it, never the copy with them. counted: the running total of what each query word
         counts for (align.Query.counted; None: one each)."""
-        from app.index.passages import Passage
 
         excluded = self.mask(query) if self.spans else None
         edges = _Edges(query, source)
@@ -107,17 +106,7 @@ class Exclusions:
             query_words = sum(rb - ra for ra, rb in runs)
             source_words = sum(tb - ta for _, _, ta, tb in placed)
             longest = max(longest, kept * min(1.0, source_words / query_words))
-            for ra, rb, ta, tb in placed:
-                out.append(
-                    Passage(
-                        (ra, rb),
-                        (ta, tb),
-                        int(query.starts[ra]),
-                        int(query.ends[rb - 1]),
-                        int(source.starts[ta]),
-                        int(source.ends[tb - 1]),
-                    )
-                )
+            out.extend(spans_of(placed, query, source))
         return out, longest
 
     def listed(self) -> list[Span]:
