@@ -74,6 +74,15 @@ _AMBIGUOUS = [
         re.compile(_BEFORE_OPEN + "\u2018(?=\\w)", re.M),
         re.compile("(?<=[\\w.,;:!?)\\]%/*-])\u2019" + _AFTER_CLOSE, re.M),
     ),
+    # Marks that open and close alike: Swedish and Finnish ”…”, full-width ＂…＂,
+    # Hebrew gershayim ״…״ (inside a word, an acronym's mark: never an opener).
+    *(
+        (
+            re.compile(_BEFORE_OPEN + f"{m}(?=[^\\s{m}])", re.M),
+            re.compile(f"(?<=[^\\s{m}]){m}" + _AFTER_CLOSE, re.M),
+        )
+        for m in ("\u201d", "\uff02", "\u05f4")
+    ),
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _LINE_END = re.compile(r"\n(?:[ \t\u00a0]*\n)*")  # a line end, with the blank lines after it
