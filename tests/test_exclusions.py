@@ -391,13 +391,14 @@ def test_a_docx_with_a_blank_line_or_short_paragraphs_keeps_its_lines_as_paragra
 
 
 def test_marks_that_open_and_close_alike_are_quotations() -> None:
-    """Swedish and Finnish ”…”, full-width ＂…＂ and Hebrew gershayim ״…״ are quotations
+    """Swedish and Finnish ”…”, full-width U+FF02 and Hebrew gershayim ״…״ are quotations
     (an audit saw all three counted); a gershayim inside a word (an acronym) and an
     English closing mark are not openers."""
     text = (
         "Han sa ”det här är citerat” och gick. "
         "\uff02\u5168\u89d2\u306e\u5f15\u7528\uff02 "
-        "\u05d4\u05d5\u05d0 \u05d0\u05de\u05e8 \u05f4\u05e9\u05dc\u05d5\u05dd \u05dc\u05db\u05dd\u05f4 "
+        "\u05d4\u05d5\u05d0 \u05d0\u05de\u05e8 "
+        "\u05f4\u05e9\u05dc\u05d5\u05dd \u05dc\u05db\u05dd\u05f4 "
         "\u05e6\u05d4\u05f4\u05dc and \u201cEnglish words\u201d here."
     )
     assert _quoted(text) == [

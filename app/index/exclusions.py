@@ -74,7 +74,7 @@ _AMBIGUOUS = [
         re.compile(_BEFORE_OPEN + "\u2018(?=\\w)", re.M),
         re.compile("(?<=[\\w.,;:!?)\\]%/*-])\u2019" + _AFTER_CLOSE, re.M),
     ),
-    # Marks that open and close alike: Swedish and Finnish ”…”, full-width ＂…＂,
+    # Marks that open and close alike: Swedish and Finnish ”…”, full-width U+FF02,
     # Hebrew gershayim ״…״ (inside a word, an acronym's mark: never an opener).
     *(
         (
