@@ -707,3 +707,40 @@ def test_a_template_both_texts_repeat_is_no_passage_but_a_copied_entry_is() -> N
     assert len(found) == 1
     got = copied[found[0].query_start : found[0].query_end]
     assert f"{source[2]} {source[3]}" in got, got
+
+
+def test_a_passage_both_texts_hold_twice_is_found_twice() -> None:
+    """A passage the source holds twice, pasted twice verbatim into a query, is two
+    passages: a verbatim run as long as the shortest passage is the copy's own even where
+    every pair of it repeats in both texts (a reviewer found it dropped as a template)."""
+    rng = random.Random(11)
+
+    def words(count: int) -> list[str]:
+        return [f"w{rng.randrange(10**7)}" for _ in range(count)]
+
+    passage = words(150)
+    source = [*words(200), *passage, *words(200), *passage]
+    query = [*words(200), *passage, *words(150), *passage]
+    q_layout, s_layout = passage_layouts(_params(), [" ".join(query), " ".join(source)])
+    found, _ = align(Query(q_layout), s_layout, 3, 30)
+    assert sorted(p.query_words for p in found) == [(200, 350), (500, 650)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_an_edited_copy_of_a_source_with_a_chorus_is_found(seed: int) -> None:
+    """A copy (15% of its words replaced) of a song whose chorus is three quarters of it is one
+    passage over the copy: the chorus repeats in both texts, but lies on the diagonal of
+    the verses the copy took with it (a reviewer found such a copy dropped whole)."""
+    rng = random.Random(seed)
+
+    def words(count: int) -> list[str]:
+        return [f"w{rng.randrange(10**7)}" for _ in range(count)]
+
+    chorus = words(60)
+    source = [w for _ in range(4) for w in (*words(20), *chorus)]
+    copy = [f"edit{rng.randrange(10**7)}" if rng.random() < 0.15 else w for w in source]
+    query = [*words(100), *copy, *words(100)]
+    q_layout, s_layout = passage_layouts(_params(), [" ".join(query), " ".join(source)])
+    found, _ = align(Query(q_layout), s_layout, 3, 30)
+    covered = sum(min(b, 420) - max(a, 100) for a, b in (p.query_words for p in found))
+    assert covered >= 0.9 * len(copy), [p.query_words for p in found]
