@@ -214,6 +214,41 @@ def test_a_reference_heading_needs_references_under_it() -> None:
         assert bibliography_span(text) is not None, heading
 
 
+def test_references_wrapped_in_a_narrow_column_are_a_bibliography() -> None:
+    """References as a two-column PDF gives them, each wrapped over three to five lines
+    that cite nothing themselves, are a bibliography; one citation over a copied paragraph
+    (one long line, or wrapped as a PDF gives it) is not, its prose weighing as long as it
+    is."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 20
+    refs = (
+        "Smith, J., & Jones, K. (2019). A long title about\n"
+        "the things we studied in detail over\n"
+        "many years of careful field research\n"
+        "in the northern rivers. Journal of\n"
+        "Stuff, 12(3), 45-67.\n"
+        "Brown, A. (2020). Another long title\n"
+        "on the ecology of lowland river\n"
+        "systems and their seasonal floods and\n"
+        "droughts. Ecology Letters, 8, 1-9.\n"
+        "Garcia, M., Lee, T., & Wong, P. (2018).\n"
+        "Sediment transport in braided channels\n"
+        "under changing climate regimes: a\n"
+        "review. Water Resources Research,\n"
+        "54(2), 100-130.\n"
+    )
+    text = f"{body}\nReferences\n{refs}"
+    span = bibliography_span(text)
+    assert span is not None and text[span.start :].startswith("References")
+    citation = "[1] Smith, J. (2019). Rivers. Nature, 12, 3-4."
+    sentences = [
+        f"Copied sentence {i} of another essay on the ecology of rivers." for i in range(40)
+    ]
+    one_line = " ".join(sentences)
+    assert bibliography_span(f"{body}\nReferences\n{citation}\n{one_line}\n") is None
+    wrapped = "\n".join(f"{a} {b}" for a, b in zip(sentences[::2], sentences[1::2], strict=True))
+    assert bibliography_span(f"{body}\nReferences\n{citation}\n{wrapped}\n") is None
+
+
 def test_reference_headings_in_their_written_forms() -> None:
     """Every heading of the table, and headings with a trailing no-break space or period,
     numbered ("4.1", "7.", "##") or singular, in several languages, start the list."""

@@ -481,29 +481,52 @@ def _list_only(section: str) -> bool:
     return bool(_WORD.search(section)) and _next_section(section) is None and _references(section)
 
 
-# An early reference heading's list: at least this many lines, and this share citing.
+# An early reference heading's list: at least this many entries, this share of its text
+# citing.
 EARLY_LIST_LINES = 5
 EARLY_LIST_SHARE = 0.8
 
 
-def _citing(section: str) -> tuple[int, int]:
-    """A section's lines with words, and how many of them are short and open as a
-    reference or cite as one."""
-    lines = [line for line in section.split("\n") if _WORD.search(line)]
-    return len(lines), sum(len(line) <= REFERENCE_LINE and _cites(line) for line in lines)
+def _citing(section: str) -> tuple[int, int, int]:
+    """A section's entries, its characters in lines with words, and those of its entries
+    that cite. A line that reads as a reference (_cites) opens an entry; the lines after
+    it that do not continue it (a title wrapped in a PDF's narrow column) while the line
+    before does not end a sentence or the line goes on in lower case, with no blank line
+    between, up to REFERENCE_LINE characters in all. Any other line with words is an
+    entry of its own that does not cite, so prose under one citation weighs as long as
+    it is."""
+    entries = size = citing = 0
+    length = 0  # the open citing entry's characters; 0 when none is open
+    last = ""  # the line before, stripped
+    for line in section.split("\n"):
+        if not _WORD.search(line):
+            length = 0
+            continue
+        size += len(line)
+        text = line.strip()
+        goes_on = length and (not last.endswith(tuple(".!?")) or text[:1].islower())
+        if goes_on and length + len(text) <= REFERENCE_LINE and not _cites(line):
+            length += len(text)
+            citing += len(line)
+        else:
+            entries += 1
+            length = len(text) if len(line) <= REFERENCE_LINE and _cites(line) else 0
+            citing += len(line) if length else 0
+        last = text
+    return entries, size, citing
 
 
 def _listed(section: str) -> bool:
     """Whether a section reads as references nearly throughout (an early heading's)."""
-    lines, citing = _citing(section)
-    return lines >= EARLY_LIST_LINES and citing >= EARLY_LIST_SHARE * lines
+    entries, size, citing = _citing(section)
+    return entries >= EARLY_LIST_LINES and citing >= EARLY_LIST_SHARE * size
 
 
 def _references(section: str) -> bool:
-    """Whether a section reads as a list of references: at least a third of its lines
-    cite (_citing)."""
-    lines, citing = _citing(section)
-    return 3 * citing >= lines
+    """Whether a section reads as a list of references: at least a third of its text is
+    in entries that cite (_citing)."""
+    _, size, citing = _citing(section)
+    return 3 * citing >= size
 
 
 # Places of a quotation's rarest word tried, after the quotation before it and then
