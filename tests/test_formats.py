@@ -107,6 +107,24 @@ def test_lines_a_page_repeats_are_its_text_not_its_running_lines() -> None:
     ]
 
 
+def test_a_running_line_at_the_top_and_the_foot_of_every_page_goes() -> None:
+    """A marking set at the top and again at the foot of every page ("CONFIDENTIAL") is a
+    running line, though every page holds it twice: both places recur, and the page holds
+    it nowhere else (a reviewer found it kept)."""
+    pages = [
+        pdf_text.Page(
+            ["CONFIDENTIAL", f"body line {n} of the report", "more of it", "CONFIDENTIAL"],
+            [0.98, 0.6, 0.5, 0.02],
+        )
+        for n in range(3)
+    ]
+    text = pdf_text.clean(pages)
+    assert "CONFIDENTIAL" not in text
+    assert [line for line in text.split("\n") if line.strip()] == [
+        line for n in range(3) for line in (f"body line {n} of the report", "more of it")
+    ]
+
+
 def test_hyphenation_follows_the_documents_words() -> None:
     """A marked line-end hyphen joins a word split by hyphenation and keeps one the
     document writes with a hyphen, or between a number or a capital."""
@@ -231,6 +249,31 @@ def test_arabic_words_drawn_left_to_right_read_in_writing_order() -> None:
     expected = " ".join(re.findall(r"<p>(.*?)</p>", html))
     got = extract(PDF, (DATA / "arabic_chromium.pdf").read_bytes())
     assert got.split() == expected.split(), got
+
+
+class _Boxes:
+    """Character boxes as PDFium's text page gives them: one x per character, 8 wide."""
+
+    def __init__(self, xs: list[float]) -> None:
+        self.xs = xs
+
+    def get_charbox(self, i: int) -> tuple[float, float, float, float]:
+        return (self.xs[i], 0.0, self.xs[i] + 8, 10.0)
+
+
+def test_a_word_drawn_left_to_right_keeps_its_ligature_in_order() -> None:
+    """A word drawn left to right whose lam-alef ligature is one glyph (its two letters
+    one box) reads as written once reversed, the ligature's letters in their order (a
+    reviewer found them swapped: the ligature pass read boxes by the reversed places)."""
+    # "السلام" drawn left to right: meem, the lam-alef glyph, seen, lam, alef.
+    drawn = "\u0645\u0644\u0627\u0633\u0644\u0627"
+    boxes = _Boxes([10, 20, 20, 30, 40, 50])
+    assert pdf_text._letters_in_order(boxes, drawn, 0) == "\u0627\u0644\u0633\u0644\u0627\u0645"
+    # "سلام": seen, lam-alef, meem, drawn meem, lam-alef, seen.
+    drawn = "\u0645\u0644\u0627\u0633"
+    assert (
+        pdf_text._letters_in_order(_Boxes([10, 20, 20, 30]), drawn, 0) == "\u0633\u0644\u0627\u0645"
+    )
 
 
 def test_note_reference_marks_are_not_read_into_words() -> None:

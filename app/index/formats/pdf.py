@@ -142,15 +142,7 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     most of the pages that hold it."""
     slot = SAME_PLACE / page_height
     seen: Counter[tuple[int, str]] = Counter()
-    # Pages that hold a shape, and pages that hold it twice or more: a header or footer
-    # is set once a page, so a shape most of whose pages repeat it is the text's own
-    # (a log's "Day 12: wind from the north", a table's rows), wherever it sits.
-    holding: Counter[str] = Counter()
-    repeating: Counter[str] = Counter()
     for page in pages:
-        counts = Counter(_shape(line) for line in page.lines)
-        holding.update(counts.keys())
-        repeating.update(shape for shape, n in counts.items() if n > 1)
         keys: set[tuple[int, str]] = set()
         for line, h in zip(page.lines, page.heights, strict=True):
             if _wide(h):
@@ -158,8 +150,31 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
                 keys.update((int(h / slot) + d, _shape(line)) for d in (0, 1))
         seen.update(keys)
     least = max(2, math.ceil(REPEAT_SHARE * len(pages)))
+
+    def recurring(line: str, h: float) -> bool:
+        """Whether a line's shape recurs at its height near an edge of enough pages."""
+        shape, at = _shape(line), int(h / slot)
+        return _wide(h) and max(seen[at, shape], seen[at + 1, shape]) >= least
+
+    # Pages that hold a shape, and pages that hold it again away from the places where
+    # it recurs: a header or footer is set once a page (or once at the top and once at
+    # the foot, "CONFIDENTIAL"), so a shape most of whose pages repeat it elsewhere is
+    # the text's own (a log's "Day 12: wind from the north", a table's rows).
+    holding: Counter[str] = Counter()
+    repeating: Counter[str] = Counter()
+    slotted = [
+        [recurring(line, h) for line, h in zip(page.lines, page.heights, strict=True)]
+        for page in pages
+    ]
+    for page, marks in zip(pages, slotted, strict=True):
+        counts = Counter(_shape(line) for line in page.lines)
+        elsewhere = Counter(
+            _shape(line) for line, mark in zip(page.lines, marks, strict=True) if not mark
+        )
+        holding.update(counts.keys())
+        repeating.update(shape for shape, n in counts.items() if n > 1 and elsewhere[shape])
     out: list[set[int]] = []
-    for page in pages:
+    for page, marks in zip(pages, slotted, strict=True):
         drop: set[int] = set()
         alone = _alone_edges(page)
         for i, (line, h) in enumerate(zip(page.lines, page.heights, strict=True)):
@@ -167,8 +182,7 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
                 continue
             shape = _shape(line)
             if (alone[i] and _PAGE_NUMBER.fullmatch(shape)) or (
-                max(seen[int(h / slot), shape], seen[int(h / slot) + 1, shape]) >= least
-                and 2 * repeating[shape] < holding[shape]
+                marks[i] and 2 * repeating[shape] < holding[shape]
             ):
                 drop.add(i)
         out.append(drop)
@@ -405,10 +419,7 @@ def _piece(textpage: pdfium.PdfTextPage, part: str, unit: int, height: float) ->
     except pdfium.PdfiumError:
         # No box for it: a line of the body, never dropped, never in a column.
         left, right, middle = 0.0, math.inf, 0.5
-    if _RTL_RUN.search(part):
-        part = _rtl_words_in_order(textpage, part, unit)
-    if _ALEF_LAM.search(part):
-        part = _ligatures_in_order(textpage, part, unit)
+    part = _letters_in_order(textpage, part, unit)
     if _MARKS.search(part):
         part = _marks_dropped(textpage, part, unit)
     return columns.Piece(part.strip(), float(left), float(right), middle)
@@ -452,20 +463,37 @@ def _marks_dropped(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     return piece
 
 
+def _letters_in_order(textpage: pdfium.PdfTextPage, part: str, unit: int) -> str:
+    """A line's Arabic and Hebrew letters in writing order (_ligatures_in_order, then
+    _rtl_words_in_order: both read character boxes by the places PDFium gave, and a
+    reversed word keeps a ligature's letters together, in their order)."""
+    if _ALEF_LAM.search(part):
+        part = _ligatures_in_order(textpage, part, unit)
+    if _RTL_RUN.search(part):
+        part = _rtl_words_in_order(textpage, part, unit)
+    return part
+
+
 def _rtl_words_in_order(textpage: pdfium.PdfTextPage, piece: str, unit: int) -> str:
     """A line's right-to-left words in writing order: a run of Hebrew or Arabic letters
     whose first character's box lies left of its last's was given in the order it is
-    drawn (left to right), so it is reversed."""
+    drawn (left to right), so its glyphs are reversed, the letters of one glyph (a
+    lam-alef ligature, one box) kept in their order."""
     index = _indexes(piece, unit)
     chars = list(piece)
     for m in _RTL_RUN.finditer(piece):
         try:
-            first = textpage.get_charbox(index(m.start()))[0]
-            last = textpage.get_charbox(index(m.end() - 1))[0]
+            boxes = [textpage.get_charbox(index(k)) for k in range(m.start(), m.end())]
         except pdfium.PdfiumError:
             continue
-        if first < last:
-            chars[m.start() : m.end()] = reversed(chars[m.start() : m.end()])
+        if boxes[0][0] < boxes[-1][0]:
+            glyphs: list[list[str]] = []
+            for k, box in enumerate(boxes):
+                if k and box == boxes[k - 1]:
+                    glyphs[-1].append(piece[m.start() + k])
+                else:
+                    glyphs.append([piece[m.start() + k]])
+            chars[m.start() : m.end()] = [c for glyph in reversed(glyphs) for c in glyph]
     return "".join(chars)
 
 
