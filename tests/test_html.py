@@ -555,3 +555,24 @@ def test_a_page_whose_main_marker_is_empty_has_no_text_of_its_own() -> None:
     # With words in it, the marker's text is the page's.
     page = f"<html><body>{chrome}<main><p>Our own words here</p></main></body></html>"
     assert extract(page) == "Our own words here"
+
+
+def test_a_hidden_or_empty_marker_beside_the_real_one_is_passed_over() -> None:
+    """The first marker with words that markup does not hide is the page's: a hidden
+    <main> (hidden, aria-hidden, display:none, inside a hidden element) or an empty
+    role=main placeholder before the real <main> neither refuses the page nor stands for
+    it (a reviewer found such pages refused as empty)."""
+    real = "<main><p>Our own words here</p></main>"
+    for before in (
+        "<main hidden><p>An old draft nobody sees</p></main>",
+        "<main hidden></main>",
+        "<main aria-hidden='true'><p>An old draft nobody sees</p></main>",
+        "<main style='display: none'></main>",
+        "<div hidden><main><p>An old draft nobody sees</p></main></div>",
+        "<div role='main'></div>",
+    ):
+        page = f"<html><body><nav><a href='/'>Home</a></nav>{before}{real}</body></html>"
+        assert extract(page) == "Our own words here", before
+    # A hidden marker alone leaves the page to the heuristics, which read what shows.
+    page = "<html><body><main hidden></main><div><p>Shown words of the page</p></div></body></html>"
+    assert "Shown words of the page" in extract(page)

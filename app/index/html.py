@@ -1,9 +1,10 @@
 """HTML in: the main text of a page, for documents and queries sent as text/html.
 
-A page that marks its main content says so itself, and that is believed first: the one
-``<main>`` or ``role="main"`` element, else the page's one ``<article>``, is extracted
-whole, its own lists of links included (a section index is those links); a marker with
-no words in it is a page with no text of its own (HTMLError), not one to guess about.
+A page that marks its main content says so itself, and that is believed first: its first
+``<main>`` or ``role="main"`` element with words that markup does not hide, else the
+page's one ``<article>``, is extracted whole, its own lists of links included (a section
+index is those links); markers with no words in any is a page with no text of its own
+(HTMLError), not one to guess about.
 Markup that hides an element (``hidden``, ``aria-hidden="true"``, an inline ``display:none`` or
 ``visibility:hidden``, a ``<dialog>`` that is not open, ``<template>``, ``<noscript>``,
 and ruby annotations ``<rt>``, ``<rp>``: furigana is a reading aid, not the text)
@@ -190,28 +191,29 @@ def check_page(html: str) -> None:
         )
 
 
-def marked_main(page: str, low: str | None = None) -> str | None:
-    """The outer HTML of the page's own main-content marker: its first ``<main>`` or
-    ``role="main"`` element, else its ``<article>`` when it has exactly one; None when
-    it has neither."""
+def marked_mains(page: str, low: str | None = None) -> list[str]:
+    """The outer HTML of the page's own main-content markers that markup does not hide:
+    its ``<main>`` and ``role="main"`` elements in page order, else its ``<article>`` when
+    it has exactly one; empty when it has none."""
     # The tree never leaves this frame (it may only be dropped on the thread that made
-    # it): what is returned is a str, and every name of the tree or its nodes is cleared
+    # it): what is returned is strs, and every name of the tree or its nodes is cleared
     # before the frame ends, so not even an error's traceback carries one away.
     if not _may_mark(page.lower() if low is None else low):
-        return None
-    tree = body = node = articles = None
+        return []
+    tree = body = nodes = None
     try:
         tree = HTMLTree.parse(page)
         body = tree.body
         if body is None:
-            return None
-        node = body.query_selector(_MAIN)
-        if node is None:
-            articles = body.query_selector_all(_ARTICLE)
-            node = articles[0] if len(articles) == 1 else None
-        return None if node is None else node.html
+            return []
+        hiding = ", ".join(HIDDEN)
+        nodes = [n for n in body.query_selector_all(_MAIN) if n.closest(hiding) is None]
+        if not nodes:
+            nodes = [n for n in body.query_selector_all(_ARTICLE) if n.closest(hiding) is None]
+            nodes = nodes if len(nodes) == 1 else []
+        return [n.html for n in nodes]
     finally:
-        tree = body = node = articles = None
+        tree = body = nodes = None
 
 
 def _deep(tree: HTMLTree) -> bool:
@@ -221,12 +223,12 @@ def _deep(tree: HTMLTree) -> bool:
     try:
         return body is not None and body.query_selector(_DEEPER) is not None
     finally:
-        body = None  # see marked_main
+        body = None  # see marked_mains
 
 
 def too_deep(page: str) -> bool:
     """Whether the page nests elements deeper than MAX_DEPTH under its <body>."""
-    tree = None  # never leaves this frame (see marked_main)
+    tree = None  # never leaves this frame (see marked_mains)
     try:
         tree = HTMLTree.parse(page)
         return _deep(tree)
@@ -237,18 +239,20 @@ def too_deep(page: str) -> bool:
 def _text(page: str) -> str:
     low = page.lower()
     skips = _skips(low)
-    main = marked_main(page, low)
-    if main is not None:
-        # The marked element whole: its lists of links are the page's own.
+    mains = marked_mains(page, low)
+    for main in mains:
+        # The first marked element with words, whole: its lists of links are the page's
+        # own (a page may mark an empty placeholder before its real content).
         text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
-        if not _WORD.search(text):
-            # Believed when empty too: what lies outside it is the site's (a dialog its
-            # stylesheet hides, a footer), which the heuristics kept and a learned
-            # template never saw (an audit's empty pages were twins at 1.0).
-            raise HTMLError(EMPTY_MAIN)
-        return text
+        if _WORD.search(text):
+            return text
+    if mains:
+        # Believed when empty too: what lies outside them is the site's (a dialog its
+        # stylesheet hides, a footer), which the heuristics kept and a learned template
+        # never saw (an audit's empty pages were twins at 1.0).
+        raise HTMLError(EMPTY_MAIN)
     # One parse serves the depth probe and both extractions (the tree never leaves this
-    # frame, as in marked_main).
+    # frame, as in marked_mains).
     tree = None
     try:
         tree = HTMLTree.parse(_padded(page))
