@@ -75,3 +75,32 @@ def test_an_open_index_collects_at_the_service_thresholds_and_gives_them_back(
 
     assert asyncio.run(run()) == GC_THRESHOLDS and GC_THRESHOLDS[0] > 700
     assert gc.get_threshold() == before
+
+
+def test_indexes_open_together_keep_the_heap_frozen_until_the_last_closes(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Two indexes open at once, closed in the order they opened: the thresholds stay the
+    service's and the heap frozen until the second closes, then both are as before (a
+    reviewer found the first close restoring Python's thresholds under the second)."""
+    import gc
+
+    from app.service.runtime import GC_THRESHOLDS, open_index
+
+    first = load_settings(redis_url=redis_url, collection="gcone", data_dir=tmp_path)
+    second = load_settings(redis_url=redis_url, collection="gctwo", data_dir=tmp_path)
+    before, frozen_before = gc.get_threshold(), gc.get_freeze_count()
+
+    async def run() -> list[tuple[tuple[int, int, int], bool]]:
+        seen = []
+        a = open_index(first)
+        await a.__aenter__()
+        b = open_index(second)
+        await b.__aenter__()
+        await a.__aexit__(None, None, None)
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > frozen_before))
+        await b.__aexit__(None, None, None)
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > frozen_before))
+        return seen
+
+    assert asyncio.run(run()) == [(GC_THRESHOLDS, True), (before, False)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import inspect
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from app.core.settings import Settings, replica_url_list
 from app.index import Index, Params
@@ -18,8 +18,45 @@ from app.store.errors import StoreAuthError
 log = logging.getLogger("neardup")
 
 # The collector's thresholds while an index serves (young, middle, old generation;
-# Python's are 700, 10, 10): see where they are set.
+# Python's are 700, 10, 10): see _serving_heap.
 GC_THRESHOLDS = (5000, 20, 50)
+
+
+# Indexes open in this process: the first freezes the heap and sets GC_THRESHOLDS, the
+# last restores both, so indexes opened while another is open (the tests, a tool) leave
+# the thresholds as they found them and never unfreeze what another froze.
+_serving = 0
+_saved_thresholds: tuple[int, int, int] = gc.get_threshold()
+
+
+@contextmanager
+def _serving_heap() -> Iterator[None]:
+    """Collect the way a serving process should while an index is open.
+
+    What starting built (modules, the app, its schemas: most of the heap) lives as long
+    as the process, so no collection needs to scan it again: a full one cost ~58 ms of
+    CPU, a request's worth at the p99.9, and ~1 ms frozen (bench/paced.py --gc-freeze,
+    docs/figures/round-3.md). Unfrozen at the end, so a process that opens indexes one
+    after another (the tests) still collects the cycles of those it closed.
+
+    A young collection waits for 5,000 new objects (Python's 700): the requests in
+    flight hold that many between them, so at 700 every POST /similar or two collected,
+    2,400-2,600 times in 10 s at half the peak, promoting what was in flight towards full
+    collections (18-20 of them); at 5,000, 0-2 young collections in 10 s, the longest
+    1.5 ms (bench/paced.py, docs/figures/round-3.md)."""
+    global _serving, _saved_thresholds
+    if _serving == 0:
+        gc.freeze()
+        _saved_thresholds = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
+    _serving += 1
+    try:
+        yield
+    finally:
+        _serving -= 1
+        if _serving == 0:
+            gc.set_threshold(*_saved_thresholds)
+            gc.unfreeze()
 
 
 def params_of(settings: Settings) -> Params:
@@ -227,26 +264,8 @@ async def open_index(
                 raise
             log.warning("%s; answering 503 until it is back", exc)
             index = UncheckedIndex(store, settings)
-        # What starting built (modules, the app, its schemas: most of the heap) lives as
-        # long as the process, so no collection needs to scan it again: a full one cost
-        # ~58 ms of CPU, a request's worth at the p99.9, and ~1 ms frozen
-        # (bench/paced.py --gc-freeze, docs/figures/round-3.md). Unfrozen at the end, so
-        # a process that opens indexes one after another (the tests) still collects
-        # the cycles of those it closed.
-        gc.freeze()
-        # A young collection when a worker holds 5,000 more new objects (Python's 700):
-        # the requests in flight hold that many between them, so at 700 every POST
-        # /similar or two collected, 2,400-2,600 times in 10 s at half the peak, promoting
-        # what was in flight towards full collections (18-20 of them); at 5,000, 0-2
-        # young collections in 10 s, the longest 1.5 ms (bench/paced.py,
-        # docs/figures/round-3.md).
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
-        try:
+        with _serving_heap():
             yield index
-        finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
     finally:
         await store.close()
         if embedded is not None:
