@@ -35,7 +35,7 @@ import codecs
 import html as html_lib
 import re
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import DOMNode, HTMLTree, NodeType
@@ -107,6 +107,8 @@ EMPTY_MAIN = (
 # The page's own marker of its main content, in the order they are believed.
 _MAIN = "main, [role=main i]"
 _ARTICLE = "article"
+# Markers looked at, in page order, for one that is shown and has words.
+MAX_MARKERS = 16
 # A page whose markup cannot hold a marker is not parsed to look for one: a page
 # without markers is parsed once, by the heuristics, as before.
 _ROLE_MAIN = re.compile(r"role\s*=\s*[\"']?main\b")
@@ -191,29 +193,80 @@ def check_page(html: str) -> None:
         )
 
 
-def marked_mains(page: str, low: str | None = None) -> list[str]:
-    """The outer HTML of the page's own main-content markers that markup does not hide:
-    its ``<main>`` and ``role="main"`` elements in page order, else its ``<article>`` when
-    it has exactly one; empty when it has none."""
+def marked_text(page: str, low: str, skips: list[str]) -> str | None:
+    """The text of the page's own main-content marker: its first ``<main>`` or
+    ``role="main"`` element (of the first MAX_MARKERS in page order) that markup does not
+    hide and that has words, else its ``<article>`` when it has exactly one; None when it
+    has no marker that shows. HTMLError when the markers that show have no words."""
     # The tree never leaves this frame (it may only be dropped on the thread that made
-    # it): what is returned is strs, and every name of the tree or its nodes is cleared
+    # it): what is returned is a str, and every name of the tree or its nodes is cleared
     # before the frame ends, so not even an error's traceback carries one away.
-    if not _may_mark(page.lower() if low is None else low):
-        return []
-    tree = body = nodes = None
+    if not _may_mark(low):
+        return None
+    tree = body = first = node = None
     try:
         tree = HTMLTree.parse(page)
         body = tree.body
         if body is None:
-            return []
+            return None
         hiding = ", ".join(HIDDEN)
-        nodes = [n for n in body.query_selector_all(_MAIN) if n.closest(hiding) is None]
-        if not nodes:
-            nodes = [n for n in body.query_selector_all(_ARTICLE) if n.closest(hiding) is None]
-            nodes = nodes if len(nodes) == 1 else []
-        return [n.html for n in nodes]
+        shown = False
+        first = body.query_selector(_MAIN)
+        for count, node in enumerate(_markers(first, body)):
+            if count == MAX_MARKERS:
+                break
+            if node.closest(hiding) is None:
+                shown = True
+                text = _text_of(node.html, skips)
+                if _WORD.search(text):
+                    return text
+        # len() of a selector's collection is cheap; reaching its n-th node walks the n
+        # before it (4,000 <article> cards listed one by one: 27 s).
+        if len(body.query_selector_all(_ARTICLE)) == 1:
+            node = body.query_selector(_ARTICLE)
+            if node is not None and node.closest(hiding) is None:
+                shown = True
+                text = _text_of(node.html, skips)
+                if _WORD.search(text):
+                    return text
+        if shown:
+            # Believed when empty too: what lies outside them is the site's (a dialog its
+            # stylesheet hides, a footer), which the heuristics kept and a learned
+            # template never saw (an audit's empty pages were twins at 1.0).
+            raise HTMLError(EMPTY_MAIN)
+        return None
     finally:
-        tree = body = nodes = None
+        tree = body = first = node = None
+
+
+def _text_of(marked: str, skips: list[str]) -> str:
+    """A marked element's text, whole: its lists of links are the page's own."""
+    return extract_plain_text(marked, alt_texts=False, list_bullets=False, skip_elements=skips)
+
+
+def _markers(first: DOMNode | None, root: DOMNode) -> Iterator[Any]:
+    """The main markers (``<main>``, ``role="main"``) from first on, in page order, not
+    looking inside one (a marker inside another is part of its text).
+
+    Walked by the nodes' own links, as _outer_quotes is: a page of thousands of empty
+    markers took time quadratic in them read from a selector's collection."""
+    node: Any = first  # an element node where it is one (the stubs type links as Node)
+    while node is not None:
+        down = None
+        if node.type == NodeType.ELEMENT and (
+            node.tag == "main" or (node.getattr("role") or "").strip().lower() == "main"
+        ):
+            yield node
+        else:
+            down = node.first_child
+        if down is not None:
+            node = down
+            continue
+        while node.next_sibling is None:
+            node = node.parent
+            if node is None or node == root:
+                return
+        node = node.next_sibling
 
 
 def _deep(tree: HTMLTree) -> bool:
@@ -223,12 +276,12 @@ def _deep(tree: HTMLTree) -> bool:
     try:
         return body is not None and body.query_selector(_DEEPER) is not None
     finally:
-        body = None  # see marked_mains
+        body = None  # see marked_text
 
 
 def too_deep(page: str) -> bool:
     """Whether the page nests elements deeper than MAX_DEPTH under its <body>."""
-    tree = None  # never leaves this frame (see marked_mains)
+    tree = None  # never leaves this frame (see marked_text)
     try:
         tree = HTMLTree.parse(page)
         return _deep(tree)
@@ -239,20 +292,11 @@ def too_deep(page: str) -> bool:
 def _text(page: str) -> str:
     low = page.lower()
     skips = _skips(low)
-    mains = marked_mains(page, low)
-    for main in mains:
-        # The first marked element with words, whole: its lists of links are the page's
-        # own (a page may mark an empty placeholder before its real content).
-        text = extract_plain_text(main, alt_texts=False, list_bullets=False, skip_elements=skips)
-        if _WORD.search(text):
-            return text
-    if mains:
-        # Believed when empty too: what lies outside them is the site's (a dialog its
-        # stylesheet hides, a footer), which the heuristics kept and a learned template
-        # never saw (an audit's empty pages were twins at 1.0).
-        raise HTMLError(EMPTY_MAIN)
+    text = marked_text(page, low, skips)
+    if text is not None:
+        return text
     # One parse serves the depth probe and both extractions (the tree never leaves this
-    # frame, as in marked_mains).
+    # frame, as in marked_text).
     tree = None
     try:
         tree = HTMLTree.parse(_padded(page))
