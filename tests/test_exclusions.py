@@ -249,6 +249,37 @@ def test_references_wrapped_in_a_narrow_column_are_a_bibliography() -> None:
     assert bibliography_span(f"{body}\nReferences\n{citation}\n{wrapped}\n") is None
 
 
+def test_mla_entries_wrapped_with_the_year_last_are_a_bibliography() -> None:
+    """MLA's Works Cited wrapped as a PDF gives it, the year on an entry's last line, is a
+    bibliography (an entry is its lines joined); a citation ending in a DOI over a copied
+    paragraph wrapped mid-sentence is not: the DOI ends the entry, and the prose after it
+    is no part of it (a reviewer found the first refused and the second set aside)."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 20
+    works = (
+        "Achebe, Chinua. Things Fall Apart: A Novel of Colonial Nigeria and the Igbo. Anchor\n"
+        "Books, 1994.\n"
+        'Baldwin, James. "Notes of a Native Son." Collected Essays, edited by Toni Morrison,\n'
+        "Library of America, 1998, pp. 63-84.\n"
+        "Morrison, Toni. Playing in the Dark: Whiteness and the Literary Imagination. Harvard\n"
+        "University Press, 1992.\n"
+        "Said, Edward. Culture and Imperialism. Knopf, 1993.\n"
+        "Walker, Alice. In Search of Our Mothers' Gardens: Womanist Prose. Harcourt Brace\n"
+        "Jovanovich, 1983.\n"
+    )
+    text = f"{body}\nWorks Cited\n{works}"
+    span = bibliography_span(text)
+    assert span is not None and text[span.start :].startswith("Works Cited")
+    citation = "Smith, J. (2020). Rivers in flood. Water, 3(2), 4-9. https://doi.org/10.1000/xyz"
+    copied = (
+        "The rivers of the northern plain rise each spring when the snow melts in the hills\n"
+        "and carry the silt of a whole winter down to the sea where it settles in broad fans\n"
+        "that the fishermen know by their colour and by the birds that feed over them in the\n"
+        "mornings before the wind turns and the boats go out past the bar to the deep water\n"
+        "where the currents of the two rivers meet and the catch is best in the late summer\n"
+    )
+    assert bibliography_span(f"{body}\nReferences\n{citation}\n{copied}") is None
+
+
 def test_reference_headings_in_their_written_forms() -> None:
     """Every heading of the table, and headings with a trailing no-break space or period,
     numbered ("4.1", "7.", "##") or singular, in several languages, start the list."""

@@ -329,18 +329,34 @@ _CITES = re.compile(
 )
 
 
-def _cites(line: str) -> bool:
-    """Whether a line reads as a reference (see above)."""
-    rest = line[_BULLET.match(line).end() :]  # type: ignore[union-attr]
-    if _NUMBERED.match(rest) or _CITES.search(rest) or _YEAR_ENDS.search(rest):
+def _opens(line: str) -> bool:
+    """Whether a line opens as a reference: after a bullet or dash, a number or a name
+    with initials (see above)."""
+    bullet = _BULLET.match(line).end()  # type: ignore[union-attr]
+    rest = line[bullet:]
+    if _NUMBERED.match(rest) or (bullet and line[:bullet].strip()):
         return True
     initials = _INITIALS.match(rest)
-    if initials is not None and rest[:1].isupper() and initials.end() > 1:
+    return initials is not None and rest[:1].isupper() and initials.end() > 1
+
+
+def _cites(line: str) -> bool:
+    """Whether a line (or an entry's lines joined) reads as a reference (see above)."""
+    rest = line[_BULLET.match(line).end() :]  # type: ignore[union-attr]
+    if _opens(line) or _CITES.search(rest) or _YEAR_ENDS.search(rest):
         return True
     return bool(_YEAR.search(rest)) and _EARLY_COMMA.match(rest) is not None
 
 
-# A reference is a line or a few; a line longer than this is prose.
+# An entry's last line: it ends a sentence (closing marks after it aside) or with a DOI
+# or URL (APA ends an entry with one, and sets no period after it).
+_ENTRY_ENDS = re.compile(
+    r"(?:[.!?][\"'\u201d\u2019)\]]*|(?:https?://|doi:|www\.)\S+|\b10\.\d{4,}/\S+)[ \t]*$",
+    re.IGNORECASE,
+)
+
+
+# A reference is a line or a few; an entry longer than this is prose.
 REFERENCE_LINE = 400
 # The headings of a section that may follow the reference list (APA puts appendices
 # there): it ends the list.
@@ -489,30 +505,38 @@ EARLY_LIST_SHARE = 0.8
 
 def _citing(section: str) -> tuple[int, int, int]:
     """A section's entries, its characters in lines with words, and those of its entries
-    that cite. A line that reads as a reference (_cites) opens an entry; the lines after
-    it that do not continue it (a title wrapped in a PDF's narrow column) while the line
-    before does not end a sentence or the line goes on in lower case, with no blank line
-    between, up to REFERENCE_LINE characters in all. Any other line with words is an
-    entry of its own that does not cite, so prose under one citation weighs as long as
-    it is."""
+    that cite. An entry is a line with words and the lines after it that go on with it
+    (no blank line between): while its last line does not end it (_ENTRY_ENDS) or the
+    next goes on in lower case, and the next does not open a reference itself (_opens).
+    So a reference wrapped in a PDF's narrow column is one entry whether its year is on
+    its first line (APA) or its last (MLA), and prose is entries of its sentences, none
+    citing. An entry cites when its lines, joined, read as a reference (_cites) in at
+    most REFERENCE_LINE characters."""
     entries = size = citing = 0
-    length = 0  # the open citing entry's characters; 0 when none is open
-    last = ""  # the line before, stripped
+    lines: list[str] = []  # the open entry's lines, stripped
+    weight = 0  # the open entry's characters
+
+    def close() -> None:
+        nonlocal entries, citing, weight
+        if lines:
+            joined = " ".join(lines)
+            entries += 1
+            citing += weight if len(joined) <= REFERENCE_LINE and _cites(joined) else 0
+            lines.clear()
+            weight = 0
+
     for line in section.split("\n"):
         if not _WORD.search(line):
-            length = 0
+            close()
             continue
         size += len(line)
         text = line.strip()
-        goes_on = length and (not last.endswith(tuple(".!?")) or text[:1].islower())
-        if goes_on and length + len(text) <= REFERENCE_LINE and not _cites(line):
-            length += len(text)
-            citing += len(line)
-        else:
-            entries += 1
-            length = len(text) if len(line) <= REFERENCE_LINE and _cites(line) else 0
-            citing += len(line) if length else 0
-        last = text
+        goes_on = lines and (not _ENTRY_ENDS.search(lines[-1]) or text[:1].islower())
+        if not goes_on or _opens(line):
+            close()
+        lines.append(text)
+        weight += len(line)
+    close()
     return entries, size, citing
 
 
