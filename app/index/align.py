@@ -366,16 +366,17 @@ def _anchor_diagonals(
 
 def _seeds(
     query: Query, source: Layout, diagonals: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """Seed hits (query word, source word) near the anchors' diagonals, sorted by query
     then source word, whether each is specific (its words occur once in the query or once
-    in the source, not in both several times), and whether a bound cut them."""
+    in the source, not in both several times) and whether at most twice in one, and
+    whether a bound cut them."""
     bits = source.bits
     q_keys, q_words = query.seeds(bits)
     s_keys = seed_keys(source.word_hashes, bits)
     none = np.zeros(0, np.int64)
     if not len(s_keys) or not len(q_keys):
-        return none, none, none.astype(bool), False
+        return none, none, none.astype(bool), none.astype(bool), False
     # Each source key's seeds in the query: looked up (narrow keys) or searched once.
     table = query.seed_table(bits)
     if table is not None:
@@ -401,6 +402,9 @@ def _seeds(
     space = 2.0 ** (n * bits) / math.factorial(n)
     chance = [2 + int(3 * len(keys) / space) for keys in (q_keys, s_keys)]
     specific = (in_query < chance[0]) | (in_source < chance[1])
+    # ... and a pair one text holds at most once more than that: a passage pasted twice
+    # from a source that holds it twice, where a form letter repeats in both many times.
+    twice = (in_query <= chance[0]) | (in_source <= chance[1])
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
@@ -415,7 +419,7 @@ def _seeds(
     per = in_query[keep]
     total = int(per.sum())
     if not total:
-        return none, none, none.astype(bool), capped
+        return none, none, none.astype(bool), none.astype(bool), capped
     lo = lo[keep]
     if total > GROUPED * len(s_pos):
         # A long query repeats common keys far from where the source lies: of each kept
@@ -428,7 +432,7 @@ def _seeds(
             s_pos, lo, per = _in_bands(query, bits, s_keys[keep], s_pos, d_lo, d_hi)
             total = int(per.sum())
             if not total:
-                return none, none, none.astype(bool), capped
+                return none, none, none.astype(bool), none.astype(bool), capped
     # Every (source word, query occurrence) pair of the kept keys (in the bands).
     s_hit = np.repeat(s_pos, per)
     q_hit = q_words[spread(lo, per)]
@@ -442,7 +446,7 @@ def _seeds(
     q_hit, s_hit = q_hit[order], s_hit[order]
     if len(q_hit) > MAX_SEEDS:
         q_hit, s_hit, capped = q_hit[:MAX_SEEDS], s_hit[:MAX_SEEDS], True
-    return q_hit, s_hit, specific[s_hit], capped
+    return q_hit, s_hit, specific[s_hit], twice[s_hit], capped
 
 
 def _own_words(
@@ -450,6 +454,7 @@ def _own_words(
     q_hit: np.ndarray,
     s_hit: np.ndarray,
     specific: np.ndarray,
+    twice: np.ndarray,
     n: int,
     letters: np.ndarray,
     whole: int,
@@ -471,21 +476,25 @@ def _own_words(
     def keys(d: np.ndarray, q: np.ndarray) -> np.ndarray:
         return (d + lift) * width + q + OWN_REACH
 
-    placed = np.sort(keys(s_hit[specific] - q_hit[specific], q_hit[specific]))
+    def placed(mask: np.ndarray) -> np.ndarray:
+        return np.sort(keys(s_hit[mask] - q_hit[mask], q_hit[mask]))
 
-    def within(d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """How many specific hits lie on diagonal d at a query word in [lo, hi)."""
-        return np.searchsorted(placed, keys(d, hi)) - np.searchsorted(placed, keys(d, lo))
+    def within(hits: np.ndarray, d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """How many of hits (placed) lie on diagonal d at a query word in [lo, hi)."""
+        return np.searchsorted(hits, keys(d, hi)) - np.searchsorted(hits, keys(d, lo))
+
+    own, few = placed(specific), placed(twice)
 
     near = specific.copy()
     q_rep, d_rep = q_hit[~specific], (s_hit - q_hit)[~specific]
     found = np.zeros(len(q_rep), np.int64)
     for drift in range(-OWN_DRIFT, OWN_DRIFT + 1):
-        found += within(d_rep + drift, q_rep - OWN_REACH, q_rep + OWN_REACH + 1)
+        found += within(own, d_rep + drift, q_rep - OWN_REACH, q_rep + OWN_REACH + 1)
     near[~specific] = found >= OWN_SUPPORT
     length = runs[:, 1] - runs[:, 0]
-    held = (length >= OWN_RUN) & (within(runs[:, 2] - runs[:, 0], runs[:, 0], runs[:, 1]) > 0)
-    held |= length >= whole
+    diagonal = runs[:, 2] - runs[:, 0]
+    held = (length >= OWN_RUN) & (within(own, diagonal, runs[:, 0], runs[:, 1]) > 0)
+    held |= (length >= whole) & (2 * within(few, diagonal, runs[:, 0], runs[:, 1]) > length)
 
     edges = np.zeros(words + 1, np.int64)
     np.add.at(edges, np.concatenate((q_hit[near], runs[held, 0])), 1)
@@ -543,7 +552,7 @@ def _align_dense(
     if not len(diagonals):
         return [], capped
     _check(deadline)
-    q_hit, s_hit, specific, cut = _seeds(query, source, diagonals)
+    q_hit, s_hit, specific, twice, cut = _seeds(query, source, diagonals)
     _check(deadline)
     capped = capped or cut
     n = seed_length(source.bits)
@@ -551,7 +560,7 @@ def _align_dense(
     runs = without_short_letter_runs(seed_runs(q_hit, s_hit, n), letters, query.counted)
     if len(runs) > MAX_RUNS:
         runs, capped = longest_runs(runs, MAX_RUNS), True
-    own = _own_words(runs, q_hit, s_hit, specific, n, letters, max(min_words, OWN_RUN))
+    own = _own_words(runs, q_hit, s_hit, specific, twice, n, letters, max(min_words, OWN_RUN))
     judged = True
     chains = chained(runs.tolist(), n)
     least = max(2 * n, min_words // 2)
