@@ -130,14 +130,14 @@ def test_post_similar_answers_whole(served: TestClient) -> None:
         (
             "/similar/b?threshold=2",
             422,
-            "query.threshold: Input should be less than or equal to 1",
-            [("query.threshold", "Input should be less than or equal to 1")],
+            "threshold: Input should be less than or equal to 1",
+            [("threshold", "Input should be less than or equal to 1")],
         ),
         (
             "/similar/b?limit=0",
             422,
-            "query.limit: Input should be greater than or equal to 1",
-            [("query.limit", "Input should be greater than or equal to 1")],
+            "limit: Input should be greater than or equal to 1",
+            [("limit", "Input should be greater than or equal to 1")],
         ),
         (
             "/similar/b?threshold=0.25",

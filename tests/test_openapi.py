@@ -242,6 +242,17 @@ def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
         assert all(isinstance(e["field"], str) and e["message"] for e in errors), r.text
     assert refused[3].json()["errors"][0]["field"] == "limt"
     assert refused[8].json()["errors"][0]["field"] == "limit"
+    # A parameter or a body field is named as the client wrote it, whichever check
+    # refused it (an outside audit saw query.limit, path.doc_id and request).
+    assert refused[7].json()["errors"][0]["field"] == "name"
+    for params, field in (
+        ({"limit": 0}, "limit"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"measure": "cosine"}, "measure"),
+        ({"evidence": "true"}, "evidence"),
+    ):
+        r = client.get("/similar/a", params=params)
+        assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, r.text
     assert client.get("/similar/a?limit=10").status_code == 200
     schema = client.get("/openapi.json").json()
     shapes = schema["components"]["schemas"]

@@ -76,8 +76,12 @@ def _where(error: dict[str, Any]) -> str:
     field = getattr((error.get("ctx") or {}).get("error"), "field", None)
     if isinstance(field, str) and field not in ("request", "body") and loc[-1:] != (field,):
         loc = (*loc, field)
-    parts = [str(p) for p in loc if p not in ("body",)]
-    return ".".join(parts) or "body"
+    # A parameter is named as the client wrote it (limit, doc_id), not where FastAPI
+    # looked for it (query.limit): the same name a refusal of its value by the index
+    # gives; "body", "query" or "path" alone when the refusal is of the whole.
+    if len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]
+    return ".".join(str(p) for p in loc) or "body"
 
 
 def _message(error: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ DROP_BATCH = 500
 
 class CollectionNameError(errors.Invalid):
     title = "Invalid collection name"
+    field = "name"  # the body's name on POST /collections, the path's elsewhere
 
 
 class NoCollectionError(errors.NotFound):

@@ -155,7 +155,7 @@ async def similar_to_stored(
         try:
             schemas.check_measure(measure, evidence)
         except ValueError as exc:
-            return problem(422, "Invalid request", f"evidence: {exc}")
+            return problem(422, "Invalid request", f"evidence: {exc}", field="evidence")
         t = index.check_containment(threshold)
         found = await index.containment_of_id(doc_id, t, limit, where, deadline_of(request))
         if found is None:
