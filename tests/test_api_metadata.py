@@ -242,7 +242,8 @@ def _ndjson(resp) -> list[dict]:  # type: ignore[no-untyped-def]
 def test_export_import_round_trip_gives_identical_answers(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
     """Export -> import into another collection on the same Redis: every document's
     record and every GET /similar (Jaccard and containment) answer is the same, and the
-    corpus' known plagiarism pairs are found in the copy."""
+    corpus' known plagiarism pairs are found in the copy; the end line, sent last in a
+    batch, is skipped."""
     truth = read_truth()
     paired = {d for pair in truth for d in pair}
     # Every known pair, among the first hundred others, in corpus order.
@@ -264,6 +265,9 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
             assert resp.status_code == 200, resp.text
         again = other.post("/import", json={"header": head, "documents": exported[:10]})
         assert again.json() == {"created": 0, "updated": 10}
+        # The end line closing the last batch, as a client cutting the lines sends it.
+        tail = other.post("/import", json={"header": head, "documents": [*exported[-3:], end]})
+        assert tail.json() == {"created": 0, "updated": 3}, tail.text
         assert _ndjson(other.get("/export"))[1:-1] == exported
         for doc_id, _ in corpus:
             for params in ({"limit": 20}, {"measure": "containment", "evidence": "true"}):

@@ -301,15 +301,24 @@ def _restore(
     return ids, metas, restored, ends, plains
 
 
+def _is_end(line: Any) -> bool:
+    """Whether an export line is its end line ({"end": true, "documents": n})."""
+    return isinstance(line, dict) and line.get("end") is True and "id" not in line
+
+
 async def import_documents(
     index: Index, head: dict[str, Any], docs: Sequence[dict[str, Any]]
 ) -> tuple[int, int]:
     """Write exported documents (replacing the same ids); (created, updated).
 
     The header is checked first and every line before anything is written, so a
-    bad batch stores nothing. An id given twice: the last line wins.
+    bad batch stores nothing. An id given twice: the last line wins. The export's end
+    line, last in a batch as a client that cuts an export into batches sends it, is
+    skipped: it is no document.
     """
     check_header(index, head)
+    if docs and _is_end(docs[-1]):
+        docs = docs[:-1]
     if len(docs) > MAX_IMPORT:
         raise ImportRefused(f"at most {MAX_IMPORT} documents per import call")
     ids, metas, restored, ends, plains = _restore(index, docs)
