@@ -288,3 +288,17 @@ def test_a_page_is_checked_and_kept_as_its_extracted_text(client: TestClient, co
     assert "<p>" not in kept["text"] and kept["results"]
     for source, qs, qe, ss, se in _passages(kept):
         assert kept["text"][qs:qe] == corpus[source][ss:se]
+
+
+def test_a_collection_without_a_passage_index_checks_only_by_jaccard(client: TestClient) -> None:
+    """In the mirror-detection recipe (passage_words 0) a check's default measure,
+    containment, is a 422 that names the missing passage index, and a check asking for
+    jaccard is kept (docs/checks.md; an outside audit met the 422 undocumented)."""
+    body = {"name": "mirrorchecks", "threshold": 0.8, "passage_words": 0}
+    assert client.post("/collections", json=body).status_code == 201
+    text = " ".join(f"word{i}x" for i in range(60))
+    r = client.post("/collections/mirrorchecks/checks", json={"text": text})
+    assert r.status_code == 422 and "passage index" in r.json()["detail"], r.text
+    r = client.post("/collections/mirrorchecks/checks", json={"text": text, "measure": "jaccard"})
+    assert r.status_code == 201, r.text
+    client.delete("/collections/mirrorchecks")
