@@ -463,10 +463,12 @@ def _own_words(
     words: those of a specific seed hit (q_hit, s_hit: n words from each), of a repeated
     hit within OWN_REACH query words and OWN_DRIFT diagonals of a specific one, and all of
     a run of OWN_RUN words or more that holds a specific hit (a copied entry of a template
-    runs on through its own names) or of a run of ``whole`` words or more (a verbatim
-    copy as long as the shortest passage is one, whatever both texts repeat). Letters of
-    a script written without spaces count as both: a pair of them is no unit of meaning
-    (a verbatim Japanese copy repeats most of its kana pairs in both texts)."""
+    runs on through its own names) or of a run of ``whole`` words or more most of whose
+    hits are ``twice`` ones, pairs one text holds at most once more than chance repeats
+    (a passage both texts hold twice, pasted twice; not a form letter's paragraph, which
+    both repeat letter after letter). Letters of a script written without spaces count
+    as both: a pair of them is no unit of meaning (a verbatim Japanese copy repeats most
+    of its kana pairs in both texts)."""
     words = len(letters)
     # Specific hits by (diagonal, query word); query words offset by OWN_REACH and
     # diagonals by OWN_DRIFT so that every searched range stays inside its diagonal's.

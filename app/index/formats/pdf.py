@@ -138,8 +138,8 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     """For each page, the indexes of its lines that are headers, footers or page
     numbers: a page number alone in the top or bottom band (or the page's extreme line
     in EXTREME_BAND), or a line whose shape recurs at about the same height within
-    EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages, and at most once on
-    most of the pages that hold it."""
+    EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages, unless most of the
+    pages that hold it hold it again away from the places where it recurs."""
     slot = SAME_PLACE / page_height
     seen: Counter[tuple[int, str]] = Counter()
     for page in pages:
