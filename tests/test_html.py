@@ -598,3 +598,15 @@ def test_pages_of_thousands_of_markers_are_read_in_one_walk() -> None:
     placeholders = "<div role='main'></div>" * 20_000
     with pytest.raises(HTMLError, match="main content"):
         extract(f"<html><body>{placeholders}<p>Words outside</p></body></html>")
+
+
+def test_a_hidden_article_is_not_the_pages_second() -> None:
+    """An <article> that markup hides (in a hidden element, in <noscript>) does not count
+    against the page's one shown article, whose text, links and all, is the page's (a
+    reviewer found the heuristics' text, without the links, once hidden ones counted)."""
+    links = "<ul><li><a href='/a'>First linked story title</a></li></ul>"
+    shown = f"<article><h1>Section index</h1>{links}<p>Real text about the harbour.</p></article>"
+    for hidden in ("<div hidden><article><p>Old draft</p></article></div>",
+                   "<noscript><article><p>Enable scripts</p></article></noscript>"):  # fmt: skip
+        text = extract(f"<html><body><nav><a href='/'>Home</a></nav>{shown}{hidden}</body></html>")
+        assert "First linked story title" in text and "Old draft" not in text, hidden

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import codecs
 import html as html_lib
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from resiliparse.extract.html2text import extract_plain_text
@@ -203,32 +204,33 @@ def marked_text(page: str, low: str, skips: list[str]) -> str | None:
     # before the frame ends, so not even an error's traceback carries one away.
     if not _may_mark(low):
         return None
-    tree = body = first = node = None
+    tree = body = first = node = found = articles = None
     try:
         tree = HTMLTree.parse(page)
         body = tree.body
         if body is None:
             return None
         hiding = ", ".join(HIDDEN)
-        shown = False
+        shown = 0
         first = body.query_selector(_MAIN)
-        for count, node in enumerate(_markers(first, body)):
-            if count == MAX_MARKERS:
-                break
+        for node in _elements(first, body, _is_main):
             if node.closest(hiding) is None:
-                shown = True
+                shown += 1
                 text = _text_of(node.html, skips)
                 if _WORD.search(text):
                     return text
-        # len() of a selector's collection is cheap; reaching its n-th node walks the n
-        # before it (4,000 <article> cards listed one by one: 27 s).
-        if len(body.query_selector_all(_ARTICLE)) == 1:
-            node = body.query_selector(_ARTICLE)
-            if node is not None and node.closest(hiding) is None:
-                shown = True
-                text = _text_of(node.html, skips)
-                if _WORD.search(text):
-                    return text
+                if shown == MAX_MARKERS:
+                    break
+        # The one <article> that shows (hidden ones are not the page's): found by a walk,
+        # since reaching a selector collection's n-th node walks the n before it (4,000
+        # <article> cards listed one by one: 27 s).
+        found = _elements(body.query_selector(_ARTICLE), body, _is_article, inside=True)
+        articles = list(itertools.islice((a for a in found if a.closest(hiding) is None), 2))
+        if len(articles) == 1:
+            shown += 1
+            text = _text_of(articles[0].html, skips)
+            if _WORD.search(text):
+                return text
         if shown:
             # Believed when empty too: what lies outside them is the site's (a dialog its
             # stylesheet hides, a footer), which the heuristics kept and a learned
@@ -236,7 +238,7 @@ def marked_text(page: str, low: str, skips: list[str]) -> str | None:
             raise HTMLError(EMPTY_MAIN)
         return None
     finally:
-        tree = body = first = node = None
+        tree = body = first = node = found = articles = None
 
 
 def _text_of(marked: str, skips: list[str]) -> str:
@@ -244,19 +246,30 @@ def _text_of(marked: str, skips: list[str]) -> str:
     return extract_plain_text(marked, alt_texts=False, list_bullets=False, skip_elements=skips)
 
 
-def _markers(first: DOMNode | None, root: DOMNode) -> Iterator[Any]:
-    """The main markers (``<main>``, ``role="main"``) from first on, in page order, not
-    looking inside one (a marker inside another is part of its text).
+def _is_main(node: Any) -> bool:
+    return bool(node.tag == "main" or (node.getattr("role") or "").strip().lower() == "main")
 
-    Walked by the nodes' own links, as _outer_quotes is: a page of thousands of empty
-    markers took time quadratic in them read from a selector's collection."""
+
+def _is_article(node: Any) -> bool:
+    return bool(node.tag == "article")
+
+
+def _elements(
+    first: DOMNode | None, root: DOMNode, wanted: Callable[[Any], bool], inside: bool = False
+) -> Iterator[Any]:
+    """The elements from first on that are wanted, in page order, looking inside one only
+    when told (an <article> inside another is a second one; a marker inside a marker is
+    part of its text).
+
+    Walked by the nodes' own links, as _outer_quotes is: a page of thousands of markers
+    took time quadratic in them read from a selector's collection."""
     node: Any = first  # an element node where it is one (the stubs type links as Node)
     while node is not None:
         down = None
-        if node.type == NodeType.ELEMENT and (
-            node.tag == "main" or (node.getattr("role") or "").strip().lower() == "main"
-        ):
+        if node.type == NodeType.ELEMENT and wanted(node):
             yield node
+            if inside:
+                down = node.first_child
         else:
             down = node.first_child
         if down is not None:
