@@ -473,3 +473,34 @@ def test_marks_that_open_and_close_alike_are_quotations() -> None:
         "\u05f4\u05e9\u05dc\u05d5\u05dd \u05dc\u05db\u05dd\u05f4",
         "\u201cEnglish words\u201d",
     ]
+
+
+def test_bulleted_prose_is_not_a_list_and_unpunctuated_references_are() -> None:
+    """A bullet opens an item, not a reference: sentences of prose after bullets under
+    References are counted. References that end without a period (Harvard's "(accessed
+    ...)", a German list's publisher) are each an entry, not one long one that cites
+    nothing. A line of one million-character word is read in linear time (a reviewer's
+    56,000 characters of `http://` took 3 s)."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 20
+    for bullet in ("- ", "\u2022 ", "* ", "\u2013 "):
+        prose = "\n".join(
+            f"{bullet}The river rose again in the spring of that year number {i} and flooded."
+            for i in range(12)
+        )
+        assert bibliography_span(f"{body}\nReferences\n{prose}\n") is None, bullet
+    harvard = "\n".join(
+        f"Smith, John ({1990 + i}) Rivers of the north, volume {i}. Available at: "
+        f"https://example.org/r{i} (accessed 5 May 2020)"
+        for i in range(6)
+    )
+    german = "\n".join(
+        f"M\u00fcller, Hans: Geschichte der Stadt Nummer {i}. Berlin {2000 + i}, Verlag Beispiel"
+        for i in range(6)
+    )
+    for refs in (harvard, german):
+        text = f"{body}\nReferences\n{refs}\n"
+        span = bibliography_span(text)
+        assert span is not None and text[span.start :].startswith("References"), refs[:30]
+    long_word = "http://" * 150_000
+    text = f"{body}\nReferences\nSmith, J. (2020). A book.\n{long_word}\nmore text here\n"
+    assert bibliography_span(text) is None

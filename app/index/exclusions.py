@@ -330,14 +330,19 @@ _CITES = re.compile(
 
 
 def _opens(line: str) -> bool:
-    """Whether a line opens as a reference: after a bullet or dash, a number or a name
+    """Whether a line opens as a reference (after a bullet or dash): a number or a name
     with initials (see above)."""
-    bullet = _BULLET.match(line).end()  # type: ignore[union-attr]
-    rest = line[bullet:]
-    if _NUMBERED.match(rest) or (bullet and line[:bullet].strip()):
+    rest = line[_BULLET.match(line).end() :]  # type: ignore[union-attr]
+    if _NUMBERED.match(rest):
         return True
     initials = _INITIALS.match(rest)
     return initials is not None and rest[:1].isupper() and initials.end() > 1
+
+
+def _starts_item(line: str) -> bool:
+    """Whether a line opens a new item: as a reference (_opens), or after a bullet or
+    dash (which says nothing of whether the item cites)."""
+    return _opens(line) or bool(line[: _BULLET.match(line).end()].strip())  # type: ignore[union-attr]
 
 
 def _cites(line: str) -> bool:
@@ -348,12 +353,20 @@ def _cites(line: str) -> bool:
     return bool(_YEAR.search(rest)) and _EARLY_COMMA.match(rest) is not None
 
 
-# An entry's last line: it ends a sentence (closing marks after it aside) or with a DOI
-# or URL (APA ends an entry with one, and sets no period after it).
-_ENTRY_ENDS = re.compile(
-    r"(?:[.!?][\"'\u201d\u2019)\]]*|(?:https?://|doi:|www\.)\S+|\b10\.\d{4,}/\S+)[ \t]*$",
-    re.IGNORECASE,
-)
+_DOI = re.compile(r"10\.\d{4,}/")
+_CLOSERS = "\"'\u201d\u2019)]"
+
+
+def _ends_entry(line: str) -> bool:
+    """Whether an entry's line is its last: it ends a sentence (closing marks after it
+    aside) or with a DOI or URL (APA ends an entry with one, and sets no period after
+    it). Only its last word is read, so a line of one long word costs its length."""
+    words = line.rsplit(None, 1)
+    last = words[-1] if words else ""
+    if last.rstrip(_CLOSERS).endswith((".", "!", "?")):
+        return True
+    low = last.lower()
+    return low.startswith(("http://", "https://", "doi:", "www.")) or bool(_DOI.match(low))
 
 
 # A reference is a line or a few; an entry longer than this is prose.
@@ -506,8 +519,11 @@ EARLY_LIST_SHARE = 0.8
 def _citing(section: str) -> tuple[int, int, int]:
     """A section's entries, its characters in lines with words, and those of its entries
     that cite. An entry is a line with words and the lines after it that go on with it
-    (no blank line between): while its last line does not end it (_ENTRY_ENDS) or the
-    next goes on in lower case, and the next does not open a reference itself (_opens).
+    (no blank line between): while its last line does not end it (_ends_entry) or the
+    next goes on in lower case, the next does not open an item itself (a reference's
+    number or initials, a bullet: _starts_item) nor cites on its own after a line of
+    the entry that did (references that end without a period: Harvard's "(accessed 5
+    May 2020)", a German list's publisher).
     So a reference wrapped in a PDF's narrow column is one entry whether its year is on
     its first line (APA) or its last (MLA), and prose is entries of its sentences, none
     citing. An entry cites when its lines, joined, read as a reference (_cites) in at
@@ -515,6 +531,7 @@ def _citing(section: str) -> tuple[int, int, int]:
     entries = size = citing = 0
     lines: list[str] = []  # the open entry's lines, stripped
     weight = 0  # the open entry's characters
+    cited = False  # whether a line of the open entry cites on its own
 
     def close() -> None:
         nonlocal entries, citing, weight
@@ -528,12 +545,16 @@ def _citing(section: str) -> tuple[int, int, int]:
     for line in section.split("\n"):
         if not _WORD.search(line):
             close()
+            cited = False
             continue
         size += len(line)
         text = line.strip()
-        goes_on = lines and (not _ENTRY_ENDS.search(lines[-1]) or text[:1].islower())
-        if not goes_on or _opens(line):
+        cites = _cites(line)
+        goes_on = lines and (not _ends_entry(lines[-1]) or text[:1].islower())
+        if not goes_on or (cites and cited) or _starts_item(line):
             close()
+            cited = False
+        cited = cited or cites
         lines.append(text)
         weight += len(line)
     close()
