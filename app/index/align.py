@@ -369,7 +369,7 @@ def _seeds(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """Seed hits (query word, source word) near the anchors' diagonals, sorted by query
     then source word, whether each is specific (its words occur once in the query or once
-    in the source, not in both several times) and whether at most twice in one, and
+    in the source, not in both several times) and whether at most twice in both, and
     whether a bound cut them."""
     bits = source.bits
     q_keys, q_words = query.seeds(bits)
@@ -402,9 +402,9 @@ def _seeds(
     space = 2.0 ** (n * bits) / math.factorial(n)
     chance = [2 + int(3 * len(keys) / space) for keys in (q_keys, s_keys)]
     specific = (in_query < chance[0]) | (in_source < chance[1])
-    # ... and a pair one text holds at most once more than that: a passage pasted twice
-    # from a source that holds it twice, where a form letter repeats in both many times.
-    twice = (in_query <= chance[0]) | (in_source <= chance[1])
+    # ... and a pair both texts hold at most once more than that: a passage pasted twice
+    # from a source that holds it twice, where a form letter repeats in one or both.
+    twice = (in_query <= chance[0]) & (in_source <= chance[1])
     # A long text repeats common word pairs ("of the") in proportion to its length: the
     # bound on the query's side grows with it, a block of QUERY_BLOCK words at a time, so
     # a thesis is seeded as its chapters would be, while a text of one repeated sentence
@@ -464,7 +464,7 @@ def _own_words(
     hit within OWN_REACH query words and OWN_DRIFT diagonals of a specific one, and all of
     a run of OWN_RUN words or more that holds a specific hit (a copied entry of a template
     runs on through its own names) or of a run of ``whole`` words or more most of whose
-    hits are ``twice`` ones, pairs one text holds at most once more than chance repeats
+    hits are ``twice`` ones, pairs both texts hold at most once more than chance repeats
     (a passage both texts hold twice, pasted twice; not a form letter's paragraph, which
     both repeat letter after letter). Letters of a script written without spaces count
     as both: a pair of them is no unit of meaning (a verbatim Japanese copy repeats most
