@@ -253,6 +253,9 @@ def test_every_422_lists_its_refusals_and_the_schema_says_what_it_refuses(
     ):
         r = client.get("/similar/a", params=params)
         assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, r.text
+    # ... unless a body field of the same name is refused with it: each keeps its place.
+    r = client.post("/documents?similar=true&threshold=7", json={"text": "a b c", "threshold": 1})
+    assert {e["field"] for e in r.json()["errors"]} == {"query.threshold", "body.threshold"}, r.text
     assert client.get("/similar/a?limit=10").status_code == 200
     schema = client.get("/openapi.json").json()
     shapes = schema["components"]["schemas"]

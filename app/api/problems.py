@@ -91,7 +91,20 @@ def _message(error: dict[str, Any]) -> str:
 
 
 async def _validation(_: Request, exc: RequestValidationError) -> ProblemResponse:
-    errors = [{"field": _where(e), "message": _message(e)} for e in exc.errors()]
+    found = exc.errors()
+    named = [_where(e) for e in found]
+    # A query parameter and a body field of one name both refused: each keeps where it
+    # was (query.threshold, body.threshold), or the two would read as one.
+    places: dict[str, set[str]] = {}
+    for name, e in zip(named, found, strict=True):
+        places.setdefault(name, set()).add(str(tuple(e.get("loc", ()))[:1]))
+    errors = [
+        {
+            "field": ".".join(str(p) for p in e.get("loc", ())) if len(places[name]) > 1 else name,
+            "message": _message(e),
+        }
+        for name, e in zip(named, found, strict=True)
+    ]
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return problem(422, "Invalid request", detail, errors=errors)
 
