@@ -423,3 +423,19 @@ def test_import_drops_an_epoch_expiry_and_counts_a_repeated_id(client: TestClien
     resp = client.post("/import", json={"header": head, "documents": twice})
     assert resp.json() == {"created": 1, "updated": 1}, resp.text
     assert client.get("/documents/a").json()["metadata"] == {"n": 2}
+
+
+def test_a_full_import_batch_may_end_with_the_end_line(client: TestClient) -> None:
+    """1,000 export lines and the end line after them, as a client cutting an export into
+    batches of 1,000 sends its last one, import whole (a reviewer got a 422 for 1,001
+    items); 1,001 documents are still refused."""
+    docs = [{"id": f"d{i}", "text": f"word{i}x and some other words {i} here"} for i in range(1000)]
+    assert client.post("/documents/batch", json={"documents": docs}).status_code == 200
+    lines = _ndjson(client.get("/export"))
+    head, exported, end = lines[0], lines[1:-1], lines[-1]
+    assert len(exported) == 1000 and end["end"] is True
+    body = {"header": head, "documents": [*exported, end]}
+    r = client.post("/import", json=body)
+    assert r.status_code == 200 and r.json() == {"created": 0, "updated": 1000}, r.text
+    more = {"header": head, "documents": [*exported, exported[0]]}
+    assert client.post("/import", json=more).status_code == 422

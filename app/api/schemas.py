@@ -629,7 +629,11 @@ class ImportIn(_In):
         description="the export's first line", json_schema_extra=IMPORT_HEADER
     )
     documents: list[Annotated[dict[str, Any], Field(json_schema_extra=IMPORT_LINE)]] = Field(
-        min_length=1, max_length=MAX_BATCH, description="export lines after the header"
+        # One more than a batch: the export's end line may close a full last batch (it is
+        # skipped; import_documents counts the documents).
+        min_length=1,
+        max_length=MAX_BATCH + 1,
+        description="export lines after the header",
     )
 
 
