@@ -214,6 +214,12 @@ def test_a_reference_heading_needs_references_under_it() -> None:
         assert bibliography_span(text) is not None, heading
 
 
+def _assert_bibliography(text: str, heading: str) -> None:
+    """That text's bibliography is found, starting at its heading."""
+    span = bibliography_span(text)
+    assert span is not None and text[span.start :].startswith(heading), text[-200:]
+
+
 def test_references_wrapped_in_a_narrow_column_are_a_bibliography() -> None:
     """References as a two-column PDF gives them, each wrapped over three to five lines
     that cite nothing themselves, are a bibliography; one citation over a copied paragraph
@@ -236,9 +242,7 @@ def test_references_wrapped_in_a_narrow_column_are_a_bibliography() -> None:
         "review. Water Resources Research,\n"
         "54(2), 100-130.\n"
     )
-    text = f"{body}\nReferences\n{refs}"
-    span = bibliography_span(text)
-    assert span is not None and text[span.start :].startswith("References")
+    _assert_bibliography(f"{body}\nReferences\n{refs}", "References")
     citation = "[1] Smith, J. (2019). Rivers. Nature, 12, 3-4."
     sentences = [
         f"Copied sentence {i} of another essay on the ecology of rivers." for i in range(40)
@@ -266,9 +270,7 @@ def test_mla_entries_wrapped_with_the_year_last_are_a_bibliography() -> None:
         "Walker, Alice. In Search of Our Mothers' Gardens: Womanist Prose. Harcourt Brace\n"
         "Jovanovich, 1983.\n"
     )
-    text = f"{body}\nWorks Cited\n{works}"
-    span = bibliography_span(text)
-    assert span is not None and text[span.start :].startswith("Works Cited")
+    _assert_bibliography(f"{body}\nWorks Cited\n{works}", "Works Cited")
     citation = "Smith, J. (2020). Rivers in flood. Water, 3(2), 4-9. https://doi.org/10.1000/xyz"
     copied = (
         "The rivers of the northern plain rise each spring when the snow melts in the hills\n"
@@ -498,9 +500,7 @@ def test_bulleted_prose_is_not_a_list_and_unpunctuated_references_are() -> None:
         for i in range(6)
     )
     for refs in (harvard, german):
-        text = f"{body}\nReferences\n{refs}\n"
-        span = bibliography_span(text)
-        assert span is not None and text[span.start :].startswith("References"), refs[:30]
+        _assert_bibliography(f"{body}\nReferences\n{refs}\n", "References")
     long_word = "http://" * 150_000
     text = f"{body}\nReferences\nSmith, J. (2020). A book.\n{long_word}\nmore text here\n"
     assert bibliography_span(text) is None
