@@ -70,7 +70,9 @@ async def send_problem(
     await send({"type": "http.response.body", "body": body})
 
 
-def _where(error: dict[str, Any]) -> str:
+def _where(error: dict[str, Any], placed: bool = False) -> str:
+    """Where a refusal is: the field or parameter as the client wrote it, or with where
+    it was looked for first (query.threshold) when placed."""
     loc = tuple(error.get("loc", ()))
     # A model's validator that refused one of its fields names it (schemas.FieldError).
     field = getattr((error.get("ctx") or {}).get("error"), "field", None)
@@ -79,7 +81,7 @@ def _where(error: dict[str, Any]) -> str:
     # A parameter is named as the client wrote it (limit, doc_id), not where FastAPI
     # looked for it (query.limit): the same name a refusal of its value by the index
     # gives; "body", "query" or "path" alone when the refusal is of the whole.
-    if len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
+    if not placed and len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
         loc = loc[1:]
     return ".".join(str(p) for p in loc) or "body"
 
@@ -95,14 +97,11 @@ async def _validation(_: Request, exc: RequestValidationError) -> ProblemRespons
     named = [_where(e) for e in found]
     # A query parameter and a body field of one name both refused: each keeps where it
     # was (query.threshold, body.threshold), or the two would read as one.
-    places: dict[str, set[str]] = {}
+    places: dict[str, set[object]] = {}
     for name, e in zip(named, found, strict=True):
-        places.setdefault(name, set()).add(str(tuple(e.get("loc", ()))[:1]))
+        places.setdefault(name, set()).add(tuple(e.get("loc", ()))[:1])
     errors = [
-        {
-            "field": ".".join(str(p) for p in e.get("loc", ())) if len(places[name]) > 1 else name,
-            "message": _message(e),
-        }
+        {"field": _where(e, placed=True) if len(places[name]) > 1 else name, "message": _message(e)}
         for name, e in zip(named, found, strict=True)
     ]
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)

@@ -141,19 +141,20 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     EXTREME_BAND of an edge on at least REPEAT_SHARE of the pages, unless most of the
     pages that hold it hold it again away from the places where it recurs."""
     slot = SAME_PLACE / page_height
+    shapes = [[_shape(line) for line in page.lines] for page in pages]
     seen: Counter[tuple[int, str]] = Counter()
-    for page in pages:
+    for page, shaped in zip(pages, shapes, strict=True):
         keys: set[tuple[int, str]] = set()
-        for line, h in zip(page.lines, page.heights, strict=True):
+        for shape, h in zip(shaped, page.heights, strict=True):
             if _wide(h):
                 # Two neighbouring slots, so a line just across a slot's border still meets.
-                keys.update((int(h / slot) + d, _shape(line)) for d in (0, 1))
+                keys.update((int(h / slot) + d, shape) for d in (0, 1))
         seen.update(keys)
     least = max(2, math.ceil(REPEAT_SHARE * len(pages)))
 
-    def recurring(line: str, h: float) -> bool:
+    def recurring(shape: str, h: float) -> bool:
         """Whether a line's shape recurs at its height near an edge of enough pages."""
-        shape, at = _shape(line), int(h / slot)
+        at = int(h / slot)
         return _wide(h) and max(seen[at, shape], seen[at + 1, shape]) >= least
 
     # Pages that hold a shape, and pages that hold it again away from the places where
@@ -163,24 +164,21 @@ def running_lines(pages: list[Page], page_height: float = 792.0) -> list[set[int
     holding: Counter[str] = Counter()
     repeating: Counter[str] = Counter()
     slotted = [
-        [recurring(line, h) for line, h in zip(page.lines, page.heights, strict=True)]
-        for page in pages
+        [recurring(shape, h) for shape, h in zip(shaped, page.heights, strict=True)]
+        for page, shaped in zip(pages, shapes, strict=True)
     ]
-    for page, marks in zip(pages, slotted, strict=True):
-        counts = Counter(_shape(line) for line in page.lines)
-        elsewhere = Counter(
-            _shape(line) for line, mark in zip(page.lines, marks, strict=True) if not mark
-        )
+    for shaped, marks in zip(shapes, slotted, strict=True):
+        counts = Counter(shaped)
+        elsewhere = {shape for shape, mark in zip(shaped, marks, strict=True) if not mark}
         holding.update(counts.keys())
-        repeating.update(shape for shape, n in counts.items() if n > 1 and elsewhere[shape])
+        repeating.update(shape for shape, n in counts.items() if n > 1 and shape in elsewhere)
     out: list[set[int]] = []
-    for page, marks in zip(pages, slotted, strict=True):
+    for page, shaped, marks in zip(pages, shapes, slotted, strict=True):
         drop: set[int] = set()
         alone = _alone_edges(page)
-        for i, (line, h) in enumerate(zip(page.lines, page.heights, strict=True)):
+        for i, (shape, h) in enumerate(zip(shaped, page.heights, strict=True)):
             if not _wide(h):
                 continue
-            shape = _shape(line)
             if (alone[i] and _PAGE_NUMBER.fullmatch(shape)) or (
                 marks[i] and 2 * repeating[shape] < holding[shape]
             ):
