@@ -11,7 +11,7 @@ own collection, in turn, in this one process:
   kernel: the one-reply-per-document design, measured and not chosen;
 - "after": what an ingest on a single server runs now: one HSETNX per entry in one
   packed exchange, the entries whose band had members in band_add_many calls of
-  app.store.store's ENTRIES_PER_CALL, layouts packed by the kernel
+  app.store.bands' ENTRIES_PER_CALL, layouts packed by the kernel
   (kernel.pack_layouts);
 - "after, numpy layouts": the same with layouts packed by numpy, to split the gain.
 Each prints docs/s, the commands the client sends per document (each gets a reply),
@@ -43,9 +43,10 @@ from ingest import ingest
 from servers import neardup_server
 from stores import ThrowawayRedis
 
-import app.store.store as store_module
+import app.store.bands as store_module
 from app.index import Document, Index, Params
 from app.store import Store, scripts
+from app.store.bands import Bands
 from app.store.single import SingleTransport
 
 BATCH = 500
@@ -70,9 +71,9 @@ def _count_sent() -> None:
     """Count the commands every exchange sends (each gets one reply)."""
     exchange = SingleTransport._exchange
 
-    async def counted(self, parts, count, weight, write):  # type: ignore[no-untyped-def]
+    async def counted(self, parts, count, *rest):  # type: ignore[no-untyped-def]
         _sent[0] += count
-        return await exchange(self, parts, count, weight, write)
+        return await exchange(self, parts, count, *rest)
 
     SingleTransport._exchange = counted  # type: ignore[method-assign]
 
@@ -94,12 +95,12 @@ class _NumpyLayouts(Index):
         return super()._sketch_now(texts, True)
 
 
-class _AllInScripts(Store):
+class _AllInScripts(Bands):
     """Every band entry through band_add_many: one reply per call, none per entry."""
 
-    async def add_bands(self, memberships):  # type: ignore[no-untyped-def]
-        if memberships:
-            keys, handles = store_module._entries(memberships)
+    async def add(self, memberships, anchors=()):  # type: ignore[no-untyped-def]
+        if memberships or anchors:
+            keys, handles = store_module._entries([*memberships, *anchors])
             await self._band_script(scripts.BAND_ADD_MANY, keys, handles)
 
 
@@ -109,8 +110,8 @@ async def _one(
     params = Params.create("word:3", 128, 256, 1, 0.5, len(docs))
     store = Store.connect(redis.url, f"m{path}{calls}{kernel_packs}", 60.0)
     if path == "scripts":
-        store = _AllInScripts(store.transport, store.collection)
-    store.band_scripts = path != "before"
+        store.bands = _AllInScripts(store.transport, store._keys)
+    store.bands.batched = path != "before"
     store_module.ENTRIES_PER_CALL = calls
     index = await (Index if kernel_packs else _NumpyLayouts).open(store, params, 200)
     client = redis.client()

@@ -15,8 +15,8 @@ import pytest
 from app.index import Document, Index, Params
 from app.index.passages import Layout
 from app.store import MAX_INLINE, Store
+from app.store.bands import ENTRIES_PER_CALL
 from app.store.layout import SPILLED
-from app.store.store import ENTRIES_PER_CALL
 from tests.support import oracle
 from tests.support.corpus import read_corpus
 from tests.support.keys import scan_keys
@@ -118,7 +118,7 @@ def test_band_scripts_write_what_the_per_entry_commands_write(
     async def run() -> None:
         scripted = Store.connect(store_url, collection + "s", 5.0)
         pipelined = Store.connect(store_url, collection + "p", 5.0)
-        pipelined.band_scripts = False
+        pipelined.bands.batched = False
         model = _Model(packed)
         try:
             for store in (scripted, pipelined):
@@ -138,8 +138,8 @@ def test_band_scripts_write_what_the_per_entry_commands_write(
                     h = rng.choice([*have, 99_999])  # 99,999 is never added
                     removes.append((h, np.array([key, rng.choice(keys)], dtype=np.uint64)))
                 for store in (scripted, pipelined):
-                    await store.add_bands(adds)
-                    await store.remove_bands(removes)
+                    await store.bands.add(adds)
+                    await store.bands.remove(removes)
                 for h, ks in adds:
                     for k in ks.tolist():
                         model.add(h, k)
@@ -174,7 +174,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
         params = Params.create("word:3", 128, 256, 1, 0.5, capacity=100, passage_words=30)
         for name, scripts in (("s", True), ("p", False)):
             store = Store.connect(store_url, collection + name, 5.0)
-            store.band_scripts = scripts and not store.cluster
+            store.bands.batched = scripts and not store.cluster
             indexes.append(await Index.open(store, params, 200))
         try:
             for index in indexes:
@@ -196,7 +196,7 @@ def test_ingest_by_script_stores_the_same_bytes(store_url: str, collection: str)
                 assert rec is not None
                 for k in indexes[0].store.entry_keys(rec.band_keys).tolist():
                     named.setdefault(k, set()).add(h)
-            stored = {k: set(hs) async for k, hs in indexes[0].store.band_memberships()}
+            stored = {k: set(hs) async for k, hs in indexes[0].store.bands.memberships()}
             for k, hs in named.items():
                 assert stored[k] == hs
         finally:
@@ -273,7 +273,8 @@ def test_short_fields_answer_as_collections_made_before_them(
                 assert low == buckets[at]
                 assert {len(f) for f in fields[at]} == {width}
             members = [
-                {k: sorted(v) async for k, v in index.store.band_memberships()} for index in indexes
+                {k: sorted(v) async for k, v in index.store.bands.memberships()}
+                for index in indexes
             ]
             assert members[0] == members[1]
             for at in (2, 3):  # a place's handles: those of every key it stands for
@@ -404,7 +405,7 @@ def test_crowded_two_byte_places_answer_as_four_byte_fields(
             places = indexes[1].store.entry_keys(np.array(sorted(keys), dtype=np.uint64))
             assert len(set(places.tolist())) < len(keys) - 30  # crowded: dozens of shared places
             members = [
-                len([k async for k, _ in index.store.band_memberships()]) for index in indexes
+                len([k async for k, _ in index.store.bands.memberships()]) for index in indexes
             ]
             assert members[1] < members[0] - 30  # the shared places, one entry each
             before = [await answers(index) for index in indexes]
@@ -450,16 +451,16 @@ def test_marks_cover_every_band_key_shared_through_an_anchor_or_a_spill(
             def one(h: int, key: int) -> list[tuple[int, np.ndarray]]:
                 return [(h, np.array([key], dtype=np.uint64))]
 
-            await store.add_bands(one(1, k_spill))  # alone: no mark
+            await store.bands.add(one(1, k_spill))  # alone: no mark
             for h in range(2, MAX_INLINE + 3):  # anchors spill the field: 1 is marked
-                await store.add_bands([], one(h, k_spill))
-            await store.add_bands(one(100, k_spill))  # joins a spilled field
-            await store.add_bands([], one(105, k_anchor))
-            await store.add_bands(one(106, k_anchor))  # meets an anchor: both marked
-            await store.add_bands(one(107, k_own))
-            await store.add_bands([], one(108, k_own))  # an anchor marks nothing ...
-            await store.add_bands(one(108, k_own))  # ... but 108's band key then meets 107
-            await store.add_bands(one(900, 0x4444_0000_0000_0D04))  # never shared
+                await store.bands.add([], one(h, k_spill))
+            await store.bands.add(one(100, k_spill))  # joins a spilled field
+            await store.bands.add([], one(105, k_anchor))
+            await store.bands.add(one(106, k_anchor))  # meets an anchor: both marked
+            await store.bands.add(one(107, k_own))
+            await store.bands.add([], one(108, k_own))  # an anchor marks nothing ...
+            await store.bands.add(one(108, k_own))  # ... but 108's band key then meets 107
+            await store.bands.add(one(900, 0x4444_0000_0000_0D04))  # never shared
             marked = await _marked(store)
             assert {1, 100, 105, 106, 107, 108} <= marked and 900 not in marked
             # Only the spill marked the anchors' holders.
@@ -510,7 +511,7 @@ def test_unmarked_documents_share_no_band_key_and_answer_as_without_marks(
             index = indexes[0]
             marked = await _marked(index.store)
             holders: dict[int, set[int]] = {}
-            async for key, hs in index.store.band_memberships():
+            async for key, hs in index.store.bands.memberships():
                 holders[key] = set(hs)
             live = await _handles(index)
             shared = set()

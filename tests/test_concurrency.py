@@ -177,15 +177,15 @@ def test_check_finds_and_repairs_debris(store_url: str, collection: str) -> None
             await store.ids.forget(["ghost"], [ghost])
             # A write that stopped after its bands: an id, bands, no record.
             (dangling,), _ = await store.ids.assign(["half"])
-            await store.add_bands([(dangling, ghost_rec.band_keys[:5])])
+            await store.bands.add([(dangling, ghost_rec.band_keys[:5])])
             # Bands of a handle nobody has.
-            await store.add_bands([(10_000, ghost_rec.band_keys[:3])])
+            await store.bands.add([(10_000, ghost_rec.band_keys[:3])])
             (live,) = await store.ids.handles(["live"])
             live_rec = await index.get("live")
             assert live is not None and live_rec is not None
             # A replace that stopped before removing its stale bands; one band lost.
-            await store.add_bands([(live, ghost_rec.band_keys[5:7])])
-            await store.remove_bands([(live, live_rec.band_keys[:1])])
+            await store.bands.add([(live, ghost_rec.band_keys[5:7])])
+            await store.bands.remove([(live, live_rec.band_keys[:1])])
             # A delete of an expiring document that stopped before its queue entry.
             await store.add_expiries([(20_000, 1)])
             # Two deletes that stopped between their HDEL and their DECRBY (a cluster's).

@@ -300,7 +300,7 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
             (h,) = await index.store.ids.handles(["e0"])
             (raw,) = await index.store.records([h])
             rec = records.unpack(raw)
-            await index.store.remove_bands([(h, rec.band_keys), (h, anchors_of(rec))])
+            await index.store.bands.remove([(h, rec.band_keys), (h, anchors_of(rec))])
             await index.store.ids.forget(["e0"], [h])
 
     ends = asyncio.run(load())

@@ -207,7 +207,7 @@ def test_a_write_cut_before_its_record_shows_no_passages(store_url: str, collect
         try:
             (h,), _ = await index.store.ids.assign([sid])
             layout = index.passage_layouts([sources[sid]])[0]  # what the cut write had sketched
-            await index.store.add_bands([(h, anchor_keys(layout.anchor_hashes))])
+            await index.store.bands.add([(h, anchor_keys(layout.anchor_hashes))])
             assert (await index.containment_of_text(sources[sid])).results == []
             report = await check(index)
             assert report.found["dangling_ids"] == 1

@@ -427,7 +427,7 @@ async def _bands_holding(
     url: str, collection: str, params: Params, handle: int, want: np.ndarray
 ) -> tuple[set[int], set[int]]:
     """Every band key whose members include the handle, read from Redis, and the keys
-    wanted as band_memberships gives them (Store.entry_keys)."""
+    wanted as bands.memberships gives them (Store.entry_keys)."""
     store = Store.connect(url, collection, 2.0)
     store.use_band_buckets(
         params.band_buckets,
@@ -437,7 +437,7 @@ async def _bands_holding(
         params.field_bytes,
     )
     try:
-        got = {key async for key, handles in store.band_memberships() if handle in handles}
+        got = {key async for key, handles in store.bands.memberships() if handle in handles}
         return got, set(store.entry_keys(want).tolist())
     finally:
         await store.close()

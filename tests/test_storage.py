@@ -152,8 +152,8 @@ def test_band_memberships_follow_a_dict_of_sets(
     store_url: str, collection: str, short: bool | str
 ) -> None:
     """Random adds and removes, with hot keys that spill past MAX_INLINE, read back
-    exactly like a dict of sets: through band_lookup, band_window, band_members and
-    band_memberships (with short anchor fields: anchors' keys among the band keys, each
+    exactly like a dict of sets: through bands.lookup, window, members and
+    memberships (with short anchor fields: anchors' keys among the band keys, each
     stored under its 4-byte hash; with short fields, every key under its low 4 bytes,
     memberships read back as entry_keys; packed: short fields, hot bands spilled to
     packed STRINGs)."""
@@ -181,42 +181,42 @@ def test_band_memberships_follow_a_dict_of_sets(
                     key = rng.choice(keys)
                     victims = [*sorted(model.get(key, ())), 999]  # 999 never added
                     removes.append((rng.choice(victims), np.array([key], dtype=np.uint64)))
-                await store.add_bands(adds)
+                await store.bands.add(adds)
                 for h, ks in adds:
                     for k in ks.tolist():
                         model.setdefault(k, set()).add(h)
-                await store.remove_bands(removes)
+                await store.bands.remove(removes)
                 for h, ks in removes:
                     for k in ks.tolist():
                         model.get(k, set()).discard(h)
                 model = {k: v for k, v in model.items() if v}
 
-                stored = {k: set(hs) async for k, hs in store.band_memberships()}
+                stored = {k: set(hs) async for k, hs in store.bands.memberships()}
                 places = store.entry_keys(np.array(list(model), dtype=np.uint64)).tolist()
                 assert stored == dict(zip(places, model.values(), strict=True))
                 spilled = []
                 for k in keys:
-                    inline, sized = await store.band_lookup(np.array([k], dtype=np.uint64))
+                    inline, sized = await store.bands.lookup(np.array([k], dtype=np.uint64))
                     if sized:  # spilled: its size
                         assert not len(inline) and sized == [(0, len(model[k]))]
                         spilled.append((k, sized[0][1]))
                     else:
                         assert sorted(inline.tolist()) == sorted(model.get(k, ()))  # none twice
                         assert len(model.get(k, ())) <= MAX_INLINE  # else spilled
-                both, sized = await store.band_lookup(np.array(keys, dtype=np.uint64))
+                both, sized = await store.bands.lookup(np.array(keys, dtype=np.uint64))
                 assert [(keys[i], n) for i, n in sized] == spilled
                 inline_keys = [k for k in keys if k not in dict(spilled)]
                 members = [h for k in inline_keys for h in model.get(k, ())]
                 assert sorted(both.tolist()) == sorted(members)
                 starts = [rng.randint(0, size) for _, size in spilled]
-                windows = await store.band_window(
+                windows = await store.bands.window(
                     np.array([k for k, _ in spilled], dtype=np.uint64), starts, [4] * len(spilled)
                 )
                 for (k, _), start, got in zip(spilled, starts, windows, strict=True):
                     assert got.tolist() == sorted(model[k])[start : start + 4]
                 above = rng.randint(0, 400)
                 hot_keys = np.array([k for k, _ in spilled], dtype=np.uint64)
-                firsts, complete = await store.band_members(hot_keys, above, 3)
+                firsts, complete = await store.bands.members(hot_keys, above, 3)
                 for (k, _), got, whole in zip(spilled, firsts, complete, strict=True):
                     want = sorted(h for h in model[k] if h > above)
                     assert got.tolist() == want[:3]
@@ -253,7 +253,7 @@ def test_a_handle_past_32_bits_is_refused(redis_url: str, collection: str) -> No
         store = Store.connect(redis_url, collection, 2.0)
         try:
             with pytest.raises(StoreError, match="full"):
-                await store.add_bands([(2**32, np.array([1], dtype=np.uint64))])
+                await store.bands.add([(2**32, np.array([1], dtype=np.uint64))])
         finally:
             await store.close()
 
@@ -283,7 +283,7 @@ def test_similar_by_id_finds_anchor_form_band_keys_where_the_store_wrote_them(
             )
             await store.put_records([(handles[0], raw)])
             shares = [(h, np.array([k], np.uint64)) for h, k in zip(handles[1:], keys, strict=True)]
-            await store.add_bands([(handles[0], np.array(keys, np.uint64)), *shares])
+            await store.bands.add([(handles[0], np.array(keys, np.uint64)), *shares])
             handle, got_raw, found = await store.similar_by_id("a", 100, 1000, 1000)
             assert handle == handles[0] and got_raw == raw and found is not None
             assert sorted(found.handles.tolist()) == sorted(handles[1:])

@@ -77,7 +77,7 @@ async def candidates(
     deterministic (the same query gets the same answer) and staggered, so hot
     keys with the same members still yield different candidates.
     """
-    inline, hot = await store.band_lookup(band_keys)
+    inline, hot = await store.bands.lookup(band_keys)
     parts = [inline]
     cut = 0
     if hot:
@@ -92,7 +92,7 @@ async def candidates(
             ]
             cut = sum(s > n for s, n in zip(sizes, counts, strict=True))
         keys = band_keys[[i for i, _ in hot]]
-        parts += await store.band_window(keys, starts, counts)
+        parts += await store.bands.window(keys, starts, counts)
     handles, hits = np.unique(np.concatenate(parts).astype(np.int64), return_counts=True)
     if exclude is not None:
         keep = handles != exclude
@@ -227,7 +227,7 @@ async def passage_candidates(
     windows = max(1, -(-words // WINDOW_WORDS))
     paid = min(windows, MOST_WINDOWS)
     unique, inverse = np.unique(keys, return_inverse=True)
-    members, hot = await store.band_split(unique)
+    members, hot = await store.bands.split(unique)
     df = np.array([len(m) for m in members], dtype=np.int64)
     common = 0
     if hot:
@@ -242,7 +242,7 @@ async def passage_candidates(
             total += size
         if read:
             sizes = [int(df[i]) for i in read]
-            got = await store.band_window(unique[read], [0] * len(read), sizes)
+            got = await store.bands.window(unique[read], [0] * len(read), sizes)
             for i, m in zip(read, got, strict=True):
                 members[i] = m
     cand, hits, mass, at, rare = clusters(members, df, inverse, positions, words, span, exclude)

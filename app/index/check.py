@@ -70,7 +70,7 @@ from app.store import ForeignEntry, Store
 
 def entries_of(rec: records.Record, store: Store) -> np.ndarray:
     """Every entry a live document has in the band buckets (its bands and its anchors),
-    each key as the store's band_memberships gives it back (Store.entry_keys)."""
+    each key as the store's bands.memberships gives it back (Store.entry_keys)."""
     return store.entry_keys(np.union1d(rec.band_keys, anchors_of(rec)))
 
 
@@ -152,7 +152,7 @@ async def check(
     # 1. bands, before the id map (see the module docstring)
     bands: dict[int, list[int]] = defaultdict(list)
     foreign: list[ForeignEntry] = []  # entries another layout wrote (Layout.fits)
-    async for key, handles in store.band_memberships(foreign):
+    async for key, handles in store.bands.memberships(foreign):
         for h in handles:
             bands[h].append(key)
             report.band_entries += 1
@@ -240,12 +240,12 @@ async def check(
     if repair and not report.clean:
         await _repair(index, report, bands, dangling, orphans, unreachable, stray, missing, mapping)
         if foreign:  # no key of this layout reads them: nothing can be lost
-            await store.drop_band_fields(foreign)
+            await store.bands.drop_fields(foreign)
             report.repaired["foreign_bands"] += len(foreign)
             metrics.ORPHANS_REPAIRED.labels("foreign_bands").inc(len(foreign))
         await _repair_texts(index, report, lost_texts, stale, mapping)
         if unmarked:  # a mark to spare is always safe: no lock needed
-            await store.mark(unmarked)
+            await store.bands.mark(unmarked)
             report.repaired["unmarked"] += len(unmarked)
             metrics.ORPHANS_REPAIRED.labels("unmarked").inc(len(unmarked))
         if queued:  # a handle without a record is never written again (module docstring)
@@ -274,7 +274,7 @@ def _shared_places(banded: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarra
 
 async def _unset(index: Index, handles: np.ndarray) -> list[int]:
     """Of these handles (ascending), those whose mark is not set."""
-    bits = np.frombuffer(await index.store.marks(), dtype=np.uint8)
+    bits = np.frombuffer(await index.store.bands.marks(), dtype=np.uint8)
     byte = handles >> 3
     marked = np.zeros(len(handles), bool)
     inside = byte < len(bits)
@@ -469,7 +469,7 @@ async def _repair(
         if gone:
             present = await store.records(gone)
             gone = [h for h, raw in zip(gone, present, strict=True) if raw is None]
-            await store.remove_bands([(h, np.asarray(bands[h], np.uint64)) for h in gone])
+            await store.bands.remove([(h, np.asarray(bands[h], np.uint64)) for h in gone])
             fixed("orphan_bands", sum(len(bands[h]) for h in gone))
     # Everything else is checked again under the lock of the id it concerns.
     for doc_id, h in dangling:
@@ -479,7 +479,7 @@ async def _repair(
             if now == h and raw is None:
                 if index.params.keep_text:
                     await store.delete_texts([h])
-                await store.remove_bands([(h, np.asarray(bands.get(h, []), np.uint64))])
+                await store.bands.remove([(h, np.asarray(bands.get(h, []), np.uint64))])
                 await store.ids.forget([doc_id], [h])
                 fixed("dangling_ids")
             elif now == h and raw is not None and records.id_of(raw) != doc_id:
@@ -496,7 +496,7 @@ async def _repair(
                 if index.params.keep_text:
                     await store.delete_texts([h])
                 extra = np.asarray(bands.get(h, []), np.uint64)
-                await store.remove_bands([(h, np.union1d(keys, extra))])
+                await store.bands.remove([(h, np.union1d(keys, extra))])
                 fixed("orphan_records")
     owner = {h: i for i, h in mapping.items()}
     for h, keys in stray.items():
@@ -504,7 +504,7 @@ async def _repair(
             (raw,) = await store.records([h])
             if raw is not None:
                 wrong = np.setdiff1d(keys, entries_of(records.unpack(raw), store))
-                await store.remove_bands([(h, wrong)])
+                await store.bands.remove([(h, wrong)])
                 fixed("stray_bands", len(wrong))
     for h, keys in missing.items():
         async with index.locked([owner[h]]):
@@ -515,5 +515,5 @@ async def _repair(
                 # Band keys apart from anchors, which mark differently; idempotent:
                 # present entries stay as they are.
                 banded = np.isin(keep, store.entry_keys(rec.band_keys))
-                await store.add_bands([(h, keep[banded])], [(h, keep[~banded])])
+                await store.bands.add([(h, keep[banded])], [(h, keep[~banded])])
                 fixed("missing_bands", len(keep))

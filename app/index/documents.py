@@ -102,7 +102,7 @@ async def remove(store: Store, params: Params, doc_id: str, handle: int, raw: by
         await store.delete_texts([handle])
     if raw is not None:
         rec = records.unpack(raw)
-        await store.remove_bands([(handle, rec.band_keys), (handle, anchors_of(rec))])
+        await store.bands.remove([(handle, rec.band_keys), (handle, anchors_of(rec))])
         await Sites(store, params.template_pages).forget_page(doc_id, rec.metadata)
     # A mapping without a record (a write that crashed before its record)
     # goes too: the id is free again either way.

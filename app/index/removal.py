@@ -61,7 +61,7 @@ async def _delete_locked(
         if index.params.keep_text:  # after the records that point at them
             dropped = dangling if where is None else []
             await store.delete_texts([h for _, h, _ in gone] + [h for _, h in dropped])
-        await store.remove_bands(
+        await store.bands.remove(
             [(h, rec.band_keys) for _, h, rec in gone]
             + [(h, anchors_of(rec)) for _, h, rec in gone]
         )

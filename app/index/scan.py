@@ -186,7 +186,7 @@ class Scanner:
             if not docs:
                 continue
             keys = np.unique(np.concatenate([r.band_keys for _, r in docs]))
-            members, complete = await self.store.band_members(keys, first - 1, UNIVERSE)
+            members, complete = await self.store.bands.members(keys, first - 1, UNIVERSE)
             union = np.unique(np.concatenate(members))
             whole = len(union) <= UNIVERSE and all(complete)
             runs = (
@@ -244,7 +244,7 @@ class Scanner:
             most = max(64, UNIVERSE // len(keys))
             lo = max(start[1], a) if a == start[0] else a
             while True:
-                members, complete = await self.store.band_members(keys, lo, most)
+                members, complete = await self.store.bands.members(keys, lo, most)
                 # A hot key read in part is ascending: the rest lies above its last.
                 full = [int(m[-1]) for m, c in zip(members, complete, strict=True) if not c]
                 hi = min(full) if full else None
@@ -334,11 +334,11 @@ class _Groups:
         keys = np.unique(np.concatenate([r.band_keys for _, r in docs]))
         # A band whose oldest member is live and older was walked in that member's
         # block: one cheap look at each band's oldest member spares reading it again.
-        oldest, complete = await self.store.band_members(keys, 0, 1)
+        oldest, complete = await self.store.bands.members(keys, 0, 1)
         bands = [m for m, c in zip(oldest, complete, strict=True) if c and len(m) > 1]
         hot = [i for i, c in enumerate(complete) if not c and not self._walked(oldest[i], first)]
         if hot:
-            bands += (await self.store.band_members(keys[hot], 0))[0]
+            bands += (await self.store.bands.members(keys[hot], 0))[0]
         for band in bands:
             band = band[band < len(self.parent)]  # handed out after the scan began
             if len(band) < 2 or self._walked(band, first):

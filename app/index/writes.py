@@ -188,7 +188,7 @@ async def write(
             anchored = [(h, a) for (h, _), a in zip(pairs, anchors, strict=True)]
             prior = [None if raw is None else _entries_of(records.unpack(raw)) for raw in old]
             added = _added(bands + anchored, prior)
-            await store.add_bands(bands, anchored)
+            await store.bands.add(bands, anchored)
             # Before the text, not between it and its record: a reader that finds the
             # next version's text beside this record reads both again, and the window
             # between the two stays one write.
@@ -225,7 +225,7 @@ async def write(
             if was is not None:
                 stale_bands.append((h, np.setdiff1d(was[0], sk.band_keys[i])))
                 stale_anchors.append((h, np.setdiff1d(was[1], now)))
-        await store.remove_bands([(h, k) for h, k in stale_bands + stale_anchors if len(k)])
+        await store.bands.remove([(h, k) for h, k in stale_bands + stale_anchors if len(k)])
         # A replaced version's queue entry, now that its record no longer expires.
         await store.drop_expiries(
             [
@@ -349,4 +349,4 @@ async def _unmap(
     drop = [(h, k) for h, k in added if not written or h in unmapped]
     if drop:
         with contextlib.suppress(Exception):  # what is left, the check removes
-            await store.remove_bands(drop)
+            await store.bands.remove(drop)

@@ -79,7 +79,7 @@ BAND_ADD = _load("band_add", head=("band_ops",))
 BAND_REMOVE = _load("band_remove", head=("band_ops",))
 PACKED_MEMBERS = _load("packed_members", head=("band_ops",))
 # Single server only: these read keys they build themselves (Store.candidates,
-# similar_by_id, stored, add_bands, remove_bands; Store.ids' assign and forget).
+# similar_by_id, stored; Store.bands' add and remove; Store.ids' assign and forget).
 CANDIDATES = _load("candidates", "rank")
 SIMILAR_BY_ID = _load("similar_by_id", "rank")
 STORED = _load("stored")
