@@ -367,7 +367,8 @@ class Client:
         **options: Any,
     ) -> dict[str, Any]:
         """POST /checks (create_check): a containment check of a text or a file, kept;
-        the answer has its id and report path. options: POST /similar's other fields."""
+        the answer has its id and report path. options: POST /similar's other fields,
+        and `metadata` to keep and list with the check."""
         body = {**_content(text, file, content_type), "exclude": exclude, "ttl": ttl, **options}
         # Not tried again: a retry could keep a second check.
         answer: dict[str, Any] = await self._call(
@@ -381,6 +382,19 @@ class Client:
             "GET", "/checks/" + path_of(check_id), missing=None
         )
         return answer
+
+    async def checks(self, page: int = 100) -> AsyncIterator[dict[str, Any]]:
+        """GET /checks (list_checks), every page: each stored check's summary, newest
+        first (page: checks a request, 1-1000)."""
+        cursor = None
+        while True:
+            params = {"limit": page, "cursor": cursor}
+            answer: dict[str, Any] = await self._call("GET", "/checks", params=params)
+            for listed in answer["checks"]:
+                yield listed
+            cursor = answer["cursor"]
+            if cursor is None:
+                return
 
     async def delete_check(self, check_id: str) -> bool:
         """DELETE /checks/{id} (delete_check): False when there was none."""

@@ -302,3 +302,92 @@ def test_a_collection_without_a_passage_index_checks_only_by_jaccard(client: Tes
     r = client.post("/collections/mirrorchecks/checks", json={"text": text, "measure": "jaccard"})
     assert r.status_code == 201, r.text
     client.delete("/collections/mirrorchecks")
+
+
+def _listed(client: TestClient, prefix: str = "", page: int = 3) -> list[dict]:
+    """Every check GET {prefix}/checks lists, page by page; asserts each page's size."""
+    out: list[dict] = []
+    cursor = None
+    while True:
+        params = {"limit": page} | ({"cursor": cursor} if cursor else {})
+        got = client.get(f"{prefix}/checks", params=params)
+        assert got.status_code == 200, got.text
+        body = got.json()
+        assert len(body["checks"]) == page or body["cursor"] is None
+        out += body["checks"]
+        cursor = body["cursor"]
+        if cursor is None:
+            return out
+
+
+@pytest.mark.both_stores
+def test_checks_are_listed_newest_first_a_page_at_a_time(  # type: ignore[no-untyped-def]
+    client: TestClient, corpus, collection: str
+) -> None:
+    """GET /checks lists every stored check once, newest first, over pages of any size,
+    each with its report link, times, metadata and its answer's summary as GET
+    /checks/{id} answers it; a deleted check leaves the list; another collection's checks
+    are not in it; a bad limit or cursor is a 422 naming it."""
+    text, _ = _essay(corpus)
+    made = []
+    for i in range(7):
+        body = {"text": text if i % 2 else corpus[list(corpus)[i]], "metadata": {"student": i}}
+        if i == 3:
+            body["measure"] = "jaccard"
+        got = client.post("/checks", json=body)
+        assert got.status_code == 201, got.text
+        made.append(got.json())
+    for page in (1, 3, 7, 100):
+        listed = _listed(client, page=page)
+        # Newest first; checks made in one millisecond may come in either order.
+        assert sorted(c["id"] for c in listed) == sorted(m["id"] for m in made)
+        times = [_ms(c["created_at"]) for c in listed]
+        assert times == sorted(times, reverse=True)
+    by_id = {c["id"]: c for c in _listed(client)}
+    for m in made:
+        c, answer = by_id[m["id"]], client.get(f"/checks/{m['id']}").json()["answer"]
+        assert c["report"] == m["report"] and c["metadata"] == m["metadata"]
+        assert (c["created_at"], c["expires_at"]) == (m["created_at"], m["expires_at"])
+        assert c["measure"] == answer.get("measure", "jaccard")
+        assert c["coverage"] == answer.get("coverage")
+        assert c["sources"] == len(answer["results"]) and c["characters"] == len(answer["text"])
+        first = answer["results"][0] if answer["results"] else None
+        score = "containment" if c["measure"] == "containment" else "similarity"
+        assert c["top"] == (first and {"id": first["id"], score: first[score]})
+    assert client.delete(f"/checks/{made[2]['id']}").status_code == 204
+    assert made[2]["id"] not in {c["id"] for c in _listed(client)}
+    other = f"{collection}-l"
+    assert client.post("/collections", json={"name": other}).status_code == 201
+    theirs = client.post(f"/collections/{other}/checks", json={"text": text}).json()
+    assert [c["id"] for c in _listed(client, f"/collections/{other}")] == [theirs["id"]]
+    assert theirs["id"] not in {c["id"] for c in _listed(client)}
+    assert (
+        client.get(f"/collections/{other}/checks").json()["checks"][0]["report"]
+        == (theirs["report"])
+    )
+    for bad, field in (({"limit": 0}, "limit"), ({"limit": 1001}, "limit"),
+                       ({"cursor": "x"}, "cursor"), ({"cursor": "1.short"}, "cursor")):  # fmt: skip
+        got = client.get("/checks", params=bad)
+        assert got.status_code == 422 and got.json()["errors"][0]["field"] == field, got.text
+
+
+def test_an_expired_check_leaves_the_list_and_its_entries_go(  # type: ignore[no-untyped-def]
+    client: TestClient, corpus, settings, collection: str
+) -> None:
+    """A check whose second is over is not listed, and its list entries are taken out of
+    Redis (by the page that passed it, or by the next check made)."""
+    text, _ = _essay(corpus)
+    redis = sync_client(settings.redis_url)
+    short = client.post("/checks", json={"text": text, "ttl": 1}).json()
+    kept = client.post("/checks", json={"text": text}).json()
+    assert {c["id"] for c in _listed(client)} == {short["id"], kept["id"]}
+    time.sleep(1.1)
+    assert [c["id"] for c in _listed(client)] == [kept["id"]]
+    made = f"nd:{collection}:checks:made"
+    assert redis.zscore(made, short["id"]) is None and redis.zscore(made, kept["id"])
+    assert not redis.hexists(f"nd:{collection}:checks:about", short["id"])
+    # Unlisted by a new check when no page passes it.
+    gone = client.post("/checks", json={"text": text, "ttl": 1}).json()
+    time.sleep(1.1)
+    client.post("/checks", json={"text": text})
+    assert redis.zscore(f"nd:{collection}:checks:ends", gone["id"]) is None

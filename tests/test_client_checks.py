@@ -62,3 +62,24 @@ def test_the_client_makes_reads_and_deletes_checks(service: Server) -> None:
             assert await c.get_check(made["id"]) is None  # not in the service's collection
 
     asyncio.run(run())
+
+
+def test_the_client_lists_every_check_over_pages(service: Server) -> None:
+    """checks() yields every stored check of the collection once, newest first, across
+    pages, each with the metadata check() was given."""
+
+    async def run() -> None:
+        name = f"cc{os.getpid()}-listed"
+        async with Client(service.url, api_key=KEY) as admin:
+            await admin.create_collection(name, passage_words=8)
+        async with Client(service.url, api_key=KEY, collection=name) as c:
+            await c.put("src", SOURCE)
+            made = [(await c.check(ESSAY, metadata={"n": i}))["id"] for i in range(5)]
+            listed = [x async for x in c.checks(page=2)]
+            assert sorted(x["id"] for x in listed) == sorted(made)
+            assert {x["id"]: x["metadata"]["n"] for x in listed} == {
+                m: i for i, m in enumerate(made)
+            }
+            assert all(x["top"]["id"] == "src" and x["sources"] == 1 for x in listed)
+
+    asyncio.run(run())

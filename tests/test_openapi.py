@@ -20,15 +20,15 @@ EXPECTED_IDS = {
     "delete_documents", "find_similar", "find_similar_to_text", "list_duplicate_pairs",
     "list_duplicate_groups", "export_documents", "import_documents", "check_health",
     "check_ready", "get_metrics", "describe_collection",
-    "create_check", "get_check", "delete_check", "forget_site_template",
+    "create_check", "list_checks", "get_check", "delete_check", "forget_site_template",
     "create_collection", "list_collections", "get_collection", "delete_collection",
 }  # fmt: skip
 # Every document, similar and duplicates route also under /collections/{collection}.
 PREFIXED = {
     "ingest_document", "ingest_batch", "upsert_document", "get_document", "delete_document",
     "delete_documents", "find_similar", "find_similar_to_text", "list_duplicate_pairs",
-    "list_duplicate_groups", "export_documents", "import_documents", "create_check", "get_check",
-    "delete_check", "forget_site_template",
+    "list_duplicate_groups", "export_documents", "import_documents", "create_check",
+    "list_checks", "get_check", "delete_check", "forget_site_template",
 }  # fmt: skip
 EXPECTED_IDS |= {f"{i}_in_collection" for i in PREFIXED}
 

@@ -31,6 +31,7 @@ OPERATION_IDS = {
     ("GET", "/similar/{doc_id}"): "find_similar",
     ("POST", "/similar"): "find_similar_to_text",
     ("POST", "/checks"): "create_check",
+    ("GET", "/checks"): "list_checks",
     ("GET", "/checks/{check_id}"): "get_check",
     ("DELETE", "/checks/{check_id}"): "delete_check",
     ("DELETE", "/sites/{site}/template"): "forget_site_template",

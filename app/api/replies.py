@@ -173,6 +173,35 @@ class CheckOut(BaseModel):
     created_at: str = Field(description="RFC 3339 (UTC)")
     expires_at: str = Field(description="RFC 3339 (UTC); GET answers 404 from then on")
     answer: SimilarOut | ContainmentOut = Field(description="the answer, as POST /similar's")
+    metadata: dict[str, Any] | None = Field(None, description="the metadata it was made with")
     changed_sources: list[SourceChange] = Field(
         description="sources whose records differ from when the check was made (GET)"
+    )
+
+
+class TopSource(BaseModel):
+    id: str = Field(description="the source ranked first in the check's answer")
+    containment: float | None = Field(None, description="its containment (containment checks)")
+    similarity: float | None = Field(None, description="its Jaccard similarity (Jaccard checks)")
+
+
+class CheckListed(BaseModel):
+    id: str = Field(description="the check's id")
+    report: str = Field(description="the path of its report page")
+    created_at: str = Field(description="RFC 3339 (UTC)")
+    expires_at: str = Field(description="RFC 3339 (UTC)")
+    metadata: dict[str, Any] | None = Field(None, description="the metadata it was made with")
+    measure: Literal["jaccard", "containment"] = Field(description="the check's measure")
+    coverage: float | None = Field(
+        None, description="the share of the text inside passages (containment checks)"
+    )
+    sources: int = Field(description="how many sources the answer named")
+    top: TopSource | None = Field(None, description="the first of them, or null")
+    characters: int = Field(description="the checked text's length in code points")
+
+
+class CheckList(BaseModel):
+    checks: list[CheckListed] = Field(description="stored checks, newest first")
+    cursor: str | None = Field(
+        description="pass as ?cursor= for the next page; null when this is the last"
     )

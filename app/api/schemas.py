@@ -678,6 +678,8 @@ CollectionIn = _collection_in()
 # ---------------------------------------------------------------- stored checks (POST /checks)
 
 MAX_CHECK_TTL = 100 * 365 * 24 * 3600  # as NEARDUP_DEFAULT_TTL's bound
+MAX_CHECKS_PAGE = 1000
+CHECKS_CURSOR_DOC = "the `cursor` of the previous page: continue the list after it"
 CHECK_TTL_DOC = "seconds the check is kept (default NEARDUP_CHECK_TTL, 30 days)"
 
 
@@ -692,6 +694,11 @@ class CheckIn(SimilarIn):
     return_text: bool = Field(True, strict=True, description="answer the checked text too")
     ttl: Annotated[int, Field(gt=0, le=MAX_CHECK_TTL), BeforeValidator(_integral)] | None = Field(
         None, description=CHECK_TTL_DOC
+    )
+    metadata: Metadata = Field(
+        None,
+        description=f"any JSON object of at most {MAX_METADATA_BYTES:,} bytes, kept with the "
+        "check and shown in the list of checks (who submitted it, for which assignment)",
     )
 
     # Replaces SimilarIn's validator of the same name: evidence left out follows the

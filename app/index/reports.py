@@ -7,7 +7,10 @@ which changes with any rewrite of its text or metadata. Reading a check back com
 those with the sources' records now, so a report can say which sources changed or were
 deleted since, while showing the check exactly as it was.
 
-Stored as zlib(JSON) in one key per check (app.store.checks) that Redis expires.
+Stored as zlib(JSON) in one key per check (app.store.checks) that Redis expires, and
+listed, newest first, with a summary of each (what a list of checks shows without reading
+every text) until it expires or is deleted. Checks made before the list (2026-11-28)
+are not in it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class SavedCheck:
     text: str
     answer: dict[str, Any]
     sources: dict[str, str]
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ def pack(saved: SavedCheck) -> bytes:
         "text": saved.text,
         "answer": saved.answer,
         "sources": saved.sources,
+        "metadata": saved.metadata,
     }
     return zlib.compress(orjson.dumps(body), LEVEL)
 
@@ -90,7 +95,78 @@ def unpack(check_id: str, blob: bytes) -> SavedCheck:
         body["text"],
         body["answer"],
         body["sources"],
+        body.get("metadata"),
     )
+
+
+def summary(saved: SavedCheck) -> dict[str, Any]:
+    """What the list of checks shows of one: its times, its metadata, the measure, how
+    much of the text the sources cover (containment) and the sources' count and first."""
+    answer = saved.answer
+    results = answer.get("results") or []
+    top = None
+    if results:
+        first = results[0]
+        score = "containment" if "containment" in first else "similarity"
+        top = {"id": first["id"], score: first[score]}
+    return {
+        "created_ms": saved.created_ms,
+        "expires_ms": saved.expires_ms,
+        "metadata": saved.metadata,
+        "measure": answer.get("measure", "jaccard"),
+        "coverage": answer.get("coverage"),
+        "sources": len(results),
+        "top": top,
+        "characters": len(saved.text),
+    }
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A check as the list shows it: its id and summary (summary())."""
+
+    id: str
+    about: dict[str, Any]
+
+
+def cursor_of(listed: Listed) -> str:
+    """The cursor that continues a list after this check."""
+    return f"{listed.about['created_ms']}.{listed.id}"
+
+
+_CURSOR = re.compile(r"(\d{1,15})\.([A-Za-z0-9_-]{22})")
+
+
+def parse_cursor(value: str) -> tuple[int, bytes] | None:
+    """A list cursor as (made ms, id), None when it is not one cursor_of() gives."""
+    match = _CURSOR.fullmatch(value)
+    return None if match is None else (int(match[1]), match[2].encode())
+
+
+async def listing(
+    index: Index, after: tuple[int, bytes] | None, most: int
+) -> tuple[list[Listed], bool]:
+    """Up to `most` stored checks, newest first, after a parse_cursor() position, and
+    whether more may follow. Checks that expired since are left out and unlisted."""
+    store = CheckStore(index.store)
+    out: list[Listed] = []
+    gone: list[bytes] = []
+    now = expiry.now_ms()
+    more = True
+    while len(out) < most and more:
+        rows = await store.page(after, most - len(out) + 1)
+        more = len(rows) > most - len(out)
+        for name, made, about in rows[: most - len(out)]:
+            after = (made, name)
+            body = None if about is None else orjson.loads(about)
+            if body is None or body["expires_ms"] <= now:
+                gone.append(name)
+            else:
+                out.append(Listed(name.decode(), body))
+        if not rows:
+            more = False
+    await store.unlist(gone)
+    return out, more
 
 
 async def _off_loop(size: int, work: Any, *args: Any) -> Any:
@@ -122,8 +198,15 @@ def _source_ids(answer: dict[str, Any]) -> list[str]:
     return [str(r["id"]) for r in answer.get("results") or ()]
 
 
-async def save(index: Index, text: str, answer: dict[str, Any], ttl_s: int) -> SavedCheck:
-    """Store a check of text that got answer, for ttl_s seconds; the stored check.
+async def save(
+    index: Index,
+    text: str,
+    answer: dict[str, Any],
+    ttl_s: int,
+    metadata: dict[str, Any] | None = None,
+) -> SavedCheck:
+    """Store a check of text that got answer, for ttl_s seconds, with the caller's
+    metadata (kept and listed as given); the stored check.
 
     The sources' versions are read just after the query: a source rewritten in between
     would read as unchanged later, a window of one exchange.
@@ -133,9 +216,10 @@ async def save(index: Index, text: str, answer: dict[str, Any], ttl_s: int) -> S
     # A source the query found but that is gone already counts as changed: "" matches
     # no digest.
     sources = {i: v[0] if v else "" for i, v in found.items()}
-    saved = SavedCheck(new_id(), now, now + 1000 * ttl_s, text, answer, sources)
+    saved = SavedCheck(new_id(), now, now + 1000 * ttl_s, text, answer, sources, metadata)
     blob = await _off_loop(len(text), pack, saved)
-    if not await CheckStore(index.store).put(saved.id, blob, 1000 * ttl_s):
+    about = orjson.dumps(summary(saved))
+    if not await CheckStore(index.store).put(saved.id, blob, 1000 * ttl_s, now, about):
         raise RuntimeError("a fresh 128-bit check id was taken")  # never: a CSPRNG is broken
     return saved
 

@@ -20,6 +20,9 @@ Every key is under ``nd:{collection}:``:
     exp           ZSET    handles of expiring documents, scored by expiry (ms since the
                           epoch): the sweeper's queue (app.index.expiry)
     c:{id}        STRING  a stored check, zlib(JSON), expired by Redis (app.store.checks)
+    checks:made   ZSET    stored check ids by when each was made (ms), for GET /checks;
+    checks:ends   ZSET    the same ids by when each expires, to take expired ones out;
+    checks:about  HASH    check id -> its summary for the list (JSON)
     B{bucket}     HASH    band key (8 raw bytes) -> its handles, 4 bytes each (uint32 LE);
                           once the band outgrew MAX_INLINE handles, SPILLED and its size.
                           In a collection with short anchor fields (use_short_anchors),

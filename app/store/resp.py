@@ -268,6 +268,14 @@ def pairs(reply: Any) -> Iterable[tuple[bytes, bytes]]:
     return zip(reply[::2], reply[1::2], strict=True)
 
 
+def scored(reply: Any) -> list[tuple[bytes, int]]:
+    """(member, integer score) of a WITHSCORES reply: pairs on a RESP3 connection, a flat
+    list on a RESP2 one."""
+    if reply and isinstance(reply[0], list):
+        return [(m, int(float(s))) for m, s in reply]
+    return [(m, int(float(s))) for m, s in zip(reply[::2], reply[1::2], strict=True)]
+
+
 # What redis-py's hiredis reader answers while a reply is incomplete.
 _INCOMPLETE = getattr(_redis_hiredis, "NOT_ENOUGH_DATA", False)
 

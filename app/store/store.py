@@ -23,18 +23,10 @@ from app.store.cluster import ClusterTransport
 from app.store.errors import StoreError
 from app.store.ids import IdMap
 from app.store.layout import Layout
-from app.store.resp import Eval, Interleaved, MGet, Rows
+from app.store.resp import Eval, Interleaved, MGet, Rows, scored
 from app.store.single import SingleTransport
 from app.store.templates import SiteTemplates
 from app.store.transport import Transport
-
-
-def _scored(reply: list) -> list[tuple[int, int]]:
-    """(handle, score) of a WITHSCORES reply: flat on RESP2, pairs on RESP3."""
-    if reply and isinstance(reply[0], list):
-        return [(int(m), int(float(s))) for m, s in reply]
-    return [(int(m), int(float(s))) for m, s in zip(reply[::2], reply[1::2], strict=True)]
-
 
 # The names of the collections made on this Redis (a SET outside every collection's
 # keys: '@' is in no collection name).
@@ -351,14 +343,14 @@ class Store:
         (flat,) = await self.transport.commands(
             [(*command, b"WITHSCORES", b"LIMIT", b"0", b"%d" % most)]
         )
-        return _scored(flat)
+        return [(int(m), s) for m, s in scored(flat)]
 
     async def expiries(self) -> list[tuple[int, int]]:
         """Every queued (handle, expires at ms): for checks and tests, not the sweeper."""
         (flat,) = await self.transport.commands(
             [(b"ZRANGE", self._keys.expiries, b"0", b"-1", b"WITHSCORES")]
         )
-        return _scored(flat)
+        return [(int(m), s) for m, s in scored(flat)]
 
     # kept texts (written before the record that points at them, deleted after it) --
 

@@ -1,4 +1,5 @@
-"""POST /checks, GET and DELETE /checks/{id}: a check kept as a report with a link.
+"""POST /checks, GET and DELETE /checks/{id}: a check kept as a report with a link; GET
+/checks: the stored checks, newest first.
 
 A check is POST /similar's query (by default containment with evidence and the text
 returned), answered the same way, then stored with its text for NEARDUP_CHECK_TTL or
@@ -47,6 +48,7 @@ def _out(
         "created_at": schemas.rfc3339(saved.created_ms),
         "expires_at": schemas.rfc3339(saved.expires_ms),
         "answer": answer,
+        "metadata": saved.metadata,
         "changed_sources": [{"id": c.id, "change": c.change} for c in changed],
     }
 
@@ -85,9 +87,54 @@ async def create_check(
     text = answer.pop("text")
     index = await get_index(request)
     ttl = body.ttl or request.app.state.settings.check_ttl
-    saved = await reports.save(index, text, answer, ttl)
+    saved = await reports.save(index, text, answer, ttl, body.metadata)
     location = _paths(request, saved.id)[0]
     return _json(_out(request, saved, body.return_text, []), 201, {"Location": location})
+
+
+@router.get(
+    "/checks",
+    response_model=replies.CheckList,
+    responses={422: {"model": replies.Problem, "description": "a limit or cursor to fix"}},
+)
+async def list_checks(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=schemas.MAX_CHECKS_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(description=schemas.CHECKS_CURSOR_DOC)] = None,
+) -> Response:
+    """The collection's stored checks, newest first, a page at a time: each with its
+    report link, times, metadata and a summary of its answer."""
+    after = None
+    if cursor is not None:
+        after = reports.parse_cursor(cursor)
+        if after is None:
+            return problem(
+                422,
+                "Invalid cursor",
+                f"cursor {cursor[:80]!r} is not one a page of GET /checks gave: pass the "
+                "last page's `cursor` as it was, or none for the first page",
+                errors=[{"field": "cursor", "message": "not a cursor of this list"}],
+            )
+    index = await get_index(request)
+    listed, more = await reports.listing(index, after, limit)
+    checks = []
+    for check in listed:
+        about = check.about
+        checks.append(
+            {
+                "id": check.id,
+                "report": _paths(request, check.id)[1],
+                "created_at": schemas.rfc3339(about["created_ms"]),
+                "expires_at": schemas.rfc3339(about["expires_ms"]),
+                **{k: about[k] for k in _LISTED},
+            }
+        )
+    # listing() fills the page past expired checks, so a page that may have more is full.
+    last = reports.cursor_of(listed[-1]) if more and listed else None
+    return _json({"checks": checks, "cursor": last})
+
+
+_LISTED = ("metadata", "measure", "coverage", "sources", "top", "characters")
 
 
 @router.get("/checks/{check_id}", response_model=replies.CheckOut, responses=_NOT_FOUND)
