@@ -233,3 +233,42 @@ def test_a_check_in_another_collection_reopens_there(  # type: ignore[no-untyped
     assert gone.status_code == 204
     page.goto(server.url + check["report"])
     page.locator("#status", has_text="no check").wait_for()
+
+
+def test_the_checks_view_lists_every_check_with_its_link(  # type: ignore[no-untyped-def]
+    page: Page, server: Server, corpus, tmp_path: Path
+) -> None:
+    """/ui/collections/{name}/checks lists the collection's checks newest first, 50 a page
+    and the rest behind More, each row linking to its report with its metadata and first
+    source as GET /checks gives them; a row's link opens that check."""
+    name = f"{COLLECTION}-listed"
+    made = httpx.post(server.url + "/collections", json={"name": name}, headers=WRITE)
+    assert made.status_code in (200, 201), made.text
+    source = corpus[list(corpus)[2]]
+    put = httpx.put(f"{server.url}/collections/{name}/documents/src", json={"text": source},
+                    headers=WRITE)  # fmt: skip
+    assert put.status_code == 201
+    text = "My own words first. " + _words(source, 10, 50)
+    reports = []
+    for i in range(52):
+        body = {"text": text, "metadata": {"student": f"s{i:03d}"}}
+        got = httpx.post(f"{server.url}/collections/{name}/checks", json=body, headers=READ)
+        assert got.status_code == 201, got.text
+        reports.append(got.json()["report"])
+    page.goto(f"{server.url}/ui/collections/{name}/checks")
+    rows = page.locator("#checks tbody tr")
+    rows.nth(49).wait_for()
+    assert rows.count() == 50
+    page.get_by_role("button", name="More").click()
+    rows.nth(51).wait_for()
+    assert page.get_by_role("button", name="More").is_hidden()
+    links = page.eval_on_selector_all(
+        "#checks tbody a", "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert sorted(links) == sorted(reports)
+    first = rows.first.inner_text()
+    assert "s051" in first and "src" in first  # the newest, and its source
+    page.screenshot(path=str(tmp_path / "checks-list.png"), full_page=True)
+    rows.first.locator("a").click()
+    page.locator("#summary").filter(has_text="of the text was found").wait_for()
+    assert page.url.endswith(reports[-1])

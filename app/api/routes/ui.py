@@ -42,7 +42,7 @@ TYPES = {
     ".svg": "image/svg+xml",
 }
 # The views: paths that answer with the page itself.
-VIEWS = ("", "collection")
+VIEWS = ("", "collection", "checks")
 # ... and the views of one thing: a document, a stored check (also under a collection).
 VIEW_PREFIXES = ("documents/", "checks/", "collections/")
 

@@ -1039,6 +1039,52 @@ function decoded(segment) {
   }
 }
 
+// ------------------------------------------- the list of stored checks, newest first
+// GET /checks a page at a time: each row links to the check's report (its own link).
+
+const CHECKS_PAGE = 50;
+
+function when(rfc3339) {
+  return new Date(rfc3339).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" });
+}
+
+function listedRow(body, check) {
+  const row = body.insertRow();
+  const made = row.insertCell();
+  const link = el("a", "", when(check.created_at));
+  link.href = check.report;
+  made.append(link);
+  const meta = check.metadata ? JSON.stringify(check.metadata) : "";
+  row.insertCell().append(bdi(meta.length > 120 ? meta.slice(0, 119) + "…" : meta));
+  row.insertCell().textContent = check.measure === "containment"
+    ? fmt(check.coverage) + " of the text"
+    : "Jaccard";
+  row.insertCell().textContent = String(check.sources);
+  const top = row.insertCell();
+  if (check.top) {
+    const score = check.top.containment ?? check.top.similarity;
+    top.append(bdi(check.top.id), document.createTextNode(" (" + fmt(score) + ")"));
+  }
+  row.insertCell().textContent = when(check.expires_at);
+}
+
+async function showChecks(cursor) {
+  const info = await loadCollection();
+  $("title").textContent = "Checks kept in " + info.name;
+  document.title = "neardup: checks";
+  const query = "/checks?limit=" + CHECKS_PAGE + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+  const page = await api(query);
+  const body = $("checks").tBodies[0];
+  if (!cursor) body.replaceChildren();
+  for (const check of page.checks) listedRow(body, check);
+  $("checks-none").hidden = body.rows.length > 0;
+  const more = $("checks-more");
+  more.hidden = page.cursor === null;
+  more.onclick = () => guarded(() => showChecks(page.cursor));
+  $("checks-view").hidden = false;
+  say("");
+}
+
 // A document's view, in the tab's collection: the link names it, so it opens the same
 // document in another tab or in a mail, whatever collection that tab was in.
 const DOCUMENT_VIEW = /^\/ui\/(?:collections\/([^/]+)\/)?documents\/(.+)$/;
@@ -1051,7 +1097,7 @@ function documentView(id) {
 
 // The check and collection views in a named collection: the link to give a reviewer whose
 // key is limited to that collection (it may not list collections, so has no chooser).
-const NAMED_VIEW = /^\/ui\/collections\/([^/]+)(?:\/(collection)?)?$/;
+const NAMED_VIEW = /^\/ui\/collections\/([^/]+)(?:\/(collection|checks)?)?$/;
 
 function route() {
   const path = location.pathname;
@@ -1059,6 +1105,7 @@ function route() {
   if (named) {
     return async () => {
       await readIn(decoded(named[1]), loadCollection);
+      if (named[2] === "checks") return showChecks();
       return named[2] ? showCollection() : showCheck();
     };
   }
@@ -1072,6 +1119,7 @@ function route() {
     };
   }
   if (path === "/ui/collection") return showCollection;
+  if (path === "/ui/checks") return () => showChecks();
   const stored = storedCheckRoute(path); // stored checks, below
   if (stored) return stored;
   return showCheck;
@@ -1127,7 +1175,8 @@ function start() {
   });
   $("download").addEventListener("click", downloadJson);
   $("print").addEventListener("click", () => window.print());
-  const current = location.pathname === "/ui/collection" ? "nav-collection" : location.pathname === "/ui/" ? "nav-check" : null;
+  const views = { "/ui/collection": "nav-collection", "/ui/checks": "nav-checks", "/ui/": "nav-check" };
+  const current = views[location.pathname] || null;
   if (current) $(current).setAttribute("aria-current", "page");
   guarded(route());
 }
