@@ -3,7 +3,9 @@ copies end to end is tests/test_align.py's)."""
 
 from __future__ import annotations
 
-from app.index.reorder import JUMP, SOURCE_HOLE, jumps, merge
+import numpy as np
+
+from app.index.reorder import JUMP, SOURCE_HOLE, jumps, merge, query_places
 
 
 def test_only_a_copy_with_signs_of_reordering_is_filled() -> None:
@@ -30,3 +32,21 @@ def test_a_chance_match_from_elsewhere_inside_a_copy_does_not_split_it() -> None
     # A long piece over half a copy's words is another copy, not chance: both stay.
     other = [[0, 100, 1000, 1100, 100], [55, 140, 5000, 5085, 85]]
     assert merge([[*p] for p in other]) == other
+
+
+def test_pieces_on_one_diagonal_join_over_a_longer_gap_and_letters_count_as_half() -> None:
+    """With the query's places, two pieces 15 words apart join when the second lies on
+    the first's diagonal (an edited stretch) and stay apart when it is 5 words off it or
+    20+ words away; 30 letters of Chinese or Japanese are 15 words' gap."""
+    words = query_places(np.zeros(200, bool))
+    letters = query_places(np.ones(200, bool))
+    on = [[0, 40, 100, 140, 40], [55, 90, 155, 190, 35]]
+    off = [[0, 40, 100, 140, 40], [55, 90, 160, 195, 35]]
+    far = [[0, 40, 100, 140, 40], [61, 90, 161, 190, 29]]
+    assert merge([[*p] for p in on], words) == [[0, 90, 100, 190, 75]]
+    assert merge([[*p] for p in on]) == on  # without places: MERGE_GAP words only
+    assert merge([[*p] for p in off], words) == off
+    assert merge([[*p] for p in far], words) == far
+    near_letters = [[0, 40, 100, 140, 40], [70, 90, 170, 190, 20]]  # 30 letters apart
+    assert merge([[*p] for p in near_letters], letters) == [[0, 90, 100, 190, 60]]
+    assert merge([[*p] for p in near_letters], words) == near_letters

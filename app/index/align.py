@@ -60,7 +60,7 @@ from app.index.chaining import (
     without_short_letter_runs,
 )
 from app.index.passages import Layout, Passage
-from app.index.reorder import fill, merge, rehome
+from app.index.reorder import fill, merge, query_places, rehome
 
 # Letters that count for half a word in a passage's length (Query.weights): kana (and
 # their half-width forms), Thai, Lao, Khmer and Myanmar.
@@ -604,7 +604,7 @@ def _align_dense(
         found = fill(qh, sh, pieces, members, taken, source.bits, least, min_words)
         pieces += extend_edges(qh, sh, found, letters, pieces)
     kept = []
-    for qa, qb, sa, sb, matched in merge(pieces):
+    for qa, qb, sa, sb, matched in merge(pieces, query_places(letters)):
         if query.weighed(qa, qb) < min_words or sb - sa < min_words:
             continue
         if matched < MIN_MATCHED * (qb - qa):

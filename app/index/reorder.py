@@ -20,6 +20,18 @@ from app.index.chaining import MAX_OCC, Chain, chained, seed_keys, seed_length, 
 
 # Chains whose ends meet within this many words in both texts are one passage.
 MERGE_GAP = 10
+# ... counting a letter of a script written without spaces (a token of Chinese or
+# Japanese) as this much of a word, as a word of either is about two letters: counted
+# whole, the gap a dense run of edits leaves was twice as long as in English, and an
+# audit's Japanese copies with 12% of their letters swapped came back in 2-3 passages
+# (granularity 1.44).
+LETTER_WORD = 0.5
+# ... and a chain that goes on on the diagonal of the one before it (within DIAGONAL_SHIFT
+# words, an edit's shift or two), after a gap of up to this many, continues it: a gap on
+# one diagonal is edits the seeds could not bridge, not another copy (the audit's
+# Japanese copies with their letters swapped, 12% of them, left gaps of 24-41 letters).
+DIAGONAL_GAP = 20
+DIAGONAL_SHIFT = 3
 # ... and chains that follow one another in the query (within MERGE_GAP) are one passage
 # where their source ranges, in any order, leave no hole over this many words: a sentence
 # of a reordered copy that holds no seed (PAN's cases keep such a copy whole).
@@ -178,15 +190,27 @@ def _groups(ordered: list[list[int]]) -> list[list[list[int]]]:
     return out
 
 
-def _near(pieces: list[list[int]], gap: int) -> list[list[list[int]]]:
+def _near(pieces: list[list[int]], gap: int, at: np.ndarray | None = None) -> list[list[list[int]]]:
     """Pieces in query order cut into runs in which each starts within gap words of the
-    query words the run's earlier ones reach."""
+    query words the run's earlier ones reach, or, given at (query_places: how many words
+    lie before each word, letters counting part of one), within DIAGONAL_GAP of those of
+    the one reaching furthest where it lies on that one's diagonal."""
     runs = []
     i = 0
     while i < len(pieces):
-        j, end = i + 1, pieces[i][1]
-        while j < len(pieces) and pieces[j][0] - end <= gap:
-            end = max(end, pieces[j][1])
+        j, end, last = i + 1, pieces[i][1], pieces[i]
+        while j < len(pieces):
+            piece = pieces[j]
+            if at is None:
+                if piece[0] - end > gap:
+                    break
+            else:
+                apart = at[piece[0]] - at[end]
+                shift = abs((piece[2] - piece[0]) - (last[3] - last[1]))
+                if apart > gap and (apart > DIAGONAL_GAP or shift > DIAGONAL_SHIFT):
+                    break
+            if piece[1] > end:
+                end, last = piece[1], piece
             j += 1
         runs.append(pieces[i:j])
         i = j
@@ -241,17 +265,24 @@ def _local(
     return chained(seed_runs(q_hit, s_hit, n).tolist(), n)
 
 
-def merge(pieces: list[list[int]]) -> list[list[int]]:
+def query_places(letters: np.ndarray) -> np.ndarray:
+    """Per query word (and one past the last), how many words lie before it, a letter of
+    a script written without spaces counting LETTER_WORD (letters: align.Query.letters)."""
+    return np.concatenate(([0.0], np.cumsum(np.where(letters, LETTER_WORD, 1.0))))
+
+
+def merge(pieces: list[list[int]], at: np.ndarray | None = None) -> list[list[int]]:
     """Pieces (qa, qb, sa, sb, matched) that continue one another in both texts, as one.
 
-    Pieces that follow one another in the query, each within MERGE_GAP words of the last,
+    Pieces that follow one another in the query, each within MERGE_GAP words of the last
+    (at: query_places, so letters count as part of a word),
     are one passage where their source ranges, in whatever order, leave no hole over
     SOURCE_HOLE words: a copy whose sentences were reordered is one copy, as PAN counts it
     (granularity), and its ends are the ends of its extreme pieces in each text. A piece
     from elsewhere in the source between two such pieces keeps them apart, unless a better
     piece holds most of its query words (_unshadowed)."""
     merged: list[list[int]] = []
-    for run in _near(sorted(_unshadowed(pieces)), MERGE_GAP):
+    for run in _near(sorted(_unshadowed(pieces)), MERGE_GAP, at):
         part = _source_parts(run)
         for n, piece in enumerate(run):
             if n and part[n] == part[n - 1]:
