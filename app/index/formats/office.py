@@ -10,7 +10,10 @@ refused.
 
 Paragraphs become lines; tabs, line breaks and ODT's space runs are kept. The text
 is what a reader sees: tracked deletions and moves' old places, hidden text, field
-codes and headers or footers are left out; a text box is read once (Word writes it
+codes and headers or footers are left out; text a reader cannot see though it is not
+hidden (white letters on no shading, a font of a point or less, letters squeezed to a
+tenth of their width: a letter in place of each space is the oldest way to defeat a
+plagiarism checker) reads as one space; a text box is read once (Word writes it
 twice, as mc:Choice and mc:Fallback); footnotes and endnotes are read after the body
 (word/footnotes.xml and word/endnotes.xml; ODT's text:note bodies), so a note never
 cuts a sentence of the body, under a line NOTES_HEADING: the notes are not the body's
@@ -21,6 +24,7 @@ and `exclude.bibliography` would set them aside).
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
@@ -47,6 +51,7 @@ _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
+_FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 
 # First bytes: an OLE compound file (Office 97-2003, or an encrypted OOXML) and RTF.
 _OLE = b"\xd0\xcf\x11\xe0"
@@ -402,6 +407,65 @@ def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset
     return frozenset(name for name, on in _resolved(own, parent).items() if on)
 
 
+# Unseen text (_unseen, _odt_unseen_styles): a font of at most this many points, and
+# letters scaled to at most this share of their width.
+UNSEEN_POINTS = 1.0
+UNSEEN_SCALE = 0.1
+# Colours a reader does not see on a page with no shading of its own.
+_WHITE = frozenset({"FFFFFF", "FFFFFE", "FEFEFE"})
+_WHITE_THEMES = frozenset({"background1", "light1", "bg1"})
+
+
+def _number(value: str | None) -> float | None:
+    """A number in an attribute ("12", "1.5pt", "10%"), None when it is not one."""
+    if value is None:
+        return None
+    value = value.strip().lower().removesuffix("pt").removesuffix("%")
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _shaded(props: ET.Element | None) -> bool:
+    """Whether a DOCX run's, paragraph's or cell's properties give it a fill of its own
+    (w:shd with a colour, or a run's w:highlight): white text on it may be seen."""
+    if props is None:
+        return False
+    shading = props.find(f"{_W}shd")
+    if shading is not None:
+        fill = shading.get(f"{_W}fill", "auto").upper()
+        if fill not in ("AUTO", *_WHITE) or shading.get(f"{_W}themeFill"):
+            return True
+    light = props.find(f"{_W}highlight")
+    return light is not None and light.get(f"{_W}val", "none") != "none"
+
+
+def _unseen(props: ET.Element | None, shaded: bool) -> bool:
+    """Whether a DOCX run's own formatting makes it unseen: a font of at most
+    UNSEEN_POINTS (w:sz counts half points), a width scaled to at most UNSEEN_SCALE,
+    or white letters (w:color, or a theme's background colour) where neither the run,
+    its paragraph nor its table cell is shaded."""
+    if props is None:
+        return False
+    size = props.find(f"{_W}sz")
+    half_points = _number(size.get(f"{_W}val")) if size is not None else None
+    if half_points is not None and 0 <= half_points <= 2 * UNSEEN_POINTS:
+        return True
+    width = props.find(f"{_W}w")
+    scale = _number(width.get(f"{_W}val")) if width is not None else None
+    if scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE:
+        return True
+    color = props.find(f"{_W}color")
+    if color is None or shaded or _shaded(props):
+        return False
+    theme = color.get(f"{_W}themeColor")
+    if theme is not None:
+        return theme in _WHITE_THEMES
+    return color.get(f"{_W}val", "").upper() in _WHITE
+
+
 class _DocxVisitor:
     """The DOCX walk's visit: hidden runs (_Hiding) are left out. A paragraph's word on
     hiding holds for the runs inside it, down to a nested paragraph (a text box's), so
@@ -410,6 +474,8 @@ class _DocxVisitor:
     def __init__(self, hiding: _Hiding) -> None:
         self.hiding = hiding
         self.paragraphs: list[bool] = []
+        # Whether each paragraph and table cell being walked is shaded (_shaded).
+        self.shading: list[bool] = []
         # A text box's text is set on its own lines after the paragraph it is drawn
         # in, not glued into that paragraph's sentence: where each box's text starts
         # in the output, and the boxes' texts held, each with the depth of the
@@ -424,6 +490,8 @@ class _DocxVisitor:
         return None if found is None else found.get(f"{_W}val")
 
     def leave(self, el: ET.Element) -> None:
+        if el.tag in _SHADED and self.shading:
+            self.shading.pop()
         if el.tag == f"{_W}txbxContent" and self.boxes:
             start = self.boxes.pop()
             box = "".join(self.out[start:])
@@ -459,7 +527,15 @@ class _DocxVisitor:
             said = self.hiding.styles.get(self._style(props, "rStyle") or "")
             if said is None:
                 said = self.paragraphs[-1] if self.paragraphs else self.hiding.default
-            return None if said else el
+            if said:
+                return None
+            if _unseen(props, any(self.shading)):
+                out.append(" ")  # a letter in place of a space is a space
+                return None
+            return el
+        if tag in _SHADED:
+            props = el.find(f"{_W}pPr" if tag == f"{_W}p" else f"{_W}tcPr")
+            self.shading.append(_shaded(props))
         if tag == f"{_W}p":
             style = self._style(el.find(f"{_W}pPr"), "pStyle")
             self.paragraphs.append(self.hiding.paragraph(style))
@@ -469,10 +545,16 @@ class _DocxVisitor:
             return el
         if tag == f"{_MC}AlternateContent":
             # Alternatives of the same content (a text box as DrawingML and as VML): the
-            # first choice only, else the fallback.
-            choice = el.find(f"{_MC}Choice")
-            return [choice] if choice is not None else el.findall(f"{_MC}Fallback")
-        if tag == f"{_W}tab":
+            # first choice Word can show (_KNOWN_CHOICES), else the fallback, as Word
+            # does: a choice requiring a namespace nobody knows is never shown.
+            for choice in el.findall(f"{_MC}Choice"):
+                if set(choice.get("Requires", "").split()) <= _KNOWN_CHOICES:
+                    return [choice]
+            return el.findall(f"{_MC}Fallback")
+        if tag == f"{_W}sym":
+            out.append(_symbol(el.get(f"{_W}char", "")))
+            return None
+        if tag in (f"{_W}tab", f"{_W}ptab"):
             out.append("\t")
         elif tag in (f"{_W}br", f"{_W}cr"):
             out.append("\n")
@@ -481,6 +563,30 @@ class _DocxVisitor:
         elif tag in _DOCX_SKIP:
             return None
         return el
+
+
+# What may be shaded: a paragraph and a table cell.
+_SHADED = frozenset({f"{_W}p", f"{_W}tc"})
+# The namespace prefixes Word's mc:Choice elements require (text boxes, shapes, charts,
+# ink and the later versions' additions), which Word shows.
+_KNOWN_CHOICES = frozenset(
+    {"wps", "wpg", "wpc", "wpi", "wp14", "w14", "w15", "w16se", "w16cid", "w16", "w16cex",
+     "w16sdtdh", "a14", "cx", "cx1", "cx2", "aink", "am3d", "v", "o", "w10", "m"}
+)  # fmt: skip
+
+
+def _symbol(code: str) -> str:
+    """The character a w:sym stands for (w:char, hex), where it is a character of its
+    own: a symbol font's private-use code (a Wingdings glyph) or a code that is no
+    character stands for nothing a reader could copy."""
+    try:
+        point = int(code, 16)
+    except ValueError:
+        return ""
+    if not 0x20 <= point <= 0x10FFFF or 0xD800 <= point <= 0xDFFF or 0xE000 <= point <= 0xF8FF:
+        return ""
+    char = chr(point)
+    return char if char.isprintable() or char.isspace() else ""
 
 
 # Tracked deletions and a move's old place, field codes, formatting, and a ruby's
@@ -550,6 +656,43 @@ def _odt_encrypted(archive: _Zip) -> bool:
     )
 
 
+def _odt_unseen_styles(*trees: ET.Element | None) -> frozenset[str]:
+    """The names of text styles whose letters a reader does not see (as _unseen for a
+    DOCX run): a font of at most UNSEEN_POINTS, letters scaled to at most UNSEEN_SCALE,
+    or white letters with no background colour, their own or through
+    style:parent-style-name."""
+    unseen: dict[str, bool | None] = {}
+    parent: dict[str, str] = {}
+    for tree in trees:
+        if tree is None:
+            continue
+        for style in tree.iter(f"{_STYLE}style"):
+            name = style.get(f"{_STYLE}name")
+            if name is None:
+                continue
+            props = style.find(f"{_STYLE}text-properties")
+            unseen[name] = None if props is None else _odt_unseen(props)
+            if style.get(f"{_STYLE}parent-style-name"):
+                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+    return _inherited(unseen, parent)
+
+
+def _odt_unseen(props: ET.Element) -> bool | None:
+    """Whether a style's text properties make its letters unseen (None: they do not say)."""
+    size = props.get(f"{_FO}font-size")
+    points = _number(size) if size is not None and not size.strip().endswith("%") else None
+    scale = _number(props.get(f"{_STYLE}text-scale"))
+    color = (props.get(f"{_FO}color") or "").lstrip("#").upper()
+    ground = (props.get(f"{_FO}background-color") or "transparent").lstrip("#").upper()
+    if points is not None and 0 <= points <= UNSEEN_POINTS:
+        return True
+    if scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE:
+        return True
+    if color:
+        return color in _WHITE and ground in ("TRANSPARENT", *_WHITE)
+    return None
+
+
 def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
     """The names of text and paragraph styles with text:display="none", their own or
     through style:parent-style-name (styles.xml's and content.xml's automatic ones)."""
@@ -577,7 +720,9 @@ def odt_text(raw: bytes) -> str:
         if _odt_encrypted(archive):
             raise FileError("the ODT is encrypted: save it without a password")
         root = parse(archive.part("content.xml"), "ODT")
-        hidden = _odt_hidden_styles(archive.tree("styles.xml"), root)
+        styles = archive.tree("styles.xml")
+        hidden = _odt_hidden_styles(styles, root)
+        unseen = _odt_unseen_styles(styles, root)
         other = archive.other()
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
@@ -585,9 +730,9 @@ def odt_text(raw: bytes) -> str:
             f"the file is not an ODT text document: content.xml has no office:text{other}"
         )
     notes: list[ET.Element] = []
-    parts = [_odt_walk(body, hidden, notes)]
+    parts = [_odt_walk(body, hidden, unseen, notes)]
     # A note's body is read after the text (a note in a note is not ODF).
-    parts += _headed([_odt_walk(note, hidden, []) for note in notes])
+    parts += _headed([_odt_walk(note, hidden, unseen, []) for note in notes])
     return _text("\n".join(p.rstrip("\n") for p in parts), "ODT")
 
 
@@ -601,8 +746,11 @@ def _headed(notes: list[str]) -> list[str]:
     return [NOTES_HEADING, *notes] if any(n.strip() for n in notes) else []
 
 
-def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) -> str:
-    """The text under `top`; the bodies of the notes met are added to `notes`."""
+def _odt_walk(
+    top: ET.Element, hidden: frozenset[str], unseen: frozenset[str], notes: list[ET.Element]
+) -> str:
+    """The text under `top`, less what hidden styles hide, unseen styles' letters as one
+    space each run; the bodies of the notes met are added to `notes`."""
     out: list[str] = []
     # ODF is mixed content (text sits in elements and in their children's tails), so
     # its walk keeps an explicit stack of (element, phase) too.
@@ -616,12 +764,22 @@ def _odt_walk(top: ET.Element, hidden: frozenset[str], notes: list[ET.Element]) 
                 out.append(el.tail)
             continue
         tag = el.tag
+        style = el.get(f"{_TEXT}style-name")
+        if tag == f"{_TEXT}span" and style in unseen and style not in hidden:
+            out.append(" ")  # a letter in place of a space is a space
+            stack.append((el, True))
+            continue
         skip = (
             tag in _ODT_SKIP
-            or el.get(f"{_TEXT}style-name") in hidden
+            or style in hidden
+            # Text a field hides (text:hidden-text, and text:hidden-paragraph's paragraph
+            # below: their condition is a formula a reader of the file cannot evaluate,
+            # but one that says it is hidden now is what the writer's reader saw).
+            or (tag == f"{_TEXT}hidden-text" and el.get(f"{_TEXT}is-hidden", "false") == "true")
             # A section hidden by its own attribute (display="none"; "condition" is a
             # formula of fields, which a reader of the file cannot evaluate: shown).
             or (tag == f"{_TEXT}section" and el.get(f"{_TEXT}display") == "none")
+            or (tag in _PARAGRAPHS and _hidden_paragraph(el))
         )
         if tag == f"{_TEXT}note":
             note = el.find(f"{_TEXT}note-body")
@@ -669,6 +827,16 @@ _ODT_SKIP = frozenset(
         f"{_TEXT}ruby-text",
     }
 )
+
+
+def _hidden_paragraph(paragraph: ET.Element) -> bool:
+    """Whether an ODT paragraph holds a text:hidden-paragraph field that hides it now
+    (in it, or in a span of it)."""
+    fields = [
+        *paragraph.findall(f"{_TEXT}hidden-paragraph"),
+        *paragraph.findall(f"{_TEXT}span/{_TEXT}hidden-paragraph"),
+    ]
+    return any(f.get(f"{_TEXT}is-hidden", "false") == "true" for f in fields)
 
 
 def _count(el: ET.Element) -> int:
