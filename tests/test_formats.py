@@ -1117,3 +1117,53 @@ def test_odt_letters_nobody_sees_read_as_spaces_and_hidden_fields_hide() -> None
     )
     said = extract(ODT, _odt(body, styles)).split()
     assert said == ["When", "we", "speak", "banner", "of", "free", "software"]
+
+
+def _shown(words: list[str], between: str, x: float = 72, y: float = 700) -> str:
+    """A text object showing words in 11 pt Helvetica black with `between` (content
+    stream operators and text) drawn after each but the last."""
+    shows = f" {between} ".join(f"0 0 0 rg /F1 11 Tf 0 Tr ({w}) Tj" for w in words)
+    return f"BT {x} {y} Td {shows} ET"
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "1 1 1 rg (x) Tj",  # a white letter for a space
+        "3 Tr (x) Tj",  # an invisible one
+        "/F1 0.5 Tf (x) Tj",  # half a point high
+        "3 Tr ( banana ) Tj",  # an invisible junk word
+        "1 1 1 rg ( cherry apple ) Tj",  # white junk words
+    ],
+    ids=["white-x", "invisible-x", "tiny-x", "invisible-word", "white-words"],
+)
+def test_pdf_glyphs_nobody_sees_between_seen_words_read_as_spaces(between: str) -> None:
+    """Glyphs drawn white, invisible (render mode 3) or half a point high between words
+    drawn to be seen read as spaces, whatever they spell ("Whenxwexspeak" is the oldest
+    trick against a checker)."""
+    words = ["When", "we", "speak", "of", "free", "software"]
+    text = extract(PDF, pdf([_shown(words, between).encode()]))
+    assert text.split() == words
+
+
+def test_pdf_lines_all_unseen_are_read_as_an_ocr_layer_or_white_on_dark_is() -> None:
+    """A line that is all invisible glyphs (an OCR layer over its scan) and a line of
+    white letters on a dark fill are read: no glyph beside them on their line is seen."""
+    ocr = "BT 3 Tr /F1 11 Tf 72 700 Td (An OCR layer over its scan) Tj ET"
+    dark = "0 0 0.4 rg 60 640 400 24 re f BT 1 1 1 rg /F1 11 Tf 72 648 Td (White on navy) Tj ET"
+    seen = "BT 0 0 0 rg 0 Tr /F1 11 Tf 72 600 Td (Black text below) Tj ET"
+    text = extract(PDF, pdf([f"{ocr}\n{dark}\n{seen}".encode()]))
+    assert text.split() == [
+        "An",
+        "OCR",
+        "layer",
+        "over",
+        "its",
+        "scan",
+        "White",
+        "on",
+        "navy",
+        "Black",
+        "text",
+        "below",
+    ]

@@ -25,7 +25,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from app.index.errors import FileError
-from app.index.formats import columns
+from app.index.formats import columns, unseen
 from app.index.formats.office import what_it_is
 
 # A page number alone whose line's middle lies within this share of the page's height
@@ -346,10 +346,13 @@ def _open(raw: bytes) -> pdfium.PdfDocument:
         ) from None
 
 
-def _page(textpage: pdfium.PdfTextPage, height: float) -> Page:
+def _page(textpage: pdfium.PdfTextPage, height: float, hides: bool = False) -> Page:
     """A text page's lines and their heights (of each line's first character's box), a
-    page that PDFium reads across its columns read column by column (columns.py)."""
+    page that PDFium reads across its columns read column by column (columns.py); with
+    hides (unseen.may_hide), glyphs drawn not to be seen among seen ones as spaces."""
     text = textpage.get_text_range()
+    if hides:
+        text = unseen.blanked(textpage, text)
     rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
@@ -526,7 +529,7 @@ def pages_of(raw: bytes) -> tuple[list[Page], float]:
                 if i == 0 and height > 0:
                     first_height = height
                 textpage = page.get_textpage()
-                pages.append(_page(textpage, height))
+                pages.append(_page(textpage, height, unseen.may_hide(page)))
                 textpage.close()
             except pdfium.PdfiumError:
                 raise FileError(f"page {i + 1} of the PDF is broken and cannot be read") from None
