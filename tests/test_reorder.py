@@ -34,19 +34,20 @@ def test_a_chance_match_from_elsewhere_inside_a_copy_does_not_split_it() -> None
     assert merge([[*p] for p in other]) == other
 
 
-def test_pieces_on_one_diagonal_join_over_a_longer_gap_and_letters_count_as_half() -> None:
-    """With the query's places, two pieces 15 words apart join when the second lies on
-    the first's diagonal (an edited stretch) and stay apart when it is 5 words off it or
-    20+ words away; 30 letters of Chinese or Japanese are 15 words' gap."""
+def test_pieces_on_one_diagonal_join_over_letters_and_letters_count_as_half() -> None:
+    """With the query's places, two pieces 30 Chinese or Japanese letters apart (15 words'
+    gap) join when the second lies on the first's diagonal (an edited stretch), and stay
+    apart 5 letters off it or 42 letters away; 15 words apart they stay apart on the
+    diagonal too (the writer's own words between two copied stretches)."""
     words = query_places(np.zeros(200, bool))
     letters = query_places(np.ones(200, bool))
-    on = [[0, 40, 100, 140, 40], [55, 90, 155, 190, 35]]
-    off = [[0, 40, 100, 140, 40], [55, 90, 160, 195, 35]]
-    far = [[0, 40, 100, 140, 40], [61, 90, 161, 190, 29]]
-    assert merge([[*p] for p in on], words) == [[0, 90, 100, 190, 75]]
+    on = [[0, 40, 100, 140, 40], [70, 90, 170, 190, 20]]
+    off = [[0, 40, 100, 140, 40], [70, 90, 175, 195, 20]]
+    far = [[0, 40, 100, 140, 40], [82, 90, 182, 190, 8]]
+    assert merge([[*p] for p in on], letters) == [[0, 90, 100, 190, 60]]
+    assert merge([[*p] for p in off], letters) == off
+    assert merge([[*p] for p in far], letters) == far
+    assert merge([[*p] for p in on], words) == on
     assert merge([[*p] for p in on]) == on  # without places: MERGE_GAP words only
-    assert merge([[*p] for p in off], words) == off
-    assert merge([[*p] for p in far], words) == far
-    near_letters = [[0, 40, 100, 140, 40], [70, 90, 170, 190, 20]]  # 30 letters apart
-    assert merge([[*p] for p in near_letters], letters) == [[0, 90, 100, 190, 60]]
-    assert merge([[*p] for p in near_letters], words) == near_letters
+    near = [[0, 40, 100, 140, 40], [50, 90, 150, 190, 40]]  # 10 words: MERGE_GAP
+    assert merge([[*p] for p in near], words) == [[0, 90, 100, 190, 80]]

@@ -26,10 +26,12 @@ MERGE_GAP = 10
 # audit's Japanese copies with 12% of their letters swapped came back in 2-3 passages
 # (granularity 1.44).
 LETTER_WORD = 0.5
-# ... and a chain that goes on on the diagonal of the one before it (within DIAGONAL_SHIFT
-# words, an edit's shift or two), after a gap of up to this many, continues it: a gap on
-# one diagonal is edits the seeds could not bridge, not another copy (the audit's
-# Japanese copies with their letters swapped, 12% of them, left gaps of 24-41 letters).
+# ... and where the gap is mostly such letters, a chain that goes on on the diagonal of
+# the one before it (within DIAGONAL_SHIFT words, an edit's shift or two), after a gap of
+# up to this many, continues it: dense edits of letters leave stretches no seed bridges
+# (the audit's Japanese copies with 12% of their letters swapped left gaps of 24-41
+# letters). Not in a gap of words: 15 words of the writer's own between two copied
+# stretches are the writer's, not the copy's (a review's English case).
 DIAGONAL_GAP = 20
 DIAGONAL_SHIFT = 3
 # ... and chains that follow one another in the query (within MERGE_GAP) are one passage
@@ -194,7 +196,8 @@ def _near(pieces: list[list[int]], gap: int, at: np.ndarray | None = None) -> li
     """Pieces in query order cut into runs in which each starts within gap words of the
     query words the run's earlier ones reach, or, given at (query_places: how many words
     lie before each word, letters counting part of one), within DIAGONAL_GAP of those of
-    the one reaching furthest where it lies on that one's diagonal."""
+    the one reaching furthest where it lies on that one's diagonal and the gap is mostly
+    letters."""
     runs = []
     i = 0
     while i < len(pieces):
@@ -206,9 +209,12 @@ def _near(pieces: list[list[int]], gap: int, at: np.ndarray | None = None) -> li
                     break
             else:
                 apart = at[piece[0]] - at[end]
-                shift = abs((piece[2] - piece[0]) - (last[3] - last[1]))
-                if apart > gap and (apart > DIAGONAL_GAP or shift > DIAGONAL_SHIFT):
-                    break
+                if apart > gap:
+                    tokens = piece[0] - end
+                    letters = (tokens - apart) / (1 - LETTER_WORD)  # in the gap
+                    shift = abs((piece[2] - piece[0]) - (last[3] - last[1]))
+                    if 2 * letters < tokens or apart > DIAGONAL_GAP or shift > DIAGONAL_SHIFT:
+                        break
             if piece[1] > end:
                 end, last = piece[1], piece
             j += 1
