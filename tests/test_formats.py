@@ -1167,3 +1167,74 @@ def test_pdf_lines_all_unseen_are_read_as_an_ocr_layer_or_white_on_dark_is() -> 
         "text",
         "below",
     ]
+
+
+def test_pdf_white_or_invisible_glyphs_on_something_drawn_are_read() -> None:
+    """White letters on a dark fill beside black text on their line (a table's dark
+    column, an inverse highlight), an invisible OCR layer over a drawn page with a visible
+    stamp on its line, and text set at 1 pt and scaled twelve times by its matrix, are
+    read; the trick in a PDF written that way is still caught (a review's cases)."""
+    rows = (
+        "0.1 0.1 0.3 rg 70 696 100 18 re f BT 1 1 1 rg /F1 11 Tf 74 700 Td (Revenue) Tj ET "
+        "BT 0 0 0 rg /F1 11 Tf 180 700 Td (rose by four percent) Tj ET"
+    )
+    ocr = (
+        "0.5 g 72 72 468 560 re f 0 g BT 3 Tr /F1 11 Tf 72 600 Td (It was the best of times) "
+        "Tj ET BT 0 Tr 0 g /F1 8 Tf 470 600 Td (Page 3) Tj ET"
+    )
+    scaled = "BT 0 0 0 rg /F1 1 Tf 12 0 0 12 72 500 Tm (Jane Smith wrote this) Tj ET"
+    text = extract(PDF, pdf([f"{rows}\n{ocr}\n{scaled}".encode()]))
+    expected = "Revenue rose by four percent It was the best of times Page 3 Jane Smith wrote this"
+    assert text.split() == expected.split(" ")
+    trick = "BT 0 0 0 rg /F1 1 Tf 12 0 0 12 72 500 Tm (When) Tj 1 1 1 rg (x) Tj 0 0 0 rg (we) Tj ET"
+    assert extract(PDF, pdf([trick.encode()])).split() == ["When", "we"]
+
+
+def test_docx_and_odt_white_text_alone_on_its_line_or_around_seen_text_is_read() -> None:
+    """White text that is all its paragraph holds (a dark page, a table style's dark
+    header, whose fill the reader does not judge) is read; a text box drawn in a white run
+    is read whole; a complex script's run set tiny in w:sz but 12 pt in w:szCs is read;
+    an ODT white span over a parent style's dark background, and a black span nested in
+    a white one, are read (a review's cases)."""
+    white = '<w:color w:val="FFFFFF"/>'
+    body = (
+        _p("Dark page with white words", white)
+        + "<w:p>" + _run("Body ") + f"<w:r><w:rPr>{white}</w:rPr><w:t>x</w:t>"
+        + "<w:txbxContent><w:p><w:r><w:t>Box text in black</w:t></w:r></w:p></w:txbxContent>"
+        + "</w:r></w:p>"
+        + "<w:p>" + _run("Body ") + _run("مرحبا بالعالم", '<w:sz w:val="2"/><w:szCs w:val="24"/>')
+        + "</w:p>"
+    )  # fmt: skip
+    said = extract(DOCX, _docx(body)).split()
+    assert said == [
+        "Dark",
+        "page",
+        "with",
+        "white",
+        "words",
+        "Body",
+        "Box",
+        "text",
+        "in",
+        "black",
+        "Body",
+        "مرحبا",
+        "بالعالم",
+    ]
+    styles = (
+        '<style:style style:name="Inverse" style:family="text"><style:text-properties {FO} '
+        'fo:background-color="#000080"/></style:style>'
+        '<style:style style:name="T1" style:family="text" style:parent-style-name="Inverse">'
+        '<style:text-properties {FO} fo:color="#ffffff"/></style:style>'
+        '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
+        'fo:color="#ffffff"/></style:style>'
+        '<style:style style:name="B" style:family="text"><style:text-properties {FO} '
+        'fo:color="#000000"/></style:style>'
+    ).replace("{FO}", _FO_NS)
+    odt_body = (
+        '<text:p><text:span text:style-name="T1">Inverse words</text:span> body</text:p>'
+        '<text:p>body <text:span text:style-name="W"><text:span text:style-name="B">visible '
+        "inner words</text:span></text:span></text:p>"
+    )
+    said = extract(ODT, _odt(odt_body, styles)).split()
+    assert said == ["Inverse", "words", "body", "body", "visible", "inner", "words"]

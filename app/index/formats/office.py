@@ -13,7 +13,8 @@ is what a reader sees: tracked deletions and moves' old places, hidden text, fie
 codes and headers or footers are left out; text a reader cannot see though it is not
 hidden (white letters on no shading, a font of a point or less, letters squeezed to a
 tenth of their width: a letter in place of each space is the oldest way to defeat a
-plagiarism checker) reads as one space; a text box is read once (Word writes it
+plagiarism checker) reads as one space where the text beside it on its line is seen
+(formats/blanking.py); a text box is read once (Word writes it
 twice, as mc:Choice and mc:Fallback); footnotes and endnotes are read after the body
 (word/footnotes.xml and word/endnotes.xml; ODT's text:note bodies), so a note never
 cuts a sentence of the body, under a line NOTES_HEADING: the notes are not the body's
@@ -28,11 +29,12 @@ import math
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from app.index.errors import FileError
+from app.index.formats.blanking import CLOSE, OPEN, resolved
 
 # Bounds on each XML part read: its size once decompressed, and how many times its
 # compressed size that may be (checked past RATIO_FLOOR: tiny parts compress far
@@ -56,6 +58,8 @@ _FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 # First bytes: an OLE compound file (Office 97-2003, or an encrypted OOXML) and RTF.
 _OLE = b"\xd0\xcf\x11\xe0"
 _RTF = b"{\\rtf"
+
+_T = TypeVar("_T")
 
 _DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _ODT_TYPE = "application/vnd.oasis.opendocument.text"
@@ -376,14 +380,14 @@ class _Hiding:
         return self.default if said is None else said
 
 
-def _resolved(own: dict[str, bool | None], parent: dict[str, str]) -> dict[str, bool]:
+def _resolved(own: dict[str, _T | None], parent: dict[str, str]) -> dict[str, _T]:
     """Each style's property where it or its nearest ancestor up the parent chain says
     (own[name] None: does not say); a style whose chain never says is left out (a loop
     ends the chain)."""
     # Each style's answer is settled once, with every style its walk went through: a
     # chain of n styles each based on the next was walked n times over (20,000 styles
     # took 21 s, past the reader's bound, in a 111 KB file).
-    settled: dict[str, bool | None] = {}
+    settled: dict[str, _T | None] = {}
     for name in own:
         path, seen, cur = [], set(), name
         while (
@@ -416,16 +420,31 @@ _WHITE = frozenset({"FFFFFF", "FFFFFE", "FEFEFE"})
 _WHITE_THEMES = frozenset({"background1", "light1", "bg1"})
 
 
+# Points in a unit of ODF lengths.
+_POINTS = {"pt": 1.0, "pc": 12.0, "in": 72.0, "cm": 72 / 2.54, "mm": 72 / 25.4, "px": 0.75}
+
+
 def _number(value: str | None) -> float | None:
-    """A number in an attribute ("12", "1.5pt", "10%"), None when it is not one."""
+    """A number in an attribute ("12", "10%"), None when it is not one."""
     if value is None:
         return None
-    value = value.strip().lower().removesuffix("pt").removesuffix("%")
     try:
-        number = float(value)
+        number = float(value.strip().removesuffix("%"))
     except ValueError:
         return None
     return number if math.isfinite(number) else None
+
+
+def _points(value: str | None) -> float | None:
+    """An ODF length ("0.5pt", "0.03cm") in points, None when it is not one."""
+    if value is None:
+        return None
+    value = value.strip().lower()
+    for unit, points in _POINTS.items():
+        if value.endswith(unit):
+            number = _number(value.removesuffix(unit))
+            return None if number is None else number * points
+    return None
 
 
 def _shaded(props: ET.Element | None) -> bool:
@@ -444,14 +463,15 @@ def _shaded(props: ET.Element | None) -> bool:
 
 def _unseen(props: ET.Element | None, shaded: bool) -> bool:
     """Whether a DOCX run's own formatting makes it unseen: a font of at most
-    UNSEEN_POINTS (w:sz counts half points), a width scaled to at most UNSEEN_SCALE,
-    or white letters (w:color, or a theme's background colour) where neither the run,
-    its paragraph nor its table cell is shaded."""
+    UNSEEN_POINTS (w:sz counts half points; w:szCs too, for a complex script's letters,
+    where it says), a width scaled to at most UNSEEN_SCALE, or white letters (w:color,
+    or a theme's background colour) where neither the run, its paragraph nor its table
+    cell is shaded."""
     if props is None:
         return False
-    size = props.find(f"{_W}sz")
-    half_points = _number(size.get(f"{_W}val")) if size is not None else None
-    if half_points is not None and 0 <= half_points <= 2 * UNSEEN_POINTS:
+    sizes = [props.find(f"{_W}{name}") for name in ("sz", "szCs")]
+    halves = [_number(s.get(f"{_W}val")) for s in sizes if s is not None]
+    if halves and all(h is not None and 0 <= h <= 2 * UNSEEN_POINTS for h in halves):
         return True
     width = props.find(f"{_W}w")
     scale = _number(width.get(f"{_W}val")) if width is not None else None
@@ -483,6 +503,8 @@ class _DocxVisitor:
         self.out: list[str] = []
         self.boxes: list[int] = []
         self.held: list[tuple[int, str]] = []
+        # The unseen runs being walked (their text is marked: formats/blanking.py).
+        self.unseen: list[ET.Element] = []
 
     @staticmethod
     def _style(props: ET.Element | None, name: str) -> str | None:
@@ -490,6 +512,9 @@ class _DocxVisitor:
         return None if found is None else found.get(f"{_W}val")
 
     def leave(self, el: ET.Element) -> None:
+        if self.unseen and self.unseen[-1] is el:
+            self.unseen.pop()
+            self.out.append(CLOSE)
         if el.tag in _SHADED and self.shading:
             self.shading.pop()
         if el.tag == f"{_W}txbxContent" and self.boxes:
@@ -530,8 +555,10 @@ class _DocxVisitor:
             if said:
                 return None
             if _unseen(props, any(self.shading)):
-                out.append(" ")  # a letter in place of a space is a space
-                return None
+                # Its text is marked, not dropped: a space where the text beside it is
+                # seen (blanking.resolved); a text box drawn in it is read as any.
+                out.append(OPEN)
+                self.unseen.append(el)
             return el
         if tag in _SHADED:
             props = el.find(f"{_W}pPr" if tag == f"{_W}p" else f"{_W}tcPr")
@@ -599,6 +626,7 @@ _NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuation
 
 
 def _text(lines: str, kind: str) -> str:
+    lines = resolved(lines)
     text = "\n".join(line.rstrip() for line in lines.splitlines()).strip()
     if not any(c.isalnum() for c in text):
         raise FileError(f"the {kind} has no text")
@@ -656,12 +684,18 @@ def _odt_encrypted(archive: _Zip) -> bool:
     )
 
 
-def _odt_unseen_styles(*trees: ET.Element | None) -> frozenset[str]:
-    """The names of text styles whose letters a reader does not see (as _unseen for a
-    DOCX run): a font of at most UNSEEN_POINTS, letters scaled to at most UNSEEN_SCALE,
-    or white letters with no background colour, their own or through
-    style:parent-style-name."""
-    unseen: dict[str, bool | None] = {}
+# The text properties that decide whether an ODT style's letters are seen, each
+# inherited on its own through style:parent-style-name.
+_SEEN_BY = (f"{_FO}font-size", f"{_STYLE}text-scale", f"{_FO}color", f"{_FO}background-color")
+
+
+def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, bool]:
+    """Per text style that says, whether a reader does not see its letters (as _unseen
+    for a DOCX run: a font of at most UNSEEN_POINTS, letters scaled to at most
+    UNSEEN_SCALE, white letters with no background colour) or does (a colour that is not
+    white), each property its own or its nearest ancestor's (style:parent-style-name): a
+    white automatic style over a parent with a dark background is seen."""
+    own: list[dict[str, str | None]] = [{} for _ in _SEEN_BY]
     parent: dict[str, str] = {}
     for tree in trees:
         if tree is None:
@@ -671,25 +705,32 @@ def _odt_unseen_styles(*trees: ET.Element | None) -> frozenset[str]:
             if name is None:
                 continue
             props = style.find(f"{_STYLE}text-properties")
-            unseen[name] = None if props is None else _odt_unseen(props)
+            for values, attribute in zip(own, _SEEN_BY, strict=True):
+                values[name] = None if props is None else props.get(attribute)
             if style.get(f"{_STYLE}parent-style-name"):
                 parent[name] = style.get(f"{_STYLE}parent-style-name", "")
-    return _inherited(unseen, parent)
+    size, scale, color, ground = (_resolved(values, parent) for values in own)
+    out = {}
+    for name in own[0]:
+        said = _odt_unseen(size.get(name), scale.get(name), color.get(name), ground.get(name))
+        if said is not None:
+            out[name] = said
+    return out
 
 
-def _odt_unseen(props: ET.Element) -> bool | None:
+def _odt_unseen(
+    size: str | None, scale: str | None, color: str | None, ground: str | None
+) -> bool | None:
     """Whether a style's text properties make its letters unseen (None: they do not say)."""
-    size = props.get(f"{_FO}font-size")
-    points = _number(size) if size is not None and not size.strip().endswith("%") else None
-    scale = _number(props.get(f"{_STYLE}text-scale"))
-    color = (props.get(f"{_FO}color") or "").lstrip("#").upper()
-    ground = (props.get(f"{_FO}background-color") or "transparent").lstrip("#").upper()
+    points = _points(size)
+    share = _number(scale)
     if points is not None and 0 <= points <= UNSEEN_POINTS:
         return True
-    if scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE:
+    if share is not None and 0 <= share <= 100 * UNSEEN_SCALE:
         return True
     if color:
-        return color in _WHITE and ground in ("TRANSPARENT", *_WHITE)
+        back = (ground or "transparent").lstrip("#").upper()
+        return color.lstrip("#").upper() in _WHITE and back in ("TRANSPARENT", *_WHITE)
     return None
 
 
@@ -747,17 +788,24 @@ def _headed(notes: list[str]) -> list[str]:
 
 
 def _odt_walk(
-    top: ET.Element, hidden: frozenset[str], unseen: frozenset[str], notes: list[ET.Element]
+    top: ET.Element, hidden: frozenset[str], unseen: dict[str, bool], notes: list[ET.Element]
 ) -> str:
-    """The text under `top`, less what hidden styles hide, unseen styles' letters as one
-    space each run; the bodies of the notes met are added to `notes`."""
+    """The text under `top`, less what hidden styles hide, the letters of unseen styles'
+    spans marked (formats/blanking.py); the bodies of the notes met are added to
+    `notes`."""
     out: list[str] = []
     # ODF is mixed content (text sits in elements and in their children's tails), so
-    # its walk keeps an explicit stack of (element, phase) too.
+    # its walk keeps an explicit stack of (element, phase) too; and the spans whose
+    # letters are (True) or are not (False) unseen, with whether they changed that.
     stack: list[tuple[ET.Element, bool]] = [(top, False)]
+    inside: list[tuple[ET.Element, bool, bool]] = []
     while stack:
         el, closing = stack.pop()
         if closing:
+            if inside and inside[-1][0] is el:
+                _, now, changed = inside.pop()
+                if changed:
+                    out.append(CLOSE if now else OPEN)
             if el.tag in _PARAGRAPHS:
                 out.append("\n")
             if el.tail and el is not top:
@@ -765,10 +813,12 @@ def _odt_walk(
             continue
         tag = el.tag
         style = el.get(f"{_TEXT}style-name")
-        if tag == f"{_TEXT}span" and style in unseen and style not in hidden:
-            out.append(" ")  # a letter in place of a space is a space
-            stack.append((el, True))
-            continue
+        if tag == f"{_TEXT}span" and style in unseen:
+            before = bool(inside) and inside[-1][1]
+            now = unseen[style or ""]
+            inside.append((el, now, now != before))
+            if now != before:
+                out.append(OPEN if now else CLOSE)
         skip = (
             tag in _ODT_SKIP
             or style in hidden

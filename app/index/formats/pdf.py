@@ -346,13 +346,16 @@ def _open(raw: bytes) -> pdfium.PdfDocument:
         ) from None
 
 
-def _page(textpage: pdfium.PdfTextPage, height: float, hides: bool = False) -> Page:
+def _page(
+    textpage: pdfium.PdfTextPage, height: float, backdrops: unseen.Backdrops | None = None
+) -> Page:
     """A text page's lines and their heights (of each line's first character's box), a
-    page that PDFium reads across its columns read column by column (columns.py); with
-    hides (unseen.may_hide), glyphs drawn not to be seen among seen ones as spaces."""
+    page that PDFium reads across its columns read column by column (columns.py); given
+    the page's backdrops (a page that may hide glyphs: unseen.may_hide), glyphs drawn
+    not to be seen among seen ones as spaces."""
     text = textpage.get_text_range()
-    if hides:
-        text = unseen.blanked(textpage, text)
+    if backdrops is not None:
+        text = unseen.blanked(textpage, text, backdrops)
     rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
@@ -529,7 +532,8 @@ def pages_of(raw: bytes) -> tuple[list[Page], float]:
                 if i == 0 and height > 0:
                     first_height = height
                 textpage = page.get_textpage()
-                pages.append(_page(textpage, height, unseen.may_hide(page)))
+                backdrops = unseen.Backdrops(page) if unseen.may_hide(page) else None
+                pages.append(_page(textpage, height, backdrops))
                 textpage.close()
             except pdfium.PdfiumError:
                 raise FileError(f"page {i + 1} of the PDF is broken and cannot be read") from None

@@ -12,10 +12,11 @@ seen; what tells a hidden glyph is that the glyphs beside it are drawn to be see
 from __future__ import annotations
 
 import ctypes
-import math
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+
+from app.index.formats.blanking import hidden_runs
 
 # A glyph at most this many points high is not seen.
 UNSEEN_POINTS = 1.0
@@ -26,16 +27,21 @@ WHITE = 250
 _FILLED = frozenset({0, 2, 4, 6})
 
 
+# Past this many drawn areas a page's backdrops are not looked through: no white or
+# invisible glyph on it is judged hidden (a vector drawing of thousands of shapes).
+MAX_BACKDROPS = 2000
+
+
 def _white(r: int, g: int, b: int, a: int) -> bool:
     return min(r, g, b) >= WHITE and a > 0
 
 
 def may_hide(page: pdfium.PdfPage) -> bool:
     """Whether any of the page's text objects may be unseen (one look at its top-level
-    objects; a form XObject, whose objects are not looked into, may)."""
+    objects, by their bounds on the page; a form XObject, whose objects are not looked
+    into, may)."""
     rgba = [ctypes.c_uint() for _ in range(4)]
-    size = ctypes.c_float()
-    matrix = pdfium_c.FS_MATRIX()
+    box = [ctypes.c_float() for _ in range(4)]
     for i in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
         obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
         kind = pdfium_c.FPDFPageObj_GetType(obj)
@@ -52,68 +58,77 @@ def may_hide(page: pdfium.PdfPage) -> bool:
             and _white(*(c.value for c in rgba))
         ):
             return True
-        if pdfium_c.FPDFTextObj_GetFontSize(
-            obj, ctypes.byref(size)
-        ) and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(matrix)):
-            scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c))
-            if 0 < size.value * scale <= UNSEEN_POINTS:
+        if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
+            bottom, top = box[1].value, box[3].value
+            if 0 <= top - bottom <= UNSEEN_POINTS:
                 return True
     return False
 
 
-def blanked(textpage: pdfium.PdfTextPage, text: str) -> str:
+class Backdrops:
+    """Where a page draws something text may lie on: its images and the paths it fills
+    in a colour that is not white (their bounds). A white glyph on one is seen (a table's
+    dark column, a highlight, a band), and so is an invisible glyph (an OCR layer over
+    its scan)."""
+
+    def __init__(self, page: pdfium.PdfPage) -> None:
+        self.areas: list[tuple[float, float, float, float]] | None = []
+        rgba = [ctypes.c_uint() for _ in range(4)]
+        box = [ctypes.c_float() for _ in range(4)]
+        fill, stroke = ctypes.c_int(), ctypes.c_int()
+        for i in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
+            obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
+            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            if kind == pdfium_c.FPDF_PAGEOBJ_PATH:
+                if not (
+                    pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
+                    and fill.value != pdfium_c.FPDF_FILLMODE_NONE
+                    and pdfium_c.FPDFPageObj_GetFillColor(obj, *map(ctypes.byref, rgba))
+                    and not _white(*(c.value for c in rgba))
+                    and rgba[3].value > 0
+                ):
+                    continue
+            elif kind not in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_SHADING):
+                continue
+            if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
+                if len(self.areas) >= MAX_BACKDROPS:
+                    self.areas = None
+                    return
+                left, bottom, right, top = (c.value for c in box)
+                self.areas.append((left, bottom, right, top))
+
+    def behind(self, x: float, y: float) -> bool:
+        """Whether something is drawn at (x, y); True past MAX_BACKDROPS."""
+        if self.areas is None:
+            return True
+        return any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in self.areas)
+
+
+def blanked(textpage: pdfium.PdfTextPage, text: str, backdrops: Backdrops) -> str:
     """text (the text page's whole text) with each run of unseen glyphs whose line
-    neighbours are seen made spaces, one per UTF-16 unit, so PDFium's character indexes
-    still fall where they did."""
+    neighbours are seen (blanking.hidden_runs) made spaces, one per UTF-16 unit, so
+    PDFium's character indexes still fall where they did."""
     count = pdfium_c.FPDFText_CountChars(textpage.raw)
     units = [2 if ord(c) > 0xFFFF else 1 for c in text]
     if sum(units) != count:
         return text  # not the text page's text: nothing to line up
-    hidden = _hidden(textpage, text, units)
     out = list(text)
-    k, n = 0, len(text)
-    while k < n:
-        if not hidden[k]:
-            k += 1
-            continue
-        end = k
-        while end < n and (hidden[end] or _blank(text[end])):
-            end += 1
-        while end > k and _blank(text[end - 1]):
-            end -= 1
-        if _seen_beside(text, hidden, k, end):
-            for j in range(k, end):
-                out[j] = " " * units[j]
-        k = max(end, k + 1)
+    for start, end in hidden_runs(text, _hidden(textpage, text, units, backdrops)):
+        for j in range(start, end):
+            out[j] = " " * units[j]
     return "".join(out)
 
 
-def _blank(c: str) -> bool:
-    return c.isspace() and c not in "\r\n"
-
-
-def _seen_beside(text: str, hidden: list[bool], start: int, end: int) -> bool:
-    """Whether the glyphs nearest a run on its line, either side, are seen where there
-    are any, and there is one at least."""
-    sides = []
-    i = start - 1
-    while i >= 0 and _blank(text[i]):
-        i -= 1
-    if i >= 0 and text[i] not in "\r\n":
-        sides.append(not hidden[i])
-    i = end
-    while i < len(text) and _blank(text[i]):
-        i += 1
-    if i < len(text) and text[i] not in "\r\n":
-        sides.append(not hidden[i])
-    return bool(sides) and all(sides)
-
-
-def _hidden(textpage: pdfium.PdfTextPage, text: str, units: list[int]) -> list[bool]:
-    """Per character of text, whether its glyph is drawn to be unseen."""
+def _hidden(
+    textpage: pdfium.PdfTextPage, text: str, units: list[int], backdrops: Backdrops
+) -> list[bool]:
+    """Per character of text, whether its glyph is drawn to be unseen: invisible or
+    white with nothing drawn behind it, or at most UNSEEN_POINTS high (its box from the
+    font's ascent to its descent, on the page: whatever the font size and matrices)."""
     raw = textpage.raw
     rgba = [ctypes.c_uint() for _ in range(4)]
     refs = [ctypes.byref(c) for c in rgba]
+    rect = pdfium_c.FS_RECTF()
     out = [False] * len(text)
     at = 0
     for k, c in enumerate(text):
@@ -123,12 +138,20 @@ def _hidden(textpage: pdfium.PdfTextPage, text: str, units: list[int]) -> list[b
         obj = pdfium_c.FPDFText_GetTextObject(raw, index)
         if not obj:  # a character PDFium made up (a space, a line break)
             continue
-        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
-        if mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE:
+        if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, ctypes.byref(rect)):
+            continue
+        if 0 <= rect.top - rect.bottom <= UNSEEN_POINTS:
             out[k] = True
-        elif mode in _FILLED and pdfium_c.FPDFText_GetFillColor(raw, index, *refs):
-            out[k] = _white(*(v.value for v in rgba))
-        if not out[k]:
-            size = pdfium_c.FPDFText_GetFontSize(raw, index)
-            out[k] = 0 < size <= UNSEEN_POINTS
+            continue
+        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
+        invisible = mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
+        white = (
+            not invisible
+            and mode in _FILLED
+            and pdfium_c.FPDFText_GetFillColor(raw, index, *refs)
+            and _white(*(v.value for v in rgba))
+        )
+        if invisible or white:
+            x, y = (rect.left + rect.right) / 2, (rect.top + rect.bottom) / 2
+            out[k] = not backdrops.behind(x, y)
     return out

@@ -1,0 +1,84 @@
+"""Text drawn not to be seen, read as spaces where the text beside it is seen.
+
+A letter nobody sees in place of each space ("Whenxwexspeak"), or junk words so drawn
+between a copy's words, hide a copy from a plagiarism checker. The readers mark what
+their format draws unseen (a white letter, one a point high; formats/unseen.py for a
+PDF's glyphs, office.py for DOCX runs and ODT spans); here a run of it becomes a space
+where the nearest text on its line, either side, is seen. A line that is all unseen is
+left as it is: white text on a dark fill that the reader cannot judge (a table style's,
+a page's) and an OCR layer are seen, and what tells a hidden run is that the text beside
+it on its line was drawn to be seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# What the DOCX and ODT readers put around unseen text: characters XML 1.0 cannot hold,
+# so no file's text can hold them.
+OPEN, CLOSE = "\x01", "\x02"
+
+
+def _blank(c: str) -> bool:
+    return c.isspace() and c not in "\r\n"
+
+
+def hidden_runs(text: str, hidden: Sequence[bool]) -> list[tuple[int, int]]:
+    """The (start, end) of each run of hidden characters of text (with the blanks
+    between them) to read as a space: one whose nearest characters on its line, either
+    side, are seen where there are any, and there is one at least."""
+    runs = []
+    k, n = 0, len(text)
+    while k < n:
+        if not hidden[k] or _blank(text[k]):
+            k += 1
+            continue
+        end = k
+        while end < n and (hidden[end] or _blank(text[end])):
+            end += 1
+        while end > k and _blank(text[end - 1]):
+            end -= 1
+        if _seen_beside(text, hidden, k, end):
+            runs.append((k, end))
+        k = max(end, k + 1)
+    return runs
+
+
+def _seen_beside(text: str, hidden: Sequence[bool], start: int, end: int) -> bool:
+    sides = []
+    i = start - 1
+    while i >= 0 and _blank(text[i]):
+        i -= 1
+    if i >= 0 and text[i] not in "\r\n":
+        sides.append(not hidden[i])
+    i = end
+    while i < len(text) and _blank(text[i]):
+        i += 1
+    if i < len(text) and text[i] not in "\r\n":
+        sides.append(not hidden[i])
+    return bool(sides) and all(sides)
+
+
+def resolved(marked: str) -> str:
+    """A reader's text with its OPEN ... CLOSE marks resolved: each hidden run
+    (hidden_runs) one space, other marked text as it is, the marks gone."""
+    if OPEN not in marked:
+        return marked.replace(CLOSE, "")
+    chars: list[str] = []
+    hidden: list[bool] = []
+    depth = 0
+    for c in marked:
+        if c == OPEN:
+            depth += 1
+        elif c == CLOSE:
+            depth = max(0, depth - 1)
+        else:
+            chars.append(c)
+            hidden.append(depth > 0)
+    text = "".join(chars)
+    out, at = [], 0
+    for start, end in hidden_runs(text, hidden):
+        out += [text[at:start], " "]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
