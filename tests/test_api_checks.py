@@ -391,3 +391,37 @@ def test_an_expired_check_leaves_the_list_and_its_entries_go(  # type: ignore[no
     time.sleep(1.1)
     client.post("/checks", json={"text": text})
     assert redis.zscore(f"nd:{collection}:checks:ends", gone["id"]) is None
+
+
+def test_only_a_write_key_lists_the_checks(settings) -> None:  # type: ignore[no-untyped-def]
+    """GET /checks lists every reader's checks (their ids reach them): a read key gets a
+    403 that says a write key is needed, in any collection, and a write key the list."""
+    from app.api.app import create_app
+
+    keyed = settings.model_copy(update={"api_keys": SecretStr(f"{ADMIN}:write,{READER}:read")})
+    text = next(iter(read_corpus()))[1]
+    with TestClient(create_app(keyed)) as c:
+        read, write = ({"Authorization": f"Bearer {k}"} for k in (READER, ADMIN))
+        made = c.post("/checks", json={"text": text}, headers=read).json()
+        refused = c.get("/checks", headers=read)
+        assert refused.status_code == 403 and "scope write" in refused.json()["detail"]
+        name = settings.collection
+        assert c.get(f"/collections/{name}/checks", headers=read).status_code == 403
+        listed = c.get("/checks", headers=write)
+        assert listed.status_code == 200
+        assert made["id"] in {x["id"] for x in listed.json()["checks"]}
+        assert c.get(f"/checks/{made['id']}", headers=read).status_code == 200
+
+
+def test_a_check_whose_key_is_gone_leaves_the_list(  # type: ignore[no-untyped-def]
+    client: TestClient, corpus, settings, collection: str
+) -> None:
+    """A listed check whose own key is gone (evicted, or its collection deleted as it was
+    written) is not listed, and its list entries go."""
+    text, _ = _essay(corpus)
+    gone = client.post("/checks", json={"text": text}).json()
+    kept = client.post("/checks", json={"text": text}).json()
+    redis = sync_client(settings.redis_url)
+    redis.delete(f"nd:{collection}:c:{gone['id']}")
+    assert [c["id"] for c in _listed(client)] == [kept["id"]]
+    assert redis.zscore(f"nd:{collection}:checks:made", gone["id"]) is None

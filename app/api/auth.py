@@ -34,7 +34,9 @@ PAGE = "/ui"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 READ_POSTS = frozenset({"/similar"})
 # Stored checks (app.api.routes.checks) are a reader's own reports, not documents: a read
-# key makes, reads and deletes them; its id (128 random bits) is what reaches one.
+# key makes, reads and deletes them; its id (128 random bits) is what reaches one. So the
+# list of every check (GET /checks: each id, and whose text it was) needs a write key,
+# or any reader could read and delete every other reader's checks.
 CHECKS = "/checks"
 REALM = 'Bearer realm="neardup"'
 COLLECTIONS = "/collections/"
@@ -50,6 +52,8 @@ def needs_write(method: str, path: str) -> bool:
     """Whether a request may change documents: anything but a read method or a query
     (in the default collection or under /collections/{name})."""
     rest = collection_of(path)[1]
+    if rest == CHECKS and method in READ_METHODS:
+        return True  # the list of every reader's checks
     if rest == CHECKS or rest.startswith(CHECKS + "/"):
         return False
     return method not in READ_METHODS and rest not in READ_POSTS
@@ -88,6 +92,15 @@ _READ_ONLY: Refusal = (
     403,
     "Forbidden",
     "this API key may only read; writing needs a key with scope write",
+    f'{REALM}, error="insufficient_scope", scope="write"',
+)
+
+
+_LISTING: Refusal = (
+    403,
+    "Forbidden",
+    "listing every stored check needs a key with scope write (a read key reaches the "
+    "checks whose ids it was given)",
     f'{REALM}, error="insufficient_scope", scope="write"',
 )
 
@@ -146,7 +159,7 @@ def refusal(
         if outside is not None:
             return outside
     if granted.scope != "write" and needs_write(method, path):
-        return _READ_ONLY
+        return _LISTING if method in READ_METHODS else _READ_ONLY
     return None
 
 

@@ -92,8 +92,10 @@ class CheckStore:
         self, before: tuple[int, bytes] | None, most: int
     ) -> list[tuple[bytes, int, bytes | None]]:
         """Up to `most` listed checks, newest first, after `before` (the (made ms, id) of
-        the last one a previous page gave): (id, made ms, summary or None) each. Checks
-        made in one millisecond come in descending id order, as Redis orders them."""
+        the last one a previous page gave): (id, made ms, summary or None) each, None
+        also where the check's own key is gone (deleted with its collection mid-write,
+        or evicted). Checks made in one millisecond come in descending id order, as
+        Redis orders them."""
         top = b"+inf" if before is None else b"%d" % before[0]
         out: list[tuple[bytes, int]] = []
         skip = 0
@@ -111,8 +113,15 @@ class CheckStore:
                 break
         if not out:
             return []
-        (about,) = await self._transport.commands([(b"HMGET", self._about, *(m for m, _ in out))])
-        return [(m, s, a) for (m, s), a in zip(out, about, strict=True)]
+        about, *there = await self._transport.commands(
+            [
+                (b"HMGET", self._about, *(m for m, _ in out)),
+                *((b"EXISTS", self._head + m) for m, _ in out),
+            ]
+        )
+        return [
+            (m, s, a if kept else None) for (m, s), a, kept in zip(out, about, there, strict=True)
+        ]
 
     async def unlist(self, ids: Sequence[bytes]) -> None:
         """Take checks out of the list (they expired, or their key is gone)."""

@@ -1055,7 +1055,8 @@ function listedRow(body, check) {
   link.href = check.report;
   made.append(link);
   const meta = check.metadata ? JSON.stringify(check.metadata) : "";
-  row.insertCell().append(bdi(meta.length > 120 ? meta.slice(0, 119) + "…" : meta));
+  const points = Array.from(meta); // code points: a cut never splits a surrogate pair
+  row.insertCell().append(bdi(points.length > 120 ? points.slice(0, 119).join("") + "…" : meta));
   row.insertCell().textContent = check.measure === "containment"
     ? fmt(check.coverage) + " of the text"
     : "Jaccard";
@@ -1073,7 +1074,18 @@ async function showChecks(cursor) {
   $("title").textContent = "Checks kept in " + info.name;
   document.title = "neardup: checks";
   const query = "/checks?limit=" + CHECKS_PAGE + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
-  const page = await api(query);
+  let page;
+  try {
+    page = await api(query);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 403)) throw err;
+    // A read key reaches the checks whose links it was given; the list of them all is
+    // a write key's (it names every reader's checks).
+    sessionStorage.removeItem(KEY_STORE);
+    state.pending = () => showChecks(cursor);
+    askForKey("Listing every stored check needs a key with scope write. Enter a write key.");
+    return;
+  }
   const body = $("checks").tBodies[0];
   if (!cursor) body.replaceChildren();
   for (const check of page.checks) listedRow(body, check);
