@@ -239,8 +239,9 @@ def test_the_checks_view_lists_every_check_with_its_link(  # type: ignore[no-unt
     page: Page, server: Server, corpus, tmp_path: Path
 ) -> None:
     """/ui/collections/{name}/checks asks a read key's tab for a write key, then lists the
-    collection's checks newest first, 50 a page and the rest behind More, each row linking to its report with its metadata and first
-    source as GET /checks gives them; a row's link opens that check."""
+    collection's checks newest first, 50 a page and the rest behind More, each row
+    linking to its report with its metadata and first source as GET /checks gives them;
+    a row's link opens that check."""
     name = f"{COLLECTION}-listed"
     made = httpx.post(server.url + "/collections", json={"name": name}, headers=WRITE)
     assert made.status_code in (200, 201), made.text
