@@ -346,16 +346,14 @@ def _open(raw: bytes) -> pdfium.PdfDocument:
         ) from None
 
 
-def _page(
-    textpage: pdfium.PdfTextPage, height: float, backdrops: unseen.Backdrops | None = None
-) -> Page:
+def _page(textpage: pdfium.PdfTextPage, height: float, page: pdfium.PdfPage | None = None) -> Page:
     """A text page's lines and their heights (of each line's first character's box), a
     page that PDFium reads across its columns read column by column (columns.py); given
-    the page's backdrops (a page that may hide glyphs: unseen.may_hide), glyphs drawn
-    not to be seen among seen ones as spaces."""
+    the page, glyphs it draws not to be seen among seen ones as spaces (unseen.py)."""
     text = textpage.get_text_range()
-    if backdrops is not None:
-        text = unseen.blanked(textpage, text, backdrops)
+    objects = unseen.hiding(page) if page is not None else frozenset()
+    if objects:
+        text = unseen.blanked(textpage, text, objects, unseen.Backdrops(page))
     rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with
@@ -532,8 +530,7 @@ def pages_of(raw: bytes) -> tuple[list[Page], float]:
                 if i == 0 and height > 0:
                     first_height = height
                 textpage = page.get_textpage()
-                backdrops = unseen.Backdrops(page) if unseen.may_hide(page) else None
-                pages.append(_page(textpage, height, backdrops))
+                pages.append(_page(textpage, height, page))
                 textpage.close()
             except pdfium.PdfiumError:
                 raise FileError(f"page {i + 1} of the PDF is broken and cannot be read") from None

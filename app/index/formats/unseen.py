@@ -12,6 +12,7 @@ seen; what tells a hidden glyph is that the glyphs beside it are drawn to be see
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -36,33 +37,41 @@ def _white(r: int, g: int, b: int, a: int) -> bool:
     return min(r, g, b) >= WHITE and a > 0
 
 
-def may_hide(page: pdfium.PdfPage) -> bool:
-    """Whether any of the page's text objects may be unseen (one look at its top-level
-    objects, by their bounds on the page; a form XObject, whose objects are not looked
-    into, may)."""
+def _address(obj: Any) -> int:
+    return ctypes.cast(obj, ctypes.c_void_p).value or 0
+
+
+def hiding(page: pdfium.PdfPage) -> frozenset[int]:
+    """The page's text objects (their addresses) that may be unseen: drawn invisible, in
+    white, or in a font at most UNSEEN_POINTS high once scaled by the object's matrix;
+    one look at its top-level objects. A page with a form XObject, whose objects are
+    not looked into, answers {0}: every glyph is looked at."""
+    found = set()
     rgba = [ctypes.c_uint() for _ in range(4)]
-    box = [ctypes.c_float() for _ in range(4)]
+    size = ctypes.c_float()
+    matrix = pdfium_c.FS_MATRIX()
     for i in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
         obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
         kind = pdfium_c.FPDFPageObj_GetType(obj)
         if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
-            return True
+            return frozenset({0})
         if kind != pdfium_c.FPDF_PAGEOBJ_TEXT:
             continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
-        if mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE:
-            return True
-        if (
+        white = (
             mode in _FILLED
             and pdfium_c.FPDFPageObj_GetFillColor(obj, *map(ctypes.byref, rgba))
             and _white(*(c.value for c in rgba))
-        ):
-            return True
-        if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
-            bottom, top = box[1].value, box[3].value
-            if 0 <= top - bottom <= UNSEEN_POINTS:
-                return True
-    return False
+        )
+        tiny = False
+        if pdfium_c.FPDFTextObj_GetFontSize(
+            obj, ctypes.byref(size)
+        ) and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(matrix)):
+            scale = abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5
+            tiny = 0 < size.value * scale <= UNSEEN_POINTS
+        if mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE or white or tiny:
+            found.add(_address(obj))
+    return frozenset(found)
 
 
 class Backdrops:
@@ -104,27 +113,36 @@ class Backdrops:
         return any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in self.areas)
 
 
-def blanked(textpage: pdfium.PdfTextPage, text: str, backdrops: Backdrops) -> str:
-    """text (the text page's whole text) with each run of unseen glyphs whose line
-    neighbours are seen (blanking.hidden_runs) made spaces, one per UTF-16 unit, so
-    PDFium's character indexes still fall where they did."""
+def blanked(
+    textpage: pdfium.PdfTextPage, text: str, objects: frozenset[int], backdrops: Backdrops
+) -> str:
+    """text (the text page's whole text) with each run of unseen glyphs of objects
+    (hiding()) whose line neighbours are seen (blanking.hidden_runs) made spaces, one per
+    UTF-16 unit, so PDFium's character indexes still fall where they did."""
     count = pdfium_c.FPDFText_CountChars(textpage.raw)
     units = [2 if ord(c) > 0xFFFF else 1 for c in text]
     if sum(units) != count:
         return text  # not the text page's text: nothing to line up
     out = list(text)
-    for start, end in hidden_runs(text, _hidden(textpage, text, units, backdrops)):
+    hidden = _hidden(textpage, text, units, objects, backdrops)
+    for start, end in hidden_runs(text, hidden):
         for j in range(start, end):
             out[j] = " " * units[j]
     return "".join(out)
 
 
 def _hidden(
-    textpage: pdfium.PdfTextPage, text: str, units: list[int], backdrops: Backdrops
+    textpage: pdfium.PdfTextPage,
+    text: str,
+    units: list[int],
+    objects: frozenset[int],
+    backdrops: Backdrops,
 ) -> list[bool]:
-    """Per character of text, whether its glyph is drawn to be unseen: invisible or
-    white with nothing drawn behind it, or at most UNSEEN_POINTS high (its box from the
-    font's ascent to its descent, on the page: whatever the font size and matrices)."""
+    """Per character of text, whether its glyph (one of objects', or any with {0}) is
+    drawn to be unseen: invisible or white with nothing drawn behind it, or at most
+    UNSEEN_POINTS high (its box from the font's ascent to its descent, on the page:
+    whatever the font size and matrices)."""
+    every = 0 in objects
     raw = textpage.raw
     rgba = [ctypes.c_uint() for _ in range(4)]
     refs = [ctypes.byref(c) for c in rgba]
@@ -138,9 +156,11 @@ def _hidden(
         obj = pdfium_c.FPDFText_GetTextObject(raw, index)
         if not obj:  # a character PDFium made up (a space, a line break)
             continue
+        if not every and _address(obj) not in objects:
+            continue
         if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, ctypes.byref(rect)):
             continue
-        if 0 <= rect.top - rect.bottom <= UNSEEN_POINTS:
+        if 0 < rect.top - rect.bottom <= UNSEEN_POINTS:
             out[k] = True
             continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
