@@ -40,7 +40,6 @@ import gzip
 import random
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,6 +52,7 @@ from app.store import Store
 
 sys.path.insert(0, str(ROOT / "tests"))
 from support import oracle, segmented
+from support.plant import swapped
 
 DATA = ROOT / "tests" / "data" / "languages"
 STORED, HOSTS = 40, 10
@@ -82,29 +82,14 @@ def change(
     swaps of the words, or of the CJK letters, swapped with the next."""
     if lang == "en":
         words = [rng.choice(pool) if rng.random() < rate else w for w in text.split(" ")]
-        return " ".join(_swapped(words, swaps, rng, lambda w: True))
+        return " ".join(swapped(words, swaps, rng, lambda w: True))
     letters = [
         (rng.choice(pool) if mixed or segmented.segmented(ch) else rng.choice(LATIN))
         if ch.isalnum() and rng.random() < rate
         else ch
         for ch in text
     ]
-    return "".join(_swapped(letters, swaps, rng, segmented.segmented))
-
-
-def _swapped(units: list[str], share: float, rng: random.Random, may: Callable) -> list[str]:
-    """units with share of them swapped with the next where may() says both may move,
-    none moved twice (no swap: the random sequence untouched, as before --dense)."""
-    if share <= 0:
-        return units
-    done: set[int] = set()
-    places = list(range(len(units) - 1))
-    rng.shuffle(places)
-    for j in places[: round(share * len(units))]:
-        if not done & {j, j + 1} and may(units[j]) and may(units[j + 1]):
-            units[j], units[j + 1] = units[j + 1], units[j]
-            done |= {j, j + 1}
-    return units
+    return "".join(swapped(letters, swaps, rng, segmented.segmented))
 
 
 def plants(

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.pan import Span, score
-from support.plant import plantings
+from support.plant import plantings, swapped
 from support.segmented import segmented
 
 from app import kernel
@@ -781,20 +781,6 @@ def _pages(lang: str) -> list[str]:
         return [p.split("\n", 1)[1] for p in f.read().split("\n\f\n")]
 
 
-def _swapped(text: str, share: float, rng: random.Random) -> str:
-    """text with share of its letters swapped with the next, where both are letters of
-    Chinese or Japanese (a Latin word of the text is kept), no letter moved twice."""
-    letters = list(text)
-    done: set[int] = set()
-    places = list(range(len(letters) - 1))
-    rng.shuffle(places)
-    for j in places[: round(share * len(letters))]:
-        if not done & {j, j + 1} and segmented(letters[j]) and segmented(letters[j + 1]):
-            letters[j], letters[j + 1] = letters[j + 1], letters[j]
-            done |= {j, j + 1}
-    return "".join(letters)
-
-
 @pytest.mark.parametrize("lang", ["ja", "zh"])
 def test_a_chinese_or_japanese_copy_with_letters_swapped_is_one_passage(lang: str) -> None:
     """A 320-letter copy with 12% of its letters swapped with the next is one passage on
@@ -807,7 +793,7 @@ def test_a_chinese_or_japanese_copy_with_letters_swapped_is_one_passage(lang: st
     for i in range(12):
         source, host = pages[i], pages[40 + i % 10]
         first = rng.randrange(0, len(source) - 320)
-        copy = _swapped(source[first : first + 320], 0.12, rng)
+        copy = "".join(swapped(list(source[first : first + 320]), 0.12, rng, segmented))
         at = host.find("\n\n", len(host) // 2)
         query = host[:at] + "\n\n" + copy + "\n\n" + host[at:]
         start, end = at + 2, at + 2 + len(copy)

@@ -160,6 +160,23 @@ class Bands:
         """The inline handles of all the band keys, concatenated (uint32; a handle once
         per band that has it), and (position, size) of each spilled (hot) band key,
         whose handles window reads."""
+        inline, hot = await self._fields(keys)
+        return np.frombuffer(b"".join(v for _, v in inline), dtype="<u4"), hot
+
+    async def split(self, keys: np.ndarray) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+        """lookup, each key apart: every key's inline handles (int64; empty where it
+        has none or is spilled), and (position, size) of each spilled (hot) key."""
+        held, hot = await self._fields(keys)
+        inline = [_NONE] * len(keys)
+        for i, v in held:
+            inline[i] = np.frombuffer(v, dtype="<u4").astype(np.int64)
+        return inline, hot
+
+    async def _fields(
+        self, keys: np.ndarray
+    ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]:
+        """Each band key's field, read in one exchange: (position, inline handles) of
+        the keys that hold them, and (position, size) of each spilled (hot) key."""
         values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
         inline, hot = [], []
         for i, v in enumerate(values):
@@ -168,21 +185,7 @@ class Bands:
             if v[:_MARK] == SPILLED:
                 hot.append((i, HANDLE.unpack_from(v, _MARK)[0]))
             else:
-                inline.append(v)
-        return np.frombuffer(b"".join(inline), dtype="<u4"), hot
-
-    async def split(self, keys: np.ndarray) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
-        """lookup, each key apart: every key's inline handles (int64; empty where it
-        has none or is spilled), and (position, size) of each spilled (hot) key."""
-        values = await self.transport.send(self._keys.band_commands(b"HGET", keys))
-        inline, hot = [_NONE] * len(values), []
-        for i, v in enumerate(values):
-            if v is None:
-                continue
-            if v[:_MARK] == SPILLED:
-                hot.append((i, HANDLE.unpack_from(v, _MARK)[0]))
-            else:
-                inline[i] = np.frombuffer(v, dtype="<u4").astype(np.int64)
+                inline.append((i, v))
         return inline, hot
 
     async def window(

@@ -11,6 +11,7 @@ import functools
 import random
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from support import oracle, pan
@@ -23,6 +24,23 @@ SOURCES = 500
 
 
 # --- changing a passage --------------------------------------------------------------------
+
+
+def swapped(
+    units: list[str], share: float, rng: random.Random, may: Callable[[str], bool]
+) -> list[str]:
+    """units (words, or letters) with share of them swapped with the next where may()
+    says both may move, none moved twice; no swap leaves the random sequence untouched."""
+    if share <= 0:
+        return units
+    done: set[int] = set()
+    places = list(range(len(units) - 1))
+    rng.shuffle(places)
+    for j in places[: round(share * len(units))]:
+        if not done & {j, j + 1} and may(units[j]) and may(units[j + 1]):
+            units[j], units[j + 1] = units[j + 1], units[j]
+            done |= {j, j + 1}
+    return units
 
 
 def _edit(words: list[str], rate: float, rng: random.Random, vocab: list[str]) -> list[str]:

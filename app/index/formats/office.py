@@ -695,20 +695,7 @@ def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, bool]:
     UNSEEN_SCALE, white letters with no background colour) or does (a colour that is not
     white), each property its own or its nearest ancestor's (style:parent-style-name): a
     white automatic style over a parent with a dark background is seen."""
-    own: list[dict[str, str | None]] = [{} for _ in _SEEN_BY]
-    parent: dict[str, str] = {}
-    for tree in trees:
-        if tree is None:
-            continue
-        for style in tree.iter(f"{_STYLE}style"):
-            name = style.get(f"{_STYLE}name")
-            if name is None:
-                continue
-            props = style.find(f"{_STYLE}text-properties")
-            for values, attribute in zip(own, _SEEN_BY, strict=True):
-                values[name] = None if props is None else props.get(attribute)
-            if style.get(f"{_STYLE}parent-style-name"):
-                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+    own, parent = _odt_text_properties(trees, _SEEN_BY)
     size, scale, color, ground = (_resolved(values, parent) for values in own)
     out = {}
     for name in own[0]:
@@ -737,7 +724,18 @@ def _odt_unseen(
 def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
     """The names of text and paragraph styles with text:display="none", their own or
     through style:parent-style-name (styles.xml's and content.xml's automatic ones)."""
-    display: dict[str, bool | None] = {}
+    (shown,), parent = _odt_text_properties(trees, (f"{_TEXT}display",))
+    display = {name: None if v is None else v == "none" for name, v in shown.items()}
+    return _inherited(display, parent)
+
+
+def _odt_text_properties(
+    trees: tuple[ET.Element | None, ...], attributes: tuple[str, ...]
+) -> tuple[list[dict[str, str | None]], dict[str, str]]:
+    """Of every named style of the trees, each attribute of its style:text-properties
+    (None where it does not say), one dict an attribute, and each style's parent
+    (style:parent-style-name)."""
+    own: list[dict[str, str | None]] = [{} for _ in attributes]
     parent: dict[str, str] = {}
     for tree in trees:
         if tree is None:
@@ -747,11 +745,11 @@ def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
             if name is None:
                 continue
             props = style.find(f"{_STYLE}text-properties")
-            shown = None if props is None else props.get(f"{_TEXT}display")
-            display[name] = None if shown is None else shown == "none"
+            for values, attribute in zip(own, attributes, strict=True):
+                values[name] = None if props is None else props.get(attribute)
             if style.get(f"{_STYLE}parent-style-name"):
                 parent[name] = style.get(f"{_STYLE}parent-style-name", "")
-    return _inherited(display, parent)
+    return own, parent
 
 
 def odt_text(raw: bytes) -> str:
