@@ -395,7 +395,8 @@ def test_an_expired_check_leaves_the_list_and_its_entries_go(  # type: ignore[no
 
 def test_only_a_write_key_lists_the_checks(settings) -> None:  # type: ignore[no-untyped-def]
     """GET /checks lists every reader's checks (their ids reach them): a read key gets a
-    403 that says a write key is needed, in any collection, and a write key the list."""
+    403 that says a write key is needed, in any collection, and a write key the list;
+    OPTIONS answers both keys alike."""
     from app.api.app import create_app
 
     keyed = settings.model_copy(update={"api_keys": SecretStr(f"{ADMIN}:write,{READER}:read")})
@@ -411,6 +412,8 @@ def test_only_a_write_key_lists_the_checks(settings) -> None:  # type: ignore[no
         assert listed.status_code == 200
         assert made["id"] in {x["id"] for x in listed.json()["checks"]}
         assert c.get(f"/checks/{made['id']}", headers=read).status_code == 200
+        # OPTIONS lists nothing: a read key is told what a write key is, the method.
+        assert [c.options("/checks", headers=h).status_code for h in (read, write)] == [405, 405]
 
 
 def test_a_check_whose_key_is_gone_leaves_the_list(  # type: ignore[no-untyped-def]

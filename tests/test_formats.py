@@ -1046,6 +1046,64 @@ def test_a_docx_letter_nobody_sees_in_place_of_each_space_reads_as_a_space(props
     assert extract(DOCX, _docx(junk)).split() == words
 
 
+def test_docx_letters_unseen_through_their_styles_or_nearly_white_read_as_spaces() -> None:
+    """A letter white by its character style, by its paragraph style (or the default
+    one) or set in #FAFAFA, between seen words, reads as a space, and a paragraph style's
+    dark shading makes its white letters seen; a note holding only an empty white run
+    adds no Notes line."""
+    styles = (
+        '<w:style w:type="character" w:styleId="Ghost"><w:rPr><w:color w:val="FFFFFF"/>'
+        "</w:rPr></w:style>"
+        '<w:style w:type="character" w:styleId="Ghost2"><w:basedOn w:val="Ghost"/></w:style>'
+        '<w:style w:type="paragraph" w:styleId="Pale"><w:rPr><w:color w:val="FFFFFF"/>'
+        "</w:rPr></w:style>"
+        '<w:style w:type="paragraph" w:styleId="Banner"><w:pPr><w:shd w:val="clear" '
+        'w:fill="1F3864"/></w:pPr><w:rPr><w:color w:val="FFFFFF"/></w:rPr></w:style>'
+    )
+    black = '<w:color w:val="000000"/>'
+    body = (
+        "<w:p>" + _run("When") + _run("x", '<w:rStyle w:val="Ghost2"/>') + _run("we")
+        + _run("x", '<w:color w:val="FAFAFA"/>') + _run("speak") + "</w:p>"
+        + '<w:p><w:pPr><w:pStyle w:val="Pale"/></w:pPr>' + _run("of", black) + _run("x")
+        + _run("free", black) + "</w:p>"
+        + '<w:p><w:pPr><w:pStyle w:val="Banner"/></w:pPr>' + _run("Revenue") + _run(" rose", black)
+        + "</w:p>"
+    )  # fmt: skip
+    footnotes = (
+        '<w:footnote w:id="2"><w:p>' + _run("", '<w:color w:val="FFFFFF"/>') + "</w:p></w:footnote>"
+    )
+    said = extract(DOCX, _docx(body, styles=styles, footnotes=footnotes))
+    assert said.split() == ["When", "we", "speak", "of", "free", "Revenue", "rose"]
+
+
+def test_odt_letters_unseen_through_paragraph_and_link_styles_read_as_spaces() -> None:
+    """An ODT paragraph styled white around a black span, a link styled white, a span at
+    1% of its parent's size, and black on a black background, between seen words, read
+    as spaces."""
+    styles = (
+        '<style:style style:name="PW" style:family="paragraph"><style:text-properties {FO} '
+        'fo:color="#ffffff"/></style:style>'
+        '<style:style style:name="B" style:family="text"><style:text-properties {FO} '
+        'fo:color="#000000"/></style:style>'
+        '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
+        'fo:color="#fafafa"/></style:style>'
+        '<style:style style:name="Tiny" style:family="text"><style:text-properties {FO} '
+        'fo:font-size="1%"/></style:style>'
+        '<style:style style:name="Dark" style:family="text"><style:text-properties {FO} '
+        'fo:color="#000000" fo:background-color="#000000"/></style:style>'
+    ).replace("{FO}", _FO_NS)
+    link = 'xmlns:xlink="http://www.w3.org/1999/xlink"'
+    body = (
+        '<text:p text:style-name="PW"><text:span text:style-name="B">When</text:span>x'
+        '<text:span text:style-name="B">we</text:span></text:p>'
+        f'<text:p>speak<text:a {link} xlink:href="#" text:style-name="W">x</text:a>of'
+        '<text:span text:style-name="Tiny">x</text:span>free'
+        '<text:span text:style-name="Dark">x</text:span>software</text:p>'
+    )
+    said = extract(ODT, _odt(body, styles)).split()
+    assert said == ["When", "we", "speak", "of", "free", "software"]
+
+
 def test_white_docx_letters_on_a_fill_of_their_own_are_read() -> None:
     """White text on a shaded run, paragraph or table cell, or highlighted, is seen, and
     read; so is a normal size and width, and black text."""
@@ -1134,8 +1192,20 @@ def _shown(words: list[str], between: str, x: float = 72, y: float = 700) -> str
         "/F1 0.5 Tf (x) Tj",  # half a point high
         "3 Tr ( banana ) Tj",  # an invisible junk word
         "1 1 1 rg ( cherry apple ) Tj",  # white junk words
+        "0.98 0.98 0.98 rg (x) Tj",  # near white
+        "7 Tr (x) Tj",  # only a clip
+        "1 1 1 RG 1 Tr (x) Tj",  # stroked in white
     ],
-    ids=["white-x", "invisible-x", "tiny-x", "invisible-word", "white-words"],
+    ids=[
+        "white-x",
+        "invisible-x",
+        "tiny-x",
+        "invisible-word",
+        "white-words",
+        "near-white",
+        "clip-only",
+        "white-outline",
+    ],
 )
 def test_pdf_glyphs_nobody_sees_between_seen_words_read_as_spaces(between: str) -> None:
     """Glyphs drawn white, invisible (render mode 3) or half a point high between words
@@ -1144,6 +1214,64 @@ def test_pdf_glyphs_nobody_sees_between_seen_words_read_as_spaces(between: str) 
     words = ["When", "we", "speak", "of", "free", "software"]
     text = extract(PDF, pdf([_shown(words, between).encode()]))
     assert text.split() == words
+
+
+_SPEAK = ["When", "we", "speak", "of", "free", "software"]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "0 g 0 0 612 792 re f 1 g 0 0 612 792 re f " + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
+        "0.97 g 0 0 612 792 re f " + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
+        " ".join(f"0 g {x} {y} 0.5 0.5 re f" for x in range(0, 600, 2) for y in range(690, 715, 2))
+        + " " + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
+        "0 g 60 690 500 20 re f "
+        + _shown(_SPEAK, "0 0 0 rg (x) Tj").replace("0 0 0 rg /F1", "1 1 1 rg /F1"),
+        _shown(_SPEAK, "1 1 1 rg (x) Tj") + " 0 g 0 0 612 792 re f",
+        "/Words Do",
+    ],
+    ids=[
+        "white-over-black",
+        "near-white-page",
+        "specks",
+        "black-on-black",
+        "fill-drawn-after",
+        "in-a-form",
+    ],
+)  # fmt: skip
+def test_pdf_glyphs_in_the_colour_of_what_was_painted_under_them_read_as_spaces(
+    page: str,
+) -> None:
+    """What lies under a glyph is what was painted last before it and covers it: a black
+    page painted over in white, a near-white page, thousands of specks, a black bar under
+    black letters (between white words on it), a fill painted after the text, and a
+    form XObject's own page, leave the letters unseen."""
+    forms = {"Words": _shown(_SPEAK, "1 1 1 rg (x) Tj").encode()}
+    assert extract(PDF, pdf([page.encode()], forms=forms)).split() == _SPEAK
+
+
+def test_pdf_glyphs_seen_on_images_forms_and_faint_fills_are_read() -> None:
+    """White letters on an image (its colours are not judged) or on a dark fill drawn by a
+    form, light grey and outlined text, and black text on navy, are read; a transparent
+    (alpha 0) letter and one squeezed to a sliver between seen words read as spaces."""
+    image = "q 200 0 0 20 70 690 cm BI /W 1 /H 1 /BPC 8 /CS /G ID \x00 EI Q "
+    pages = [
+        image + "BT 1 g /F1 11 Tf 72 700 Td (On image) Tj 0 g ( black after) Tj ET",
+        "/Navy Do BT 1 g /F1 11 Tf 74 700 Td (Revenue) Tj 0 g ( rose) Tj ET",
+        "BT 0 g /F1 11 Tf 72 700 Td (Body) Tj 0.75 g ( light grey) Tj "
+        "0 0 0 RG 1 Tr ( outline) Tj ET",
+        "BT 0 g /F1 11 Tf 72 700 Td (When) Tj ET q /Clear gs BT /F1 11 Tf 101 700 Td (x) Tj ET Q "
+        "BT 0.01 0 0 11 107 700 Tm /F1 1 Tf (y) Tj ET BT 0 g /F1 11 Tf 110 700 Td (we) Tj ET",
+    ]
+    forms = {"Navy": b"0 0 0.4 rg 70 696 100 18 re f"}
+    said = [extract(PDF, pdf([page.encode("latin-1")], forms=forms)).split() for page in pages]
+    assert said == [
+        ["On", "image", "black", "after"],
+        ["Revenue", "rose"],
+        ["Body", "light", "grey", "outline"],
+        ["When", "we"],
+    ]
 
 
 def test_pdf_lines_all_unseen_are_read_as_an_ocr_layer_or_white_on_dark_is() -> None:

@@ -52,8 +52,8 @@ def needs_write(method: str, path: str) -> bool:
     """Whether a request may change documents: anything but a read method or a query
     (in the default collection or under /collections/{name})."""
     rest = collection_of(path)[1]
-    if rest == CHECKS and method in READ_METHODS:
-        return True  # the list of every reader's checks
+    if rest == CHECKS and method in ("GET", "HEAD"):
+        return True  # the list of every reader's checks (OPTIONS lists nothing)
     if rest == CHECKS or rest.startswith(CHECKS + "/"):
         return False
     return method not in READ_METHODS and rest not in READ_POSTS

@@ -4,10 +4,15 @@ layer (only drawing, as a scan without OCR is), and text at chosen places."""
 from __future__ import annotations
 
 
-def pdf(pages: list[bytes]) -> bytes:
-    """A valid PDF (with a correct xref) of these content streams, Helvetica as /F1."""
+def pdf(pages: list[bytes], forms: dict[str, bytes] | None = None) -> bytes:
+    """A valid PDF (with a correct xref) of these content streams, Helvetica as /F1,
+    each of forms a form XObject its pages may draw by name (`/Name Do`), and /Clear an
+    graphics state that paints nothing (`/Clear gs`: fill and stroke alpha 0)."""
     objects: list[bytes] = []
     n = len(pages)
+    forms = forms or {}
+    first_form = 4 + 2 * n
+    xobjects = " ".join(f"/{name} {first_form + i} 0 R" for i, name in enumerate(forms))
     kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode())
@@ -15,10 +20,16 @@ def pdf(pages: list[bytes]) -> bytes:
     for i, stream in enumerate(pages):
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
-            f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+            f"/Resources << /Font << /F1 {font} 0 R >> /XObject << {xobjects} >> "
+            "/ExtGState << /Clear << /ca 0 /CA 0 >> >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for body in forms.values():
+        objects.append(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << "
+            b"/F1 %d 0 R >> >> /Length %d >>\nstream\n" % (font, len(body)) + body + b"\nendstream"
+        )
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

@@ -1078,7 +1078,9 @@ async function showChecks(cursor) {
   try {
     page = await api(query);
   } catch (err) {
-    if (!(err instanceof ApiError && err.status === 403)) throw err;
+    // Only the refusal of a read key asks for a write key; a key kept to other
+    // collections is told so as any refusal is.
+    if (!(err instanceof ApiError && err.status === 403 && /scope write/.test(err.message))) throw err;
     // A read key reaches the checks whose links it was given; the list of them all is
     // a write key's (it names every reader's checks).
     sessionStorage.removeItem(KEY_STORE);

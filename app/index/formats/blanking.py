@@ -14,9 +14,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+RGB = tuple[int, int, int]
+WHITE: RGB = (255, 255, 255)
+# Text whose colour is within this of the colour under it, in each of red, green and
+# blue (0-255), is not seen: white on white, #FAFAFA on white, black on black. Light
+# grey on white (#E6E6E6) and black on navy are seen, if faintly.
+FAINT = 24
+
 # What the DOCX and ODT readers put around unseen text: characters XML 1.0 cannot hold,
 # so no file's text can hold them.
 OPEN, CLOSE = "\x01", "\x02"
+
+
+def faint(colour: RGB, under: RGB = WHITE) -> bool:
+    """Whether text in colour on under is too close to it to be seen (FAINT)."""
+    return max(abs(x - y) for x, y in zip(colour, under, strict=True)) <= FAINT
+
+
+def hex_colour(value: str | None) -> RGB | None:
+    """An RRGGBB colour ("#" optional) as numbers; None if it is not one."""
+    value = (value or "").strip().lstrip("#")
+    if len(value) != 6:
+        return None
+    try:
+        n = int(value, 16)
+    except ValueError:
+        return None
+    return (n >> 16, (n >> 8) & 255, n & 255)
 
 
 def _blank(c: str) -> bool:

@@ -34,7 +34,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from app.index.errors import FileError
-from app.index.formats.blanking import CLOSE, OPEN, resolved
+from app.index.formats.blanking import CLOSE, OPEN, faint, hex_colour, resolved
 
 # Bounds on each XML part read: its size once decompressed, and how many times its
 # compressed size that may be (checked past RATIO_FLOOR: tiny parts compress far
@@ -351,16 +351,24 @@ class _Hiding:
         based: dict[str, str] = {}
         self.default = False
         self.paragraph_style: str | None = None
+        # Per look (_LOOKS), each style's element for it, its own or its basedOn
+        # ancestor's, and the document defaults'.
+        self.looks: dict[str, dict[str, ET.Element]] = {look: {} for look in _LOOKS}
+        self.default_looks: dict[str, ET.Element] = {}
         if styles is None:
             self.styles: dict[str, bool] = {}
             return
         self.default = _on(styles.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr/{_W}vanish"))
+        defaults = styles.find(f"{_W}docDefaults/{_W}rPrDefault/{_W}rPr")
+        own_looks: dict[str, dict[str, ET.Element | None]] = {look: {} for look in _LOOKS}
         for style in styles.iter(f"{_W}style"):
             sid = style.get(f"{_W}styleId")
             if sid is None:
                 continue
             vanish = style.find(f"{_W}rPr/{_W}vanish")
             own[sid] = None if vanish is None else _on(vanish)
+            for look, values in own_looks.items():
+                values[sid] = style.find("/".join(f"{_W}{part}" for part in look.split("/")))
             parent = style.find(f"{_W}basedOn")
             if parent is not None and parent.get(f"{_W}val"):
                 based[sid] = parent.get(f"{_W}val", "")
@@ -371,6 +379,12 @@ class _Hiding:
             ):
                 self.paragraph_style = sid
         self.styles = _resolved(own, based)
+        self.looks = {look: _resolved(values, based) for look, values in own_looks.items()}
+        if defaults is not None:
+            for look in _LOOKS:
+                found = defaults.find(f"{_W}{look.removeprefix('rPr/')}")
+                if look.startswith("rPr/") and found is not None:
+                    self.default_looks[look] = found
 
     def paragraph(self, style: str | None) -> bool:
         """Whether a run that does not say is hidden in a paragraph of this style."""
@@ -378,6 +392,38 @@ class _Hiding:
         if said is None and style is None and self.paragraph_style is not None:
             said = self.styles.get(self.paragraph_style)
         return self.default if said is None else said
+
+    def look(
+        self, props: ET.Element | None, run_style: str | None, style: str | None
+    ) -> ET.Element:
+        """A run's properties that tell whether it is seen (its colour, size, width,
+        shading), each its own, else its character style's, else its paragraph style's
+        (the default paragraph style's where the paragraph names none), else the
+        document defaults'."""
+        style = style if style is not None else self.paragraph_style
+        merged = ET.Element(f"{_W}rPr")
+        for look in _LOOKS:
+            if not look.startswith("rPr/"):
+                continue
+            name = look.removeprefix("rPr/")
+            found = props.find(f"{_W}{name}") if props is not None else None
+            for sid in (run_style, style):
+                if found is None and sid is not None:
+                    found = self.looks[look].get(sid)
+            if found is None:
+                found = self.default_looks.get(look)
+            if found is not None:
+                merged.append(found)
+        return merged
+
+    def shaded(self, props: ET.Element | None) -> bool:
+        """Whether a paragraph with these properties is shaded, by them or its style."""
+        if _shaded(props):
+            return True
+        style = props.find(f"{_W}pStyle") if props is not None else None
+        sid = style.get(f"{_W}val") if style is not None else self.paragraph_style
+        shading = self.looks["pPr/shd"].get(sid or "")
+        return shading is not None and _shaded_by(shading)
 
 
 def _resolved(own: dict[str, _T | None], parent: dict[str, str]) -> dict[str, _T]:
@@ -415,8 +461,7 @@ def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset
 # letters scaled to at most this share of their width.
 UNSEEN_POINTS = 1.0
 UNSEEN_SCALE = 0.1
-# Colours a reader does not see on a page with no shading of its own.
-_WHITE = frozenset({"FFFFFF", "FFFFFE", "FEFEFE"})
+# Theme colours a reader does not see on a page with no shading of its own.
 _WHITE_THEMES = frozenset({"background1", "light1", "bg1"})
 
 
@@ -447,16 +492,29 @@ def _points(value: str | None) -> float | None:
     return None
 
 
+# What a style says of its runs' and paragraphs' looks (_Hiding.look, .shaded).
+_LOOKS = (
+    "rPr/color", "rPr/sz", "rPr/szCs", "rPr/w", "rPr/shd", "rPr/highlight", "pPr/shd"
+)  # fmt: skip
+
+
+def _shaded_by(shading: ET.Element) -> bool:
+    """Whether a w:shd fills with a colour a reader tells from white."""
+    if shading.get(f"{_W}themeFill"):
+        return True
+    fill = shading.get(f"{_W}fill", "auto")
+    colour = hex_colour(fill)
+    return fill.lower() != "auto" and (colour is None or not faint(colour))
+
+
 def _shaded(props: ET.Element | None) -> bool:
     """Whether a DOCX run's, paragraph's or cell's properties give it a fill of its own
     (w:shd with a colour, or a run's w:highlight): white text on it may be seen."""
     if props is None:
         return False
     shading = props.find(f"{_W}shd")
-    if shading is not None:
-        fill = shading.get(f"{_W}fill", "auto").upper()
-        if fill not in ("AUTO", *_WHITE) or shading.get(f"{_W}themeFill"):
-            return True
+    if shading is not None and _shaded_by(shading):
+        return True
     light = props.find(f"{_W}highlight")
     return light is not None and light.get(f"{_W}val", "none") != "none"
 
@@ -483,7 +541,8 @@ def _unseen(props: ET.Element | None, shaded: bool) -> bool:
     theme = color.get(f"{_W}themeColor")
     if theme is not None:
         return theme in _WHITE_THEMES
-    return color.get(f"{_W}val", "").upper() in _WHITE
+    colour = hex_colour(color.get(f"{_W}val"))
+    return colour is not None and faint(colour)
 
 
 class _DocxVisitor:
@@ -494,6 +553,7 @@ class _DocxVisitor:
     def __init__(self, hiding: _Hiding) -> None:
         self.hiding = hiding
         self.paragraphs: list[bool] = []
+        self.paragraph_styles: list[str | None] = []
         # Whether each paragraph and table cell being walked is shaded (_shaded).
         self.shading: list[bool] = []
         # A text box's text is set on its own lines after the paragraph it is drawn
@@ -525,6 +585,7 @@ class _DocxVisitor:
         elif el.tag == f"{_W}p" and self.paragraphs:
             depth = len(self.paragraphs)
             self.paragraphs.pop()
+            self.paragraph_styles.pop()
             if self.held and self.held[-1][0] >= depth:
                 # The boxes drawn in this paragraph, in their order, after its text. Held
                 # boxes are in depth order (a deeper one is taken when its paragraph ends,
@@ -549,23 +610,27 @@ class _DocxVisitor:
             vanish = props.find(f"{_W}vanish") if props is not None else None
             if vanish is not None:
                 return None if _on(vanish) else el
-            said = self.hiding.styles.get(self._style(props, "rStyle") or "")
+            run_style = self._style(props, "rStyle")
+            said = self.hiding.styles.get(run_style or "")
             if said is None:
                 said = self.paragraphs[-1] if self.paragraphs else self.hiding.default
             if said:
                 return None
-            if _unseen(props, any(self.shading)):
+            style = self.paragraph_styles[-1] if self.paragraph_styles else None
+            if _unseen(self.hiding.look(props, run_style, style), any(self.shading)):
                 # Its text is marked, not dropped: a space where the text beside it is
                 # seen (blanking.resolved); a text box drawn in it is read as any.
                 out.append(OPEN)
                 self.unseen.append(el)
             return el
-        if tag in _SHADED:
-            props = el.find(f"{_W}pPr" if tag == f"{_W}p" else f"{_W}tcPr")
-            self.shading.append(_shaded(props))
+        if tag == f"{_W}tc":
+            self.shading.append(_shaded(el.find(f"{_W}tcPr")))
         if tag == f"{_W}p":
-            style = self._style(el.find(f"{_W}pPr"), "pStyle")
+            props = el.find(f"{_W}pPr")
+            self.shading.append(self.hiding.shaded(props))
+            style = self._style(props, "pStyle")
             self.paragraphs.append(self.hiding.paragraph(style))
+            self.paragraph_styles.append(style)
             return el
         if tag == f"{_W}txbxContent" and self.paragraphs:
             self.boxes.append(len(out))
@@ -715,9 +780,17 @@ def _odt_unseen(
         return True
     if share is not None and 0 <= share <= 100 * UNSEEN_SCALE:
         return True
+    if size is not None and size.strip().endswith("%"):
+        relative = _number(size)
+        if relative is not None and 0 <= relative <= 100 * UNSEEN_SCALE:
+            return True  # a tenth of its parent's size or less: a point or so
     if color:
-        back = (ground or "transparent").lstrip("#").upper()
-        return color.lstrip("#").upper() in _WHITE and back in ("TRANSPARENT", *_WHITE)
+        colour, back = hex_colour(color), hex_colour(ground)
+        if colour is None:
+            return False
+        if ground is None or ground.strip().lower() == "transparent":
+            return faint(colour)
+        return back is not None and faint(colour, back)
     return None
 
 
@@ -781,8 +854,9 @@ NOTES_HEADING = "Notes"
 
 
 def _headed(notes: list[str]) -> list[str]:
-    """The notes' texts under NOTES_HEADING; none when no note has text."""
-    return [NOTES_HEADING, *notes] if any(n.strip() for n in notes) else []
+    """The notes' texts under NOTES_HEADING; none when no note has text (an empty
+    unseen run's marks are no text)."""
+    return [NOTES_HEADING, *notes] if any(resolved(n).strip() for n in notes) else []
 
 
 def _odt_walk(
@@ -811,7 +885,7 @@ def _odt_walk(
             continue
         tag = el.tag
         style = el.get(f"{_TEXT}style-name")
-        if tag == f"{_TEXT}span" and style in unseen:
+        if style in unseen and (tag in _STYLED_TEXT or tag in _PARAGRAPHS):
             before = bool(inside) and inside[-1][1]
             now = unseen[style or ""]
             inside.append((el, now, now != before))
@@ -848,6 +922,8 @@ def _odt_walk(
     return "".join(out)
 
 
+# What holds text in a text style of its own, besides a paragraph: a span, a link.
+_STYLED_TEXT = frozenset({f"{_TEXT}span", f"{_TEXT}a"})
 # Notes (read after the body), tracked changes, comments; what an index or table of
 # contents is made from (its source: templates and a title never shown; the index
 # itself, its body, is read); an image's title and description (alt text, not shown);

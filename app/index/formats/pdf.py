@@ -351,9 +351,10 @@ def _page(textpage: pdfium.PdfTextPage, height: float, page: pdfium.PdfPage | No
     page that PDFium reads across its columns read column by column (columns.py); given
     the page, glyphs it draws not to be seen among seen ones as spaces (unseen.py)."""
     text = textpage.get_text_range()
-    objects = unseen.hiding(page) if page is not None else frozenset()
-    if objects:
-        text = unseen.blanked(textpage, text, objects, unseen.Backdrops(page))
+    if page is not None:
+        drawing = unseen.Drawing(page)
+        if drawing.candidates or drawing.every:
+            text = unseen.blanked(textpage, text, drawing)
     rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)
     # A line ends at a line break, and at PDFium's hyphen mark, which it writes with

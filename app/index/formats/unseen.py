@@ -1,130 +1,270 @@
 """Glyphs of a PDF page a reader does not see, among glyphs they do.
 
-A letter drawn invisible (text render mode 3), in white, or at most UNSEEN_POINTS high
-in place of each space ("Whenxwexspeak"), or junk words drawn so between the words of a
-copy, are the oldest ways to hide a copy from a plagiarism checker: PDFium gives their
-text as any other. Such glyphs read as spaces here where the text beside them on their
-line is seen. A line that is all such glyphs stays as it is: an OCR layer is drawn
-invisible over its scan, and white text on a dark fill (a slide, a table's header) is
-seen; what tells a hidden glyph is that the glyphs beside it are drawn to be seen.
+A letter drawn invisible (text render mode 3 or 7, or fully transparent), in the colour
+of what lies under it (white on the page, black on a black box), at most UNSEEN_POINTS
+high or squeezed to a sliver, in place of each space ("Whenxwexspeak"), or junk words
+drawn so between the words of a copy, are the oldest ways to hide a copy from a
+plagiarism checker: PDFium gives their text as any other. Such glyphs read as spaces
+here where the text beside them on their line is seen. A line that is all such glyphs
+stays as it is: an OCR layer is drawn invisible over its scan, and what tells a hidden
+glyph is that the glyphs beside it are drawn to be seen.
+
+What lies under a glyph is found the way the page is painted: the last filled path,
+image or shading drawn before the glyph's text object (forms walked into) that covers
+at least half the glyph's box; the page's white where none does. An image's colours
+are not judged: any glyph on one is seen.
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from app.index.formats.blanking import hidden_runs
+from app.index.formats.blanking import RGB, WHITE, faint, hidden_runs
 
-# A glyph at most this many points high is not seen.
+# A glyph at most this many points high, or this many wide, is not seen.
 UNSEEN_POINTS = 1.0
-# A fill whose red, green and blue are all at least this is white.
-WHITE = 250
-# Render modes that fill a glyph (the others stroke it, or only clip): its fill colour
-# is what shows.
+UNSEEN_WIDTH = 0.25
+# Render modes that fill a glyph (its fill colour shows), that only stroke it (its
+# stroke colour does), and that draw nothing.
 _FILLED = frozenset({0, 2, 4, 6})
+_STROKED = frozenset({1, 5})
+_INVISIBLE = frozenset({3, 7})
+# What lies under a glyph is looked up in a GRID x GRID partition of the page. Past
+# MAX_CELLS area-cells a page's later areas are not recorded, and past MAX_WALK areas
+# in one cell a glyph is taken to lie on the page: a page built to be slow to judge is
+# judged toward catching, its white glyphs read as on white.
+GRID = 32
+MAX_CELLS = 1_000_000
+MAX_WALK = 4096
+# Forms nested deeper than this are not walked into; their glyphs are all looked at.
+MAX_DEPTH = 12
+# Past this many distinct path colours, every text object drawn after is looked at.
+MAX_COLOURS = 64
+
+Matrix = tuple[float, float, float, float, float, float]
+_IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
-# Past this many drawn areas a page's backdrops are not looked through: no white or
-# invisible glyph on it is judged hidden (a vector drawing of thousands of shapes).
-MAX_BACKDROPS = 2000
-
-
-def _white(r: int, g: int, b: int, a: int) -> bool:
-    return min(r, g, b) >= WHITE and a > 0
+class _Area(NamedTuple):
+    order: int
+    box: tuple[float, float, float, float]  # left, bottom, right, top on the page
+    colour: RGB | None  # None: an image or a shading, whose colours are not judged
 
 
 def _address(obj: Any) -> int:
     return ctypes.cast(obj, ctypes.c_void_p).value or 0
 
 
-def hiding(page: pdfium.PdfPage) -> frozenset[int]:
-    """The page's text objects (their addresses) that may be unseen: drawn invisible, in
-    white, or in a font at most UNSEEN_POINTS high once scaled by the object's matrix;
-    one look at its top-level objects. A page with a form XObject, whose objects are
-    not looked into, answers {0}: every glyph is looked at."""
-    found = set()
-    rgba = [ctypes.c_uint() for _ in range(4)]
-    size = ctypes.c_float()
-    matrix = pdfium_c.FS_MATRIX()
-    for i in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
-        obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
-        kind = pdfium_c.FPDFPageObj_GetType(obj)
-        if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
-            return frozenset({0})
-        if kind != pdfium_c.FPDF_PAGEOBJ_TEXT:
-            continue
-        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
-        white = (
-            mode in _FILLED
-            and pdfium_c.FPDFPageObj_GetFillColor(obj, *map(ctypes.byref, rgba))
-            and _white(*(c.value for c in rgba))
-        )
-        tiny = False
-        if pdfium_c.FPDFTextObj_GetFontSize(
-            obj, ctypes.byref(size)
-        ) and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(matrix)):
-            scale = abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5
-            tiny = 0 < size.value * scale <= UNSEEN_POINTS
-        if mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE or white or tiny:
-            found.add(_address(obj))
-    return frozenset(found)
+def _then(m: Matrix, outer: Matrix) -> Matrix:
+    """m applied first, then outer."""
+    a, b, c, d, e, f = m
+    A, B, C, D, E, F = outer
+    return (
+        a * A + b * C,
+        a * B + b * D,
+        c * A + d * C,
+        c * B + d * D,
+        e * A + f * C + E,
+        e * B + f * D + F,
+    )
 
 
-class Backdrops:
-    """Where a page draws something text may lie on: its images and the paths it fills
-    in a colour that is not white (their bounds). A white glyph on one is seen (a table's
-    dark column, a highlight, a band), and so is an invisible glyph (an OCR layer over
-    its scan)."""
+def _on_page(
+    box: tuple[float, float, float, float], m: Matrix
+) -> tuple[float, float, float, float]:
+    if m == _IDENTITY:
+        return box
+    a, b, c, d, e, f = m
+    x0, y0, x1, y1 = box
+    xs, ys = [], []
+    for x, y in ((x0, y0), (x0, y1), (x1, y0), (x1, y1)):
+        xs.append(a * x + c * y + e)
+        ys.append(b * x + d * y + f)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _least_scale(m: Matrix) -> float:
+    """The matrix's smallest stretch of a unit length (its least singular value)."""
+    a, b, c, d = m[:4]
+    s = a * a + b * b + c * c + d * d
+    det = a * d - b * c
+    return math.sqrt(max(0.0, (s - math.sqrt(max(0.0, s * s - 4 * det * det))) / 2))
+
+
+class Drawing:
+    """A page's objects walked once in the order they are painted: the text objects
+    that may be unseen (`candidates`: drawn invisible or transparent, in a colour faint
+    on white or on a path filled before them, or in a font at most UNSEEN_POINTS once
+    scaled along either axis), and what each glyph lies on (`under`)."""
 
     def __init__(self, page: pdfium.PdfPage) -> None:
-        self.areas: list[tuple[float, float, float, float]] | None = []
+        self.candidates: set[int] = set()
+        self.every = False  # a form too deep to walk: every glyph is looked at
+        self._order: dict[int, int] = {}
+        self._areas: list[_Area] = []
+        self._colours: set[RGB] = set()
+        left, bottom, right, top = page.get_bbox()
+        self._frame = (left, bottom, max(right - left, 1.0), max(top - bottom, 1.0))
+        self._cells: list[list[int]] | None = None
+        self._count = 0
+        self._walk(
+            page.raw, pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject, _IDENTITY, 0
+        )
+
+    def _walk(self, parent: Any, count: Any, get: Any, matrix: Matrix, depth: int) -> None:
         rgba = [ctypes.c_uint() for _ in range(4)]
+        refs = [ctypes.byref(c) for c in rgba]
         box = [ctypes.c_float() for _ in range(4)]
         fill, stroke = ctypes.c_int(), ctypes.c_int()
-        for i in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
-            obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
+        for i in range(count(parent)):
+            obj = get(parent, i)
             kind = pdfium_c.FPDFPageObj_GetType(obj)
+            order = self._count
+            self._count += 1
+            if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
+                own = pdfium_c.FS_MATRIX()
+                if depth >= MAX_DEPTH or not pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(own)):
+                    self.every = True
+                    continue
+                inner = (own.a, own.b, own.c, own.d, own.e, own.f)
+                self._walk(
+                    obj,
+                    pdfium_c.FPDFFormObj_CountObjects,
+                    pdfium_c.FPDFFormObj_GetObject,
+                    _then(inner, matrix),
+                    depth + 1,
+                )
+                continue
+            if kind == pdfium_c.FPDF_PAGEOBJ_TEXT:
+                self._text(obj, order, matrix)
+                continue
+            colour: RGB | None = None
             if kind == pdfium_c.FPDF_PAGEOBJ_PATH:
                 if not (
                     pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
                     and fill.value != pdfium_c.FPDF_FILLMODE_NONE
-                    and pdfium_c.FPDFPageObj_GetFillColor(obj, *map(ctypes.byref, rgba))
-                    and not _white(*(c.value for c in rgba))
+                    and pdfium_c.FPDFPageObj_GetFillColor(obj, *refs)
                     and rgba[3].value > 0
                 ):
                     continue
+                colour = (rgba[0].value, rgba[1].value, rgba[2].value)
+                if len(self._colours) <= MAX_COLOURS:
+                    self._colours.add(colour)
             elif kind not in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_SHADING):
                 continue
             if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
-                if len(self.areas) >= MAX_BACKDROPS:
-                    self.areas = None
-                    return
-                left, bottom, right, top = (c.value for c in box)
-                self.areas.append((left, bottom, right, top))
+                bounds = _on_page((box[0].value, box[1].value, box[2].value, box[3].value), matrix)
+                self._areas.append(_Area(order, bounds, colour))
 
-    def behind(self, x: float, y: float) -> bool:
-        """Whether something is drawn at (x, y); True past MAX_BACKDROPS."""
-        if self.areas is None:
-            return True
-        return any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in self.areas)
+    def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
+        address = _address(obj)
+        self._order[address] = order
+        mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
+        colour = _object_colour(obj, mode)
+        may = (
+            colour is None
+            or faint(colour)
+            or len(self._colours) > MAX_COLOURS
+            or any(faint(colour, c) for c in self._colours)
+        )
+        if not may:
+            size = ctypes.c_float()
+            own = pdfium_c.FS_MATRIX()
+            if pdfium_c.FPDFTextObj_GetFontSize(
+                obj, ctypes.byref(size)
+            ) and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(own)):
+                scaled = _then((own.a, own.b, own.c, own.d, own.e, own.f), matrix)
+                may = 0 < size.value * _least_scale(scaled) <= UNSEEN_POINTS
+        if may:
+            self.candidates.add(address)
+
+    def looks_at(self, obj: Any) -> bool:
+        """Whether a glyph of this text object is to be looked at."""
+        return self.every or _address(obj) in self.candidates
+
+    def under(self, obj: Any, box: tuple[float, float, float, float]) -> RGB | None:
+        """The colour a glyph of obj with this box on the page lies on: the last area
+        painted before obj that covers half the box or more, WHITE (the page's) if none
+        does; None for an image or a shading."""
+        if self._cells is None:
+            self._cells = self._grid()
+        order = self._order.get(_address(obj), self._count)
+        x0, y0, x1, y1 = box
+        cell = self._cells[self._cell((x0 + x1) / 2, (y0 + y1) / 2)]
+        size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+        walked = 0
+        for k in reversed(cell):
+            area = self._areas[k]
+            if area.order >= order:
+                continue
+            walked += 1
+            if walked > MAX_WALK:
+                return WHITE
+            ax0, ay0, ax1, ay1 = area.box
+            if size > 0:
+                w = min(x1, ax1) - max(x0, ax0)
+                h = min(y1, ay1) - max(y0, ay0)
+                if w > 0 and h > 0 and w * h >= size / 2:
+                    return area.colour
+            elif ax0 <= x0 <= ax1 and ay0 <= y0 <= ay1:
+                return area.colour
+        return WHITE
+
+    def _cell(self, x: float, y: float) -> int:
+        left, bottom, width, height = self._frame
+        col = min(GRID - 1, max(0, int((x - left) / width * GRID)))
+        row = min(GRID - 1, max(0, int((y - bottom) / height * GRID)))
+        return row * GRID + col
+
+    def _grid(self) -> list[list[int]]:
+        cells: list[list[int]] = [[] for _ in range(GRID * GRID)]
+        recorded = 0
+        for k, area in enumerate(self._areas):  # in paint order: each cell's list is too
+            x0, y0, x1, y1 = area.box
+            first, last = self._cell(x0, y0), self._cell(x1, y1)
+            rows = range(first // GRID, last // GRID + 1)
+            cols = range(first % GRID, last % GRID + 1)
+            recorded += len(rows) * len(cols)
+            if recorded > MAX_CELLS:
+                break
+            for row in rows:
+                for col in cols:
+                    cells[row * GRID + col].append(k)
+        return cells
 
 
-def blanked(
-    textpage: pdfium.PdfTextPage, text: str, objects: frozenset[int], backdrops: Backdrops
-) -> str:
-    """text (the text page's whole text) with each run of unseen glyphs of objects
-    (hiding()) whose line neighbours are seen (blanking.hidden_runs) made spaces, one per
-    UTF-16 unit, so PDFium's character indexes still fall where they did."""
+def _object_colour(obj: Any, mode: int) -> RGB | None:
+    """The colour a text object's glyphs show in; None if they show nothing."""
+    rgba = [ctypes.c_uint() for _ in range(4)]
+    refs = [ctypes.byref(c) for c in rgba]
+    if mode in _FILLED:
+        ok = pdfium_c.FPDFPageObj_GetFillColor(obj, *refs)
+    elif mode in _STROKED:
+        ok = pdfium_c.FPDFPageObj_GetStrokeColor(obj, *refs)
+    else:
+        return None
+    if not ok:
+        return (0, 0, 0)
+    if rgba[3].value == 0:
+        return None
+    return (rgba[0].value, rgba[1].value, rgba[2].value)
+
+
+def blanked(textpage: pdfium.PdfTextPage, text: str, drawing: Drawing) -> str:
+    """text (the text page's whole text) with each run of unseen glyphs whose line
+    neighbours are seen (blanking.hidden_runs) made spaces, one per UTF-16 unit, so
+    PDFium's character indexes still fall where they did."""
     count = pdfium_c.FPDFText_CountChars(textpage.raw)
     units = [2 if ord(c) > 0xFFFF else 1 for c in text]
     if sum(units) != count:
         return text  # not the text page's text: nothing to line up
     out = list(text)
-    hidden = _hidden(textpage, text, units, objects, backdrops)
+    hidden = _hidden(textpage, text, units, drawing)
     for start, end in hidden_runs(text, hidden):
         for j in range(start, end):
             out[j] = " " * units[j]
@@ -132,17 +272,12 @@ def blanked(
 
 
 def _hidden(
-    textpage: pdfium.PdfTextPage,
-    text: str,
-    units: list[int],
-    objects: frozenset[int],
-    backdrops: Backdrops,
+    textpage: pdfium.PdfTextPage, text: str, units: list[int], drawing: Drawing
 ) -> list[bool]:
-    """Per character of text, whether its glyph (one of objects', or any with {0}) is
-    drawn to be unseen: invisible or white with nothing drawn behind it, or at most
-    UNSEEN_POINTS high (its box from the font's ascent to its descent, on the page:
-    whatever the font size and matrices)."""
-    every = 0 in objects
+    """Per character of text, whether its glyph (of one of the drawing's candidates) is
+    drawn to be unseen: at most UNSEEN_POINTS high or UNSEEN_WIDTH wide (its box from the
+    font's ascent to its descent, on the page), invisible where nothing non-white lies
+    under it, or in a colour faint on what does."""
     raw = textpage.raw
     rgba = [ctypes.c_uint() for _ in range(4)]
     refs = [ctypes.byref(c) for c in rgba]
@@ -154,24 +289,29 @@ def _hidden(
         if c.isspace():
             continue
         obj = pdfium_c.FPDFText_GetTextObject(raw, index)
-        if not obj:  # a character PDFium made up (a space, a line break)
-            continue
-        if not every and _address(obj) not in objects:
+        if not obj or not drawing.looks_at(obj):  # not obj: a character PDFium made up
             continue
         if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, ctypes.byref(rect)):
             continue
-        if 0 < rect.top - rect.bottom <= UNSEEN_POINTS:
+        height, width = rect.top - rect.bottom, rect.right - rect.left
+        if 0 < height <= UNSEEN_POINTS or 0 < width <= UNSEEN_WIDTH:
             out[k] = True
             continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
-        invisible = mode == pdfium_c.FPDF_TEXTRENDERMODE_INVISIBLE
-        white = (
-            not invisible
-            and mode in _FILLED
-            and pdfium_c.FPDFText_GetFillColor(raw, index, *refs)
-            and _white(*(v.value for v in rgba))
-        )
-        if invisible or white:
-            x, y = (rect.left + rect.right) / 2, (rect.top + rect.bottom) / 2
-            out[k] = not backdrops.behind(x, y)
+        colour: RGB | None = None
+        if mode not in _INVISIBLE:
+            read = (
+                pdfium_c.FPDFText_GetFillColor
+                if mode in _FILLED
+                else pdfium_c.FPDFText_GetStrokeColor
+            )
+            if not read(raw, index, *refs):
+                continue  # a colour PDFium cannot give: seen
+            if rgba[3].value > 0:
+                colour = (rgba[0].value, rgba[1].value, rgba[2].value)
+        under = drawing.under(obj, (rect.left, rect.bottom, rect.right, rect.top))
+        if colour is None:  # invisible: seen only on a scan, a drawing, a fill
+            out[k] = under is not None and faint(under)
+        else:
+            out[k] = under is not None and faint(colour, under)
     return out
