@@ -1017,31 +1017,40 @@ def _run(text: str, props: str = "") -> str:
         '<w:color w:val="FFFFFF"/>',
         '<w:color w:val="ffffff"/><w:shd w:val="clear" w:fill="FFFFFF"/>',
         '<w:color w:val="000000" w:themeColor="background1"/>',
-        '<w:sz w:val="1"/><w:szCs w:val="1"/>',
-        '<w:w w:val="1"/>',
-        '<w:w w:val="5%"/>',
+        '<w:sz w:val="1"/><w:szCs w:val="1"/><w:spacing w:val="60"/>',
     ],
-    ids=["white", "white-on-white", "theme-background", "half-point", "1%-wide", "5%-wide"],
+    ids=["white", "white-on-white", "theme-background", "half-point-spaced"],
 )
 def test_a_docx_letter_nobody_sees_in_place_of_each_space_reads_as_a_space(props: str) -> None:
-    """The oldest trick against a checker: a white, 1-point or squeezed letter in place of
-    each space (the words read "Whenxwexspeak" and share no shingle with the source) reads
-    as a space, and so does white junk between words."""
-    words = [
-        "When",
-        "we",
-        "speak",
-        "of",
-        "free",
-        "software",
-        "we",
-        "are",
-        "referring",
-        "to",
-        "freedom",
-    ]
+    """The oldest trick against a checker: a white letter (or a tiny one spaced apart to
+    take a letter's room) in place of each space (the words read "Whenxwexspeak" and
+    share no shingle with the source) reads as a space, and so does white junk between
+    words."""
+    words = ["When", "we", "speak", "of", "free", "software", "we", "are", "referring"]
     body = "<w:p>" + _run("x", props).join(_run(w) for w in words) + "</w:p>"
     assert extract(DOCX, _docx(body)).split() == words
+    junk = "<w:p>" + _run(" banana ", props).join(_run(w) for w in words) + "</w:p>"
+    assert extract(DOCX, _docx(junk)).split() == words
+
+
+@pytest.mark.parametrize(
+    "props",
+    ['<w:sz w:val="1"/><w:szCs w:val="1"/>', '<w:w w:val="1"/>', '<w:w w:val="5%"/>'],
+    ids=["half-point", "1%-wide", "5%-wide"],
+)
+def test_a_docx_letter_that_takes_no_room_reads_as_nothing(props: str) -> None:
+    """A letter half a point high or squeezed to a twentieth of its width takes no room:
+    slipped into a word it does not split it (a reader sees "software"), between words
+    it glues them as a reader sees them, and junk words so drawn between spaces go."""
+    words = ["When", "we", "speak", "of", "free", "software"]
+    split = (
+        "<w:p>"
+        + " ".join(_run(w[:2]) + _run("x", props) + _run(w[2:] + " ") for w in words)
+        + "</w:p>"
+    )
+    assert extract(DOCX, _docx(split)).split() == words
+    glued = "<w:p>" + _run("When") + _run("x", props) + _run("we") + "</w:p>"
+    assert extract(DOCX, _docx(glued)) == "Whenwe"
     junk = "<w:p>" + _run(" banana ", props).join(_run(w) for w in words) + "</w:p>"
     assert extract(DOCX, _docx(junk)).split() == words
 
@@ -1077,9 +1086,9 @@ def test_docx_letters_unseen_through_their_styles_or_nearly_white_read_as_spaces
 
 
 def test_odt_letters_unseen_through_paragraph_and_link_styles_read_as_spaces() -> None:
-    """An ODT paragraph styled white around a black span, a link styled white, a span at
-    1% of its parent's size, and black on a black background, between seen words, read
-    as spaces."""
+    """An ODT paragraph styled white around a black span, a link styled white, and black
+    on a black background, between seen words, read as spaces; a span at 1% of its
+    parent's size inside a word, as nothing."""
     styles = (
         '<style:style style:name="PW" style:family="paragraph"><style:text-properties {FO} '
         'fo:color="#ffffff"/></style:style>'
@@ -1097,7 +1106,7 @@ def test_odt_letters_unseen_through_paragraph_and_link_styles_read_as_spaces() -
         '<text:p text:style-name="PW"><text:span text:style-name="B">When</text:span>x'
         '<text:span text:style-name="B">we</text:span></text:p>'
         f'<text:p>speak<text:a {link} xlink:href="#" text:style-name="W">x</text:a>of'
-        '<text:span text:style-name="Tiny">x</text:span>free'
+        ' fr<text:span text:style-name="Tiny">x</text:span>ee'
         '<text:span text:style-name="Dark">x</text:span>software</text:p>'
     )
     said = extract(ODT, _odt(body, styles)).split()
@@ -1154,8 +1163,8 @@ _FO_NS = 'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
 
 
 def test_odt_letters_nobody_sees_read_as_spaces_and_hidden_fields_hide() -> None:
-    """An ODT span styled white (without a background of its own), at half a point or
-    squeezed reads as one space; a white span on a dark background is read; text a
+    """An ODT span styled white (without a background of its own) reads as one space, and
+    one at half a point, in a word, as nothing; a white span on a dark background is read; text a
     hidden-text field hides now, and a paragraph a hidden-paragraph field hides, are not."""
     styles = (
         '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
@@ -1166,8 +1175,8 @@ def test_odt_letters_nobody_sees_read_as_spaces_and_hidden_fields_hide() -> None
         'fo:color="#FFFFFF" fo:background-color="#000080"/></style:style>'
     ).replace("{FO}", _FO_NS)
     body = (
-        '<text:p>When<text:span text:style-name="W">x</text:span>we'
-        '<text:span text:style-name="S">x</text:span>speak <text:span '
+        '<text:p>When<text:span text:style-name="W">x</text:span>we '
+        'spe<text:span text:style-name="S">x</text:span>ak <text:span '
         'text:style-name="D">banner</text:span> of<text:hidden-text text:condition="ooow:1" '
         'text:string-value="junk" text:is-hidden="true">junk</text:hidden-text> free</text:p>'
         '<text:p><text:hidden-paragraph text:condition="ooow:1" text:is-hidden="true"/>'
@@ -1189,7 +1198,7 @@ def _shown(words: list[str], between: str, x: float = 72, y: float = 700) -> str
     [
         "1 1 1 rg (x) Tj",  # a white letter for a space
         "3 Tr (x) Tj",  # an invisible one
-        "/F1 0.5 Tf (x) Tj",  # half a point high
+        "/F1 0.5 Tf ( x ) Tj",  # half a point high, between spaces
         "3 Tr ( banana ) Tj",  # an invisible junk word
         "1 1 1 rg ( cherry apple ) Tj",  # white junk words
         "0.98 0.98 0.98 rg (x) Tj",  # near white
@@ -1199,7 +1208,7 @@ def _shown(words: list[str], between: str, x: float = 72, y: float = 700) -> str
     ids=[
         "white-x",
         "invisible-x",
-        "tiny-x",
+        "tiny-spaced-x",
         "invisible-word",
         "white-words",
         "near-white",
@@ -1214,6 +1223,21 @@ def test_pdf_glyphs_nobody_sees_between_seen_words_read_as_spaces(between: str) 
     words = ["When", "we", "speak", "of", "free", "software"]
     text = extract(PDF, pdf([_shown(words, between).encode()]))
     assert text.split() == words
+
+
+def test_pdf_glyphs_that_take_no_room_read_as_nothing() -> None:
+    """A glyph half a point high or squeezed to a sliver takes no room: slipped into a
+    word it does not split it (a reader sees "software"); between two words with no gap
+    it glues them, as a reader sees them."""
+    tiny = "/F1 0.5 Tf (x) Tj /F1 11 Tf"
+    inside = f"BT 0 g /F1 11 Tf 72 700 Td (fr) Tj {tiny} (ee so) Tj {tiny} (ftware) Tj ET"
+    squeezed = (
+        "BT 0 g /F1 11 Tf 72 680 Td (sp) Tj ET BT 0.01 0 0 11 82.5 680 Tm /F1 1 Tf (x) Tj ET "
+        "BT 0 g /F1 11 Tf 82.6 680 Td (eak) Tj ET"
+    )
+    glued = f"BT 0 g /F1 11 Tf 72 660 Td (When) Tj {tiny} (we) Tj ET"
+    said = extract(PDF, pdf([f"{inside}\n{squeezed}\n{glued}".encode()])).split("\n")
+    assert said == ["free software", "speak", "Whenwe"]
 
 
 _SPEAK = ["When", "we", "speak", "of", "free", "software"]

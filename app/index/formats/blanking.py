@@ -4,7 +4,8 @@ A letter nobody sees in place of each space ("Whenxwexspeak"), or junk words so 
 between a copy's words, hide a copy from a plagiarism checker. The readers mark what
 their format draws unseen (a white letter, one a point high; formats/unseen.py for a
 PDF's glyphs, office.py for DOCX runs and ODT spans); here a run of it becomes a space
-where the nearest text on its line, either side, is seen. A line that is all unseen is
+(or nothing, where it takes no room) where the nearest text on its line, either side,
+is seen. A line that is all unseen is
 left as it is: white text on a dark fill that the reader cannot judge (a table style's,
 a page's) and an OCR layer are seen, and what tells a hidden run is that the text beside
 it on its line was drawn to be seen.
@@ -21,9 +22,16 @@ WHITE: RGB = (255, 255, 255)
 # grey on white (#E6E6E6) and black on navy are seen, if faintly.
 FAINT = 24
 
-# What the DOCX and ODT readers put around unseen text: characters XML 1.0 cannot hold,
-# so no file's text can hold them.
-OPEN, CLOSE = "\x01", "\x02"
+# How a character is drawn: seen; unseen, taking the room of a letter (white, invisible:
+# a reader sees a gap, so the run reads as a space); unseen and taking no room (a point
+# high, squeezed to a sliver: a reader sees the letters beside it touch, so it reads as
+# nothing, and a letter slipped into a word does not split it).
+SEEN, ROOM, NO_ROOM = 0, 1, 2
+# What the DOCX and ODT readers put around unseen text (OPEN[kind] ... CLOSE):
+# characters XML 1.0 cannot hold, so no file's text can hold them.
+OPEN = {ROOM: "\x01", NO_ROOM: "\x03"}
+CLOSE = "\x02"
+_MARKS = {"\x01": ROOM, "\x03": NO_ROOM}
 
 
 def faint(colour: RGB, under: RGB = WHITE) -> bool:
@@ -47,10 +55,11 @@ def _blank(c: str) -> bool:
     return c.isspace() and c not in "\r\n"
 
 
-def hidden_runs(text: str, hidden: Sequence[bool]) -> list[tuple[int, int]]:
-    """The (start, end) of each run of hidden characters of text (with the blanks
-    between them) to read as a space: one whose nearest characters on its line, either
-    side, are seen where there are any, and there is one at least."""
+def hidden_runs(text: str, hidden: Sequence[int]) -> list[tuple[int, int, str]]:
+    """The (start, end, reading) of each run of unseen characters of text (hidden[k]
+    ROOM or NO_ROOM, with the blanks between them) whose nearest characters on its line,
+    either side, are seen where there are any, and there is one at least: its reading a
+    space if a character of it takes room, else nothing."""
     runs = []
     k, n = 0, len(text)
     while k < n:
@@ -63,12 +72,13 @@ def hidden_runs(text: str, hidden: Sequence[bool]) -> list[tuple[int, int]]:
         while end > k and _blank(text[end - 1]):
             end -= 1
         if _seen_beside(text, hidden, k, end):
-            runs.append((k, end))
+            room = any(hidden[j] == ROOM for j in range(k, end))
+            runs.append((k, end, " " if room else ""))
         k = max(end, k + 1)
     return runs
 
 
-def _seen_beside(text: str, hidden: Sequence[bool], start: int, end: int) -> bool:
+def _seen_beside(text: str, hidden: Sequence[int], start: int, end: int) -> bool:
     sides = []
     i = start - 1
     while i >= 0 and _blank(text[i]):
@@ -85,24 +95,25 @@ def _seen_beside(text: str, hidden: Sequence[bool], start: int, end: int) -> boo
 
 def resolved(marked: str) -> str:
     """A reader's text with its OPEN ... CLOSE marks resolved: each hidden run
-    (hidden_runs) one space, other marked text as it is, the marks gone."""
-    if OPEN not in marked:
+    (hidden_runs) read as it reads, other marked text as it is, the marks gone."""
+    if not any(mark in marked for mark in _MARKS):
         return marked.replace(CLOSE, "")
     chars: list[str] = []
-    hidden: list[bool] = []
-    depth = 0
+    hidden: list[int] = []
+    kinds: list[int] = []
     for c in marked:
-        if c == OPEN:
-            depth += 1
+        if c in _MARKS:
+            kinds.append(_MARKS[c])
         elif c == CLOSE:
-            depth = max(0, depth - 1)
+            if kinds:
+                kinds.pop()
         else:
             chars.append(c)
-            hidden.append(depth > 0)
+            hidden.append(kinds[-1] if kinds else SEEN)
     text = "".join(chars)
     out, at = [], 0
-    for start, end in hidden_runs(text, hidden):
-        out += [text[at:start], " "]
+    for start, end, reading in hidden_runs(text, hidden):
+        out += [text[at:start], reading]
         at = end
     out.append(text[at:])
     return "".join(out)

@@ -34,7 +34,7 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from app.index.errors import FileError
-from app.index.formats.blanking import CLOSE, OPEN, faint, hex_colour, resolved
+from app.index.formats.blanking import CLOSE, NO_ROOM, OPEN, ROOM, SEEN, faint, hex_colour, resolved
 
 # Bounds on each XML part read: its size once decompressed, and how many times its
 # compressed size that may be (checked past RATIO_FLOOR: tiny parts compress far
@@ -461,6 +461,8 @@ def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset
 # letters scaled to at most this share of their width.
 UNSEEN_POINTS = 1.0
 UNSEEN_SCALE = 0.1
+# Such letters spaced apart by this many points or more take room all the same.
+ROOM_POINTS = 2.0
 # Theme colours a reader does not see on a page with no shading of its own.
 _WHITE_THEMES = frozenset({"background1", "light1", "bg1"})
 
@@ -494,7 +496,8 @@ def _points(value: str | None) -> float | None:
 
 # What a style says of its runs' and paragraphs' looks (_Hiding.look, .shaded).
 _LOOKS = (
-    "rPr/color", "rPr/sz", "rPr/szCs", "rPr/w", "rPr/shd", "rPr/highlight", "pPr/shd"
+    "rPr/color", "rPr/sz", "rPr/szCs", "rPr/w", "rPr/spacing", "rPr/shd", "rPr/highlight",
+    "pPr/shd",
 )  # fmt: skip
 
 
@@ -519,30 +522,33 @@ def _shaded(props: ET.Element | None) -> bool:
     return light is not None and light.get(f"{_W}val", "none") != "none"
 
 
-def _unseen(props: ET.Element | None, shaded: bool) -> bool:
-    """Whether a DOCX run's own formatting makes it unseen: a font of at most
-    UNSEEN_POINTS (w:sz counts half points; w:szCs too, for a complex script's letters,
-    where it says), a width scaled to at most UNSEEN_SCALE, or white letters (w:color,
-    or a theme's background colour) where neither the run, its paragraph nor its table
-    cell is shaded."""
+def _unseen(props: ET.Element | None, shaded: bool) -> int:
+    """How a DOCX run's formatting draws it (blanking.SEEN, ROOM, NO_ROOM): a font of at
+    most UNSEEN_POINTS (w:sz counts half points; w:szCs too, for a complex script's
+    letters, where it says) or a width scaled to at most UNSEEN_SCALE takes no room
+    unless its letters are spaced apart by ROOM_POINTS or more (w:spacing); white letters
+    (w:color, or a theme's background colour) where neither the run, its paragraph nor
+    its table cell is shaded take a letter's room."""
     if props is None:
-        return False
+        return SEEN
     sizes = [props.find(f"{_W}{name}") for name in ("sz", "szCs")]
     halves = [_number(s.get(f"{_W}val")) for s in sizes if s is not None]
-    if halves and all(h is not None and 0 <= h <= 2 * UNSEEN_POINTS for h in halves):
-        return True
     width = props.find(f"{_W}w")
     scale = _number(width.get(f"{_W}val")) if width is not None else None
-    if scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE:
-        return True
+    if (halves and all(h is not None and 0 <= h <= 2 * UNSEEN_POINTS for h in halves)) or (
+        scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE
+    ):
+        spacing = props.find(f"{_W}spacing")
+        apart = _number(spacing.get(f"{_W}val")) if spacing is not None else None
+        return ROOM if apart is not None and apart >= 20 * ROOM_POINTS else NO_ROOM
     color = props.find(f"{_W}color")
     if color is None or shaded or _shaded(props):
-        return False
+        return SEEN
     theme = color.get(f"{_W}themeColor")
     if theme is not None:
-        return theme in _WHITE_THEMES
+        return ROOM if theme in _WHITE_THEMES else SEEN
     colour = hex_colour(color.get(f"{_W}val"))
-    return colour is not None and faint(colour)
+    return ROOM if colour is not None and faint(colour) else SEEN
 
 
 class _DocxVisitor:
@@ -617,10 +623,11 @@ class _DocxVisitor:
             if said:
                 return None
             style = self.paragraph_styles[-1] if self.paragraph_styles else None
-            if _unseen(self.hiding.look(props, run_style, style), any(self.shading)):
-                # Its text is marked, not dropped: a space where the text beside it is
-                # seen (blanking.resolved); a text box drawn in it is read as any.
-                out.append(OPEN)
+            kind = _unseen(self.hiding.look(props, run_style, style), any(self.shading))
+            if kind:
+                # Its text is marked, not dropped: a space (or nothing) where the text
+                # beside it is seen (blanking.resolved); a text box drawn in it is read.
+                out.append(OPEN[kind])
                 self.unseen.append(el)
             return el
         if tag == f"{_W}tc":
@@ -754,7 +761,7 @@ def _odt_encrypted(archive: _Zip) -> bool:
 _SEEN_BY = (f"{_FO}font-size", f"{_STYLE}text-scale", f"{_FO}color", f"{_FO}background-color")
 
 
-def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, bool]:
+def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, int]:
     """Per text style that says, whether a reader does not see its letters (as _unseen
     for a DOCX run: a font of at most UNSEEN_POINTS, letters scaled to at most
     UNSEEN_SCALE, white letters with no background colour) or does (a colour that is not
@@ -772,25 +779,26 @@ def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, bool]:
 
 def _odt_unseen(
     size: str | None, scale: str | None, color: str | None, ground: str | None
-) -> bool | None:
-    """Whether a style's text properties make its letters unseen (None: they do not say)."""
+) -> int | None:
+    """How a style's text properties draw its letters (blanking.SEEN, ROOM: faint on
+    their background; NO_ROOM: a point high or squeezed); None: they do not say."""
     points = _points(size)
     share = _number(scale)
-    if points is not None and 0 <= points <= UNSEEN_POINTS:
-        return True
-    if share is not None and 0 <= share <= 100 * UNSEEN_SCALE:
-        return True
-    if size is not None and size.strip().endswith("%"):
-        relative = _number(size)
-        if relative is not None and 0 <= relative <= 100 * UNSEEN_SCALE:
-            return True  # a tenth of its parent's size or less: a point or so
+    relative = _number(size) if size is not None and size.strip().endswith("%") else None
+    if (
+        (points is not None and 0 <= points <= UNSEEN_POINTS)
+        or (share is not None and 0 <= share <= 100 * UNSEEN_SCALE)
+        # A tenth of its parent's size or less: a point or so.
+        or (relative is not None and 0 <= relative <= 100 * UNSEEN_SCALE)
+    ):
+        return NO_ROOM
     if color:
         colour, back = hex_colour(color), hex_colour(ground)
         if colour is None:
-            return False
+            return SEEN
         if ground is None or ground.strip().lower() == "transparent":
-            return faint(colour)
-        return back is not None and faint(colour, back)
+            return ROOM if faint(colour) else SEEN
+        return ROOM if back is not None and faint(colour, back) else SEEN
     return None
 
 
@@ -860,24 +868,25 @@ def _headed(notes: list[str]) -> list[str]:
 
 
 def _odt_walk(
-    top: ET.Element, hidden: frozenset[str], unseen: dict[str, bool], notes: list[ET.Element]
+    top: ET.Element, hidden: frozenset[str], unseen: dict[str, int], notes: list[ET.Element]
 ) -> str:
     """The text under `top`, less what hidden styles hide, the letters of unseen styles'
     spans marked (formats/blanking.py); the bodies of the notes met are added to
     `notes`."""
     out: list[str] = []
     # ODF is mixed content (text sits in elements and in their children's tails), so
-    # its walk keeps an explicit stack of (element, phase) too; and the spans whose
-    # letters are (True) or are not (False) unseen, with whether they changed that.
+    # its walk keeps an explicit stack of (element, phase) too; and the styled elements
+    # being walked, each with how its letters are drawn (blanking's kinds) and how the
+    # letters around it were.
     stack: list[tuple[ET.Element, bool]] = [(top, False)]
-    inside: list[tuple[ET.Element, bool, bool]] = []
+    inside: list[tuple[ET.Element, int, int]] = []
     while stack:
         el, closing = stack.pop()
         if closing:
             if inside and inside[-1][0] is el:
-                _, now, changed = inside.pop()
-                if changed:
-                    out.append(CLOSE if now else OPEN)
+                _, now, before = inside.pop()
+                if now != before:
+                    out.append((CLOSE if now else "") + (OPEN[before] if before else ""))
             if el.tag in _PARAGRAPHS:
                 out.append("\n")
             if el.tail and el is not top:
@@ -886,11 +895,11 @@ def _odt_walk(
         tag = el.tag
         style = el.get(f"{_TEXT}style-name")
         if style in unseen and (tag in _STYLED_TEXT or tag in _PARAGRAPHS):
-            before = bool(inside) and inside[-1][1]
+            before = inside[-1][1] if inside else SEEN
             now = unseen[style or ""]
-            inside.append((el, now, now != before))
+            inside.append((el, now, before))
             if now != before:
-                out.append(OPEN if now else CLOSE)
+                out.append((CLOSE if before else "") + (OPEN[now] if now else ""))
         skip = (
             tag in _ODT_SKIP
             or style in hidden

@@ -370,7 +370,10 @@ def _page(textpage: pdfium.PdfTextPage, height: float, page: pdfium.PdfPage | No
             rows.append([p for p in row if p.text])
         unit += size
     ordered = columns.in_columns([row for row in rows if row])
-    return Page([p.text for p in ordered], [p.height for p in ordered])
+    # Glyphs read as nothing (unseen.NOTHING) leave now that the lines are made.
+    kept = [(p.text.replace(unseen.NOTHING, ""), p.height) for p in ordered]
+    kept = [(text, height) for text, height in kept if text.strip()]
+    return Page([text for text, _ in kept], [height for _, height in kept])
 
 
 def _parts(textpage: pdfium.PdfTextPage, piece: str, unit: int, size: int) -> list[tuple[str, int]]:

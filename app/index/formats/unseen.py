@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from app.index.formats.blanking import RGB, WHITE, faint, hidden_runs
+from app.index.formats.blanking import NO_ROOM, RGB, ROOM, SEEN, WHITE, faint, hidden_runs
 
 # A glyph at most this many points high, or this many wide, is not seen.
 UNSEEN_POINTS = 1.0
@@ -255,34 +255,41 @@ def _object_colour(obj: Any, mode: int) -> RGB | None:
     return (rgba[0].value, rgba[1].value, rgba[2].value)
 
 
+# What a run of glyphs that take no room is read as until the page's lines are made
+# (pdf.py drops it then): a character of its own keeps PDFium's indexes in place.
+NOTHING = "\u200b"
+
+
 def blanked(textpage: pdfium.PdfTextPage, text: str, drawing: Drawing) -> str:
     """text (the text page's whole text) with each run of unseen glyphs whose line
-    neighbours are seen (blanking.hidden_runs) made spaces, one per UTF-16 unit, so
-    PDFium's character indexes still fall where they did."""
+    neighbours are seen (blanking.hidden_runs) made spaces, or NOTHING where no glyph of
+    it takes room (a point high, a sliver wide), one per UTF-16 unit, so PDFium's
+    character indexes still fall where they did."""
     count = pdfium_c.FPDFText_CountChars(textpage.raw)
     units = [2 if ord(c) > 0xFFFF else 1 for c in text]
     if sum(units) != count:
         return text  # not the text page's text: nothing to line up
     out = list(text)
     hidden = _hidden(textpage, text, units, drawing)
-    for start, end in hidden_runs(text, hidden):
+    for start, end, reading in hidden_runs(text, hidden):
         for j in range(start, end):
-            out[j] = " " * units[j]
+            out[j] = (reading or NOTHING) * units[j]
     return "".join(out)
 
 
 def _hidden(
     textpage: pdfium.PdfTextPage, text: str, units: list[int], drawing: Drawing
-) -> list[bool]:
-    """Per character of text, whether its glyph (of one of the drawing's candidates) is
-    drawn to be unseen: at most UNSEEN_POINTS high or UNSEEN_WIDTH wide (its box from the
-    font's ascent to its descent, on the page), invisible where nothing non-white lies
-    under it, or in a colour faint on what does."""
+) -> list[int]:
+    """Per character of text, how its glyph (of one of the drawing's candidates) is
+    drawn (blanking.SEEN, ROOM, NO_ROOM): at most UNSEEN_POINTS high or UNSEEN_WIDTH
+    wide (its box from the font's ascent to its descent, on the page) takes no room;
+    invisible where nothing non-white lies under it, or in a colour faint on what does,
+    takes a letter's."""
     raw = textpage.raw
     rgba = [ctypes.c_uint() for _ in range(4)]
     refs = [ctypes.byref(c) for c in rgba]
     rect = pdfium_c.FS_RECTF()
-    out = [False] * len(text)
+    out = [SEEN] * len(text)
     at = 0
     for k, c in enumerate(text):
         index, at = at, at + units[k]
@@ -295,7 +302,7 @@ def _hidden(
             continue
         height, width = rect.top - rect.bottom, rect.right - rect.left
         if 0 < height <= UNSEEN_POINTS or 0 < width <= UNSEEN_WIDTH:
-            out[k] = True
+            out[k] = NO_ROOM
             continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
         colour: RGB | None = None
@@ -310,8 +317,9 @@ def _hidden(
             if rgba[3].value > 0:
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
         under = drawing.under(obj, (rect.left, rect.bottom, rect.right, rect.top))
-        if colour is None:  # invisible: seen only on a scan, a drawing, a fill
-            out[k] = under is not None and faint(under)
-        else:
-            out[k] = under is not None and faint(colour, under)
+        if under is None:
+            continue  # on an image or a shading: seen
+        # Invisible letters are seen only on a scan, a drawing, a fill: on what is not white.
+        if faint(under) if colour is None else faint(colour, under):
+            out[k] = ROOM
     return out
