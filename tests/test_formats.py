@@ -1113,6 +1113,40 @@ def test_odt_letters_unseen_through_paragraph_and_link_styles_read_as_spaces() -
     assert said == ["When", "we", "speak", "of", "free", "software"]
 
 
+def test_white_letters_on_a_dark_page_colour_beside_coloured_ones_are_read() -> None:
+    """On a page coloured dark (DOCX w:background, an ODT page layout's background),
+    white words beside yellow ones on their line are seen, and read."""
+    head = f'xmlns:w="{_W_NS}"'
+    yellow = '<w:color w:val="FFD700"/>'
+    document = (
+        f'<w:document {head}><w:background w:color="1F3864"/><w:body><w:p>'
+        + _run("Annual", '<w:color w:val="FFFFFF"/>') + _run(" report", yellow)
+        + "</w:p></w:body></w:document>"
+    )  # fmt: skip
+    assert extract(DOCX, _zip({"word/document.xml": document.encode()})).split() == [
+        "Annual",
+        "report",
+    ]
+    page = (
+        f"<office:document-styles {_ODT_NS} {_FO_NS}><office:automatic-styles>"
+        '<style:page-layout style:name="pm1"><style:page-layout-properties '
+        'fo:background-color="#1f3864"/></style:page-layout></office:automatic-styles>'
+        "</office:document-styles>"
+    )
+    styles = (
+        '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
+        'fo:color="#ffffff"/></style:style>'
+        '<style:style style:name="Y" style:family="text"><style:text-properties {FO} '
+        'fo:color="#ffd700"/></style:style>'
+    ).replace("{FO}", _FO_NS)
+    body = (
+        '<text:p><text:span text:style-name="W">Annual</text:span> '
+        '<text:span text:style-name="Y">report</text:span></text:p>'
+    )
+    raw = _odt(body, styles, **{"styles.xml": page.encode()})
+    assert extract(ODT, raw).split() == ["Annual", "report"]
+
+
 def test_white_docx_letters_on_a_fill_of_their_own_are_read() -> None:
     """White text on a shaded run, paragraph or table cell, or highlighted, is seen, and
     read; so is a normal size and width, and black text."""

@@ -34,7 +34,18 @@ from xml.etree import ElementTree as ET
 from xml.parsers import expat
 
 from app.index.errors import FileError
-from app.index.formats.blanking import CLOSE, NO_ROOM, OPEN, ROOM, SEEN, faint, hex_colour, resolved
+from app.index.formats.blanking import (
+    CLOSE,
+    NO_ROOM,
+    OPEN,
+    RGB,
+    ROOM,
+    SEEN,
+    WHITE,
+    faint,
+    hex_colour,
+    resolved,
+)
 
 # Bounds on each XML part read: its size once decompressed, and how many times its
 # compressed size that may be (checked past RATIO_FLOOR: tiny parts compress far
@@ -501,11 +512,12 @@ _LOOKS = (
 )  # fmt: skip
 
 
-def _shaded_by(shading: ET.Element) -> bool:
-    """Whether a w:shd fills with a colour a reader tells from white."""
-    if shading.get(f"{_W}themeFill"):
+def _shaded_by(shading: ET.Element, attribute: str = "fill") -> bool:
+    """Whether a w:shd (or w:background, by its w:color) fills with a colour a reader
+    tells from white."""
+    if shading.get(f"{_W}theme{attribute.title()}"):
         return True
-    fill = shading.get(f"{_W}fill", "auto")
+    fill = shading.get(f"{_W}{attribute}", "auto")
     colour = hex_colour(fill)
     return fill.lower() != "auto" and (colour is None or not faint(colour))
 
@@ -731,6 +743,9 @@ def docx_text(raw: bytes) -> str:
     with _Zip(raw, "DOCX") as archive:
         root = _strict(parse(archive.part("word/document.xml"), "DOCX"))
         walker = _DocxVisitor(_Hiding(_docx_tree(archive, "word/styles.xml")))
+        page = root.find(f"{_W}background")
+        if page is not None and _shaded_by(page, "color"):
+            walker.shading.append(True)  # a page colour (Design > Page Color) under it all
         parts = [_walk(root, walker.visit, walker.leave)]
         notes: list[str] = []
         for name, note in (("word/footnotes.xml", "footnote"), ("word/endnotes.xml", "endnote")):
@@ -761,7 +776,17 @@ def _odt_encrypted(archive: _Zip) -> bool:
 _SEEN_BY = (f"{_FO}font-size", f"{_STYLE}text-scale", f"{_FO}color", f"{_FO}background-color")
 
 
-def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, int]:
+def _odt_page_colour(styles: ET.Element | None) -> RGB:
+    """The colour of the document's pages: a page layout's background colour that is not
+    white (the first), else white."""
+    for layout in styles.iter(f"{_STYLE}page-layout-properties") if styles is not None else ():
+        colour = hex_colour(layout.get(f"{_FO}background-color"))
+        if colour is not None and not faint(colour):
+            return colour
+    return WHITE
+
+
+def _odt_unseen_styles(page: RGB, *trees: ET.Element | None) -> dict[str, int]:
     """Per text style that says, whether a reader does not see its letters (as _unseen
     for a DOCX run: a font of at most UNSEEN_POINTS, letters scaled to at most
     UNSEEN_SCALE, white letters with no background colour) or does (a colour that is not
@@ -771,14 +796,14 @@ def _odt_unseen_styles(*trees: ET.Element | None) -> dict[str, int]:
     size, scale, color, ground = (_resolved(values, parent) for values in own)
     out = {}
     for name in own[0]:
-        said = _odt_unseen(size.get(name), scale.get(name), color.get(name), ground.get(name))
+        said = _odt_unseen(size.get(name), scale.get(name), color.get(name), ground.get(name), page)
         if said is not None:
             out[name] = said
     return out
 
 
 def _odt_unseen(
-    size: str | None, scale: str | None, color: str | None, ground: str | None
+    size: str | None, scale: str | None, color: str | None, ground: str | None, page: RGB
 ) -> int | None:
     """How a style's text properties draw its letters (blanking.SEEN, ROOM: faint on
     their background; NO_ROOM: a point high or squeezed); None: they do not say."""
@@ -797,7 +822,7 @@ def _odt_unseen(
         if colour is None:
             return SEEN
         if ground is None or ground.strip().lower() == "transparent":
-            return ROOM if faint(colour) else SEEN
+            return ROOM if faint(colour, page) else SEEN
         return ROOM if back is not None and faint(colour, back) else SEEN
     return None
 
@@ -842,7 +867,7 @@ def odt_text(raw: bytes) -> str:
         root = parse(archive.part("content.xml"), "ODT")
         styles = archive.tree("styles.xml")
         hidden = _odt_hidden_styles(styles, root)
-        unseen = _odt_unseen_styles(styles, root)
+        unseen = _odt_unseen_styles(_odt_page_colour(styles), styles, root)
         other = archive.other()
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
