@@ -1147,6 +1147,67 @@ def test_white_letters_on_a_dark_page_colour_beside_coloured_ones_are_read() -> 
     assert extract(ODT, raw).split() == ["Annual", "report"]
 
 
+def test_docx_greys_and_legacy_or_table_shading_are_seen_and_white_fills_are_not() -> None:
+    """Word's palette greys written as a shaded background theme colour, white letters on
+    a legacy solid shading or a table's own shading, are read; a white letter on a white
+    highlight or a white theme fill, an accent colour tinted to white, and a Latin letter
+    set at 1 pt (w:sz) whatever its complex-script size, between seen words, are not."""
+    grey = '<w:color w:val="7F7F7F" w:themeColor="background1" w:themeShade="7F"/>'
+    white = '<w:color w:val="FFFFFF"/>'
+    solid = '<w:shd w:val="solid" w:color="000000" w:fill="auto"/>'
+    body = (
+        "<w:p>" + _run("Figure 2: ") + _run("a grey caption", grey) + _run(" end.") + "</w:p>"
+        + "<w:p>" + _run("Inverse", white + solid) + _run(" words") + "</w:p>"
+        + '<w:tbl><w:tblPr><w:shd w:val="clear" w:fill="1F3864"/></w:tblPr><w:tr><w:tc>'
+        + "<w:p>" + _run("Header", white) + _run(" cell", '<w:color w:val="FFD700"/>')
+        + "</w:p></w:tc></w:tr></w:tbl>"
+    )  # fmt: skip
+    assert extract(DOCX, _docx(body)).split() == (
+        ["Figure", "2:", "a", "grey", "caption", "end.", "Inverse", "words", "Header", "cell"]
+    )
+    tricks = [
+        white + '<w:highlight w:val="white"/>',
+        white + '<w:shd w:val="clear" w:fill="FFFFFF" w:themeFill="background1"/>',
+        '<w:color w:val="000000" w:themeColor="accent1" w:themeTint="00"/>',
+    ]
+    words = ["When", "we", "speak", "of"]
+    body = "".join(
+        "<w:p>" + _run("x", props).join(_run(w) for w in words) + "</w:p>" for props in tricks
+    )
+    assert extract(DOCX, _docx(body)).split() == words * len(tricks)
+    latin = '<w:sz w:val="2"/><w:szCs w:val="40"/>'
+    body = "<w:p>" + _run("fr") + _run("x", latin) + _run("ee") + "</w:p>"
+    assert extract(DOCX, _docx(body)) == "free"
+
+
+def test_odt_white_letters_on_a_filled_paragraph_or_cell_are_read() -> None:
+    """White ODT spans beside orange ones in a paragraph, or a table cell, whose style
+    fills its background (its own or its parent style's) are seen, and read."""
+    table = 'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"'
+    styles = (
+        '<style:style style:name="Band" style:family="paragraph"><style:paragraph-properties '
+        '{FO} fo:background-color="#1f3864"/></style:style>'
+        '<style:style style:name="Band2" style:family="paragraph" '
+        'style:parent-style-name="Band"/>'
+        '<style:style style:name="Dark" style:family="table-cell"><style:table-cell-properties '
+        '{FO} fo:background-color="#000000"/></style:style>'
+        '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
+        'fo:color="#ffffff"/></style:style>'
+        '<style:style style:name="O" style:family="text"><style:text-properties {FO} '
+        'fo:color="#ff8000"/></style:style>'
+    ).replace("{FO}", _FO_NS)
+    line = (
+        '<text:span text:style-name="W">Revenue</text:span> <text:span text:style-name="O">'
+        '(USD m)</text:span> <text:span text:style-name="W">total</text:span>'
+    )
+    body = (
+        f'<text:p text:style-name="Band2">{line}</text:p>'
+        f'<table:table {table}><table:table-row><table:table-cell table:style-name="Dark">'
+        f"<text:p>{line}</text:p></table:table-cell></table:table-row></table:table>"
+    )
+    assert extract(ODT, _odt(body, styles)).split() == ["Revenue", "(USD", "m)", "total"] * 2
+
+
 def test_white_docx_letters_on_a_fill_of_their_own_are_read() -> None:
     """White text on a shaded run, paragraph or table cell, or highlighted, is seen, and
     read; so is a normal size and width, and black text."""
@@ -1288,6 +1349,8 @@ _SPEAK = ["When", "we", "speak", "of", "free", "software"]
         + _shown(_SPEAK, "0 0 0 rg (x) Tj").replace("0 0 0 rg /F1", "1 1 1 rg /F1"),
         _shown(_SPEAK, "1 1 1 rg (x) Tj") + " 0 g 0 0 612 792 re f",
         "/Words Do",
+        "0.88 g 60 690 500 20 re f " + _shown(_SPEAK, "3 Tr (x) Tj"),
+        "q /Ghost gs 0 g 0 0 612 792 re f Q " + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
     ],
     ids=[
         "white-over-black",
@@ -1296,6 +1359,8 @@ _SPEAK = ["When", "we", "speak", "of", "free", "software"]
         "black-on-black",
         "fill-drawn-after",
         "in-a-form",
+        "invisible-on-a-pale-box",
+        "white-on-a-ghost-of-black",
     ],
 )  # fmt: skip
 def test_pdf_glyphs_in_the_colour_of_what_was_painted_under_them_read_as_spaces(
@@ -1303,15 +1368,17 @@ def test_pdf_glyphs_in_the_colour_of_what_was_painted_under_them_read_as_spaces(
 ) -> None:
     """What lies under a glyph is what was painted last before it and covers it: a black
     page painted over in white, a near-white page, thousands of specks, a black bar under
-    black letters (between white words on it), a fill painted after the text, and a
-    form XObject's own page, leave the letters unseen."""
+    black letters (between white words on it), a fill painted after the text, a form
+    XObject's own page, a pale box under invisible letters (only a scan makes them
+    seen) and black painted at alpha 0.01, leave the letters unseen."""
     forms = {"Words": _shown(_SPEAK, "1 1 1 rg (x) Tj").encode()}
     assert extract(PDF, pdf([page.encode()], forms=forms)).split() == _SPEAK
 
 
 def test_pdf_glyphs_seen_on_images_forms_and_faint_fills_are_read() -> None:
-    """White letters on an image (its colours are not judged) or on a dark fill drawn by a
-    form, light grey and outlined text, and black text on navy, are read; a transparent
+    """White letters on an image (its colours are not judged), on a dark fill drawn by a
+    form or on a gradient drawn as 2-point strips, light grey and outlined text, black
+    text on navy or on a band of black at alpha 0.05, are read; a transparent
     (alpha 0) letter and one squeezed to a sliver between seen words read as spaces."""
     image = "q 200 0 0 20 70 690 cm BI /W 1 /H 1 /BPC 8 /CS /G ID \x00 EI Q "
     pages = [
@@ -1322,6 +1389,12 @@ def test_pdf_glyphs_seen_on_images_forms_and_faint_fills_are_read() -> None:
         "BT 0 g /F1 11 Tf 72 700 Td (When) Tj ET q /Clear gs BT /F1 11 Tf 101 700 Td (x) Tj ET Q "
         "BT 0.01 0 0 11 107 700 Tm /F1 1 Tf (y) Tj ET BT 0 g /F1 11 Tf 110 700 Td (we) Tj ET",
     ]
+    strips = " ".join(f"0 0 {0.2 + i / 100} rg 70 {600 + 2 * i} 300 2 re f" for i in range(12))
+    pages += [
+        "q /Faint gs 0 g 60 690 500 20 re f Q BT 0 g /F1 11 Tf 72 700 Td (Call the) Tj "
+        "0 0 1 rg ( inline) Tj 0 g ( function) Tj ET",
+        strips + " BT 1 g /F1 11 Tf 74 604 Td (Banner words) Tj 1 0.8 0 rg ( in yellow) Tj ET",
+    ]
     forms = {"Navy": b"0 0 0.4 rg 70 696 100 18 re f"}
     said = [extract(PDF, pdf([page.encode("latin-1")], forms=forms)).split() for page in pages]
     assert said == [
@@ -1329,6 +1402,8 @@ def test_pdf_glyphs_seen_on_images_forms_and_faint_fills_are_read() -> None:
         ["Revenue", "rose"],
         ["Body", "light", "grey", "outline"],
         ["When", "we"],
+        ["Call", "the", "inline", "function"],
+        ["Banner", "words", "in", "yellow"],
     ]
 
 
@@ -1358,18 +1433,20 @@ def test_pdf_lines_all_unseen_are_read_as_an_ocr_layer_or_white_on_dark_is() -> 
 def test_pdf_white_or_invisible_glyphs_on_something_drawn_are_read() -> None:
     """White letters on a dark fill beside black text on their line (a table's dark
     column, an inverse highlight), an invisible OCR layer over a drawn page with a visible
-    stamp on its line, and text set at 1 pt and scaled twelve times by its matrix, are
-    read; the trick in a PDF written that way is still caught (a review's cases)."""
+    stamp on its line (its scan an image), and text set at 1 pt and scaled twelve times
+    by its matrix, are read; the trick in a PDF written that way is still caught (a
+    review's cases)."""
     rows = (
         "0.1 0.1 0.3 rg 70 696 100 18 re f BT 1 1 1 rg /F1 11 Tf 74 700 Td (Revenue) Tj ET "
         "BT 0 0 0 rg /F1 11 Tf 180 700 Td (rose by four percent) Tj ET"
     )
     ocr = (
-        "0.5 g 72 72 468 560 re f 0 g BT 3 Tr /F1 11 Tf 72 600 Td (It was the best of times) "
+        "q 468 0 0 560 72 72 cm BI /W 1 /H 1 /BPC 8 /CS /G ID \x80 EI Q "
+        "0 g BT 3 Tr /F1 11 Tf 72 600 Td (It was the best of times) "
         "Tj ET BT 0 Tr 0 g /F1 8 Tf 470 600 Td (Page 3) Tj ET"
     )
     scaled = "BT 0 0 0 rg /F1 1 Tf 12 0 0 12 72 500 Tm (Jane Smith wrote this) Tj ET"
-    text = extract(PDF, pdf([f"{rows}\n{ocr}\n{scaled}".encode()]))
+    text = extract(PDF, pdf([f"{rows}\n{ocr}\n{scaled}".encode("latin-1")]))
     expected = "Revenue rose by four percent It was the best of times Page 3 Jane Smith wrote this"
     assert text.split() == expected.split(" ")
     trick = "BT 0 0 0 rg /F1 1 Tf 12 0 0 12 72 500 Tm (When) Tj 1 1 1 rg (x) Tj 0 0 0 rg (we) Tj ET"

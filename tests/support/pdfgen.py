@@ -6,8 +6,9 @@ from __future__ import annotations
 
 def pdf(pages: list[bytes], forms: dict[str, bytes] | None = None) -> bytes:
     """A valid PDF (with a correct xref) of these content streams, Helvetica as /F1,
-    each of forms a form XObject its pages may draw by name (`/Name Do`), and /Clear an
-    graphics state that paints nothing (`/Clear gs`: fill and stroke alpha 0)."""
+    each of forms a form XObject its pages may draw by name (`/Name Do`), and graphics
+    states that paint nothing (`/Clear gs`: fill and stroke alpha 0), or paint at a fill
+    alpha of 0.05 (`/Faint gs`) or 0.01 (`/Ghost gs`)."""
     objects: list[bytes] = []
     n = len(pages)
     forms = forms or {}
@@ -21,7 +22,8 @@ def pdf(pages: list[bytes], forms: dict[str, bytes] | None = None) -> bytes:
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
             f"/Resources << /Font << /F1 {font} 0 R >> /XObject << {xobjects} >> "
-            "/ExtGState << /Clear << /ca 0 /CA 0 >> >> >> >>".encode()
+            "/ExtGState << /Clear << /ca 0 /CA 0 >> /Faint << /ca 0.05 >> "
+            "/Ghost << /ca 0.01 >> >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")

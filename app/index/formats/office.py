@@ -64,6 +64,8 @@ _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
 _MANIFEST = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
+_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+_DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 _FO = "{urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0}"
 
 # First bytes: an OLE compound file (Office 97-2003, or an encrypted OOXML) and RTF.
@@ -514,12 +516,26 @@ _LOOKS = (
 
 def _shaded_by(shading: ET.Element, attribute: str = "fill") -> bool:
     """Whether a w:shd (or w:background, by its w:color) fills with a colour a reader
-    tells from white."""
-    if shading.get(f"{_W}theme{attribute.title()}"):
-        return True
+    tells from white: its fill (a theme's, shaded or tinted as its value says), or for a
+    pattern (w:val solid, pct10 ...) its colour blended over the fill by the pattern's
+    share."""
+    theme = shading.get(f"{_W}theme{attribute.title()}")
+    toned = any(shading.get(f"{_W}theme{attribute.title()}{tone}") for tone in ("Shade", "Tint"))
     fill = shading.get(f"{_W}{attribute}", "auto")
     colour = hex_colour(fill)
-    return fill.lower() != "auto" and (colour is None or not faint(colour))
+    if theme and not toned:
+        colour = WHITE if theme in _WHITE_THEMES else None
+    elif fill.lower() == "auto":
+        colour = WHITE
+    pattern = shading.get(f"{_W}val", "clear").lower() if attribute == "fill" else "clear"
+    if pattern not in ("clear", "nil") and colour is not None:
+        share = 1.0 if pattern == "solid" else 0.5
+        if pattern.startswith("pct"):
+            share = (_number(pattern.removeprefix("pct")) or 50) / 100
+        ink = hex_colour(shading.get(f"{_W}color")) or (0, 0, 0)  # auto: black
+        r, g, b = (round(share * i + (1 - share) * c) for i, c in zip(ink, colour, strict=True))
+        colour = (r, g, b)
+    return colour is None or not faint(colour)
 
 
 def _shaded(props: ET.Element | None) -> bool:
@@ -531,23 +547,23 @@ def _shaded(props: ET.Element | None) -> bool:
     if shading is not None and _shaded_by(shading):
         return True
     light = props.find(f"{_W}highlight")
-    return light is not None and light.get(f"{_W}val", "none") != "none"
+    return light is not None and light.get(f"{_W}val", "none") not in ("none", "white")
 
 
-def _unseen(props: ET.Element | None, shaded: bool) -> int:
+def _unseen(props: ET.Element | None, shaded: bool, complex_script: bool = False) -> int:
     """How a DOCX run's formatting draws it (blanking.SEEN, ROOM, NO_ROOM): a font of at
-    most UNSEEN_POINTS (w:sz counts half points; w:szCs too, for a complex script's
-    letters, where it says) or a width scaled to at most UNSEEN_SCALE takes no room
+    most UNSEEN_POINTS (w:sz counts half points; w:szCs instead for a complex script's
+    letters) or a width scaled to at most UNSEEN_SCALE takes no room
     unless its letters are spaced apart by ROOM_POINTS or more (w:spacing); white letters
     (w:color, or a theme's background colour) where neither the run, its paragraph nor
     its table cell is shaded take a letter's room."""
     if props is None:
         return SEEN
-    sizes = [props.find(f"{_W}{name}") for name in ("sz", "szCs")]
-    halves = [_number(s.get(f"{_W}val")) for s in sizes if s is not None]
+    size = props.find(f"{_W}{'szCs' if complex_script else 'sz'}")
+    halves = _number(size.get(f"{_W}val")) if size is not None else None
     width = props.find(f"{_W}w")
     scale = _number(width.get(f"{_W}val")) if width is not None else None
-    if (halves and all(h is not None and 0 <= h <= 2 * UNSEEN_POINTS for h in halves)) or (
+    if (halves is not None and 0 <= halves <= 2 * UNSEEN_POINTS) or (
         scale is not None and 0 <= scale <= 100 * UNSEEN_SCALE
     ):
         spacing = props.find(f"{_W}spacing")
@@ -557,10 +573,34 @@ def _unseen(props: ET.Element | None, shaded: bool) -> int:
     if color is None or shaded or _shaded(props):
         return SEEN
     theme = color.get(f"{_W}themeColor")
-    if theme is not None:
+    tint = color.get(f"{_W}themeTint")
+    if tint is not None and _hex_byte(tint) is not None and (_hex_byte(tint) or 0) <= 0x0F:
+        return ROOM  # any theme colour tinted all the way to white
+    if theme is not None and not (tint or color.get(f"{_W}themeShade")):
         return ROOM if theme in _WHITE_THEMES else SEEN
+    # A theme colour shaded or tinted: Word writes the colour it makes in w:val.
     colour = hex_colour(color.get(f"{_W}val"))
     return ROOM if colour is not None and faint(colour) else SEEN
+
+
+def _hex_byte(value: str) -> int | None:
+    try:
+        n = int(value, 16)
+    except ValueError:
+        return None
+    return n if 0 <= n <= 255 else None
+
+
+def _complex_script(run: ET.Element, props: ET.Element | None) -> bool:
+    """Whether Word sets a run's letters by its complex-script properties (w:szCs): it
+    says so (w:rtl, w:cs), or its text is in a right-to-left or Indic script."""
+    if props is not None and (_on(props.find(f"{_W}rtl")) or _on(props.find(f"{_W}cs"))):
+        return True
+    return any(
+        0x0590 <= ord(c) <= 0x0EFF or 0xFB1D <= ord(c) <= 0xFEFC
+        for t in run.iter(f"{_W}t")
+        for c in (t.text or "")
+    )
 
 
 class _DocxVisitor:
@@ -635,7 +675,11 @@ class _DocxVisitor:
             if said:
                 return None
             style = self.paragraph_styles[-1] if self.paragraph_styles else None
-            kind = _unseen(self.hiding.look(props, run_style, style), any(self.shading))
+            kind = _unseen(
+                self.hiding.look(props, run_style, style),
+                any(self.shading),
+                _complex_script(el, props),
+            )
             if kind:
                 # Its text is marked, not dropped: a space (or nothing) where the text
                 # beside it is seen (blanking.resolved); a text box drawn in it is read.
@@ -644,6 +688,8 @@ class _DocxVisitor:
             return el
         if tag == f"{_W}tc":
             self.shading.append(_shaded(el.find(f"{_W}tcPr")))
+        elif tag == f"{_W}tbl":
+            self.shading.append(_shaded(el.find(f"{_W}tblPr")))
         if tag == f"{_W}p":
             props = el.find(f"{_W}pPr")
             self.shading.append(self.hiding.shaded(props))
@@ -676,8 +722,8 @@ class _DocxVisitor:
         return el
 
 
-# What may be shaded: a paragraph and a table cell.
-_SHADED = frozenset({f"{_W}p", f"{_W}tc"})
+# What may be shaded: a paragraph, a table cell, a table.
+_SHADED = frozenset({f"{_W}p", f"{_W}tc", f"{_W}tbl"})
 # The namespace prefixes Word's mc:Choice elements require (text boxes, shapes, charts,
 # ink and the later versions' additions), which Word shows.
 _KNOWN_CHOICES = frozenset(
@@ -867,7 +913,10 @@ def odt_text(raw: bytes) -> str:
         root = parse(archive.part("content.xml"), "ODT")
         styles = archive.tree("styles.xml")
         hidden = _odt_hidden_styles(styles, root)
-        unseen = _odt_unseen_styles(_odt_page_colour(styles), styles, root)
+        unseen = _Unseen(
+            _odt_unseen_styles(_odt_page_colour(styles), styles, root),
+            _odt_grounded(styles, root),
+        )
         other = archive.other()
     body = root.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
@@ -892,8 +941,52 @@ def _headed(notes: list[str]) -> list[str]:
     return [NOTES_HEADING, *notes] if any(resolved(n).strip() for n in notes) else []
 
 
+class _Unseen(NamedTuple):
+    """What an ODT walk knows of its styles' looks: how each text style draws its
+    letters, and the paragraph, cell and frame styles that fill their ground."""
+
+    kinds: dict[str, int]
+    grounded: frozenset[str]
+
+
+# Where a paragraph, a table cell and a frame name their style.
+_GROUND_STYLE = {
+    f"{_TEXT}p": f"{_TEXT}style-name",
+    f"{_TEXT}h": f"{_TEXT}style-name",
+    f"{_TABLE}table-cell": f"{_TABLE}style-name",
+    f"{_DRAW}frame": f"{_DRAW}style-name",
+}
+
+
+def _odt_grounded(*trees: ET.Element | None) -> frozenset[str]:
+    """The styles whose paragraphs, table cells or frames are filled with a colour a
+    reader tells from white (fo:background-color of their paragraph, cell or graphic
+    properties, their own or inherited): white letters on them are seen."""
+    own: dict[str, bool | None] = {}
+    parent: dict[str, str] = {}
+    kinds = ("paragraph-properties", "table-cell-properties", "graphic-properties")
+    for tree in trees:
+        if tree is None:
+            continue
+        for style in tree.iter(f"{_STYLE}style"):
+            name = style.get(f"{_STYLE}name")
+            if name is None:
+                continue
+            said: bool | None = None
+            for kind in kinds:
+                props = style.find(f"{_STYLE}{kind}")
+                value = props.get(f"{_FO}background-color") if props is not None else None
+                if value is not None:
+                    colour = hex_colour(value)
+                    said = colour is not None and not faint(colour)
+            own[name] = said
+            if style.get(f"{_STYLE}parent-style-name"):
+                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+    return _inherited(own, parent)
+
+
 def _odt_walk(
-    top: ET.Element, hidden: frozenset[str], unseen: dict[str, int], notes: list[ET.Element]
+    top: ET.Element, hidden: frozenset[str], unseen: _Unseen, notes: list[ET.Element]
 ) -> str:
     """The text under `top`, less what hidden styles hide, the letters of unseen styles'
     spans marked (formats/blanking.py); the bodies of the notes met are added to
@@ -905,9 +998,12 @@ def _odt_walk(
     # letters around it were.
     stack: list[tuple[ET.Element, bool]] = [(top, False)]
     inside: list[tuple[ET.Element, int, int]] = []
+    grounds: list[ET.Element] = []  # the filled paragraphs, cells and frames walked
     while stack:
         el, closing = stack.pop()
         if closing:
+            if grounds and grounds[-1] is el:
+                grounds.pop()
             if inside and inside[-1][0] is el:
                 _, now, before = inside.pop()
                 if now != before:
@@ -919,9 +1015,13 @@ def _odt_walk(
             continue
         tag = el.tag
         style = el.get(f"{_TEXT}style-name")
-        if style in unseen and (tag in _STYLED_TEXT or tag in _PARAGRAPHS):
+        if tag in _GROUND_STYLE and el.get(_GROUND_STYLE[tag]) in unseen.grounded:
+            grounds.append(el)
+        if style in unseen.kinds and (tag in _STYLED_TEXT or tag in _PARAGRAPHS):
             before = inside[-1][1] if inside else SEEN
-            now = unseen[style or ""]
+            now = unseen.kinds[style or ""]
+            if now == ROOM and grounds:
+                now = SEEN  # white on a filled paragraph, cell or frame
             inside.append((el, now, before))
             if now != before:
                 out.append((CLOSE if before else "") + (OPEN[now] if now else ""))

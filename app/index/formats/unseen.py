@@ -9,14 +9,17 @@ here where the text beside them on their line is seen. A line that is all such g
 stays as it is: an OCR layer is drawn invisible over its scan, and what tells a hidden
 glyph is that the glyphs beside it are drawn to be seen.
 
-What lies under a glyph is found the way the page is painted: the last filled path,
-image or shading drawn before the glyph's text object (forms walked into) that covers
-at least half the glyph's box; the page's white where none does. An image's colours
-are not judged: any glyph on one is seen.
+What lies under a glyph is found the way the page is painted: the filled paths, images
+and shadings drawn before the glyph's text object (forms walked into) that cover half
+the glyph's box, or hold its centre and a tenth of it, the top one's colour blended by
+its alpha with those below, down to an opaque one or the page's white. An image's
+colours are not judged: any glyph on one is seen, and an invisible glyph is seen on
+nothing else (an OCR layer lies on its scan).
 """
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import math
 from typing import Any, NamedTuple
@@ -26,9 +29,12 @@ import pypdfium2.raw as pdfium_c
 
 from app.index.formats.blanking import NO_ROOM, RGB, ROOM, SEEN, WHITE, faint, hidden_runs
 
-# A glyph at most this many points high, or this many wide, is not seen.
+# A glyph at most this many points high, or squeezed to at most this share of its
+# height wide (a narrow letter, an i or a period, is a fifth of it), is not seen.
 UNSEEN_POINTS = 1.0
-UNSEEN_WIDTH = 0.25
+UNSEEN_ASPECT = 0.06
+# A glyph drawn with at most this alpha (of 255) is not seen.
+UNSEEN_ALPHA = 26
 # Render modes that fill a glyph (its fill colour shows), that only stroke it (its
 # stroke colour does), and that draw nothing.
 _FILLED = frozenset({0, 2, 4, 6})
@@ -41,8 +47,17 @@ _INVISIBLE = frozenset({3, 7})
 GRID = 32
 MAX_CELLS = 1_000_000
 MAX_WALK = 4096
-# Forms nested deeper than this are not walked into; their glyphs are all looked at.
+# Forms nested deeper than this are not walked into, and past MAX_OBJECTS objects (forms
+# drawn within forms multiply them) the walk stops: every glyph is looked at then.
 MAX_DEPTH = 12
+MAX_OBJECTS = 200_000
+# Past this many filled areas (a map, a scatter plot of thousands of marks), a page's
+# later paths are not read: their glyphs are judged on what was read.
+MAX_AREAS = 20_000
+# An area is under a glyph when it covers half the glyph's box, or holds the box's
+# centre and covers this share of it (a gradient drawn as strips, a scan stored in bands;
+# not a speck under each letter).
+STRIP_SHARE = 0.1
 # Past this many distinct path colours, every text object drawn after is looked at.
 MAX_COLOURS = 64
 
@@ -54,6 +69,7 @@ class _Area(NamedTuple):
     order: int
     box: tuple[float, float, float, float]  # left, bottom, right, top on the page
     colour: RGB | None  # None: an image or a shading, whose colours are not judged
+    alpha: int  # 0-255: a translucent fill shows what lies under it through it
 
 
 def _address(obj: Any) -> int:
@@ -110,7 +126,7 @@ class Drawing:
         self._colours: set[RGB] = set()
         left, bottom, right, top = page.get_bbox()
         self._frame = (left, bottom, max(right - left, 1.0), max(top - bottom, 1.0))
-        self._cells: list[list[int]] | None = None
+        self._cells: tuple[list[list[int]], list[list[int]]] | None = None
         self._count = 0
         self._walk(
             page.raw, pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject, _IDENTITY, 0
@@ -122,6 +138,9 @@ class Drawing:
         box = [ctypes.c_float() for _ in range(4)]
         fill, stroke = ctypes.c_int(), ctypes.c_int()
         for i in range(count(parent)):
+            if self._count >= MAX_OBJECTS:
+                self.every = True
+                return
             obj = get(parent, i)
             kind = pdfium_c.FPDFPageObj_GetType(obj)
             order = self._count
@@ -143,7 +162,10 @@ class Drawing:
             if kind == pdfium_c.FPDF_PAGEOBJ_TEXT:
                 self._text(obj, order, matrix)
                 continue
+            if len(self._areas) >= MAX_AREAS:
+                continue
             colour: RGB | None = None
+            alpha = 255
             if kind == pdfium_c.FPDF_PAGEOBJ_PATH:
                 if not (
                     pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
@@ -153,13 +175,14 @@ class Drawing:
                 ):
                     continue
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
-                if len(self._colours) <= MAX_COLOURS:
+                alpha = rgba[3].value
+                if len(self._colours) <= MAX_COLOURS and alpha >= 255 - UNSEEN_ALPHA:
                     self._colours.add(colour)
             elif kind not in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_SHADING):
                 continue
             if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
                 bounds = _on_page((box[0].value, box[1].value, box[2].value, box[3].value), matrix)
-                self._areas.append(_Area(order, bounds, colour))
+                self._areas.append(_Area(order, bounds, colour, alpha))
 
     def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
         address = _address(obj)
@@ -188,32 +211,51 @@ class Drawing:
         return self.every or _address(obj) in self.candidates
 
     def under(self, obj: Any, box: tuple[float, float, float, float]) -> RGB | None:
-        """The colour a glyph of obj with this box on the page lies on: the last area
-        painted before obj that covers half the box or more, WHITE (the page's) if none
-        does; None for an image or a shading."""
+        """The colour a glyph of obj with this box on the page lies on: the areas painted
+        before obj that are under it (STRIP_SHARE), the top one's colour blended by its
+        alpha with those below it, down to an opaque one or the page's WHITE; None where
+        an image or a shading is the ground."""
         if self._cells is None:
             self._cells = self._grid()
+        cells, orders = self._cells
         order = self._order.get(_address(obj), self._count)
         x0, y0, x1, y1 = box
-        cell = self._cells[self._cell((x0 + x1) / 2, (y0 + y1) / 2)]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        cell = self._cell(cx, cy)
         size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
-        walked = 0
-        for k in reversed(cell):
-            area = self._areas[k]
-            if area.order >= order:
-                continue
-            walked += 1
-            if walked > MAX_WALK:
-                return WHITE
+        layers: list[_Area] = []
+        ground: RGB | None = WHITE
+        # The cell's areas are in paint order: those painted after obj are skipped at once.
+        k = bisect.bisect_left(orders[cell], order)
+        for walked, index in enumerate(reversed(cells[cell][:k])):
+            if walked >= MAX_WALK:
+                break  # judged as on the page
+            area = self._areas[index]
             ax0, ay0, ax1, ay1 = area.box
             if size > 0:
                 w = min(x1, ax1) - max(x0, ax0)
                 h = min(y1, ay1) - max(y0, ay0)
-                if w > 0 and h > 0 and w * h >= size / 2:
-                    return area.colour
-            elif ax0 <= x0 <= ax1 and ay0 <= y0 <= ay1:
-                return area.colour
-        return WHITE
+                if w <= 0 or h <= 0:
+                    continue
+                share = w * h / size
+                inside = ax0 <= cx <= ax1 and ay0 <= cy <= ay1
+                if share < 0.5 and not (inside and share >= STRIP_SHARE):
+                    continue
+            elif not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
+                continue
+            if area.alpha <= UNSEEN_ALPHA:
+                continue  # paints nothing to speak of
+            if area.colour is None or area.alpha >= 255 - UNSEEN_ALPHA:
+                ground = area.colour
+                break
+            layers.append(area)
+        if ground is None:
+            return None
+        for area in reversed(layers):
+            assert area.colour is not None
+            t = area.alpha / 255
+            ground = _blend(area.colour, ground, t)
+        return ground
 
     def _cell(self, x: float, y: float) -> int:
         left, bottom, width, height = self._frame
@@ -221,7 +263,8 @@ class Drawing:
         row = min(GRID - 1, max(0, int((y - bottom) / height * GRID)))
         return row * GRID + col
 
-    def _grid(self) -> list[list[int]]:
+    def _grid(self) -> tuple[list[list[int]], list[list[int]]]:
+        """Per cell, the areas over it (indexes, in paint order) and their orders."""
         cells: list[list[int]] = [[] for _ in range(GRID * GRID)]
         recorded = 0
         for k, area in enumerate(self._areas):  # in paint order: each cell's list is too
@@ -235,7 +278,13 @@ class Drawing:
             for row in rows:
                 for col in cols:
                     cells[row * GRID + col].append(k)
-        return cells
+        orders = [[self._areas[k].order for k in cell] for cell in cells]
+        return cells, orders
+
+
+def _blend(top: RGB, under: RGB, alpha: float) -> RGB:
+    r, g, b = (round(alpha * t + (1 - alpha) * u) for t, u in zip(top, under, strict=True))
+    return (r, g, b)
 
 
 def _object_colour(obj: Any, mode: int) -> RGB | None:
@@ -250,7 +299,7 @@ def _object_colour(obj: Any, mode: int) -> RGB | None:
         return None
     if not ok:
         return (0, 0, 0)
-    if rgba[3].value == 0:
+    if rgba[3].value <= UNSEEN_ALPHA:
         return None
     return (rgba[0].value, rgba[1].value, rgba[2].value)
 
@@ -281,10 +330,10 @@ def _hidden(
     textpage: pdfium.PdfTextPage, text: str, units: list[int], drawing: Drawing
 ) -> list[int]:
     """Per character of text, how its glyph (of one of the drawing's candidates) is
-    drawn (blanking.SEEN, ROOM, NO_ROOM): at most UNSEEN_POINTS high or UNSEEN_WIDTH
-    wide (its box from the font's ascent to its descent, on the page) takes no room;
-    invisible where nothing non-white lies under it, or in a colour faint on what does,
-    takes a letter's."""
+    drawn (blanking.SEEN, ROOM, NO_ROOM): at most UNSEEN_POINTS high, or squeezed to
+    UNSEEN_ASPECT of its height wide (its box from the font's ascent to its descent, on
+    the page), takes no room; invisible (or at most UNSEEN_ALPHA opaque) anywhere but on
+    an image or a shading, or in a colour faint on what lies under it, takes a letter's."""
     raw = textpage.raw
     rgba = [ctypes.c_uint() for _ in range(4)]
     refs = [ctypes.byref(c) for c in rgba]
@@ -301,7 +350,7 @@ def _hidden(
         if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, ctypes.byref(rect)):
             continue
         height, width = rect.top - rect.bottom, rect.right - rect.left
-        if 0 < height <= UNSEEN_POINTS or 0 < width <= UNSEEN_WIDTH:
+        if 0 < height <= UNSEEN_POINTS or 0 < width <= height * UNSEEN_ASPECT:
             out[k] = NO_ROOM
             continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
@@ -314,12 +363,12 @@ def _hidden(
             )
             if not read(raw, index, *refs):
                 continue  # a colour PDFium cannot give: seen
-            if rgba[3].value > 0:
+            if rgba[3].value > UNSEEN_ALPHA:
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
         under = drawing.under(obj, (rect.left, rect.bottom, rect.right, rect.top))
         if under is None:
-            continue  # on an image or a shading: seen
-        # Invisible letters are seen only on a scan, a drawing, a fill: on what is not white.
-        if faint(under) if colour is None else faint(colour, under):
+            continue  # on an image or a shading: seen (an OCR layer over its scan)
+        # Invisible letters are seen only on a scan; coloured ones where they stand out.
+        if colour is None or faint(colour, under):
             out[k] = ROOM
     return out
