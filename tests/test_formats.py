@@ -1351,6 +1351,8 @@ _SPEAK = ["When", "we", "speak", "of", "free", "software"]
         "/Words Do",
         "0.88 g 60 690 500 20 re f " + _shown(_SPEAK, "3 Tr (x) Tj"),
         "q /Ghost gs 0 g 0 0 612 792 re f Q " + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
+        "q 612 0 0 792 0 0 cm BI /W 2 /H 1 /BPC 8 /CS /G ID \xff\xfe EI Q "
+        + _shown(_SPEAK, "1 1 1 rg (x) Tj"),
     ],
     ids=[
         "white-over-black",
@@ -1361,6 +1363,7 @@ _SPEAK = ["When", "we", "speak", "of", "free", "software"]
         "in-a-form",
         "invisible-on-a-pale-box",
         "white-on-a-ghost-of-black",
+        "white-on-a-white-image",
     ],
 )  # fmt: skip
 def test_pdf_glyphs_in_the_colour_of_what_was_painted_under_them_read_as_spaces(
@@ -1370,9 +1373,10 @@ def test_pdf_glyphs_in_the_colour_of_what_was_painted_under_them_read_as_spaces(
     page painted over in white, a near-white page, thousands of specks, a black bar under
     black letters (between white words on it), a fill painted after the text, a form
     XObject's own page, a pale box under invisible letters (only a scan makes them
-    seen) and black painted at alpha 0.01, leave the letters unseen."""
+    seen), black painted at alpha 0.01, and a white image (its pixels under the glyph
+    of one colour), leave the letters unseen."""
     forms = {"Words": _shown(_SPEAK, "1 1 1 rg (x) Tj").encode()}
-    assert extract(PDF, pdf([page.encode()], forms=forms)).split() == _SPEAK
+    assert extract(PDF, pdf([page.encode("latin-1")], forms=forms)).split() == _SPEAK
 
 
 def test_pdf_glyphs_seen_on_images_forms_and_faint_fills_are_read() -> None:

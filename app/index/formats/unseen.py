@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from app.index.formats.blanking import NO_ROOM, RGB, ROOM, SEEN, WHITE, faint, hidden_runs
+from app.index.formats.blanking import FAINT, NO_ROOM, RGB, ROOM, SEEN, WHITE, faint, hidden_runs
 
 # A glyph at most this many points high, or squeezed to at most this share of its
 # height wide (a narrow letter, an i or a period, is a fifth of it), is not seen.
@@ -68,8 +68,10 @@ _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 class _Area(NamedTuple):
     order: int
     box: tuple[float, float, float, float]  # left, bottom, right, top on the page
-    colour: RGB | None  # None: an image or a shading, whose colours are not judged
+    colour: RGB | None  # None: an image or a shading, judged by its pixels or not at all
     alpha: int  # 0-255: a translucent fill shows what lies under it through it
+    image: Any = None  # an image object, whose pixels are looked at under a glyph
+    place: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)  # its unit square onto the page
 
 
 def _address(obj: Any) -> int:
@@ -127,6 +129,7 @@ class Drawing:
         left, bottom, right, top = page.get_bbox()
         self._frame = (left, bottom, max(right - left, 1.0), max(top - bottom, 1.0))
         self._cells: tuple[list[list[int]], list[list[int]]] | None = None
+        self._bitmaps: dict[int, _Bitmap | None] = {}
         self._count = 0
         self._walk(
             page.raw, pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject, _IDENTITY, 0
@@ -182,7 +185,14 @@ class Drawing:
                 continue
             if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
                 bounds = _on_page((box[0].value, box[1].value, box[2].value, box[3].value), matrix)
-                self._areas.append(_Area(order, bounds, colour, alpha))
+                image, place = None, _IDENTITY
+                own = pdfium_c.FS_MATRIX()
+                if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE and pdfium_c.FPDFPageObj_GetMatrix(
+                    obj, ctypes.byref(own)
+                ):
+                    image = obj
+                    place = _then((own.a, own.b, own.c, own.d, own.e, own.f), matrix)
+                self._areas.append(_Area(order, bounds, colour, alpha, image, place))
 
     def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
         address = _address(obj)
@@ -210,11 +220,14 @@ class Drawing:
         """Whether a glyph of this text object is to be looked at."""
         return self.every or _address(obj) in self.candidates
 
-    def under(self, obj: Any, box: tuple[float, float, float, float]) -> RGB | None:
+    def under(
+        self, obj: Any, box: tuple[float, float, float, float], images: bool = True
+    ) -> RGB | None:
         """The colour a glyph of obj with this box on the page lies on: the areas painted
         before obj that are under it (STRIP_SHARE), the top one's colour blended by its
-        alpha with those below it, down to an opaque one or the page's WHITE; None where
-        an image or a shading is the ground."""
+        alpha with those below it, down to an opaque one or the page's WHITE; an image's
+        where its pixels under the box are of one colour (and images is true); None where
+        an image of several colours, or a shading, is the ground."""
         if self._cells is None:
             self._cells = self._grid()
         cells, orders = self._cells
@@ -247,6 +260,8 @@ class Drawing:
                 continue  # paints nothing to speak of
             if area.colour is None or area.alpha >= 255 - UNSEEN_ALPHA:
                 ground = area.colour
+                if area.image is not None and images:
+                    ground = self._pixels(area, box)
                 break
             layers.append(area)
         if ground is None:
@@ -256,6 +271,35 @@ class Drawing:
             t = area.alpha / 255
             ground = _blend(area.colour, ground, t)
         return ground
+
+    def _pixels(self, area: _Area, box: tuple[float, float, float, float]) -> RGB | None:
+        """The colour of an image's pixels under a glyph's box (five of them looked at),
+        if they are all of one colour (within FAINT); else None."""
+        key = _address(area.image)
+        if key not in self._bitmaps:
+            self._bitmaps[key] = _bitmap(area.image)
+        bitmap = self._bitmaps[key]
+        if bitmap is None:
+            return None
+        a, b, c, d, e, f = area.place
+        det = a * d - b * c
+        if abs(det) < 1e-9:
+            return None
+        x0, y0, x1, y1 = box
+        found: list[RGB] = []
+        for fx, fy in ((0.5, 0.5), (0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)):
+            x, y = x0 + fx * (x1 - x0) - e, y0 + fy * (y1 - y0) - f
+            u, v = (d * x - c * y) / det, (a * y - b * x) / det  # the unit square's point
+            colour = bitmap.at(u, v)
+            if colour is None:
+                return None
+            found.append(colour)
+        first = found[0]
+        if any(
+            max(abs(p - q) for p, q in zip(first, other, strict=True)) > FAINT for other in found
+        ):
+            return None
+        return first
 
     def _cell(self, x: float, y: float) -> int:
         left, bottom, width, height = self._frame
@@ -280,6 +324,64 @@ class Drawing:
                     cells[row * GRID + col].append(k)
         orders = [[self._areas[k].order for k in cell] for cell in cells]
         return cells, orders
+
+
+# Images of more pixels than this are not decoded to judge what lies under a glyph.
+MAX_PIXELS = 40_000_000
+
+
+class _Bitmap(NamedTuple):
+    """An image's pixels, decoded: rows top to bottom, each `stride` bytes."""
+
+    width: int
+    height: int
+    stride: int
+    channels: int  # 1 grey, 3 BGR, 4 BGRx or BGRA
+    data: bytes
+
+    def at(self, u: float, v: float) -> RGB | None:
+        """The colour at (u, v) of the image's unit square (v up); None off it."""
+        if not (0 <= u <= 1 and 0 <= v <= 1):
+            return None
+        col = min(self.width - 1, int(u * self.width))
+        row = min(self.height - 1, int((1 - v) * self.height))
+        at = row * self.stride + col * self.channels
+        if self.channels == 1:
+            g = self.data[at]
+            return (g, g, g)
+        return (self.data[at + 2], self.data[at + 1], self.data[at])
+
+
+_CHANNELS = {
+    pdfium_c.FPDFBitmap_Gray: 1,
+    pdfium_c.FPDFBitmap_BGR: 3,
+    pdfium_c.FPDFBitmap_BGRx: 4,
+    pdfium_c.FPDFBitmap_BGRA: 4,
+}
+
+
+def _bitmap(image: Any) -> _Bitmap | None:
+    """An image object's pixels (its mask not applied); None if PDFium cannot give them."""
+    width, height = ctypes.c_uint(), ctypes.c_uint()
+    if not pdfium_c.FPDFImageObj_GetImagePixelSize(
+        image, ctypes.byref(width), ctypes.byref(height)
+    ):
+        return None
+    if not 0 < width.value * height.value <= MAX_PIXELS:
+        return None
+    bitmap = pdfium_c.FPDFImageObj_GetBitmap(image)
+    if not bitmap:
+        return None
+    try:
+        channels = _CHANNELS.get(pdfium_c.FPDFBitmap_GetFormat(bitmap))
+        w, h = pdfium_c.FPDFBitmap_GetWidth(bitmap), pdfium_c.FPDFBitmap_GetHeight(bitmap)
+        stride = pdfium_c.FPDFBitmap_GetStride(bitmap)
+        buffer = pdfium_c.FPDFBitmap_GetBuffer(bitmap)
+        if channels is None or w <= 0 or h <= 0 or not buffer:
+            return None
+        return _Bitmap(w, h, stride, channels, ctypes.string_at(buffer, stride * h))
+    finally:
+        pdfium_c.FPDFBitmap_Destroy(bitmap)
 
 
 def _blend(top: RGB, under: RGB, alpha: float) -> RGB:
@@ -365,9 +467,11 @@ def _hidden(
                 continue  # a colour PDFium cannot give: seen
             if rgba[3].value > UNSEEN_ALPHA:
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
-        under = drawing.under(obj, (rect.left, rect.bottom, rect.right, rect.top))
+        # An invisible glyph on any image is seen (an OCR layer over its scan).
+        box = (rect.left, rect.bottom, rect.right, rect.top)
+        under = drawing.under(obj, box, images=colour is not None)
         if under is None:
-            continue  # on an image or a shading: seen (an OCR layer over its scan)
+            continue  # on a shading or an image of several colours: seen
         # Invisible letters are seen only on a scan; coloured ones where they stand out.
         if colour is None or faint(colour, under):
             out[k] = ROOM
