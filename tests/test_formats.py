@@ -1127,6 +1127,14 @@ def test_white_letters_on_a_dark_page_colour_beside_coloured_ones_are_read() -> 
         "Annual",
         "report",
     ]
+    # Word's "White, Background 1, Darker 50%" page colour: a theme colour shaded.
+    shaded = document.replace(
+        'w:color="1F3864"/>', 'w:color="7F7F7F" w:themeColor="background1" w:themeShade="80"/>'
+    )
+    assert extract(DOCX, _zip({"word/document.xml": shaded.encode()})).split() == [
+        "Annual",
+        "report",
+    ]
     page = (
         f"<office:document-styles {_ODT_NS} {_FO_NS}><office:automatic-styles>"
         '<style:page-layout style:name="pm1"><style:page-layout-properties '
@@ -1175,6 +1183,9 @@ def test_docx_greys_and_legacy_or_table_shading_are_seen_and_white_fills_are_not
         "<w:p>" + _run("x", props).join(_run(w) for w in words) + "</w:p>" for props in tricks
     )
     assert extract(DOCX, _docx(body)).split() == words * len(tricks)
+    odd = '<w:color w:val="FFFFFF"/><w:shd w:val="pct1e308" w:color="FFFFFF" w:fill="000000"/>'
+    body = "<w:p>" + _run("Odd") + _run(" pattern ", odd) + _run("values") + "</w:p>"
+    assert extract(DOCX, _docx(body)).split() == ["Odd", "values"]  # clamped: a white fill
     latin = '<w:sz w:val="2"/><w:szCs w:val="40"/>'
     body = "<w:p>" + _run("fr") + _run("x", latin) + _run("ee") + "</w:p>"
     assert extract(DOCX, _docx(body)) == "free"
@@ -1189,6 +1200,9 @@ def test_odt_white_letters_on_a_filled_paragraph_or_cell_are_read() -> None:
         '{FO} fo:background-color="#1f3864"/></style:style>'
         '<style:style style:name="Band2" style:family="paragraph" '
         'style:parent-style-name="Band"/>'
+        '<style:style style:name="Area" style:family="paragraph"><style:paragraph-properties '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" draw:fill="solid" '
+        'draw:fill-color="#1f3864"/></style:style>'
         '<style:style style:name="Dark" style:family="table-cell"><style:table-cell-properties '
         '{FO} fo:background-color="#000000"/></style:style>'
         '<style:style style:name="W" style:family="text"><style:text-properties {FO} '
@@ -1202,10 +1216,11 @@ def test_odt_white_letters_on_a_filled_paragraph_or_cell_are_read() -> None:
     )
     body = (
         f'<text:p text:style-name="Band2">{line}</text:p>'
+        f'<text:p text:style-name="Area">{line}</text:p>'
         f'<table:table {table}><table:table-row><table:table-cell table:style-name="Dark">'
         f"<text:p>{line}</text:p></table:table-cell></table:table-row></table:table>"
     )
-    assert extract(ODT, _odt(body, styles)).split() == ["Revenue", "(USD", "m)", "total"] * 2
+    assert extract(ODT, _odt(body, styles)).split() == ["Revenue", "(USD", "m)", "total"] * 3
 
 
 def test_white_docx_letters_on_a_fill_of_their_own_are_read() -> None:

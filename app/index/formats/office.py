@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
@@ -520,7 +521,11 @@ def _shaded_by(shading: ET.Element, attribute: str = "fill") -> bool:
     pattern (w:val solid, pct10 ...) its colour blended over the fill by the pattern's
     share."""
     theme = shading.get(f"{_W}theme{attribute.title()}")
-    toned = any(shading.get(f"{_W}theme{attribute.title()}{tone}") for tone in ("Shade", "Tint"))
+    # w:shd names its tones themeFillShade, themeFillTint; w:background themeShade, themeTint.
+    toned = any(
+        shading.get(f"{_W}theme{'Fill' if attribute == 'fill' else ''}{tone}")
+        for tone in ("Shade", "Tint")
+    )
     fill = shading.get(f"{_W}{attribute}", "auto")
     colour = hex_colour(fill)
     if theme and not toned:
@@ -531,7 +536,8 @@ def _shaded_by(shading: ET.Element, attribute: str = "fill") -> bool:
     if pattern not in ("clear", "nil") and colour is not None:
         share = 1.0 if pattern == "solid" else 0.5
         if pattern.startswith("pct"):
-            share = (_number(pattern.removeprefix("pct")) or 50) / 100
+            given = _number(pattern.removeprefix("pct"))
+            share = 0.5 if given is None else min(1.0, max(0.0, given / 100))
         ink = hex_colour(shading.get(f"{_W}color")) or (0, 0, 0)  # auto: black
         r, g, b = (round(share * i + (1 - share) * c) for i, c in zip(ink, colour, strict=True))
         colour = (r, g, b)
@@ -584,11 +590,11 @@ def _unseen(props: ET.Element | None, shaded: bool, complex_script: bool = False
 
 
 def _hex_byte(value: str) -> int | None:
-    try:
-        n = int(value, 16)
-    except ValueError:
-        return None
-    return n if 0 <= n <= 255 else None
+    """A two-digit hex byte ("0F"), None if it is not one."""
+    return int(value, 16) if _HEX_BYTE.fullmatch(value) else None
+
+
+_HEX_BYTE = re.compile(r"[0-9A-Fa-f]{2}")
 
 
 def _complex_script(run: ET.Element, props: ET.Element | None) -> bool:
@@ -975,10 +981,20 @@ def _odt_grounded(*trees: ET.Element | None) -> frozenset[str]:
             said: bool | None = None
             for kind in kinds:
                 props = style.find(f"{_STYLE}{kind}")
-                value = props.get(f"{_FO}background-color") if props is not None else None
+                if props is None:
+                    continue
+                value = props.get(f"{_FO}background-color")
                 if value is not None:
                     colour = hex_colour(value)
                     said = colour is not None and not faint(colour)
+                # LibreOffice's area fill: a colour, or a gradient, hatch or bitmap (judged
+                # as a fill a reader tells from white).
+                area = props.get(f"{_DRAW}fill")
+                if area == "solid":
+                    colour = hex_colour(props.get(f"{_DRAW}fill-color"))
+                    said = colour is None or not faint(colour)
+                elif area in ("gradient", "hatch", "bitmap"):
+                    said = True
             own[name] = said
             if style.get(f"{_STYLE}parent-style-name"):
                 parent[name] = style.get(f"{_STYLE}parent-style-name", "")
