@@ -839,11 +839,12 @@ def _odt_page_colour(styles: ET.Element | None) -> RGB:
 
 
 def _odt_unseen_styles(page: RGB, *trees: ET.Element | None) -> dict[str, int]:
-    """Per text style that says, whether a reader does not see its letters (as _unseen
-    for a DOCX run: a font of at most UNSEEN_POINTS, letters scaled to at most
-    UNSEEN_SCALE, white letters with no background colour) or does (a colour that is not
-    white), each property its own or its nearest ancestor's (style:parent-style-name): a
-    white automatic style over a parent with a dark background is seen."""
+    """Per text style that says, how its letters are drawn (_odt_unseen's kinds, as
+    _unseen for a DOCX run: a font of at most UNSEEN_POINTS or letters scaled to at most
+    UNSEEN_SCALE take no room; letters faint on their background, or on the page's
+    colour where they have none, take a letter's), each property its own or its nearest
+    ancestor's (style:parent-style-name): a white automatic style over a parent with a
+    dark background is seen."""
     own, parent = _odt_text_properties(trees, _SEEN_BY)
     size, scale, color, ground = (_resolved(values, parent) for values in own)
     out = {}
