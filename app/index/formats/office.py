@@ -29,7 +29,7 @@ import math
 import re
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypeVar
 from xml.etree import ElementTree as ET
 from xml.parsers import expat
@@ -888,6 +888,23 @@ def _odt_hidden_styles(*trees: ET.Element | None) -> frozenset[str]:
     return _inherited(display, parent)
 
 
+def _named_styles(
+    trees: tuple[ET.Element | None, ...], parent: dict[str, str]
+) -> Iterator[tuple[str, ET.Element]]:
+    """Every named style:style of the trees with its name, each one's parent
+    (style:parent-style-name) recorded in parent on the way."""
+    for tree in trees:
+        if tree is None:
+            continue
+        for style in tree.iter(f"{_STYLE}style"):
+            name = style.get(f"{_STYLE}name")
+            if name is None:
+                continue
+            if style.get(f"{_STYLE}parent-style-name"):
+                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+            yield name, style
+
+
 def _odt_text_properties(
     trees: tuple[ET.Element | None, ...], attributes: tuple[str, ...]
 ) -> tuple[list[dict[str, str | None]], dict[str, str]]:
@@ -896,18 +913,10 @@ def _odt_text_properties(
     (style:parent-style-name)."""
     own: list[dict[str, str | None]] = [{} for _ in attributes]
     parent: dict[str, str] = {}
-    for tree in trees:
-        if tree is None:
-            continue
-        for style in tree.iter(f"{_STYLE}style"):
-            name = style.get(f"{_STYLE}name")
-            if name is None:
-                continue
-            props = style.find(f"{_STYLE}text-properties")
-            for values, attribute in zip(own, attributes, strict=True):
-                values[name] = None if props is None else props.get(attribute)
-            if style.get(f"{_STYLE}parent-style-name"):
-                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+    for name, style in _named_styles(trees, parent):
+        props = style.find(f"{_STYLE}text-properties")
+        for values, attribute in zip(own, attributes, strict=True):
+            values[name] = None if props is None else props.get(attribute)
     return own, parent
 
 
@@ -972,33 +981,25 @@ def _odt_grounded(*trees: ET.Element | None) -> frozenset[str]:
     own: dict[str, bool | None] = {}
     parent: dict[str, str] = {}
     kinds = ("paragraph-properties", "table-cell-properties", "graphic-properties")
-    for tree in trees:
-        if tree is None:
-            continue
-        for style in tree.iter(f"{_STYLE}style"):
-            name = style.get(f"{_STYLE}name")
-            if name is None:
+    for name, style in _named_styles(trees, parent):
+        said: bool | None = None
+        for kind in kinds:
+            props = style.find(f"{_STYLE}{kind}")
+            if props is None:
                 continue
-            said: bool | None = None
-            for kind in kinds:
-                props = style.find(f"{_STYLE}{kind}")
-                if props is None:
-                    continue
-                value = props.get(f"{_FO}background-color")
-                if value is not None:
-                    colour = hex_colour(value)
-                    said = colour is not None and not faint(colour)
-                # LibreOffice's area fill: a colour, or a gradient, hatch or bitmap (judged
-                # as a fill a reader tells from white).
-                area = props.get(f"{_DRAW}fill")
-                if area == "solid":
-                    colour = hex_colour(props.get(f"{_DRAW}fill-color"))
-                    said = colour is None or not faint(colour)
-                elif area in ("gradient", "hatch", "bitmap"):
-                    said = True
-            own[name] = said
-            if style.get(f"{_STYLE}parent-style-name"):
-                parent[name] = style.get(f"{_STYLE}parent-style-name", "")
+            value = props.get(f"{_FO}background-color")
+            if value is not None:
+                colour = hex_colour(value)
+                said = colour is not None and not faint(colour)
+            # LibreOffice's area fill: a colour, or a gradient, hatch or bitmap (judged
+            # as a fill a reader tells from white).
+            area = props.get(f"{_DRAW}fill")
+            if area == "solid":
+                colour = hex_colour(props.get(f"{_DRAW}fill-color"))
+                said = colour is None or not faint(colour)
+            elif area in ("gradient", "hatch", "bitmap"):
+                said = True
+        own[name] = said
     return _inherited(own, parent)
 
 
