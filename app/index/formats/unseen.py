@@ -67,11 +67,11 @@ _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 class _Area(NamedTuple):
     order: int
-    box: tuple[float, float, float, float]  # left, bottom, right, top on the page
+    obj: Any  # its page object: its bounds are read only when a glyph is judged
+    matrix: Matrix  # the forms' it is drawn in, onto the page
     colour: RGB | None  # None: an image or a shading, judged by its pixels or not at all
     alpha: int  # 0-255: a translucent fill shows what lies under it through it
-    image: Any = None  # an image object, whose pixels are looked at under a glyph
-    place: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)  # its unit square onto the page
+    image: bool = False  # an image, whose pixels are looked at under a glyph
 
 
 def _address(obj: Any) -> int:
@@ -130,6 +130,14 @@ class Drawing:
         self._frame = (left, bottom, max(right - left, 1.0), max(top - bottom, 1.0))
         self._cells: tuple[list[list[int]], list[list[int]]] | None = None
         self._bitmaps: dict[int, _Bitmap | None] = {}
+        self._boxes: list[tuple[float, float, float, float]] = []  # each area's, on the page
+        # Buffers PDFium writes into, made once for the walk's thousands of objects.
+        self._rgba = [ctypes.c_uint() for _ in range(4)]
+        self._rgba_refs = [ctypes.byref(c) for c in self._rgba]
+        self._size = ctypes.c_float()
+        self._size_ref = ctypes.byref(self._size)
+        self._matrix = pdfium_c.FS_MATRIX()
+        self._matrix_ref = ctypes.byref(self._matrix)
         self._count = 0
         self._walk(
             page.raw, pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject, _IDENTITY, 0
@@ -138,7 +146,6 @@ class Drawing:
     def _walk(self, parent: Any, count: Any, get: Any, matrix: Matrix, depth: int) -> None:
         rgba = [ctypes.c_uint() for _ in range(4)]
         refs = [ctypes.byref(c) for c in rgba]
-        box = [ctypes.c_float() for _ in range(4)]
         fill, stroke = ctypes.c_int(), ctypes.c_int()
         for i in range(count(parent)):
             if self._count >= MAX_OBJECTS:
@@ -183,38 +190,40 @@ class Drawing:
                     self._colours.add(colour)
             elif kind not in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_SHADING):
                 continue
-            if pdfium_c.FPDFPageObj_GetBounds(obj, *map(ctypes.byref, box)):
-                bounds = _on_page((box[0].value, box[1].value, box[2].value, box[3].value), matrix)
-                image, place = None, _IDENTITY
-                own = pdfium_c.FS_MATRIX()
-                if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE and pdfium_c.FPDFPageObj_GetMatrix(
-                    obj, ctypes.byref(own)
-                ):
-                    image = obj
-                    place = _then((own.a, own.b, own.c, own.d, own.e, own.f), matrix)
-                self._areas.append(_Area(order, bounds, colour, alpha, image, place))
+            image = kind == pdfium_c.FPDF_PAGEOBJ_IMAGE
+            self._areas.append(_Area(order, obj, matrix, colour, alpha, image))
 
     def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
         address = _address(obj)
         self._order[address] = order
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
-        colour = _object_colour(obj, mode)
-        may = (
-            colour is None
-            or faint(colour)
-            or len(self._colours) > MAX_COLOURS
-            or any(faint(colour, c) for c in self._colours)
-        )
+        colour = self._colour_of(obj, mode)
+        may = colour is None or faint(colour) or len(self._colours) > MAX_COLOURS
+        if not may and self._colours:
+            may = any(faint(colour, c) for c in self._colours)  # type: ignore[arg-type]
         if not may:
-            size = ctypes.c_float()
-            own = pdfium_c.FS_MATRIX()
-            if pdfium_c.FPDFTextObj_GetFontSize(
-                obj, ctypes.byref(size)
-            ) and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(own)):
-                scaled = _then((own.a, own.b, own.c, own.d, own.e, own.f), matrix)
+            size, own = self._size, self._matrix
+            if pdfium_c.FPDFTextObj_GetFontSize(obj, self._size_ref) and (
+                pdfium_c.FPDFPageObj_GetMatrix(obj, self._matrix_ref)
+            ):
+                mine = (own.a, own.b, own.c, own.d, own.e, own.f)
+                scaled = mine if matrix is _IDENTITY else _then(mine, matrix)
                 may = 0 < size.value * _least_scale(scaled) <= UNSEEN_POINTS
         if may:
             self.candidates.add(address)
+
+    def _colour_of(self, obj: Any, mode: int) -> RGB | None:
+        """The colour a text object's glyphs show in; None if they show nothing."""
+        if mode in _FILLED:
+            ok = pdfium_c.FPDFPageObj_GetFillColor(obj, *self._rgba_refs)
+        elif mode in _STROKED:
+            ok = pdfium_c.FPDFPageObj_GetStrokeColor(obj, *self._rgba_refs)
+        else:
+            return None
+        if not ok:
+            return (0, 0, 0)
+        r, g, b, a = (c.value for c in self._rgba)
+        return None if a <= UNSEEN_ALPHA else (r, g, b)
 
     def looks_at(self, obj: Any) -> bool:
         """Whether a glyph of this text object is to be looked at."""
@@ -244,7 +253,7 @@ class Drawing:
             if walked >= MAX_WALK:
                 break  # judged as on the page
             area = self._areas[index]
-            ax0, ay0, ax1, ay1 = area.box
+            ax0, ay0, ax1, ay1 = self._boxes[index]
             if size > 0:
                 w = min(x1, ax1) - max(x0, ax0)
                 h = min(y1, ay1) - max(y0, ay0)
@@ -260,7 +269,7 @@ class Drawing:
                 continue  # paints nothing to speak of
             if area.colour is None or area.alpha >= 255 - UNSEEN_ALPHA:
                 ground = area.colour
-                if area.image is not None and images:
+                if area.image and images:
                     ground = self._pixels(area, box)
                 break
             layers.append(area)
@@ -275,13 +284,14 @@ class Drawing:
     def _pixels(self, area: _Area, box: tuple[float, float, float, float]) -> RGB | None:
         """The colour of an image's pixels under a glyph's box (five of them looked at),
         if they are all of one colour (within FAINT); else None."""
-        key = _address(area.image)
+        key = _address(area.obj)
         if key not in self._bitmaps:
-            self._bitmaps[key] = _bitmap(area.image)
+            self._bitmaps[key] = _bitmap(area.obj)
         bitmap = self._bitmaps[key]
-        if bitmap is None:
+        own = pdfium_c.FS_MATRIX()
+        if bitmap is None or not pdfium_c.FPDFPageObj_GetMatrix(area.obj, ctypes.byref(own)):
             return None
-        a, b, c, d, e, f = area.place
+        a, b, c, d, e, f = _then((own.a, own.b, own.c, own.d, own.e, own.f), area.matrix)
         det = a * d - b * c
         if abs(det) < 1e-9:
             return None
@@ -311,8 +321,17 @@ class Drawing:
         """Per cell, the areas over it (indexes, in paint order) and their orders."""
         cells: list[list[int]] = [[] for _ in range(GRID * GRID)]
         recorded = 0
+        box = [ctypes.c_float() for _ in range(4)]
+        refs = [ctypes.byref(c) for c in box]
+        self._boxes = []
         for k, area in enumerate(self._areas):  # in paint order: each cell's list is too
-            x0, y0, x1, y1 = area.box
+            if not pdfium_c.FPDFPageObj_GetBounds(area.obj, *refs):
+                self._boxes.append((0.0, 0.0, -1.0, -1.0))  # under no glyph
+                continue
+            x0, y0, x1, y1 = _on_page(
+                (box[0].value, box[1].value, box[2].value, box[3].value), area.matrix
+            )
+            self._boxes.append((x0, y0, x1, y1))
             first, last = self._cell(x0, y0), self._cell(x1, y1)
             rows = range(first // GRID, last // GRID + 1)
             cols = range(first % GRID, last % GRID + 1)
@@ -387,23 +406,6 @@ def _bitmap(image: Any) -> _Bitmap | None:
 def _blend(top: RGB, under: RGB, alpha: float) -> RGB:
     r, g, b = (round(alpha * t + (1 - alpha) * u) for t, u in zip(top, under, strict=True))
     return (r, g, b)
-
-
-def _object_colour(obj: Any, mode: int) -> RGB | None:
-    """The colour a text object's glyphs show in; None if they show nothing."""
-    rgba = [ctypes.c_uint() for _ in range(4)]
-    refs = [ctypes.byref(c) for c in rgba]
-    if mode in _FILLED:
-        ok = pdfium_c.FPDFPageObj_GetFillColor(obj, *refs)
-    elif mode in _STROKED:
-        ok = pdfium_c.FPDFPageObj_GetStrokeColor(obj, *refs)
-    else:
-        return None
-    if not ok:
-        return (0, 0, 0)
-    if rgba[3].value <= UNSEEN_ALPHA:
-        return None
-    return (rgba[0].value, rgba[1].value, rgba[2].value)
 
 
 # What a run of glyphs that take no room is read as until the page's lines are made
