@@ -101,6 +101,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/templates.py
 	$(BIN)/python bench/languages.py
 	$(BIN)/python bench/formats.py
+	$(BIN)/python bench/unseen.py
 	$(BIN)/python bench/issue.py
 
 clean:
