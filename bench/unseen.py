@@ -13,52 +13,18 @@ from __future__ import annotations
 import argparse
 import functools
 import random
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from app.index.formats import PDF, extract, unseen
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _pdf(content: bytes, forms: Sequence[bytes] = ()) -> bytes:
-    """One page of this content with Helvetica as /F1; forms[i] is object /X{i}, and each
-    form draws the next as /Fm (the last draws none)."""
-    font = 5
-    first = 6
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources "
-        b"<< /Font << /F1 5 0 R >> /XObject << %s >> >> >>"
-        % (b"/Fm %d 0 R" % first if forms else b""),
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    for i, body in enumerate(forms):
-        inner = b"/Fm %d 0 R" % (first + i + 1) if i + 1 < len(forms) else b""
-        objects.append(
-            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << "
-            b"/F1 %d 0 R >> /XObject << %s >> >> /Length %d >>\nstream\n"
-            % (font, inner, len(body))
-            + body
-            + b"\nendstream"
-        )
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+# The tests' own writer of small PDFs (tests/support/pdfgen.py), one copy of it.
+sys.path.insert(0, str(ROOT / "tests"))
+from support.pdfgen import pdf  # noqa: E402
 
 
 def specks_after_white_glyphs(n: int) -> bytes:
@@ -74,7 +40,7 @@ def specks_after_white_glyphs(n: int) -> bytes:
         b"0.2 g %.2f %.2f 0.2 0.2 re f" % (96 + rnd.random() * 18, 397 + rnd.random() * 23)
         for _ in range(n)
     ]
-    return _pdf(b"\n".join(lines + specks))
+    return pdf([b"\n".join(lines + specks)])
 
 
 def map_of_fills(n: int) -> bytes:
@@ -86,21 +52,23 @@ def map_of_fills(n: int) -> bytes:
     text = [
         b"BT 0 g /F1 9 Tf 40 %d Td (%s) Tj ET" % (40 + 12 * i, b"label " * 12) for i in range(60)
     ]
-    return _pdf(b"\n".join(fills + text))
+    return pdf([b"\n".join(fills + text)])
 
 
 def nested_forms(depth: int, fan: int, fills: int) -> bytes:
     """Forms `depth` deep, each drawing `fills` fills and the next form `fan` times; the
     last draws a line with a white word in it."""
-    forms = []
+    forms = {}
     for k in range(depth):
         body = b"\n".join(b"0.5 g %d %d 3 3 re f" % (10 + i, 10 + k) for i in range(fills))
         if k + 1 < depth:
-            body += b"\n" + b"\n".join(b"q 1 0 0 1 %d 0 cm /Fm Do Q" % j for j in range(fan))
+            body += b"\n" + b"\n".join(
+                b"q 1 0 0 1 %d 0 cm /Fm%d Do Q" % (j, k + 1) for j in range(fan)
+            )
         else:
             body += b"\nBT 0 g /F1 9 Tf 50 400 Td (Leaf text) Tj 1 g ( white) Tj 0 g ( end) Tj ET"
-        forms.append(body)
-    return _pdf(b"q /Fm Do Q BT /F1 11 Tf 72 300 Td (Page text) Tj ET", forms)
+        forms[f"Fm{k}"] = body
+    return pdf([b"q /Fm0 Do Q BT /F1 11 Tf 72 300 Td (Page text) Tj ET"], forms)
 
 
 class _NoCandidates:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 def pdf(pages: list[bytes], forms: dict[str, bytes] | None = None) -> bytes:
     """A valid PDF (with a correct xref) of these content streams, Helvetica as /F1,
-    each of forms a form XObject its pages may draw by name (`/Name Do`), and graphics
+    each of forms a form XObject its pages and the other forms may draw by name
+    (`/Name Do`), and graphics
     states that paint nothing (`/Clear gs`: fill and stroke alpha 0), or paint at a fill
     alpha of 0.05 (`/Faint gs`) or 0.01 (`/Ghost gs`)."""
     objects: list[bytes] = []
@@ -30,7 +31,10 @@ def pdf(pages: list[bytes], forms: dict[str, bytes] | None = None) -> bytes:
     for body in forms.values():
         objects.append(
             b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << "
-            b"/F1 %d 0 R >> >> /Length %d >>\nstream\n" % (font, len(body)) + body + b"\nendstream"
+            b"/F1 %d 0 R >> /XObject << %s >> >> /Length %d >>\nstream\n"
+            % (font, xobjects.encode(), len(body))
+            + body
+            + b"\nendstream"
         )
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
