@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.pdfgen import pdf  # noqa: E402
 
 
-def specks_after_white_glyphs(n: int) -> bytes:
-    """~500 white glyphs 1.2 pt high between black words in one small place, then n
-    specks painted after them over the same place."""
+def specks_and_white_glyphs(n: int, after: bool = True) -> bytes:
+    """~500 white glyphs 1.2 pt high between black words in one small place, and n
+    specks painted over the same place after them (or before them)."""
     rnd = random.Random(1)
     lines = [
         b"BT 0 g /F1 1.2 Tf 96 %.1f Td (word) Tj 1 g (xxxxxxxxxx) Tj 0 g (word) Tj ET"
@@ -40,7 +40,7 @@ def specks_after_white_glyphs(n: int) -> bytes:
         b"0.2 g %.2f %.2f 0.2 0.2 re f" % (96 + rnd.random() * 18, 397 + rnd.random() * 23)
         for _ in range(n)
     ]
-    return pdf([b"\n".join(lines + specks)])
+    return pdf([b"\n".join(lines + specks if after else specks + lines)])
 
 
 def map_of_fills(n: int) -> bytes:
@@ -96,7 +96,11 @@ def main() -> None:
     cases: list[tuple[str, bytes]] = [
         (
             f"{args.specks:,} specks painted after ~500 white glyphs",
-            specks_after_white_glyphs(args.specks),
+            specks_and_white_glyphs(args.specks),
+        ),
+        (
+            f"{args.specks:,} specks painted before ~500 white glyphs",
+            specks_and_white_glyphs(args.specks, after=False),
         ),
         (f"a map of {args.specks:,} fills and 60 lines of text", map_of_fills(args.specks)),
         ("forms 12 deep, each drawing the next twice with 50 fills", nested_forms(12, 2, 50)),

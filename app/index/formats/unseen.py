@@ -46,7 +46,7 @@ _INVISIBLE = frozenset({3, 7})
 # judged toward catching, its white glyphs read as on white.
 GRID = 32
 MAX_CELLS = 1_000_000
-MAX_WALK = 4096
+MAX_WALK = 512
 # Forms nested deeper than this are not walked into, and past MAX_OBJECTS objects (forms
 # drawn within forms multiply them) the walk stops: every glyph is looked at then.
 MAX_DEPTH = 12
@@ -248,10 +248,12 @@ class Drawing:
         layers: list[_Area] = []
         ground: RGB | None = WHITE
         # The cell's areas are in paint order: those painted after obj are skipped at once.
+        here = cells[cell]
         k = bisect.bisect_left(orders[cell], order)
-        for walked, index in enumerate(reversed(cells[cell][:k])):
+        for walked, at in enumerate(range(k - 1, -1, -1)):
             if walked >= MAX_WALK:
                 break  # judged as on the page
+            index = here[at]
             area = self._areas[index]
             ax0, ay0, ax1, ay1 = self._boxes[index]
             if size > 0:
