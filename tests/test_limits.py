@@ -217,7 +217,16 @@ def test_request_deadline_bounds_big_and_stalled_requests(tmp_path: Path) -> Non
         answer, waited = _raw_request(server.port, head, b'{"text": "only the start', 5)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert waited < 1 + 1.5, waited
-        assert httpx.put(server.url + "/documents/after", json={"text": TEXT}).status_code == 201
+        # A one-line document fits the 0.05 s deadline; on a loaded machine it may not, and
+        # the answer is then the same 503 with Retry-After: the service is tried again.
+        statuses = []
+        for _ in range(20):
+            statuses.append(httpx.put(server.url + "/documents/after", json={"text": TEXT}))
+            if statuses[-1].status_code != 503:
+                break
+        # (201, or 200 if a deadline ended one after it had stored the document).
+        assert statuses[-1].status_code in (200, 201), [r.status_code for r in statuses]
+        assert all(r.headers.get("retry-after") == "1" for r in statuses[:-1])
 
 
 def test_streams_of_a_named_collection_are_not_cut_by_the_deadline(  # type: ignore[no-untyped-def]
