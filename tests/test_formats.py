@@ -21,7 +21,7 @@ from support.pdfgen import SCAN, pdf, text_at
 
 from app.core.errors import Invalid
 from app.index import formats, html
-from app.index.formats import DOCX, ODT, PDF, FileError, decode, extract, office
+from app.index.formats import DOCX, ODT, PDF, FileError, archive, decode, extract
 from app.index.formats import pdf as pdf_text
 from app.index.formats.workers import Extractors
 
@@ -368,7 +368,7 @@ def test_bad_office_files_are_named() -> None:
     assert "not a readable zip" in _refused(DOCX, docx[: len(docx) // 2])
     assert "no word/document.xml" in _refused(DOCX, _zip({"other.xml": b"<a/>"}))
     assert "no content.xml" in _refused(ODT, docx)
-    bomb = b"<w:document>" + b" " * (3 * office.RATIO_FLOOR) + b"</w:document>"
+    bomb = b"<w:document>" + b" " * (3 * archive.RATIO_FLOOR) + b"</w:document>"
     message = _refused(DOCX, _zip({"word/document.xml": bomb}))
     assert "zip bomb" in message and "word/document.xml" in message
     assert "XML cannot be parsed" in _refused(DOCX, _zip({"word/document.xml": b"<a><b></a>"}))
@@ -384,11 +384,11 @@ def test_bad_office_files_are_named() -> None:
 def test_a_bomb_is_stopped_before_it_is_decompressed_whole() -> None:
     """A part whose header claims a huge size is refused at once, and one that hides
     its size is cut once it passes the bound, never read to its end."""
-    size = office.MAX_PART + 1
+    size = archive.MAX_PART + 1
     raw = _zip({"word/document.xml": b"\0" * size})
     assert "zip bomb" in _refused(DOCX, raw)
     # Under the size bound but compressed past the ratio: named once, as a bomb.
-    packed = _zip({"word/document.xml": b"\0" * (office.RATIO_FLOOR * 4)})
+    packed = _zip({"word/document.xml": b"\0" * (archive.RATIO_FLOOR * 4)})
     assert _refused(DOCX, packed).startswith("the DOCX is refused as a zip bomb")
 
 

@@ -39,6 +39,13 @@ def faint(colour: RGB, under: RGB = WHITE) -> bool:
     return max(abs(x - y) for x, y in zip(colour, under, strict=True)) <= FAINT
 
 
+def blend(top: RGB, under: RGB, share: float) -> RGB:
+    """top laid over under at this share (0-1) of its strength: a translucent fill, a
+    shading pattern's ink over its ground."""
+    r, g, b = (round(share * t + (1 - share) * u) for t, u in zip(top, under, strict=True))
+    return (r, g, b)
+
+
 def hex_colour(value: str | None) -> RGB | None:
     """An RRGGBB colour ("#" optional) as numbers; None if it is not one."""
     value = (value or "").strip().lstrip("#")

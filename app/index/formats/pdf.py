@@ -26,7 +26,7 @@ import pypdfium2.raw as pdfium_c
 
 from app.index.errors import FileError
 from app.index.formats import columns, unseen
-from app.index.formats.office import what_it_is
+from app.index.formats.archive import what_it_is
 
 # A page number alone whose line's middle lies within this share of the page's height
 # from its top or bottom edge is furniture.
@@ -370,9 +370,13 @@ def _page(textpage: pdfium.PdfTextPage, height: float, page: pdfium.PdfPage | No
             rows.append([p for p in row if p.text])
         unit += size
     ordered = columns.in_columns([row for row in rows if row])
-    # Glyphs read as nothing (unseen.NOTHING) leave now that the lines are made.
-    kept = [(p.text.replace(unseen.NOTHING, ""), p.height) for p in ordered]
-    kept = [(text, height) for text, height in kept if text.strip()]
+    # Glyphs read as nothing (unseen.NOTHING) leave now that the lines are made, with a
+    # line they leave blank.
+    kept = [
+        (text, p.height)
+        for p in ordered
+        if (text := p.text.replace(unseen.NOTHING, "")).strip() or unseen.NOTHING not in p.text
+    ]
     return Page([text for text, _ in kept], [height for _, height in kept])
 
 

@@ -12,9 +12,10 @@ glyph is that the glyphs beside it are drawn to be seen.
 What lies under a glyph is found the way the page is painted: the filled paths, images
 and shadings drawn before the glyph's text object (forms walked into) that cover half
 the glyph's box, or hold its centre and a tenth of it, the top one's colour blended by
-its alpha with those below, down to an opaque one or the page's white. An image's
-colours are not judged: any glyph on one is seen, and an invisible glyph is seen on
-nothing else (an OCR layer lies on its scan).
+its alpha with those below, down to an opaque one or the page's white. An image is
+ground of the colour of its pixels under the glyph where those looked at are of one
+colour, and seen ground otherwise (a scan, a photo); an invisible glyph is seen on an
+image and on nothing else (an OCR layer lies on its scan).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, NamedTuple
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from app.index.formats.blanking import FAINT, NO_ROOM, RGB, ROOM, SEEN, WHITE, faint, hidden_runs
+from app.index.formats.blanking import NO_ROOM, RGB, ROOM, SEEN, WHITE, blend, faint, hidden_runs
 
 # A glyph at most this many points high, or squeezed to at most this share of its
 # height wide (a narrow letter, an i or a period, is a fifth of it), is not seen.
@@ -144,8 +145,7 @@ class Drawing:
         )
 
     def _walk(self, parent: Any, count: Any, get: Any, matrix: Matrix, depth: int) -> None:
-        rgba = [ctypes.c_uint() for _ in range(4)]
-        refs = [ctypes.byref(c) for c in rgba]
+        rgba, refs = self._rgba, self._rgba_refs
         fill, stroke = ctypes.c_int(), ctypes.c_int()
         for i in range(count(parent)):
             if self._count >= MAX_OBJECTS:
@@ -279,8 +279,7 @@ class Drawing:
             return None
         for area in reversed(layers):
             assert area.colour is not None
-            t = area.alpha / 255
-            ground = _blend(area.colour, ground, t)
+            ground = blend(area.colour, ground, area.alpha / 255)
         return ground
 
     def _pixels(self, area: _Area, box: tuple[float, float, float, float]) -> RGB | None:
@@ -307,11 +306,7 @@ class Drawing:
                 return None
             found.append(colour)
         first = found[0]
-        if any(
-            max(abs(p - q) for p, q in zip(first, other, strict=True)) > FAINT for other in found
-        ):
-            return None
-        return first
+        return first if all(faint(other, first) for other in found) else None
 
     def _cell(self, x: float, y: float) -> int:
         left, bottom, width, height = self._frame
@@ -403,11 +398,6 @@ def _bitmap(image: Any) -> _Bitmap | None:
         return _Bitmap(w, h, stride, channels, ctypes.string_at(buffer, stride * h))
     finally:
         pdfium_c.FPDFBitmap_Destroy(bitmap)
-
-
-def _blend(top: RGB, under: RGB, alpha: float) -> RGB:
-    r, g, b = (round(alpha * t + (1 - alpha) * u) for t, u in zip(top, under, strict=True))
-    return (r, g, b)
 
 
 # What a run of glyphs that take no room is read as until the page's lines are made
