@@ -471,6 +471,33 @@ def test_marks_cover_every_band_key_shared_through_an_anchor_or_a_spill(
     asyncio.run(run())
 
 
+def test_one_call_marks_every_holder_and_joiner_of_many_shared_fields(
+    store_url: str, collection: str
+) -> None:
+    """Band keys that each join a field of MAX_INLINE - 1 other holders, a script call's
+    worth at once, mark exactly those holders and joiners: more distinct handles than one
+    BITFIELD of set_marks takes (band_ops.lua), and a joiner named by several keys once."""
+    keys = [(k + 1) << 40 | k for k in range(ENTRIES_PER_CALL)]
+    holders = {k: [1000 * (i + 1) + j for j in range(MAX_INLINE - 1)] for i, k in enumerate(keys)}
+    assert ENTRIES_PER_CALL * MAX_INLINE > 512  # set_marks' MARKS_PER_CALL
+
+    async def run() -> None:
+        store = Store.connect(store_url, collection, 5.0)
+        try:
+            store.use_band_buckets(1 << 10, True, True, True, 2, marks=True)
+            for k, hs in holders.items():  # anchors inline: they mark nothing themselves
+                await store.bands.add([], [(h, np.array([k], dtype=np.uint64)) for h in hs])
+            assert await _marked(store) == set()
+            joiners = [(500 + i % 40, np.array([k], dtype=np.uint64)) for i, k in enumerate(keys)]
+            await store.bands.add(joiners)
+            expected = {h for hs in holders.values() for h in hs} | {h for h, _ in joiners}
+            assert await _marked(store) == expected
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+
+
 def test_unmarked_documents_share_no_band_key_and_answer_as_without_marks(
     store_url: str, collection: str
 ) -> None:

@@ -14,8 +14,8 @@ from support import oracle
 from app import kernel
 from app.index import Document, Index, Params, records
 from app.index.params import DEFAULT_FINGERPRINT_BITS
-from app.index.sketch import kept_bits, sketch_now
-from app.store import Store
+from app.index.sketch import anchor_keys_many, kept_bits, sketch_now
+from app.store import ANCHOR_SALT, ANCHOR_SPREAD, Store
 
 VOCABULARY = [f"w{i}" for i in range(20_000)]
 
@@ -64,6 +64,37 @@ def test_kept_bits_merges_equal_tops_per_text_and_cuts_each_to_size() -> None:
     got, offs = kept_bits(values, offsets, 24, 3)
     assert offs.tolist() == [0, 2, 2, 5]
     assert got.tolist() == [0x100, 0x200, 0x100, 0x300, 0x400]
+
+
+def _anchor_keys(hashes: list[int]) -> list[int]:
+    """A text's passage index keys in plain Python: each hash's low 32 bits, spread and
+    salted in 64 bits, distinct and sorted."""
+    return sorted({((h & 0xFFFFFFFF) * ANCHOR_SPREAD % 2**64) ^ ANCHOR_SALT for h in hashes})
+
+
+def test_anchor_keys_of_a_batch_are_each_texts_own_distinct_keys() -> None:
+    """anchor_keys_many gives each text the keys plain Python makes of its hashes, empty
+    texts and repeated hashes among them, and an ingest's sketch writes exactly those."""
+    rng = random.Random(5)
+    for _ in range(50):
+        texts = [
+            [rng.choice([rng.getrandbits(64), 7, 2**32 + 7, 0]) for _ in range(rng.randrange(6))]
+            for _ in range(rng.randrange(1, 8))
+        ]
+        cuts = np.cumsum([0] + [len(t) for t in texts])
+        flat = np.array([h for t in texts for h in t], dtype=np.uint64)
+        keys, at = anchor_keys_many(flat, cuts)
+        got = [keys[at[i] : at[i + 1]].tolist() for i in range(len(texts))]
+        assert got == [_anchor_keys(t) for t in texts]
+    p = Params.create("word:3", 128, 256, 1, 0.5, 1000)
+    batch = [_text(n, n) for n in (0, 5, 40, 300)] + [_text(40, 40)]
+    sk = sketch_now(p, batch)
+    for i, text in enumerate(batch):
+        winnowed = kernel.winnow(
+            [text], shingle=p.passage_shingle, passage_words=p.passage_words, seed=p.seed,
+            tokenizer=p.tokenizer,
+        )  # fmt: skip
+        assert sk.anchors(i).tolist() == _anchor_keys(winnowed.hashes.tolist())
 
 
 def test_a_24_bit_record_is_smaller_and_verifies_like_the_oracle(redis_url: str) -> None:

@@ -129,8 +129,11 @@ def test_short_fields_are_a_keys_low_bytes_and_read_back_as_its_place(
     assert layout.entry_keys(keys).tolist() == [k & (top | low) for k in keys.tolist()]
     rows = layout.band_entries(keys, np.arange(len(keys), dtype=np.uint32))
     assert [w for w, _ in rows] == [width]
-    digits_n = int(layout.band_heads[2])
-    got = [bytes(row[digits_n : digits_n + width]) for row in rows[0][1]]
+    digits_n = int(layout.band_heads[2])  # then "}", which ends the bucket's name
+    head = len(layout.band_heads[0])
+    tails = [bytes(row[: digits_n + 1]) for row in rows[0][1]]
+    assert tails == [layout.band_place(k)[0][head:] for k in keys.tolist()]
+    got = [bytes(row[digits_n + 1 : digits_n + 1 + width]) for row in rows[0][1]]
     assert got == [layout.band_place(k)[1] for k in keys.tolist()]
 
 

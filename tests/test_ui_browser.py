@@ -940,6 +940,25 @@ def test_a_key_limited_to_another_collection_checks_there_from_its_link(
         page.context.close()
 
 
+@pytest.mark.parametrize(
+    ("view", "heading"),
+    [("checks", "Checks kept in "), ("collection", "Collection "), ("", "Check a text against ")],
+)
+def test_a_refused_named_view_keeps_its_own_heading(
+    browser: Browser, server: Server, requests_seen, tmp_path: Path, view: str, heading: str
+) -> None:
+    """A key kept to another collection, opening a named view of this one, reads the
+    refusal under that view's heading and the collection's name, not the check view's."""
+    page = _page(browser, server, requests_seen, ESSAYS_KEY)
+    try:
+        page.goto(f"{server.url}/ui/collections/{COLLECTION}/{view}")
+        page.locator("#status.alarm").wait_for()
+        assert page.locator("#title").inner_text() == heading + COLLECTION
+        page.screenshot(path=str(tmp_path / f"refused-{view or 'check'}.png"), full_page=True)
+    finally:
+        page.context.close()
+
+
 def test_a_document_of_a_collection_without_passages_shows_its_near_duplicates(
     page: Page, server: Server, corpus: dict[str, str]
 ) -> None:

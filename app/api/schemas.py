@@ -228,6 +228,12 @@ class _Text(_In):
             self._page = self.text
         return self
 
+    @property
+    def read(self) -> bool:
+        """Whether the text is here already: a plain text, nothing left to extract."""
+        unread = self._refused, self._file, self._page
+        return self.text is not None and unread == (None, None, None)
+
     async def extracted(self) -> str:
         """What to index: the text, or the page's main text or the file's text, read by a
         worker process (HTMLError or FileError, a 422, naming what is wrong)."""

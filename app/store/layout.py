@@ -452,14 +452,15 @@ class Layout:
 
     def band_entries(self, keys: np.ndarray, handles: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Rows for a band_*_many script, one per band key and handle: the bucket's hex
-        digits, the field and the handle (uint32 LE); built by numpy at once, a block of
-        rows per field width (8, then anchors' 4 with short_anchors; only field_bytes
-        with short_fields), in order inside each: (width, rows) for each width some key has."""
+        digits and "}" (the end of its key's name), the field and the handle (uint32
+        LE); built by numpy at once, a block of rows per field width (8, then anchors' 4
+        with short_anchors; only field_bytes with short_fields), in order inside each:
+        (width, rows) for each width some key has."""
         keys = np.ascontiguousarray(keys, dtype="<u8").ravel()
         packed = np.ascontiguousarray(handles, dtype="<u4").view(np.uint8).reshape(-1, 4)
         if self.short_fields:
-            digits = self._bucket_digits(keys).astype(np.uint8)
-            return [(self.field_bytes, np.hstack([digits, self._low_fields(keys), packed]))]
+            rows = [self._bucket_tails(keys), self._low_fields(keys), packed]
+            return [(self.field_bytes, np.hstack(rows))]
         short, hashes = self.anchor_hashes(keys)
         out: list[tuple[int, np.ndarray]] = []
         for chosen, width in ((~short, 8), (short, 4)):
@@ -470,9 +471,13 @@ class Layout:
                 fields = keys[at].view(np.uint8).reshape(-1, 8)
             else:
                 fields = hashes[at].astype("<u4").view(np.uint8).reshape(-1, 4)
-            digits = self._bucket_digits(keys[at]).astype(np.uint8)
-            out.append((width, np.hstack([digits, fields, packed[at]])))
+            out.append((width, np.hstack([self._bucket_tails(keys[at]), fields, packed[at]])))
         return out
+
+    def _bucket_tails(self, keys: np.ndarray) -> np.ndarray:
+        """The hex digits of each band key's bucket and "}", one row (uint8) a key."""
+        close = np.full((len(keys), 1), ord("}"), dtype=np.uint8)
+        return np.hstack([self._bucket_digits(keys).astype(np.uint8), close])
 
     def _bucket_digits(self, keys: np.ndarray) -> np.ndarray:
         """The hex digits (ASCII) of each band key's bucket, one row a key."""

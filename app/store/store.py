@@ -31,6 +31,9 @@ from app.store.transport import Transport
 # The names of the collections made on this Redis (a SET outside every collection's
 # keys: '@' is in no collection name).
 REGISTRY = b"nd:@collections"
+# Locks an unlock_many call releases (single server): Redis runs nothing else while a
+# script runs, and an ingest of MAX_BATCH ids goes as two calls.
+LOCKS_PER_CALL = 500
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,15 @@ class Store:
 
     async def unlock(self, ids: Sequence[str], token: bytes) -> list[bool]:
         """Release the locks token holds; say which were still held (not expired)."""
-        calls = [(self._keys.lock(i), token) for i in ids]
+        locks = [self._keys.lock(i) for i in ids]
+        if self.scripted:  # LOCKS_PER_CALL a call: one reply each, not one a lock
+            calls = [
+                (token, *locks[at : at + LOCKS_PER_CALL])
+                for at in range(0, len(locks), LOCKS_PER_CALL)
+            ]
+            replies = await self.transport.eval(scripts.UNLOCK_MANY, calls)
+            return [bool(h) for reply in replies for h in reply]
+        calls = [(lock, token) for lock in locks]
         return [bool(h) for h in await self.transport.eval(scripts.UNLOCK, calls)]
 
     # records ----------------------------------------------------------------

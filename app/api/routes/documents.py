@@ -63,8 +63,15 @@ async def _item_text(item: schemas.DocumentIn) -> str | FileError | HTMLError:
 @router.post("/documents/batch", response_model=replies.BatchOut)
 async def ingest_batch(body: schemas.BatchIn, index: IndexDep) -> replies.BatchOut:
     """Store up to 1000 documents; one status per document, in request order."""
-    # Files are read at once, as many as there are extraction workers.
-    texts = await asyncio.gather(*(_item_text(d) for d in body.documents))
+    # Files and pages are read at once, as many as there are extraction workers; a plain
+    # text is taken as it is (a task each for hundreds of texts cost more than their checks).
+    texts: list[str | FileError | HTMLError | None] = [
+        d.text if d.read else None for d in body.documents
+    ]
+    unread = [i for i, t in enumerate(texts) if t is None]
+    got = await asyncio.gather(*(_item_text(body.documents[i]) for i in unread))
+    for i, item in zip(unread, got, strict=True):
+        texts[i] = item
     docs = [
         Document(text, d.id, d.metadata, d.expires_ms(), d.is_html)
         for text, d in zip(texts, body.documents, strict=True)

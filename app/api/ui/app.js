@@ -1070,6 +1070,7 @@ function listedRow(body, check) {
 }
 
 async function showChecks(cursor) {
+  if (!state.collection) $("title").textContent = "Checks kept";
   const info = await loadCollection();
   $("title").textContent = "Checks kept in " + info.name;
   document.title = "neardup: checks";
@@ -1112,12 +1113,20 @@ function documentView(id) {
 // The check and collection views in a named collection: the link to give a reviewer whose
 // key is limited to that collection (it may not list collections, so has no chooser).
 const NAMED_VIEW = /^\/ui\/collections\/([^/]+)(?:\/(collection|checks)?)?$/;
+// Their headings, set before the collection is read: a refusal (a key kept to another
+// collection) then stands under the view it refused.
+const NAMED_HEADINGS = {
+  checks: "Checks kept in ",
+  collection: "Collection ",
+  "": "Check a text against ",
+};
 
 function route() {
   const path = location.pathname;
   const named = NAMED_VIEW.exec(path);
   if (named) {
     return async () => {
+      $("title").textContent = NAMED_HEADINGS[named[2] || ""] + decoded(named[1]);
       await readIn(decoded(named[1]), loadCollection);
       if (named[2] === "checks") return showChecks();
       return named[2] ? showCollection() : showCheck();

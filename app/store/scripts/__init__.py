@@ -71,6 +71,8 @@ def _load(name: str, *tail: str, head: tuple[str, ...] = ()) -> Script:
 
 
 UNLOCK = _load("unlock")
+# Single server only: it names its locks, of many slots, in its arguments.
+UNLOCK_MANY = _load("unlock_many")
 # One unmapping body (id_ops.lua) for the one-id and many-id scripts.
 FORGET_ID = _load("forget_id", head=("id_ops",))
 ID_COUNT_SET = _load("id_count_set")

@@ -8,6 +8,11 @@
 -- is. The spill is a sorted set scored by handle, or with `packed` (collections made
 -- since packed spills) a STRING of the handles ascending, HANDLE_BYTES each.
 
+-- A band's spill key from its bucket HASH and field, for the many-entry scripts, which
+-- name keys themselves (band_entries.lua sets it): they make the name only for a band
+-- that spills, one string fewer an entry.
+local spill_of
+
 -- Where handle h is, or would go, among n ascending handles, handle_at(i) the one at
 -- rank i (from 0): the first rank whose handle is >= h (n if none), and whether it is h.
 local function rank_of(n, h, handle_at)
@@ -82,7 +87,8 @@ local function mark_holders(marked, v)
   for i = 1, #v, HANDLE_BYTES do marked[#marked + 1] = string.sub(v, i, i + HANDLE_BYTES - 1) end
 end
 
--- Add handle (packed) to the band at field of bucket (spill: its spill key); 1 when
+-- Add handle (packed) to the band at field of bucket (spill: its spill key, or nil
+-- for spill_of's); 1 when
 -- it was not there yet. marked (nil: the collection keeps no marks) collects the handles
 -- (packed) that now share a band key with another document: with band true (the entry
 -- is a band key, not an anchor), the joiner and every inline holder when the band has
@@ -90,8 +96,13 @@ end
 -- band had when it spills. So every member of a spilled band is marked, and no band key
 -- shares its field with another document unmarked (app/store/layout.py, `M`).
 local function band_add(bucket, spill, field, handle, most, packed, marked, band)
-  if redis.call('HSETNX', bucket, field, handle) == 1 then return 1 end
+  -- Read first: the store sends here the entries whose native HSETNX found the field
+  -- taken, so a field that is missing (removed since) is the rare case.
   local v = redis.call('HGET', bucket, field)
+  if not v then
+    redis.call('HSET', bucket, field, handle)
+    return 1
+  end
   local spilled = string.sub(v, 1, #SPILLED) == SPILLED
   if not spilled then
     local there = false
@@ -113,6 +124,7 @@ local function band_add(bucket, spill, field, handle, most, packed, marked, band
       mark_holders(marked, v)
       marked[#marked + 1] = handle
     end
+    spill = spill or spill_of(bucket, field)
     if packed then
       local all, n = packed_of(v, handle)
       redis.call('SET', spill, all)
@@ -125,6 +137,7 @@ local function band_add(bucket, spill, field, handle, most, packed, marked, band
     end
   else
     if marked and band then marked[#marked + 1] = handle end
+    spill = spill or spill_of(bucket, field)
     if packed then
       local size = packed_add(spill, handle)
       if size == 0 then return 0 end
@@ -138,11 +151,24 @@ local function band_add(bucket, spill, field, handle, most, packed, marked, band
   return added
 end
 
--- Set the bit of each marked handle (packed) in the bitmap marks.
+-- Set the bit of each marked handle (packed) in the bitmap marks: each distinct one once
+-- (a document that shares many band keys with another is marked by each), in BITFIELD
+-- calls of many bits (SETBIT's numbering: bit h counted from each byte's highest).
+local MARKS_PER_CALL = 512
 local function set_marks(marks, marked)
+  local done, args = {}, {}
   for _, handle in ipairs(marked) do
-    redis.call('SETBIT', marks, (struct.unpack(HANDLE, handle)), 1)
+    if not done[handle] then
+      done[handle] = true
+      local n = #args
+      args[n + 1], args[n + 2], args[n + 3], args[n + 4] = 'SET', 'u1', (struct.unpack(HANDLE, handle)), 1
+      if n + 4 >= 4 * MARKS_PER_CALL then
+        redis.call('BITFIELD', marks, unpack(args))
+        args = {}
+      end
+    end
   end
+  if #args > 0 then redis.call('BITFIELD', marks, unpack(args)) end
 end
 
 -- Remove handle h from a packed spill, as ZREM and ZCARD do from a sorted set: 1 when it
@@ -168,6 +194,7 @@ local function band_remove(bucket, spill, field, handle, packed)
   local v = redis.call('HGET', bucket, field)
   if not v then return 0 end
   if string.sub(v, 1, #SPILLED) == SPILLED then
+    spill = spill or spill_of(bucket, field)
     local h = struct.unpack(HANDLE, handle)
     local removed, left
     if packed then
