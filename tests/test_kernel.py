@@ -753,6 +753,16 @@ def test_winnow_repeated_words_and_output_room() -> None:
     assert _winnow_equal(got, kernel.winnow(batch, passage_words=30, simd=False))
 
 
+def test_a_words_layout_of_one_letter_words_overflows_its_room_and_comes_out_whole() -> None:
+    """A window of one selects every word: texts of one-letter words hold more than the
+    first guess of a word per three bytes, and still come out whole and in order."""
+    batch = [" ".join("abcdefg"[i % 7] for i in range(n)) for n in (1, 500, 2000, 7)] * 2
+    got = kernel.winnow(batch, shingle="word:1", passage_words=1)
+    assert len(got.selections(2)[0]) == 2000
+    for i, text in enumerate(batch):
+        assert _selections(got, i) == oracle.winnow(text, "word:1", 1)
+
+
 @pytest.mark.parametrize("spec,passage", [("word:3", 30), ("word:2", 1500), ("char:4", 700)])
 def test_winnow_long_texts_across_buffer_refills(spec: str, passage: int) -> None:
     """Texts of many windows (the shingle buffer refills many times) match the oracle."""
