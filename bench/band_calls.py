@@ -23,10 +23,13 @@ With --http, POST /documents/batch of 500 from 4 clients into `neardup serve` (o
 worker) of this build, and with --baseline <other venv>/bin/neardup of another build too,
 in turn, each on its own empty redis-server.
 
-With --rounds N, every way runs N times, in turn, and the medians follow.
+With --rounds N, every way runs N times, in turn, and the medians follow (over HTTP too,
+each round's order the other way round). --http-only skips the in-process ways;
+--workers 0 serves with `neardup serve`'s default workers (one a CPU) and --dups 0.2
+plants a fifth of near-duplicates, as bench/service.py's corpus has.
 
 Figures, never assertions. Run: .venv/bin/python bench/band_calls.py [--quick] [--size N]
-[--rounds N] [--short] [--http] [--baseline PATH]
+[--rounds N] [--short] [--http | --http-only] [--baseline PATH] [--workers N] [--dups F]
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import cpu_seconds, log, make_corpus
+from common import log, make_corpus
 from ingest import ingest
 from servers import neardup_server
 from stores import ThrowawayRedis
@@ -176,28 +179,42 @@ def _in_process(size: int, workdir: Path, rounds: int, short: bool) -> None:
             )
 
 
-def _http(size: int, workdir: Path, baseline: str | None) -> None:
-    corpus = make_corpus(size, dup_fraction=0.0)
+def _http(
+    size: int, workdir: Path, baseline: str | None, rounds: int, workers: int | None, dups: float
+) -> None:
+    """Each build's ingest over HTTP, `rounds` times, alternating which goes first."""
+    corpus = make_corpus(size, dup_fraction=dups)
     builds = [("this build", None)] + ([("baseline", baseline)] if baseline else [])
-    print(f"ingest over HTTP: {size} documents, POST /documents/batch of 500, 4 clients, 1 worker")
-    for name, exe in builds:
-        redis = ThrowawayRedis(workdir, f"http-{name[0]}").start()
-        server = neardup_server(redis, 1, "bench", "warning", size)
-        if exe is not None:
-            server.cmd[0] = exe
-        try:
-            server.start()
-            r0 = cpu_seconds([redis.pid])
-            got = ingest(server, corpus, 0, size, 4, redis)
-            redis_cpu = cpu_seconds([redis.pid]) - r0
-            print(
-                f"  {name:<11} {got['docs_per_s']:>8,.0f} docs/s, "
-                f"Redis CPU {1e6 * redis_cpu / size:,.0f} µs/doc",
-                flush=True,
-            )
-        finally:
-            server.stop()
-            redis.stop()
+    served = f"{workers} worker(s)" if workers else "serve's default workers"
+    print(
+        f"ingest over HTTP: {size} documents ({dups:.0%} near-duplicates), POST "
+        f"/documents/batch of 500, 4 clients, {served}"
+    )
+    rates: dict[str, list[float]] = {name: [] for name, _ in builds}
+    for r in range(rounds):
+        for name, exe in builds if r % 2 == 0 else builds[::-1]:
+            redis = ThrowawayRedis(workdir, f"http-{name[0]}{r}").start()
+            server = neardup_server(redis, workers, "bench", "warning", size)
+            if exe is not None:
+                server.cmd[0] = exe
+            try:
+                server.start()
+                got = ingest(server, corpus, 0, size, 4, redis)
+                rates[name].append(got["docs_per_s"])
+                per_doc = {
+                    k: 1e6 * got[f"{k}_cpu"] / got["docs_per_s"] for k in ("server", "redis")
+                }
+                print(
+                    f"  {name:<11} {got['docs_per_s']:>8,.0f} docs/s, server CPU "
+                    f"{per_doc['server']:,.0f} µs/doc, Redis CPU {per_doc['redis']:,.0f} µs/doc",
+                    flush=True,
+                )
+            finally:
+                server.stop()
+                redis.stop()
+    if rounds > 1:
+        for name, got in rates.items():
+            print(f"  {name:<11} median {statistics.median(got):>8,.0f} docs/s of {rounds} runs")
 
 
 def main() -> None:
@@ -210,13 +227,22 @@ def main() -> None:
         "--short", action="store_true", help="only before and after (not all in scripts)"
     )
     parser.add_argument("--baseline", help="another build's neardup executable (with --http)")
+    parser.add_argument("--http-only", action="store_true", help="skip the in-process ways")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="with --http; 0: serve's default (one a CPU)"
+    )
+    parser.add_argument(
+        "--dups", type=float, default=0.0, help="with --http: the share of near-duplicates"
+    )
     args = parser.parse_args()
     size = 2_000 if args.quick else args.size
+    rounds = 1 if args.quick else args.rounds
     with tempfile.TemporaryDirectory(prefix="neardup-bench-") as tmp:
         log(f"band_calls: {size} documents")
-        _in_process(size, Path(tmp), 1 if args.quick else args.rounds, args.short)
-        if args.http:
-            _http(size, Path(tmp), args.baseline)
+        if not args.http_only:
+            _in_process(size, Path(tmp), rounds, args.short)
+        if args.http or args.http_only:
+            _http(size, Path(tmp), args.baseline, rounds, args.workers or None, args.dups)
 
 
 if __name__ == "__main__":
