@@ -57,6 +57,25 @@ def test_short_band_keys_are_kept_in_six_bytes_and_read_back_whole() -> None:
         records.unpack(raw[:-4])
 
 
+@pytest.mark.parametrize("bands", [0, 1, 2, 42, 43])
+def test_band_sections_of_a_batch_pack_the_same_records(bands: int) -> None:
+    """band_sections (a batch's, an ingest's way) gives each text the band keys a record
+    packed alone keeps, whole or in 6 bytes (padded), and the records read them back."""
+    rng = np.random.default_rng(bands)
+    keys = rng.integers(0, 2**63, size=(7, bands), dtype=np.uint64) & np.uint64(PLACE_BITS)
+    fp = np.arange(5, dtype=np.uint32)
+    for short in (False, True):
+        sections = records.band_sections(keys, short)
+        assert len(sections) == 7
+        for row, section in zip(keys, sections, strict=True):
+            alone = records.pack("d", fp, row, 3, None, short_keys=short)
+            assert (
+                records.pack("d", fp, row, 3, None, short_keys=short, band_section=section) == alone
+            )
+            assert np.array_equal(records.unpack(alone).band_keys, row)
+    assert records.band_sections(np.zeros((0, 42), np.uint64), True) == []
+
+
 def test_fingerprints_encoded_in_one_batch_pack_the_same_records() -> None:
     """encode_many (one kernel call, an ingest's way) gives each fingerprint the bytes a
     record packed alone stores, empty fingerprints included, and the records read back."""

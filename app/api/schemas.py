@@ -231,7 +231,10 @@ class _Text(_In):
     @property
     def read(self) -> bool:
         """Whether the text is here already: a plain text, nothing left to extract."""
-        unread = self._refused, self._file, self._page
+        # One read of the private values, not three: each private attribute read goes
+        # through pydantic's __getattr__, hundreds of times a batch.
+        private = self.__pydantic_private__ or {}
+        unread = private.get("_refused"), private.get("_file"), private.get("_page")
         return self.text is not None and unread == (None, None, None)
 
     async def extracted(self) -> str:

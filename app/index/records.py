@@ -86,6 +86,23 @@ def _band_section(keys: np.ndarray, short: bool) -> bytes:
     return (top + low).ljust(_pad(len(top) + len(low)), b"\0")
 
 
+def band_sections(keys: np.ndarray, short: bool) -> list[bytes]:
+    """_band_section of each row of a [texts, bands] array of band keys, made at once (a
+    few numpy calls a text cost an ingest more than the record's other parts)."""
+    keys = np.ascontiguousarray(keys, dtype="<u8")
+    n, bands = keys.shape
+    if not short:
+        rows = keys.view(np.uint8).reshape(n, 8 * bands)
+    else:
+        top = (keys >> _TOP).astype("<u4").view(np.uint8).reshape(n, 4 * bands)
+        low = (keys & np.uint64(0xFFFF)).astype("<u2").view(np.uint8).reshape(n, 2 * bands)
+        pad = np.zeros((n, _pad(6 * bands) - 6 * bands), dtype=np.uint8)
+        rows = np.hstack([top, low, pad])
+    width = rows.shape[1]
+    joined = rows.tobytes()
+    return [joined[i * width : (i + 1) * width] for i in range(n)]
+
+
 def _band_keys(raw: bytes, at: int, word: int) -> np.ndarray:
     """A record's band keys (uint64) from its section at `at`, whole or short."""
     n = _bands(word)[0]
@@ -185,11 +202,13 @@ def pack(
     plain: bool = False,
     shifted: bool = False,
     short_keys: bool = False,
+    band_section: bytes | None = None,
 ) -> bytes:
     """Serialise one document record (the current version); encoded, when given, is the
     fingerprint already compressed (encode_many); plain marks a text that is not a page;
     shifted, a 24-bit fingerprint compressed without its zero low bits; short_keys, band
-    keys of only PLACE_BITS (a collection of 2-byte fields), kept in 6 bytes each."""
+    keys of only PLACE_BITS (a collection of 2-byte fields), kept in 6 bytes each;
+    band_section, when given, is the band keys so kept already (band_sections)."""
     id_bytes = doc_id.encode("utf-8")
     meta = b"" if metadata is None else orjson.dumps(metadata)
     fp = encoded
@@ -197,7 +216,7 @@ def pack(
         fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32), shifted)
     if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
         passages = kernel.compact_layout(passages)
-    bk = _band_section(band_keys, short_keys)
+    bk = _band_section(band_keys, short_keys) if band_section is None else band_section
     header = _HEADER.pack(
         VERSION,
         len(fingerprint),

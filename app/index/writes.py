@@ -263,6 +263,7 @@ def _packed(
     band keys of only their place's bits, 6 bytes each)."""
     fingerprints = [sk.fingerprint(i) for i, _ in items]
     encoded = records.encode_many(fingerprints, shifted)
+    sections = records.band_sections(sk.band_keys[[i for i, _ in items]], short_keys)
     out = []
     for j, (doc_id, (i, meta)) in enumerate(zip(ids, items, strict=True)):
         out.append(
@@ -277,6 +278,7 @@ def _packed(
                 encoded[j],
                 texts_only[j],
                 short_keys=short_keys,
+                band_section=sections[j],
             )
         )
     return out
