@@ -21,7 +21,7 @@ from support.pdfgen import SCAN, pdf, text_at
 
 from app.core.errors import Invalid
 from app.index import formats, html
-from app.index.formats import DOCX, ODT, PDF, FileError, archive, decode, extract
+from app.index.formats import DOCX, ODT, PDF, FileError, archive, chunks, decode, extract
 from app.index.formats import pdf as pdf_text
 from app.index.formats.workers import Extractors
 
@@ -542,6 +542,100 @@ def _odt(body: str, styles: str = "", **members: bytes) -> bytes:
         "</office:body></office:document-content>"
     )
     return _zip({"content.xml": content.encode(), **members})
+
+
+_RELS_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _chunked(body: str, parts: dict[str, bytes], targets: dict[str, str], **types: str) -> bytes:
+    """A DOCX whose body may name chunks (<w:altChunk r:id=...>): parts by zip name,
+    relationships id -> target (relative to word/; "ext:" makes it external), and content
+    types by part name ([Content_Types].xml only when some are given)."""
+    head = f'xmlns:w="{_W_NS}" xmlns:r="{_R_NS}"'
+    rels = "".join(
+        f'<Relationship Id="{rid}" Target="{t.removeprefix("ext:")}" Type="x"'
+        + (' TargetMode="External"/>' if t.startswith("ext:") else "/>")
+        for rid, t in targets.items()
+    )
+    document = f"<w:document {head}><w:body>{body}</w:body></w:document>"
+    relationships = f'<Relationships xmlns="{_RELS_NS}">{rels}</Relationships>'
+    members = {
+        "word/document.xml": document.encode(),
+        "word/_rels/document.xml.rels": relationships.encode(),
+        **parts,
+    }
+    if types:
+        ns = "http://schemas.openxmlformats.org/package/2006/content-types"
+        over = "".join(f'<Override PartName="/{n}" ContentType="{t}"/>' for n, t in types.items())
+        members["[Content_Types].xml"] = f'<Types xmlns="{ns}">{over}</Types>'.encode()
+    return _zip(members)
+
+
+def _chunk(rid: str) -> str:
+    return f'<w:altChunk r:id="{rid}"/>'
+
+
+def test_a_docx_reads_the_documents_it_embeds_where_they_stand() -> None:
+    """w:altChunk parts (an HTML page, a Windows-1252 text, an MHT archive, a DOCX that
+    embeds a page of its own) are read in place, as Word shows them; an HTML chunk's
+    hidden elements are not."""
+    page = (b"<html><body><p>Copied words from a page.</p>"
+            b"<p style='display:none'>hidden junk</p></body></html>")  # fmt: skip
+    inner = _chunked(_p("Inner words.") + _chunk("rIdA"), {"word/inner.htm": b"<p>Deep page.</p>"},
+                     {"rIdA": "inner.htm"})  # fmt: skip
+    mht = (
+        b'MIME-Version: 1.0\r\nContent-Type: multipart/related; boundary="b"\r\n\r\n'
+        b"--b\r\nContent-Type: text/html; charset=utf-8\r\n"
+        b"Content-Transfer-Encoding: quoted-printable\r\n\r\n<p>Archived caf=C3=A9 page.</p>\r\n"
+        b"--b--\r\n"
+    )
+    body = (_p("Before.") + _chunk("rId1") + _p("Middle.") + _chunk("rId2") + _chunk("rId3")
+            + _chunk("rId4") + _p("After."))  # fmt: skip
+    raw = _chunked(
+        body,
+        {"word/afchunk.htm": page, "word/notes.txt": "Naïve text.".encode("cp1252"),
+         "word/chunks/a.mht": mht, "word/b.docx": inner},
+        {"rId1": "afchunk.htm", "rId2": "notes.txt", "rId3": "chunks/a.mht",
+         "rId4": "/word/b.docx"},
+        **{"word/afchunk.htm": "application/xhtml+xml", "word/chunks/a.mht": "message/rfc822"},
+    )  # fmt: skip
+    assert extract(DOCX, raw).split() == [
+        "Before.", "Copied", "words", "from", "a", "page.", "Middle.", "Naïve", "text.",
+        "Archived", "café", "page.", "Inner", "words.", "Deep", "page.", "After.",
+    ]  # fmt: skip
+
+
+def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
+    """An external target, one outside the zip's tree, a missing part, an RTF chunk and
+    a chunk naming no relationship add nothing; DOCX chunks nested past MAX_DEPTH are
+    not read."""
+    body = _p("Own words.") + "".join(_chunk(r) for r in ("rId1", "rId2", "rId3", "rId4", ""))
+    raw = _chunked(
+        body,
+        {"word/x.rtf": b"{\\rtf1 Hidden rtf words}", "secret.htm": b"<p>Escaped page.</p>"},
+        {"rId1": "ext:http://example.com/a.htm", "rId2": "../../secret.htm",
+         "rId3": "gone.htm", "rId4": "x.rtf"},
+        **{"word/x.rtf": "application/rtf"},
+    )  # fmt: skip
+    assert extract(DOCX, raw).split() == ["Own", "words."]
+    nested = _chunked(_p("Level 5."), {}, {})
+    for level in range(4, -1, -1):
+        nested = _chunked(_p(f"Level {level}.") + _chunk("rIdN"), {"word/n.docx": nested},
+                          {"rIdN": "n.docx"})  # fmt: skip
+    words = extract(DOCX, nested).split()
+    assert words == [w for i in range(chunks.MAX_DEPTH + 1) for w in ("Level", f"{i}.")]
+
+
+def test_a_part_named_by_many_chunks_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One part named by many chunks is read once, and past MAX_CHARACTERS of chunk text
+    the file is refused with the reason, not read into text many times its size."""
+    text = {"word/a.txt": b"forty characters of text, give or take.."}
+    raw = _chunked(_p("Own.") + _chunk("rId1") * 50, text, {"rId1": "a.txt"})
+    assert extract(DOCX, raw).split().count("forty") == 50
+    monkeypatch.setattr(chunks, "MAX_CHARACTERS", 1000)
+    with pytest.raises(FileError, match="embedded chunks"):
+        extract(DOCX, raw)
 
 
 def test_a_docx_text_box_is_read_once() -> None:

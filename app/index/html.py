@@ -364,6 +364,23 @@ def extract(html: str) -> str:
     return text
 
 
+def visible_text(page: str) -> str:
+    """All the visible text of a page, blocks separated by newlines, with none of
+    extract's main-content heuristics: what a document that embeds the page shows of it
+    (a DOCX's w:altChunk). Empty when nothing is visible or it does not parse."""
+    page = _CONTROL.sub("", _repair(page))
+    tree = None  # never leaves this frame (see marked_text)
+    try:
+        tree = HTMLTree.parse(_padded(page))
+        skips = _skips(page.lower())
+        text = extract_plain_text(tree, alt_texts=False, list_bullets=False, skip_elements=skips)
+        return text.replace(_PAD, "").strip()
+    except Exception:  # the parser's own errors; its classes are not API
+        return ""
+    finally:
+        tree = None
+
+
 def read_page(page: str, quotes: bool) -> tuple[str, list[str] | None]:
     """The page's main text (extract) and, with quotes, its quotations (quoted_texts):
     what a worker process reads of a page (app.index.formats.workers)."""

@@ -42,11 +42,17 @@ from app.index.formats.blanking import (
     hex_colour,
     resolved,
 )
+from app.index.formats.chunks import Chunks
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Strict Open XML (ISO 29500 strict) names the same elements in another namespace.
 _W_STRICT = "{http://purl.oclc.org/ooxml/wordprocessingml/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+# A relationship's id attribute (r:id), transitional and strict.
+_R_IDS = (
+    "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
+    "{http://purl.oclc.org/ooxml/officeDocument/relationships}id",
+)
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _STYLE = "{urn:oasis:names:tc:opendocument:xmlns:style:1.0}"
@@ -367,6 +373,9 @@ class _DocxVisitor:
         self.held: list[tuple[int, str]] = []
         # The unseen runs being walked (their text is marked: formats/blanking.py).
         self.unseen: list[ET.Element] = []
+        # The main document's embedded chunks (w:altChunk), read where they stand; None
+        # while notes are walked (their chunks' ids are another part's relationships).
+        self.chunks: Chunks | None = None
 
     @staticmethod
     def _style(props: ET.Element | None, name: str) -> str | None:
@@ -455,6 +464,12 @@ class _DocxVisitor:
         if tag == f"{_W}sym":
             out.append(_symbol(el.get(f"{_W}char", "")))
             return None
+        if tag == f"{_W}altChunk":
+            rid = el.get(_R_IDS[0]) or el.get(_R_IDS[1])
+            text = self.chunks.text(rid) if self.chunks is not None else ""
+            if text:
+                out.append("\n" + text + "\n")
+            return None
         if tag in (f"{_W}tab", f"{_W}ptab"):
             out.append("\t")
         elif tag in (f"{_W}br", f"{_W}cr"):
@@ -528,15 +543,22 @@ def _docx_tree(archive: Zip, name: str) -> ET.Element | None:
 
 
 def docx_text(raw: bytes) -> str:
-    """The text of a DOCX file, a paragraph a line: the body, then its footnotes and
-    endnotes."""
+    """The text of a DOCX file, a paragraph a line: the body (with the text of the
+    documents it embeds, formats/chunks.py), then its footnotes and endnotes."""
+    return _docx_text(raw, 0)
+
+
+def _docx_text(raw: bytes, depth: int) -> str:
+    """docx_text of a DOCX embedded `depth` deep in another (0: the file itself)."""
     with Zip(raw, "DOCX") as archive:
         root = _strict(parse(archive.part("word/document.xml"), "DOCX"))
         walker = _DocxVisitor(_Hiding(_docx_tree(archive, "word/styles.xml")))
+        walker.chunks = Chunks(archive, _docx_text, depth)
         page = root.find(f"{_W}background")
         if page is not None and _shaded_by(page, "color"):
             walker.shading.append(True)  # a page colour (Design > Page Color) under it all
         parts = [_walk(root, walker.visit, walker.leave)]
+        walker.chunks = None
         notes: list[str] = []
         for name, note in (("word/footnotes.xml", "footnote"), ("word/endnotes.xml", "endnote")):
             tree = _docx_tree(archive, name)
