@@ -451,8 +451,9 @@ def winnow(
     # Random hashes select about 2 / (w + 1) of the shingles; texts that select more (repeated
     # words) only cost a second call for the texts from the first that did not fit.
     per_byte = 1 / 3 if kind == "word" else 1.0
-    # A window of one selects every shingle: at most about per_byte of them a byte (a
-    # words layout), and a room of three times that was filled a third, then copied.
+    # A window of one selects every shingle (a words layout): prose holds fewer than
+    # per_byte words a byte (one-letter words hold more, and take the second call), and
+    # a room of three times that was filled a third, then copied.
     expected = (3 / (window + 1) if window > 1 else 1) * per_byte * len(data)
     cap = int(expected) + n + 64
     sel_offsets = np.zeros(n + 1, dtype=np.uint64)

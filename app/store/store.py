@@ -308,7 +308,7 @@ class Store:
                 (token, *locks[at : at + LOCKS_PER_CALL])
                 for at in range(0, len(locks), LOCKS_PER_CALL)
             ]
-            replies = await self.transport.eval(scripts.UNLOCK_MANY, calls)
+            replies = await self.transport.eval(scripts.UNLOCK_MANY, calls, weight=len(locks))
             return [bool(h) for reply in replies for h in reply]
         calls = [(lock, token) for lock in locks]
         return [bool(h) for h in await self.transport.eval(scripts.UNLOCK, calls)]
