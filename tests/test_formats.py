@@ -627,6 +627,24 @@ def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
     assert words == [w for i in range(chunks.MAX_DEPTH + 1) for w in ("Level", f"{i}.")]
 
 
+def test_a_broken_relationships_part_leaves_the_text_as_it_was() -> None:
+    """A DOCX whose relationships part does not parse (malformed, or with a DTD) reads as
+    before when it embeds nothing, and its chunks read as nothing when it does."""
+    for broken in (b"<Relationships><oops></Relationships>",
+                   b'<!DOCTYPE r [<!ENTITY e "x">]><Relationships/>'):  # fmt: skip
+        plain = _chunked(_p("Own words."), {}, {})
+        plain = _zip({**_members(plain), "word/_rels/document.xml.rels": broken})
+        assert extract(DOCX, plain).split() == ["Own", "words."]
+        chunked = _chunked(_p("Own words.") + _chunk("rId1"), {"word/a.txt": b"Chunk."}, {})
+        chunked = _zip({**_members(chunked), "word/_rels/document.xml.rels": broken})
+        assert extract(DOCX, chunked).split() == ["Own", "words."]
+
+
+def _members(raw: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
 def test_a_part_named_by_many_chunks_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """One part named by many chunks is read once, and past MAX_CHARACTERS of chunk text
     the file is refused with the reason, not read into text many times its size."""

@@ -65,13 +65,17 @@ class Chunks:
         self._archive = archive
         self._docx = docx
         self._depth = depth
-        self._targets = self._relationships()
+        # Read at the first chunk: a file without one reads as before, whatever its
+        # relationships part holds.
+        self._targets: dict[str, str] | None = None
         self._types: tuple[dict[str, str], dict[str, str]] | None = None
         self._read: dict[str, str] = {}
         self._given = 0
 
     def text(self, rid: str | None) -> str:
         """The text of the chunk relationship rid names ("" for one not read)."""
+        if self._targets is None:
+            self._targets = self._relationships()
         name = self._targets.get(rid or "")
         if name is None or not self._archive.has(name):
             return ""
@@ -87,9 +91,13 @@ class Chunks:
         return text
 
     def _relationships(self) -> dict[str, str]:
-        """The main document's internal relationships: id -> part name in the zip."""
-        rels = self._archive.tree("word/_rels/document.xml.rels")
+        """The main document's internal relationships: id -> part name in the zip (none
+        when the part is missing or broken: Word finds no chunk to show either)."""
         out: dict[str, str] = {}
+        try:
+            rels = self._archive.tree("word/_rels/document.xml.rels")
+        except FileError:
+            return out
         if rels is None:
             return out
         for rel in rels.iter(f"{_RELS}Relationship"):
@@ -107,7 +115,10 @@ class Chunks:
         if self._types is None:
             overrides: dict[str, str] = {}
             defaults: dict[str, str] = {}
-            types = self._archive.tree("[Content_Types].xml")
+            try:
+                types = self._archive.tree("[Content_Types].xml")
+            except FileError:  # broken: the parts' extensions say what they are
+                types = None
             if types is not None:
                 for el in types.iter(f"{_TYPES}Override"):
                     overrides[el.get("PartName", "").lstrip("/").lower()] = el.get(
