@@ -613,8 +613,8 @@ def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
     body = _p("Own words.") + "".join(_chunk(r) for r in ("rId1", "rId2", "rId3", "rId4", ""))
     raw = _chunked(
         body,
-        {"word/x.rtf": b"{\\rtf1 Hidden rtf words}", "secret.htm": b"<p>Escaped page.</p>"},
-        {"rId1": "ext:http://example.com/a.htm", "rId2": "../../secret.htm",
+        {"word/x.rtf": b"{\\rtf1 Hidden rtf words}", "word/a.htm": b"<p>Hosted page.</p>"},
+        {"rId1": "ext:http://example.com/a.htm", "rId2": "//word/a.htm",
          "rId3": "gone.htm", "rId4": "x.rtf"},
         **{"word/x.rtf": "application/rtf"},
     )  # fmt: skip
@@ -625,6 +625,78 @@ def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
                           {"rIdN": "n.docx"})  # fmt: skip
     words = extract(DOCX, nested).split()
     assert words == [w for i in range(chunks.MAX_DEPTH + 1) for w in ("Level", f"{i}.")]
+
+
+def test_chunk_targets_are_resolved_as_the_packaging_standard_says() -> None:
+    """A target's case, percent-encoding and dot segments are resolved as OPC resolves part
+    names: `../../a.htm` from word/ is the package's /a.htm, never outside it."""
+    names = ("AfChunk.HTM", "my%20chunk.htm", "../../top.htm", "/word/sub/../b.htm")
+    body = _p("Own.") + "".join(_chunk(f"rId{i}") for i in range(len(names)))
+    raw = _chunked(
+        body,
+        {"word/afchunk.htm": b"<p>One.</p>", "word/my chunk.htm": b"<p>Two.</p>",
+         "top.htm": b"<p>Three.</p>", "word/b.htm": b"<p>Four.</p>"},
+        {f"rId{i}": n for i, n in enumerate(names)},
+    )  # fmt: skip
+    assert extract(DOCX, raw).split() == ["Own.", "One.", "Two.", "Three.", "Four."]
+
+
+def test_an_html_chunks_unseen_letters_read_as_spaces_and_drawn_ones_are_read() -> None:
+    """In an HTML chunk, a white, pixel-high or mso-hide:all letter in place of a space
+    reads as a space (as in the body), and text only aria-hidden (which hides nothing
+    that is drawn) is read; display:none still hides."""
+    page = (
+        "<p>When<span style='color:#ffffff'>x</span>we<font color=white>x</font>speak"
+        "<span style='font-size:1px'>x</span>of<span style='mso-hide:all'>x</span>it.</p>"
+        "<p aria-hidden='true'>Drawn words.</p><p style='display:none'>junk</p>"
+    )
+    raw = _chunked(_chunk("rId1"), {"word/a.htm": page.encode()}, {"rId1": "a.htm"})
+    assert extract(DOCX, raw).split() == ["When", "we", "speak", "of", "it.", "Drawn", "words."]
+
+
+def test_chunk_encodings_broken_or_odd_are_read_or_read_as_nothing() -> None:
+    """A meta tag's UTF-16 on an ASCII page reads as UTF-8, a charset no codec knows is
+    passed over, a stray bad byte keeps the rest of a UTF-8 page, an XHTML part's XML
+    declaration is believed, and an MHT nested past MAX_BOUNDARIES reads as nothing."""
+    hello, page = "\u041f\u0440\u0438\u0432\u0435\u0442", "\u0441\u0442\u0440"  # Cyrillic
+    cyrillic = f"{hello} {page}.".encode()
+    parts = {
+        "word/a.htm": b"<meta charset='utf-16'><p>Ascii page.</p>",
+        "word/b.htm": b"<meta charset='undefined'><p>Odd charset.</p>",
+        "word/c.htm": b"<p>" + cyrillic * 10 + b"\xff" + cyrillic * 10 + b"</p>",
+        "word/d.xhtml": f'<?xml version="1.0" encoding="windows-1251"?><p>{hello}.</p>'.encode(
+            "cp1251"
+        ),
+        "word/e.mht": b"".join(
+            b'Content-Type: multipart/related; boundary="b%d"\r\n\r\n--b%d\r\n' % (i, i)
+            for i in range(chunks.MAX_BOUNDARIES + 2)
+        )
+        + b"Content-Type: text/html\r\n\r\n<p>Deep mht.</p>\r\n",
+    }
+    targets = {f"rId{k}": name.removeprefix("word/") for k, name in enumerate(parts)}
+    raw = _chunked("".join(_chunk(r) for r in targets), parts, targets)
+    words = extract(DOCX, raw).split()
+    assert words[:4] == ["Ascii", "page.", "Odd", "charset."]
+    assert hello in words and f"{page}.\ufffd{hello}" in words
+    assert words[-1] == f"{hello}." and "Deep" not in words
+
+
+def test_a_broken_embedded_docx_or_too_many_chunk_bytes_are_refused_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An embedded DOCX that breaks the zip's bounds refuses the file as it would alone,
+    naming where it is; so do chunk parts of more than MAX_BYTES together."""
+    bomb = _zip({"word/document.xml": b"<a>" + b" " * (archive.RATIO_FLOOR * 4) + b"</a>"})
+    raw = _chunked(_p("Own.") + _chunk("rId1"), {"word/in.docx": bomb}, {"rId1": "in.docx"})
+    with pytest.raises(FileError, match=r"embedded DOCX \(word/in\.docx\).*zip bomb"):
+        extract(DOCX, raw)
+    pages = {f"word/p{i}.htm": b"<p>%d page.</p>" % i for i in range(5)}
+    targets = {f"rId{i}": f"p{i}.htm" for i in range(5)}
+    many = _chunked("".join(_chunk(r) for r in targets), pages, targets)
+    assert extract(DOCX, many).split().count("page.") == 5
+    monkeypatch.setattr(chunks, "MAX_BYTES", 40)
+    with pytest.raises(FileError, match="more than 40 bytes"):
+        extract(DOCX, many)
 
 
 def test_a_broken_relationships_part_leaves_the_text_as_it_was() -> None:

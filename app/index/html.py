@@ -364,15 +364,40 @@ def extract(html: str) -> str:
     return text
 
 
+# What hides an element of a page a document embeds (a DOCX's w:altChunk): the list
+# above less aria-hidden, which hides nothing that is drawn.
+_DRAWN_HIDING = tuple((n, selector) for n, selector in _HIDING if "aria-hidden" not in selector)
+# An inline element holding only text, and what in its attributes draws letters nobody
+# sees (white, a pixel or a point high or less) or hides them in Word (mso-hide:all).
+_INLINE = re.compile(
+    r"<(span|font|b|i|u|em|strong|a|sup|sub|small|mark|s)\b([^<>]*)>([^<]*)</\1\s*>",
+    re.IGNORECASE,
+)
+_UNSEEN_STYLE = re.compile(
+    r"mso-hide\s*:\s*all"
+    r"|font-size\s*:\s*(?:0*\.\d+|0+|1)\s*(?:px|pt)?\s*(?:[;\"'!]|$)"
+    r"|(?<![-\w])color\s*[:=]\s*[\"']?\s*(?:white\b|#f{3}(?:f{3})?\b|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))",
+    re.IGNORECASE,
+)
+
+
+def _unseen_to_spaces(page: str) -> str:
+    """The page with each inline element that draws no visible letters read as a space
+    (the "Whenxwexspeak" trick: a white x in place of each space), as a DOCX body's unseen
+    runs are."""
+    return _INLINE.sub(lambda m: " " if _UNSEEN_STYLE.search(m[2]) else m[0], page)
+
+
 def visible_text(page: str) -> str:
     """All the visible text of a page, blocks separated by newlines, with none of
     extract's main-content heuristics: what a document that embeds the page shows of it
     (a DOCX's w:altChunk). Empty when nothing is visible or it does not parse."""
-    page = _CONTROL.sub("", _repair(page))
+    page = _unseen_to_spaces(_CONTROL.sub("", _repair(page)))
     tree = None  # never leaves this frame (see marked_text)
     try:
         tree = HTMLTree.parse(_padded(page))
-        skips = _skips(page.lower())
+        low = page.lower()
+        skips = [selector for needle, selector in _DRAWN_HIDING if needle in low]
         text = extract_plain_text(tree, alt_texts=False, list_bullets=False, skip_elements=skips)
         return text.replace(_PAD, "").strip()
     except Exception:  # the parser's own errors; its classes are not API

@@ -79,6 +79,7 @@ class Zip:
 
     def __init__(self, raw: bytes, kind: str) -> None:
         self.kind = kind
+        self._lowered: dict[str, str] | None = None
         try:
             self.archive = zipfile.ZipFile(io.BytesIO(raw))
         except (zipfile.BadZipFile, ValueError, EOFError):
@@ -92,6 +93,15 @@ class Zip:
 
     def has(self, name: str) -> bool:
         return name in self.archive.NameToInfo
+
+    def named(self, name: str) -> str | None:
+        """The member a part name names, matched without regard to case (OPC's part
+        names are), or None."""
+        if self.has(name):
+            return name
+        if self._lowered is None:
+            self._lowered = {n.lower(): n for n in self.archive.NameToInfo}
+        return self._lowered.get(name.lower())
 
     def part(self, name: str) -> bytes:
         """One member, decompressed within the bounds."""

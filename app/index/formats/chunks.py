@@ -3,11 +3,15 @@ the zip, an HTML page, a plain text, an MHT archive or a whole DOCX, which Word 
 where the w:altChunk stands, so it is read there.
 
 A reader the checker skipped would see text the checker never read: copied text put in
-a chunk was the easiest way past it. A chunk of a kind not read here (RTF), one that
-points outside the file, or one that does not parse reads as nothing, as Word shows
-nothing for a chunk it cannot read. Each part is read once however often it is named,
-DOCX chunks nest at most MAX_DEPTH deep, and all chunks of a file give at most
-MAX_CHARACTERS of text together (FileError past it).
+a chunk was the easiest way past it. A chunk of a kind not read here (RTF, Flat OPC XML),
+one that points outside the file, or a page or archive that does not parse reads as
+nothing; an embedded DOCX is refused as it would be alone, naming where it is. Part
+names are resolved as OPC says (percent-encoding undone, dot segments removed, case
+ignored). Each part is read once however often it is named, DOCX chunks nest at most
+MAX_DEPTH deep, the parts read hold at most MAX_BYTES together and give at most
+MAX_CHARACTERS of text together (FileError past either), and an MHT archive is read
+only with at most MAX_BOUNDARIES multipart boundaries (the standard library's parser
+takes time its lines times its depth).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import codecs
 import email
 import posixpath
 import re
+import urllib.parse
 from collections.abc import Callable
 from email.message import Message
 
@@ -28,6 +33,11 @@ MAX_DEPTH = 3
 # The text all chunks of one file may give together, in characters: a file naming one
 # large part many times would otherwise be read into text many times its size.
 MAX_CHARACTERS = MAX_PART
+# The bytes of all the parts a file's chunks read, together: hundreds of large parts
+# that compress well would otherwise keep a worker parsing for its whole time limit.
+MAX_BYTES = 16 * 1024 * 1024
+# Multipart boundaries an MHT chunk may declare (nested parts each declare one).
+MAX_BOUNDARIES = 16
 
 _RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
@@ -54,7 +64,11 @@ _BY_EXTENSION = {
 }  # fmt: skip
 # Characters no text of a chunk keeps: controls (the blanking marks among them).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_META_CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE)
+# Where an HTML part says its encoding: a meta tag, or an XHTML part's XML declaration.
+_META_CHARSET = re.compile(
+    rb"""<meta\b[^>]*?charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
+)
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml\b[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})""")
 
 
 class Chunks:
@@ -71,13 +85,15 @@ class Chunks:
         self._types: tuple[dict[str, str], dict[str, str]] | None = None
         self._read: dict[str, str] = {}
         self._given = 0
+        self._bytes = 0
 
     def text(self, rid: str | None) -> str:
         """The text of the chunk relationship rid names ("" for one not read)."""
         if self._targets is None:
             self._targets = self._relationships()
-        name = self._targets.get(rid or "")
-        if name is None or not self._archive.has(name):
+        target = self._targets.get(rid or "")
+        name = None if target is None else self._archive.named(target)
+        if name is None:
             return ""
         text = self._read.get(name)
         if text is None:
@@ -104,13 +120,21 @@ class Chunks:
             target, rid = rel.get("Target"), rel.get("Id")
             if not target or not rid or rel.get("TargetMode", "").lower() == "external":
                 continue
-            path = target.lstrip("/") if target.startswith("/") else f"word/{target}"
-            path = posixpath.normpath(path)
-            if not path.startswith("../") and path != "..":
+            path = _part_name(target)
+            if path is not None:
                 out[rid] = path
         return out
 
     def _kind(self, name: str) -> str:
+        """A part's media type (lower-cased, no parameters)."""
+        return self._content_type(name).split(";")[0].strip().lower()
+
+    def _charset(self, name: str) -> str | None:
+        """The charset parameter of a part's content type, if it has one."""
+        found = re.search(r";\s*charset\s*=\s*\"?([\w.:-]+)", self._content_type(name), re.I)
+        return found.group(1) if found else None
+
+    def _content_type(self, name: str) -> str:
         """A part's content type: [Content_Types].xml's, else its extension's."""
         if self._types is None:
             overrides: dict[str, str] = {}
@@ -130,31 +154,57 @@ class Chunks:
         overrides, defaults = self._types
         extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
         found = overrides.get(name.lower()) or defaults.get(extension)
-        return (found or _BY_EXTENSION.get(extension, "")).split(";")[0].strip().lower()
+        return found or _BY_EXTENSION.get(extension, "")
 
     def _part_text(self, name: str) -> str:
         raw = self._archive.part(name)
+        self._bytes += len(raw)
+        if self._bytes > MAX_BYTES:
+            raise FileError(
+                f"the DOCX's embedded chunks (w:altChunk) are parts of more than {MAX_BYTES:,} "
+                "bytes together"
+            )
         kind = self._kind(name)
         if raw.startswith(b"PK\x03\x04") or kind in _DOCX:
             if self._depth >= MAX_DEPTH:
                 return ""
             try:
                 return self._docx(raw, self._depth + 1)
-            except FileError:
-                return ""
+            except FileError as exc:  # refused as the file itself would be, naming where
+                raise FileError(f"an embedded DOCX ({name}): {exc}") from None
         if kind in _HTML:
             return html.visible_text(_decoded(raw, _declared(raw)))
         if kind in _PLAIN:
-            return _decoded(raw, None)
+            return _decoded(raw, self._charset(name))
         if kind in _MHT:
             return _mht_text(raw)
         return ""  # RTF and the rest: not read here
 
 
+def _part_name(target: str) -> str | None:
+    """The zip member name a relationship's internal target names (relative to word/),
+    as OPC resolves it: percent-encoding undone, dot segments removed (none climbs above
+    the package's root); None for a URI with a scheme or a host."""
+    path = urllib.parse.unquote(target.split("#", 1)[0])
+    if not path or path.startswith("//") or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path):
+        return None
+    full = posixpath.normpath(posixpath.join("/" if path.startswith("/") else "/word/", path))
+    return full.lstrip("/") or None
+
+
 def _declared(raw: bytes) -> str | None:
-    """The charset an HTML part declares in its first bytes (a meta tag), if any."""
-    found = _META_CHARSET.search(raw[:2048])
-    return found.group(1).decode("ascii") if found else None
+    """The charset an HTML part declares in its first bytes (its XML declaration, or a
+    meta tag), if any; a meta tag's UTF-16 or UTF-32 is UTF-8, as the HTML standard
+    reads it."""
+    head = raw[:2048]
+    xml = _XML_ENCODING.search(head)
+    if xml:
+        return xml.group(1).decode("ascii")
+    meta = _META_CHARSET.search(head)
+    if not meta:
+        return None
+    charset = meta.group(1).decode("ascii")
+    return "utf-8" if charset.lower().replace("-", "").startswith(("utf16", "utf32")) else charset
 
 
 def _decoded(raw: bytes, charset: str | None) -> str:
@@ -170,19 +220,29 @@ def _decoded(raw: bytes, charset: str | None) -> str:
     if charset:
         try:
             return raw.decode(charset, errors="replace")
-        except LookupError:
+        except (LookupError, UnicodeError, ValueError):  # an unknown or unusable codec
             pass
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
+        # A stray invalid byte in UTF-8 text (one in a hundred characters at most), not
+        # another encoding: the rest is kept as written.
+        text = raw.decode("utf-8", errors="replace")
+        if 100 * text.count("\ufffd") <= len(text):
+            return text
         return raw.decode("cp1252", errors="replace")
 
 
 def _mht_text(raw: bytes) -> str:
     """An MHT archive's page: its first HTML part's visible text, else its first plain
     text part."""
-    message = email.message_from_bytes(raw)
-    parts = [m for m in message.walk() if not m.is_multipart()]
+    if raw.lower().count(b"boundary") > MAX_BOUNDARIES:
+        return ""
+    try:
+        message = email.message_from_bytes(raw)
+        parts = [m for m in message.walk() if not m.is_multipart()]
+    except (RecursionError, ValueError, LookupError, UnicodeError):
+        return ""
     for wanted in ("text/html", "text/plain"):
         for part in parts:
             if part.get_content_type() == wanted:
@@ -193,7 +253,13 @@ def _mht_text(raw: bytes) -> str:
 
 def _payload(part: Message) -> str:
     """A MIME part's body, its transfer encoding undone, as text in its charset."""
-    data = part.get_payload(decode=True)
+    try:
+        data = part.get_payload(decode=True)
+        charset = part.get_content_charset()
+    except (ValueError, LookupError, UnicodeError):
+        return ""
     if not isinstance(data, bytes):
         return ""
-    return _decoded(data, part.get_content_charset())
+    if part.get_content_type() == "text/html":
+        charset = _declared(data) or charset
+    return _decoded(data, charset)

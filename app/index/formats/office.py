@@ -514,10 +514,10 @@ _DOCX_SKIP = frozenset(
 _NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuationNotice"})
 
 
-def _text(lines: str, kind: str) -> str:
+def _text(lines: str, kind: str, required: bool = True) -> str:
     lines = resolved(lines)
     text = "\n".join(line.rstrip() for line in lines.splitlines()).strip()
-    if not any(c.isalnum() for c in text):
+    if required and not any(c.isalnum() for c in text):
         raise FileError(f"the {kind} has no text")
     return text
 
@@ -567,7 +567,9 @@ def _docx_text(raw: bytes, depth: int) -> str:
             for el in tree.iter(f"{_W}{note}"):
                 if el.get(f"{_W}type") not in _NOTE_FURNITURE:
                     notes.append(_walk(el, walker.visit, walker.leave))
-    return _text("\n".join(p.rstrip("\n") for p in parts + _headed(notes)), "DOCX")
+    # An embedded DOCX with no text is an empty chunk, not a refusal.
+    joined = "\n".join(p.rstrip("\n") for p in parts + _headed(notes))
+    return _text(joined, "DOCX", required=depth == 0)
 
 
 def _odt_encrypted(archive: Zip) -> bool:
