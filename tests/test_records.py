@@ -68,6 +68,15 @@ def test_band_sections_of_a_batch_pack_the_same_records(bands: int) -> None:
         sections = records.band_sections(keys, short)
         assert len(sections) == 7
         for row, section in zip(keys, sections, strict=True):
+            # The layout written out by hand: whole keys, or top halves, low words, padding.
+            ks = [int(k) for k in row]
+            if short:
+                plain = b"".join((k >> 32).to_bytes(4, "little") for k in ks)
+                plain += b"".join((k & 0xFFFF).to_bytes(2, "little") for k in ks)
+                plain += bytes(-len(plain) % 4)
+            else:
+                plain = b"".join(k.to_bytes(8, "little") for k in ks)
+            assert section == plain
             alone = records.pack("d", fp, row, 3, None, short_keys=short)
             assert (
                 records.pack("d", fp, row, 3, None, short_keys=short, band_section=section) == alone

@@ -159,9 +159,9 @@ def _may_mark(low: str) -> bool:
     return "<main" in low or "<article" in low or ("role" in low and bool(_ROLE_MAIN.search(low)))
 
 
-def _skips(low: str) -> list[str]:
-    """The hiding selectors this lower-cased page may need."""
-    return [selector for needle, selector in _HIDING if needle in low]
+def _skips(low: str, hiding: tuple[tuple[str, str], ...] = _HIDING) -> list[str]:
+    """The hiding selectors (of `hiding`) this lower-cased page may need."""
+    return [selector for needle, selector in hiding if needle in low]
 
 
 class HTMLError(Invalid):
@@ -396,8 +396,7 @@ def visible_text(page: str) -> str:
     tree = None  # never leaves this frame (see marked_text)
     try:
         tree = HTMLTree.parse(_padded(page))
-        low = page.lower()
-        skips = [selector for needle, selector in _DRAWN_HIDING if needle in low]
+        skips = _skips(page.lower(), _DRAWN_HIDING)
         text = extract_plain_text(tree, alt_texts=False, list_bullets=False, skip_elements=skips)
         return text.replace(_PAD, "").strip()
     except Exception:  # the parser's own errors; its classes are not API

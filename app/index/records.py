@@ -75,20 +75,11 @@ def _bands(word: int) -> tuple[int, int]:
     return word, 8 * word
 
 
-def _band_section(keys: np.ndarray, short: bool) -> bytes:
-    """The band keys as a record keeps them: whole, or short (top halves, then low
-    words; only a key's PLACE_BITS are kept)."""
-    keys = np.ascontiguousarray(keys, dtype="<u8")
-    if not short:
-        return keys.tobytes()
-    top = (keys >> _TOP).astype("<u4").tobytes()
-    low = (keys & np.uint64(0xFFFF)).astype("<u2").tobytes()
-    return (top + low).ljust(_pad(len(top) + len(low)), b"\0")
-
-
 def band_sections(keys: np.ndarray, short: bool) -> list[bytes]:
-    """_band_section of each row of a [texts, bands] array of band keys, made at once (a
-    few numpy calls a text cost an ingest more than the record's other parts)."""
+    """The band keys of each row of a [texts, bands] array as a record keeps them: whole,
+    or short (top halves, then low words, padded; only a key's PLACE_BITS are kept);
+    made at once for a batch (a few numpy calls a text cost an ingest more than the
+    record's other parts)."""
     keys = np.ascontiguousarray(keys, dtype="<u8")
     n, bands = keys.shape
     if not short:
@@ -216,7 +207,8 @@ def pack(
         fp = kernel.encode_fingerprint(np.asarray(fingerprint, dtype=np.uint32), shifted)
     if is_kernel_format(passages):  # format 3 (app.index.passages) is compact already
         passages = kernel.compact_layout(passages)
-    bk = _band_section(band_keys, short_keys) if band_section is None else band_section
+    if band_section is None:
+        band_section = band_sections(np.asarray(band_keys).reshape(1, -1), short_keys)[0]
     header = _HEADER.pack(
         VERSION,
         len(fingerprint),
@@ -231,7 +223,7 @@ def pack(
         (
             header,
             fp.ljust(_pad(len(fp)), b"\0"),
-            bk,
+            band_section,
             id_bytes.ljust(_pad(len(id_bytes)), b"\0"),
             meta.ljust(_pad(len(meta)), b"\0"),
             passages.ljust(_pad(len(passages)), b"\0"),

@@ -53,13 +53,21 @@ def anchor_keys_many(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarra
     keys = anchor_key_each(np.asarray(hashes)[offsets[0] : offsets[-1]])
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     order = np.lexsort((keys, owner))
-    keys, owner = keys[order], owner[order]
-    keep = np.ones(len(keys), bool)
-    keep[1:] = (keys[1:] != keys[:-1]) | (owner[1:] != owner[:-1])
-    keys, owner = keys[keep], owner[keep]
+    keys, owner, kept = _distinct_each(keys[order], owner[order], len(counts))
     out = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=len(counts)), out=out[1:])
+    np.cumsum(kept, out=out[1:])
     return keys, out
+
+
+def _distinct_each(
+    values: np.ndarray, owner: np.ndarray, texts: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of values sorted within each text (owner: each value's text, ascending), each
+    text's distinct ones, their owners, and how many each of the `texts` keeps."""
+    keep = np.ones(len(values), bool)
+    keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
+    values, owner = values[keep], owner[keep]
+    return values, owner, np.bincount(owner, minlength=texts)
 
 
 def anchors_of(rec: records.Record) -> np.ndarray:
@@ -197,10 +205,7 @@ def kept_bits(
     counts = np.diff(np.asarray(offsets, np.int64)).astype(np.int64)
     cut = (values & np.uint32((0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF)).astype(np.uint32)
     owner = np.repeat(np.arange(len(counts)), counts)
-    keep = np.ones(len(cut), bool)
-    keep[1:] = (cut[1:] != cut[:-1]) | (owner[1:] != owner[:-1])
-    cut, owner = cut[keep], owner[keep]
-    kept = np.bincount(owner, minlength=len(counts))
+    cut, owner, kept = _distinct_each(cut, owner, len(counts))
     first = np.zeros(len(counts), np.int64)
     np.cumsum(kept[:-1], out=first[1:])
     rank = np.arange(len(cut)) - first[owner]

@@ -70,9 +70,10 @@ def _load(name: str, *tail: str, head: tuple[str, ...] = ()) -> Script:
     return Script(name, source, hashlib.sha1(source).hexdigest().encode(), b"%d" % numkeys)
 
 
-UNLOCK = _load("unlock")
-# Single server only: it names its locks, of many slots, in its arguments.
-UNLOCK_MANY = _load("unlock_many")
+# One release body (lock_ops.lua) for the one-lock and many-lock scripts; the second is
+# single server only: it names its locks, of many slots, in its arguments.
+UNLOCK = _load("unlock", head=("lock_ops",))
+UNLOCK_MANY = _load("unlock_many", head=("lock_ops",))
 # One unmapping body (id_ops.lua) for the one-id and many-id scripts.
 FORGET_ID = _load("forget_id", head=("id_ops",))
 ID_COUNT_SET = _load("id_count_set")
