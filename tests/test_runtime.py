@@ -104,3 +104,27 @@ def test_indexes_open_together_keep_the_heap_frozen_until_the_last_closes(
         return seen
 
     assert asyncio.run(run()) == [(GC_THRESHOLDS, True), (before, False)]
+
+
+def test_a_tool_waits_longer_for_redis_unless_its_timeout_is_set(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """A CLI tool's store waits TOOL_REDIS_TIMEOUT for Redis when NEARDUP_REDIS_TIMEOUT
+    is not set (a batch job on a busy machine failed at 0.5 s), the service keeps the
+    setting's 0.5 s, and a timeout that is set is what both use."""
+    from app.service.runtime import TOOL_REDIS_TIMEOUT, open_index
+
+    unset = load_settings(redis_url=redis_url, collection="tooltimeout", data_dir=tmp_path)
+    given = load_settings(
+        redis_url=redis_url, collection="tooltimeout", data_dir=tmp_path, redis_timeout=0.7
+    )
+
+    async def timeout_of(settings: object, tool: bool) -> float:
+        async with open_index(settings, tool=tool) as index:  # type: ignore[arg-type]
+            return float(index.store.transport.timeout)
+
+    assert unset.redis_timeout == 0.5 < TOOL_REDIS_TIMEOUT
+    assert asyncio.run(timeout_of(unset, tool=True)) == TOOL_REDIS_TIMEOUT
+    assert asyncio.run(timeout_of(unset, tool=False)) == 0.5
+    assert asyncio.run(timeout_of(given, tool=True)) == 0.7
+    assert asyncio.run(timeout_of(given, tool=False)) == 0.7

@@ -207,6 +207,20 @@ class UncheckedIndex(Index):
             log.info("Redis answers again; collection %s checked", self._settings.collection)
 
 
+# A CLI tool's Redis timeout when NEARDUP_REDIS_TIMEOUT is not set: a batch job on a
+# busy machine would rather wait than fail, where the service's 0.5 s is there to turn
+# a stopped Redis into a quick 503.
+TOOL_REDIS_TIMEOUT = 10.0
+
+
+def redis_timeout_of(settings: Settings, tool: bool) -> float:
+    """The seconds a Redis exchange may take: NEARDUP_REDIS_TIMEOUT when it is set or
+    for the service, else TOOL_REDIS_TIMEOUT for a CLI tool."""
+    if not tool or "redis_timeout" in settings.model_fields_set:
+        return settings.redis_timeout
+    return TOOL_REDIS_TIMEOUT
+
+
 @asynccontextmanager
 async def open_index(
     settings: Settings,
@@ -250,7 +264,7 @@ async def open_index(
     store = Store.connect(
         url,
         settings.collection,
-        settings.redis_timeout,
+        redis_timeout_of(settings, tool),
         min_replicas=settings.min_replicas,
         replica_timeout=settings.replica_timeout,
         read_from_replicas=settings.read_from_replicas,
