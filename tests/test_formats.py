@@ -607,16 +607,17 @@ def test_a_docx_reads_the_documents_it_embeds_where_they_stand() -> None:
 
 
 def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
-    """An external target, one outside the zip's tree, a missing part, an RTF chunk and
-    a chunk naming no relationship add nothing; DOCX chunks nested past MAX_DEPTH are
-    not read."""
+    """An external target, one outside the zip's tree, a missing part, a Flat OPC chunk
+    and a chunk naming no relationship add nothing; DOCX chunks nested past MAX_DEPTH
+    are not read."""
     body = _p("Own words.") + "".join(_chunk(r) for r in ("rId1", "rId2", "rId3", "rId4", ""))
     raw = _chunked(
         body,
-        {"word/x.rtf": b"{\\rtf1 Hidden rtf words}", "word/a.htm": b"<p>Hosted page.</p>"},
+        {"word/x.xml": b"<pkg:package>Flat words</pkg:package>",
+         "word/a.htm": b"<p>Hosted page.</p>"},
         {"rId1": "ext:http://example.com/a.htm", "rId2": "//word/a.htm",
-         "rId3": "gone.htm", "rId4": "x.rtf"},
-        **{"word/x.rtf": "application/rtf"},
+         "rId3": "gone.htm", "rId4": "x.xml"},
+        **{"word/x.xml": "application/vnd.ms-word.document.12"},
     )  # fmt: skip
     assert extract(DOCX, raw).split() == ["Own", "words."]
     nested = _chunked(_p("Level 5."), {}, {})
@@ -625,6 +626,22 @@ def test_chunks_the_reader_cannot_show_read_as_nothing() -> None:
                           {"rIdN": "n.docx"})  # fmt: skip
     words = extract(DOCX, nested).split()
     assert words == [w for i in range(chunks.MAX_DEPTH + 1) for w in ("Level", f"{i}.")]
+
+
+def test_an_rtf_chunk_is_read_where_it_stands() -> None:
+    """An RTF chunk (LibreOffice's RTF of the essay fixture, and one named only by its
+    extension) reads as its source text between the words around it, as Word shows it:
+    copied text put in RTF was never compared."""
+    essay = (DATA / "essay.rtf").read_bytes()
+    raw = _chunked(
+        _p("Before.") + _chunk("rId1") + _p("Middle.") + _chunk("rId2") + _p("After."),
+        {"word/afchunk.rtf": essay, "word/two.rtf": rb"{\rtf1\ansi Second caf\'e9 chunk.\par}"},
+        {"rId1": "afchunk.rtf", "rId2": "two.rtf"},
+        **{"word/afchunk.rtf": "application/rtf"},
+    )  # fmt: skip
+    source = (DATA / "essay.txt").read_text(encoding="utf-8")
+    words = extract(DOCX, raw).split()
+    assert words == ["Before.", *source.split(), "Middle.", "Second", "café", "chunk.", "After."]
 
 
 def test_chunk_targets_are_resolved_as_the_packaging_standard_says() -> None:

@@ -1,9 +1,9 @@
 """The text of a DOCX's embedded chunks (w:altChunk): another document kept as a part of
-the zip, an HTML page, a plain text, an MHT archive or a whole DOCX, which Word shows
-where the w:altChunk stands, so it is read there.
+the zip, an HTML page, a plain text, an MHT archive, an RTF document (formats/rtf.py) or
+a whole DOCX, which Word shows where the w:altChunk stands, so it is read there.
 
 A reader the checker skipped would see text the checker never read: copied text put in
-a chunk was the easiest way past it. A chunk of a kind not read here (RTF, Flat OPC XML),
+a chunk was the easiest way past it. A chunk of a kind not read here (Flat OPC XML),
 one that points outside the file, or a page or archive that does not parse reads as
 nothing; an embedded DOCX is refused as it would be alone, naming where it is. Part
 names are resolved as OPC says (percent-encoding undone, dot segments removed, case
@@ -27,6 +27,7 @@ from email.message import Message
 from app.index import html
 from app.index.errors import FileError
 from app.index.formats.archive import MAX_PART, Zip
+from app.index.formats.rtf import rtf_text
 
 # How deep DOCX chunks may hold DOCX chunks (Word itself stops sooner).
 MAX_DEPTH = 3
@@ -44,6 +45,7 @@ _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
 _PLAIN = frozenset({"text/plain"})
 _MHT = frozenset({"message/rfc822", "multipart/related"})
+_RTF = frozenset({"application/rtf", "text/rtf", "application/x-rtf", "text/richtext"})
 # A whole DOCX package in a part: its main document's content types, and the package's.
 _DOCX = frozenset(
     {
@@ -60,7 +62,7 @@ _PACKAGE = "application/vnd.openxmlformats-officedocument.wordprocessingml.docum
 _BY_EXTENSION = {
     "htm": "text/html", "html": "text/html", "xhtml": "application/xhtml+xml",
     "txt": "text/plain", "mht": "message/rfc822", "mhtml": "message/rfc822",
-    "docx": _PACKAGE, "dotx": _PACKAGE,
+    "docx": _PACKAGE, "dotx": _PACKAGE, "rtf": "application/rtf",
 }  # fmt: skip
 # Characters no text of a chunk keeps: controls (the blanking marks among them).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -178,7 +180,9 @@ class Chunks:
             return _decoded(raw, self._charset(name))
         if kind in _MHT:
             return _mht_text(raw)
-        return ""  # RTF and the rest: not read here
+        if kind in _RTF or raw.lstrip().startswith(b"{\\rtf"):
+            return rtf_text(raw)
+        return ""  # Flat OPC XML and the rest: not read here
 
 
 def _part_name(target: str) -> str | None:

@@ -12,7 +12,7 @@ the independent expectation the extractor tests compare against.
 
 - essay: 8 articles as paragraphs, with a running header and a page-number
   footer on every page, hyphenation on (words split at line ends), as PDF,
-  DOCX and ODT;
+  DOCX, ODT and RTF;
 - columns: 6 articles in a two-column section, with header and footer, as PDF;
 - encrypted: one sentence as a PDF that opens only with the password "secret";
 - arabic: a paragraph of Arabic with lam-alef ligatures (one glyph for two letters),
@@ -142,7 +142,7 @@ def make(name: str, paragraphs: list[str], kinds: list[str], columns: bool, out:
 
 def main(out: Path = HERE, scale: int = 1) -> None:
     """The fixtures (scale 1), or a bench corpus scale times larger in out."""
-    make("essay", articles(0, 8 * scale), ["pdf", "docx", "odt"], False, out)
+    make("essay", articles(0, 8 * scale), ["pdf", "docx", "odt", "rtf"], False, out)
     make("columns", articles(100, 6 * scale), ["pdf"], True, out)
     if scale == 1:
         make(

@@ -1,0 +1,268 @@
+"""The text of an RTF document, as a reader sees it: a DOCX chunk (w:altChunk) in RTF,
+which Word shows where it stands (formats/chunks.py).
+
+Read as the other formats are: the body's text in order, paragraphs and line breaks as
+line ends, table cells and tabs as spaces; text boxes' text where they stand (a shape's
+fallback rendering, which repeats it, is not read); footnotes after the body, so a note
+never splits a passage; hidden text (\\v), page headers and footers, field codes (their
+shown result is read), pictures, objects' data and every table of the header (fonts,
+colours, styles, lists, document information) left out, as are the destinations a
+reader may ignore (\\*) but those that hold a shape's text.
+
+Characters: \\uN with its fallback skipped (\\ucN, per group), \\'hh bytes in the
+code page of the current font's charset or the document's \\ansicpgN (Windows-1252 when
+none is said), surrogate pairs joined. \\binN data is skipped whole. The reading is
+linear in the input; groups nest at most MAX_GROUPS deep (deeper, the rest reads as
+nothing: Word itself stops far sooner).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, replace
+
+# How deep groups may nest before the rest of the document is not read.
+MAX_GROUPS = 512
+
+# One token: a control word with its optional number (one space after it is its
+# delimiter), a run of hex bytes, a control symbol, a brace, line ends (not text in RTF), a run
+# of text, or a lone backslash at the end.
+_TOKEN = re.compile(
+    rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"
+    rb"|((?:\\'[0-9a-fA-F]{2})+)"
+    rb"|\\([^a-zA-Z'])"
+    rb"|([{}])"
+    rb"|([\r\n]+)"
+    rb"|([^\\{}\r\n]+)"
+    rb"|(\\)",
+    re.S,
+)
+
+# Destinations whose text no reader shows (or shows elsewhere: headers and footers, as
+# the DOCX reader leaves them out), skipped with all they hold.
+_SKIPPED = frozenset(
+    {
+        "fonttbl", "colortbl", "stylesheet", "info", "pict", "nonshppict", "shprslt",
+        "sp", "objdata", "fldinst", "xe", "tc", "tcn", "txe", "listtable",
+        "listoverridetable", "revtbl", "rsidtbl", "filetbl", "pgdsctbl", "template",
+        "header", "headerl", "headerr", "headerf", "footer", "footerl", "footerr",
+        "footerf", "ftnsep", "ftnsepc", "ftncn", "aftnsep", "aftnsepc", "aftncn",
+        "datafield", "bkmkstart", "bkmkend", "atnid", "atnauthor", "annotation",
+        "private", "userprops", "docvar", "themedata", "colorschememapping",
+        "latentstyles", "datastore", "xmlnstbl", "generator", "mmathPr", "wgrffmtfilter",
+        "pntext", "listtext",
+    }
+)  # fmt: skip
+# Ignorable destinations (\*) that hold text a reader sees: a shape and its text box.
+_SHOWN_IGNORABLE = frozenset({"shpinst", "shptxt"})
+
+# Control words that stand for text.
+_TEXT = {
+    "par": "\n", "line": "\n", "sect": "\n", "page": "\n", "row": "\n", "column": "\n",
+    "cell": " ", "nestcell": " ", "tab": " ", "emdash": "\u2014", "endash": "\u2013",
+    "emspace": " ", "enspace": " ", "qmspace": " ", "bullet": "\u2022",
+    "lquote": "\u2018", "rquote": "\u2019", "ldblquote": "\u201c", "rdblquote": "\u201d",
+    "zwj": "\u200d", "zwnj": "\u200c", "zwbo": "\u200b", "zwnbo": "\ufeff",
+}  # fmt: skip
+# Control symbols that stand for text (\- is an optional hyphen: nothing unless the line
+# breaks there).
+_SYMBOLS = {
+    "~": "\u00a0",
+    "_": "-",
+    "-": "",
+    "\\": "\\",
+    "{": "{",
+    "}": "}",
+    "\n": "\n",
+    "\r": "\n",
+}
+
+# Font charsets (\fcharsetN) and the code page each stands for.
+_CHARSETS = {
+    0: None, 1: None, 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab",
+    134: "gbk", 136: "cp950", 161: "cp1253", 162: "cp1254", 163: "cp1258", 177: "cp1255",
+    178: "cp1256", 186: "cp1257", 204: "cp1251", 222: "cp874", 238: "cp1250", 255: "cp437",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Group:
+    """What a group's text is, inherited by the groups it holds."""
+
+    skip: bool = False
+    hidden: bool = False
+    note: bool = False  # in a footnote: read after the body
+    box: bool = False  # in a text box's text: a block of its own
+    uc: int = 1  # fallback characters after each \uN
+    font: int | None = None
+    fonts: bool = False  # in the font table
+
+
+def _codec(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.body: list[str] = []
+        self.notes: list[str] = []
+        self.pending = bytearray()  # bytes awaiting their code page
+        self.pending_codec = "cp1252"
+        self.pending_note = False
+        self.ansi = "cp1252"
+        self.default_font: int | None = None
+        self.charsets: dict[int, str | None] = {}  # font number -> its code page
+        self.table_font: int | None = None  # the font table's entry being read
+
+    def codec(self, group: _Group) -> str:
+        """The code page of the group's font's charset, else the document's."""
+        font = group.font if group.font is not None else self.default_font
+        return (self.charsets.get(font) if font is not None else None) or self.ansi
+
+    def emit(self, group: _Group, text: str) -> None:
+        self.flush()
+        (self.notes if group.note else self.body).append(text)
+
+    def emit_bytes(self, group: _Group, data: bytes) -> None:
+        codec = self.codec(group)
+        if self.pending and (codec != self.pending_codec or group.note != self.pending_note):
+            self.flush()
+        self.pending_codec = codec
+        self.pending += data
+        self.pending_note = group.note
+
+    def flush(self) -> None:
+        if self.pending:
+            text = bytes(self.pending).decode(self.pending_codec, errors="replace")
+            (self.notes if self.pending_note else self.body).append(text)
+            self.pending.clear()
+
+    def text(self) -> str:
+        self.flush()
+        body = "".join(self.body)
+        if self.notes:
+            body += "\n" + "".join(self.notes)
+        # \uN gives UTF-16 units: a pair of surrogates is one character.
+        return body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def rtf_text(raw: bytes) -> str:
+    """The text an RTF document shows (module docstring); "" for bytes that are not RTF."""
+    if not raw.lstrip().startswith(b"{\\rtf"):
+        return ""
+    reader = _Reader()
+    stack: list[_Group] = []
+    group = _Group()
+    first = False  # the token just after "{": where a destination is named
+    ignorable = False  # the group began with \*
+    fallback = 0  # characters of a \uN's fallback still to skip
+    pos, end = 0, len(raw)
+    while pos < end:
+        m = _TOKEN.match(raw, pos)
+        if m is None:  # cannot happen: the last alternative takes any byte left
+            break
+        pos = m.end()
+        word, number, hexbytes, symbol, brace, _, run, _ = m.groups()
+        if brace is not None:
+            fallback = 0
+            if brace == b"{":
+                if len(stack) >= MAX_GROUPS:
+                    break
+                stack.append(group)
+                first, ignorable = True, False
+            elif stack:
+                inner, group = group, stack.pop()
+                first = ignorable = False
+                if inner.box and not group.box and not inner.skip:
+                    reader.emit(inner, "\n")
+            continue
+        starts, first = first, False
+        if symbol == b"*" and starts:
+            ignorable, first = True, True  # the destination's name comes next
+            continue
+        if word is not None:
+            name = word.decode("ascii")
+            n = int(number) if number is not None else None
+            if ignorable and starts and name not in _SHOWN_IGNORABLE:
+                group = replace(group, skip=True)
+            ignorable = False
+            if name == "bin" and n is not None and n > 0:
+                pos = min(end, pos + n)  # binary data, whatever its bytes
+                continue
+            if fallback and name != "u":
+                fallback -= 1
+                continue
+            if name in _SKIPPED and starts:
+                # The font table is read for its charsets, not shown.
+                group = replace(group, skip=True, fonts=name == "fonttbl")
+                continue
+            if group.fonts:
+                _font_table(reader, name, n)
+                continue
+            if group.skip:
+                continue
+            if name == "u" and n is not None:
+                if not group.hidden:
+                    reader.emit(group, chr(n % 65536))
+                fallback = group.uc
+            elif name == "uc" and n is not None:
+                group = replace(group, uc=max(0, n))
+            elif name == "v":
+                group = replace(group, hidden=n != 0)
+            elif name == "plain":  # character formatting back to the defaults
+                group = replace(group, hidden=False, font=None)
+            elif name == "f" and n is not None:
+                group = replace(group, font=n)
+            elif name == "deff" and n is not None:
+                reader.default_font = n
+            elif name == "ansicpg" and n is not None:
+                reader.ansi = _codec(f"cp{n}") or reader.ansi
+            elif name in ("footnote", "endnote") and starts:
+                group = replace(group, note=True)
+                reader.emit(group, "\n")  # each note a paragraph of its own
+            elif name == "shptxt" and starts and not group.box:
+                group = replace(group, box=True)
+                reader.emit(group, "\n")
+            elif name in _TEXT and not group.hidden:
+                reader.emit(group, _TEXT[name])
+            continue
+        ignorable = False
+        if hexbytes is not None:
+            data = bytes.fromhex(hexbytes.replace(b"\\'", b"").decode("ascii"))
+            if fallback:  # each byte is one character of a fallback
+                skipped = min(fallback, len(data))
+                fallback -= skipped
+                data = data[skipped:]
+            if data and not group.skip and not group.hidden:
+                reader.emit_bytes(group, data)
+            continue
+        if symbol is not None:
+            if fallback:
+                fallback -= 1
+            elif not group.skip and not group.hidden:
+                reader.emit(group, _SYMBOLS.get(symbol.decode("latin-1"), ""))
+            continue
+        if run is not None:
+            if fallback:
+                skipped = min(fallback, len(run))
+                fallback -= skipped
+                run = run[skipped:]
+            if run and not group.skip and not group.hidden:
+                reader.emit_bytes(group, run)
+    return reader.text()
+
+
+def _font_table(reader: _Reader, name: str, n: int | None) -> None:
+    """A control word of the font table: which font an entry is, and its charset."""
+    if name == "f" and n is not None:
+        reader.table_font = n
+    elif name == "fcharset" and n is not None and reader.table_font is not None:
+        reader.charsets[reader.table_font] = _CHARSETS.get(n)
+    elif name == "cpg" and n is not None and reader.table_font is not None:
+        reader.charsets[reader.table_font] = _codec(f"cp{n}")

@@ -1,0 +1,92 @@
+"""app.index.formats.rtf: the text an RTF document shows, against what a reader sees in
+LibreOffice's RTF of the essay fixture and in hand-written documents of Word's kind."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from support import oracle
+
+from app.index.formats import rtf
+from app.index.formats.rtf import rtf_text
+
+DATA = Path(__file__).parent / "data" / "formats"
+
+# Word's way of writing a document: the header's tables, then the body.
+WORDISH = (
+    rb"{\rtf1\adeflang1025\ansi\ansicpg1252\uc1\adeff0\deff0"
+    rb"{\fonttbl{\f0\froman\fcharset0\fprq2{\*\panose 02020603050405020304}Times New Roman;}"
+    rb"{\f1\fswiss\fcharset204\fprq2 Arial Cyr;}{\f2\fnil\fcharset128 MS Mincho;}}"
+    rb"{\colortbl;\red0\green0\blue0;\red255\green255\blue255;}"
+    rb"{\stylesheet{\ql \li0\ri0 \fs24 Normal;}{\*\cs10 \additive Default Paragraph Font;}}"
+    rb"{\*\rsidtbl \rsid1573123}{\*\generator Microsoft Word 16.0;}"
+    rb"{\info{\title Secret title words}{\author Someone}}"
+    rb"{\header \pard\plain Running header words\par}"
+    rb"{\footer \pard\plain Page {\field{\*\fldinst PAGE}{\fldrslt 1}}\par}"
+    rb"\pard\plain \f0\fs24 The caf\'e9 served na\u239\'efve "
+    rb"{\f1 \'cf\'f0\'e8\'e2\'e5\'f2} and {\f2 \'93\'fa\'96\'7b} guests.\par "
+    rb"Shown {\v hidden junk words }words, a {\field{\*\fldinst HYPERLINK \"http://x\"}"
+    rb"{\fldrslt linked phrase}} here{\footnote \pard\plain A note of its own.}.\par"
+    rb"{\pict\pngblip\picw10\pich10 89504e470d0a1a0a}{\*\bkmkstart b1}"
+    rb"{\shp{\*\shpinst{\sp{\sn fillColor}{\sv 16777215}}{\shptxt \pard Boxed words\par}}"
+    rb"{\shprslt{\pard Boxed words\par}}}"
+    rb"An emoji \u-10179?\u-8704? and \ldblquote quotes\rdblquote  \endash  dashes\~too.\par"
+    rb"{\*\themedata 504b0304}{\object{\*\objdata \bin4 {{{{}}"
+    rb"Cells\cell one\cell\row Last line\line broken\tab tabbed\par}"
+)
+
+
+def test_a_word_document_reads_as_a_reader_sees_it() -> None:
+    """Body text in order with its characters decoded by each font's charset; the header's
+    tables, page headers and footers, hidden text, field codes, pictures and binary data
+    left out; a field's result and a text box read once, the footnote after the body."""
+    lines = [" ".join(line.split()) for line in rtf_text(WORDISH).split("\n")]
+    assert [line for line in lines if line] == [
+        "The café served naïve Привет and 日本 guests.",
+        "Shown words, a linked phrase here.",
+        "Boxed words",
+        "An emoji \U0001f600 and \u201cquotes\u201d \u2013 dashes too.",
+        "Cells one",
+        "Last line",
+        "broken tabbed",
+        "A note of its own.",
+    ]
+
+
+def test_libreoffices_rtf_of_the_essay_reads_as_its_source_text() -> None:
+    """LibreOffice's RTF of the essay fixture (make.py) has the source's paragraphs as
+    lines, word for word, and no running header or page number."""
+    source = (DATA / "essay.txt").read_text(encoding="utf-8")
+    text = rtf_text((DATA / "essay.rtf").read_bytes())
+    assert "Journal of Reproducible" not in text and "Page 1" not in text
+    assert [oracle.normalized(p) for p in text.split("\n") if p.strip()] == [
+        oracle.normalized(p) for p in source.split("\n\n")
+    ]
+
+
+def test_fallbacks_and_code_pages_follow_the_group_they_are_set_in() -> None:
+    """\\ucN sets how many characters follow a \\uN for readers without Unicode, for its
+    group only; \\ansicpg names the document's code page, a font's \\fcharset its own."""
+    assert rtf_text(rb"{\rtf1 {\uc2\u26085\'93\'fa}\u26412? end}") == "日本 end"
+    assert rtf_text(rb"{\rtf1\ansi\ansicpg1251 \'cf\'f0\'e8}") == "При"
+    assert rtf_text(rb"{\rtf1\ansi\ansicpg932 \'93\'fa\'96\'7b}") == "日本"
+    assert rtf_text(rb"{\rtf1\ansi \'e9\u8364?\'e9}") == "é€é"  # 1252 by default
+    assert rtf_text(rb"{\rtf1 \\ \{ \} a\-b c\_d}") == "\\ { } ab c-d"
+
+
+def test_anything_that_is_not_rtf_or_is_broken_reads_without_error() -> None:
+    """Not RTF reads as nothing; an unterminated document reads what it shows; groups past
+    MAX_GROUPS end the reading; random bytes and RTF-like noise never raise."""
+    assert rtf_text(b"plain words") == ""
+    assert rtf_text(rb"{\rtf1 unended {\b bold") == "unended bold"
+    deep = b"{\\rtf1 before " + b"{" * (rtf.MAX_GROUPS + 5) + b"deep" + b"}" * 600 + b"after}"
+    assert rtf_text(deep) == "before "
+    pieces = [b"{", b"}", b"\\", b"\\'", b"\\u", b"\\uc", b"\\bin", b"\\*", b"\\v", b"\\f",
+              b"\\fonttbl", b"\\fcharset128", b"\\ansicpg", b"9", b"-", b"x", b" ", b"\xff",
+              b"\n", b"\\par", b"\\footnote", b"\\shptxt", b"0", b"e9", b"\\plain"]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(3000):
+        noise = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 120)))
+        assert isinstance(rtf_text(b"{\\rtf1" + noise), str)
+        assert isinstance(rtf_text(bytes(rng.getrandbits(8) for _ in range(40))), str)
