@@ -75,6 +75,20 @@ def test_fallbacks_and_code_pages_follow_the_group_they_are_set_in() -> None:
     assert rtf_text(rb"{\rtf1 \\ \{ \} a\-b c\_d}") == "\\ { } ab c-d"
 
 
+def test_letters_drawn_not_to_be_seen_read_as_the_docx_reader_reads_them() -> None:
+    """A white letter in place of each space reads as a space, junk words a half point
+    high inside a word as nothing, as DOCX runs do (formats/blanking.py); white letters
+    on a highlight, and a line that is all white, are read."""
+    head = rb"{\rtf1\ansi{\colortbl;;\red0\green0\blue0;\red255\green255\blue255;}"
+    white = rb"When\cf3 x\cf0 we\cf3 x\cf0 speak of{\cf3 junk}ideas\par "
+    tiny = rb"co{\fs1 junk words}py and {\fs1\expndtw60 spaced}apart\par "
+    shown = rb"{\highlight7\cf3 on yellow} words\par {\cf3 all white line}\par}"
+    lines = rtf_text(head + white + tiny + shown).split("\n")
+    assert [" ".join(line.split()) for line in lines] == [
+        "When we speak of ideas", "copy and apart", "on yellow words", "all white line", ""
+    ]  # fmt: skip
+
+
 def test_anything_that_is_not_rtf_or_is_broken_reads_without_error() -> None:
     """Not RTF reads as nothing; an unterminated document reads what it shows; groups past
     MAX_GROUPS end the reading; random bytes and RTF-like noise never raise."""

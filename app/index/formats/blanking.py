@@ -21,6 +21,12 @@ WHITE: RGB = (255, 255, 255)
 # blue (0-255), is not seen: white on white, #FAFAFA on white, black on black. Light
 # grey on white (#E6E6E6) and black on navy are seen, if faintly.
 FAINT = 24
+# Letters of an office format (DOCX, ODT, RTF) in a font of at most this many points, or
+# scaled to at most this share of their width, are not seen; spaced apart by ROOM_POINTS
+# or more, they take room all the same.
+UNSEEN_POINTS = 1.0
+UNSEEN_SCALE = 0.1
+ROOM_POINTS = 2.0
 
 # How a character is drawn: seen; unseen, taking the room of a letter (white, invisible:
 # a reader sees a gap, so the run reads as a space); unseen and taking no room (a point

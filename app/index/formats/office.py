@@ -35,7 +35,10 @@ from app.index.formats.blanking import (
     OPEN,
     RGB,
     ROOM,
+    ROOM_POINTS,
     SEEN,
+    UNSEEN_POINTS,
+    UNSEEN_SCALE,
     WHITE,
     blend,
     faint,
@@ -216,12 +219,6 @@ def _inherited(own: dict[str, bool | None], parent: dict[str, str]) -> frozenset
     return frozenset(name for name, on in _resolved(own, parent).items() if on)
 
 
-# Unseen text (_unseen, _odt_unseen_styles): a font of at most this many points, and
-# letters scaled to at most this share of their width.
-UNSEEN_POINTS = 1.0
-UNSEEN_SCALE = 0.1
-# Such letters spaced apart by this many points or more take room all the same.
-ROOM_POINTS = 2.0
 # Theme colours a reader does not see on a page with no shading of its own.
 _WHITE_THEMES = frozenset({"background1", "light1", "bg1"})
 

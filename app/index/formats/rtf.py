@@ -2,12 +2,14 @@
 which Word shows where it stands (formats/chunks.py).
 
 Read as the other formats are: the body's text in order, paragraphs and line breaks as
-line ends, table cells and tabs as spaces; text boxes' text where they stand (a shape's
-fallback rendering, which repeats it, is not read); footnotes after the body, so a note
-never splits a passage; hidden text (\\v), page headers and footers, field codes (their
-shown result is read), pictures, objects' data and every table of the header (fonts,
-colours, styles, lists, document information) left out, as are the destinations a
-reader may ignore (\\*) but those that hold a shape's text.
+line ends, table cells and tabs as spaces; letters drawn not to be seen (white on no
+shading of their own, a point high, squeezed) as a DOCX run's are (formats/blanking.py);
+text boxes' text where they stand (a shape's fallback rendering, which repeats it, is
+not read); footnotes after the body, so a note never splits a passage; hidden text
+(\\v), page headers and footers, field codes (their shown result is read), pictures,
+objects' data and every table of the header (fonts, colours, styles, lists, document
+information) left out, as are the destinations a reader may ignore (\\*) but those
+that hold a shape's text.
 
 Characters: \\uN with its fallback skipped (\\ucN, per group), \\'hh bytes in the
 code page of the current font's charset or the document's \\ansicpgN (Windows-1252 when
@@ -21,6 +23,20 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass, replace
+
+from app.index.formats.blanking import (
+    CLOSE,
+    NO_ROOM,
+    OPEN,
+    RGB,
+    ROOM,
+    ROOM_POINTS,
+    SEEN,
+    UNSEEN_POINTS,
+    UNSEEN_SCALE,
+    faint,
+    resolved,
+)
 
 # How deep groups may nest before the rest of the document is not read.
 MAX_GROUPS = 512
@@ -78,6 +94,8 @@ _SYMBOLS = {
     "\r": "\n",
 }
 
+# Characters no text keeps: controls (among them the marks of unseen text, blanking.OPEN).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # Font charsets (\fcharsetN) and the code page each stands for.
 _CHARSETS = {
     0: None, 1: None, 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab",
@@ -97,6 +115,14 @@ class _Group:
     uc: int = 1  # fallback characters after each \uN
     font: int | None = None
     fonts: bool = False  # in the font table
+    colours: bool = False  # in the colour table
+    # How its letters are drawn: font size (half points), width scale (%), spacing
+    # (twips), colour (\cfN, 0: auto), and whether they are on a shading of their own.
+    size: int = 24
+    scale: int = 100
+    spacing: int = 0
+    colour: int = 0
+    shaded: bool = False
 
 
 def _codec(name: str | None) -> str | None:
@@ -119,6 +145,31 @@ class _Reader:
         self.default_font: int | None = None
         self.charsets: dict[int, str | None] = {}  # font number -> its code page
         self.table_font: int | None = None  # the font table's entry being read
+        self.colours: list[RGB | None] = []  # the colour table (None: auto)
+        self.colour: list[int] = []  # the colour table's entry being read
+        self.drawn = {False: SEEN, True: SEEN}  # each stream's open mark (by note)
+
+    def unseen(self, group: _Group) -> int:
+        """How the group's letters are drawn (blanking.SEEN, ROOM, NO_ROOM), as the DOCX
+        reader judges a run: tiny or squeezed letters take no room unless spaced apart,
+        white ones on no shading of their own take a letter's room."""
+        if group.size <= 2 * UNSEEN_POINTS or group.scale <= 100 * UNSEEN_SCALE:
+            return ROOM if group.spacing >= 20 * ROOM_POINTS else NO_ROOM
+        if group.colour and not group.shaded and 0 < group.colour < len(self.colours):
+            rgb = self.colours[group.colour]
+            if rgb is not None and faint(rgb):
+                return ROOM
+        return SEEN
+
+    def mark(self, group: _Group) -> None:
+        """Open the mark of how the group draws what comes next (formats/blanking.py)."""
+        kind = self.unseen(group)
+        if kind != self.drawn[group.note]:
+            self.flush()
+            stream = self.notes if group.note else self.body
+            was = self.drawn[group.note]
+            stream.append((CLOSE if was != SEEN else "") + (OPEN[kind] if kind != SEEN else ""))
+            self.drawn[group.note] = kind
 
     def codec(self, group: _Group) -> str:
         """The code page of the group's font's charset, else the document's."""
@@ -127,29 +178,32 @@ class _Reader:
 
     def emit(self, group: _Group, text: str) -> None:
         self.flush()
-        (self.notes if group.note else self.body).append(text)
+        self.mark(group)
+        (self.notes if group.note else self.body).append(_CONTROLS.sub("", text))
 
     def emit_bytes(self, group: _Group, data: bytes) -> None:
         codec = self.codec(group)
         if self.pending and (codec != self.pending_codec or group.note != self.pending_note):
             self.flush()
+        self.mark(group)
         self.pending_codec = codec
         self.pending += data
         self.pending_note = group.note
 
     def flush(self) -> None:
         if self.pending:
-            text = bytes(self.pending).decode(self.pending_codec, errors="replace")
+            text = _CONTROLS.sub("", bytes(self.pending).decode(self.pending_codec, "replace"))
             (self.notes if self.pending_note else self.body).append(text)
             self.pending.clear()
 
     def text(self) -> str:
         self.flush()
-        body = "".join(self.body)
+        body = "".join(self.body) + CLOSE
         if self.notes:
-            body += "\n" + "".join(self.notes)
+            body += "\n" + "".join(self.notes) + CLOSE
         # \uN gives UTF-16 units: a pair of surrogates is one character.
-        return body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        text = body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return resolved(text)
 
 
 def rtf_text(raw: bytes) -> str:
@@ -199,11 +253,16 @@ def rtf_text(raw: bytes) -> str:
                 fallback -= 1
                 continue
             if name in _SKIPPED and starts:
-                # The font table is read for its charsets, not shown.
-                group = replace(group, skip=True, fonts=name == "fonttbl")
+                # The font and colour tables are read for charsets and colours, not shown.
+                group = replace(
+                    group, skip=True, fonts=name == "fonttbl", colours=name == "colortbl"
+                )
                 continue
             if group.fonts:
                 _font_table(reader, name, n)
+                continue
+            if group.colours:
+                _colour_table(reader, name, n)
                 continue
             if group.skip:
                 continue
@@ -216,7 +275,11 @@ def rtf_text(raw: bytes) -> str:
             elif name == "v":
                 group = replace(group, hidden=n != 0)
             elif name == "plain":  # character formatting back to the defaults
-                group = replace(group, hidden=False, font=None)
+                group = replace(
+                    group, hidden=False, font=None, size=24, scale=100, spacing=0, colour=0
+                )
+            elif name in _DRAWING and n is not None:
+                group = _drawn(group, name, n)
             elif name == "f" and n is not None:
                 group = replace(group, font=n)
             elif name == "deff" and n is not None:
@@ -249,6 +312,11 @@ def rtf_text(raw: bytes) -> str:
                 reader.emit(group, _SYMBOLS.get(symbol.decode("latin-1"), ""))
             continue
         if run is not None:
+            if group.colours:  # each ";" ends a colour table entry
+                for _ in range(run.count(b";")):
+                    reader.colours.append(_rgb(reader.colour))
+                    reader.colour = []
+                continue
             if fallback:
                 skipped = min(fallback, len(run))
                 fallback -= skipped
@@ -266,3 +334,35 @@ def _font_table(reader: _Reader, name: str, n: int | None) -> None:
         reader.charsets[reader.table_font] = _CHARSETS.get(n)
     elif name == "cpg" and n is not None and reader.table_font is not None:
         reader.charsets[reader.table_font] = _codec(f"cp{n}")
+
+
+# Control words that say how letters are drawn (_drawn).
+_DRAWING = frozenset({"fs", "charscalex", "expndtw", "cf", "highlight", "cb", "chcbpat", "cbpat"})
+
+
+def _drawn(group: _Group, name: str, n: int) -> _Group:
+    """The group with a drawing control word applied: size, width, spacing, colour, or
+    a shading of its own (a highlight, a character or paragraph background)."""
+    if name == "fs":
+        return replace(group, size=n)
+    if name == "charscalex":
+        return replace(group, scale=n)
+    if name == "expndtw":
+        return replace(group, spacing=n)
+    if name == "cf":
+        return replace(group, colour=n)
+    return replace(group, shaded=n > 0)
+
+
+def _colour_table(reader: _Reader, name: str, n: int | None) -> None:
+    """A control word of the colour table: a component of the entry being read."""
+    if name in ("red", "green", "blue") and n is not None:
+        reader.colour.append(("red", "green", "blue").index(name) << 16 | max(0, min(255, n)))
+
+
+def _rgb(parts: list[int]) -> RGB | None:
+    """A colour table entry from its components (None, auto, when it names none)."""
+    if not parts:
+        return None
+    got = {p >> 16: p & 255 for p in parts}
+    return (got.get(0, 0), got.get(1, 0), got.get(2, 0))
