@@ -32,6 +32,7 @@ def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     from app.core.settings import load_settings
 
     settings = load_settings(
+        redis_timeout=5.0,
         redis_url=redis_url,
         collection=f"fast{os.getpid()}",
         data_dir=tmp_path_factory.mktemp("fast"),

@@ -264,7 +264,8 @@ def test_client_tries_again_after_503_only_when_repeating_is_safe(tmp_path: Path
     from support.procs import RedisProc
 
     with RedisProc(tmp_path / "redis") as rds, Server(
-        tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning"
+        tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning",
+        NEARDUP_REDIS_TIMEOUT="0.5",
     ) as server:  # fmt: skip
         server.wait_ready()
 

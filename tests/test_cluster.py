@@ -505,7 +505,7 @@ def test_failover_loses_no_acknowledged_document(tmp_path: Path) -> None:
     try:
         with serving(
             tmp_path, NEARDUP_REDIS_URL=cluster.url, NEARDUP_MIN_REPLICAS="1",
-            NEARDUP_LOG_LEVEL="warning", NEARDUP_EXPIRY_INTERVAL="0.2",
+            NEARDUP_LOG_LEVEL="warning", NEARDUP_EXPIRY_INTERVAL="0.2", NEARDUP_REDIS_TIMEOUT="0.5",
         ) as server, httpx.Client(base_url=server.url, timeout=30) as c:  # fmt: skip
             # 1. the shared corpus, acknowledged batch by batch
             docs = [{"id": i, "text": t} for i, t in read_corpus()]

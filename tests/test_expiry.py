@@ -279,7 +279,9 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
     from app.index.check import check
     from app.service.runtime import open_index
 
-    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    settings = load_settings(
+        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
+    )
     n = 120
     texts = [f"{BASE} item {i} of the backlog with its own words w{i} x{i * 7}" for i in range(n)]
 

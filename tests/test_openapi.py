@@ -36,7 +36,11 @@ EXPECTED_IDS |= {f"{i}_in_collection" for i in PREFIXED}
 @pytest.fixture
 def keyed(redis_url: str, collection: str, tmp_path) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
     settings = load_settings(
-        redis_url=redis_url, collection=collection, data_dir=tmp_path, api_keys=f"{WRITE}:write"
+        redis_timeout=5.0,
+        redis_url=redis_url,
+        collection=collection,
+        data_dir=tmp_path,
+        api_keys=f"{WRITE}:write",
     )
     with TestClient(create_app(settings)) as c:
         yield c

@@ -276,16 +276,17 @@ def test_without_hiredis_the_transport_sends_on_connections_of_its_own(redis_url
 
 
 def test_one_timeout_leaves_the_others_their_own_time(redis_url: str) -> None:
-    """Redis holds every command for 0.75 s: the exchange sent first gives up at its 0.5 s,
-    and one sent 0.4 s later, still inside its own 0.5 s, gets its reply when Redis goes
-    on (the first's late reply is dropped in turn), as on connections of their own."""
+    """Redis holds every command for 3 s: the exchange sent first gives up at its 2 s,
+    and one sent 1.6 s later, still inside its own 2 s, gets its reply when Redis goes
+    on (the first's late reply is dropped in turn), as on connections of their own.
+    (Four times the service's 0.5 s, so a loaded machine's stall fits in the margin.)"""
 
     async def run() -> tuple[Any, Any]:
-        transport = SingleTransport.connect(redis_url, 0.5, 0, 1.0)
+        transport = SingleTransport.connect(redis_url, 2.0, 0, 1.0)
         other = aioredis.Redis.from_url(redis_url)
         try:
             await transport.commands([(b"PING",)])
-            await other.execute_command("CLIENT", "PAUSE", "750")
+            await other.execute_command("CLIENT", "PAUSE", "3000")
 
             async def first() -> Any:
                 try:
@@ -294,7 +295,7 @@ def test_one_timeout_leaves_the_others_their_own_time(redis_url: str) -> None:
                     return exc
 
             async def second() -> Any:
-                await asyncio.sleep(0.4)
+                await asyncio.sleep(1.6)
                 return await transport.commands([(b"ECHO", b"second")])
 
             return tuple(await asyncio.gather(first(), second()))  # type: ignore[return-value]

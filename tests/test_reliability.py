@@ -32,6 +32,9 @@ from app.store.errors import StoreUnavailableError
 
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 FAST_S = 1.0  # the longest a request may take while Redis is away
+# The service's own Redis timeout, which these tests hold it to (the tests' services wait
+# longer: support.procs.LOADED_REDIS_TIMEOUT).
+QUICK = {"NEARDUP_REDIS_TIMEOUT": "0.5"}
 
 
 def _text(i: int) -> str:
@@ -122,7 +125,9 @@ def test_redis_stopped_then_continued(tmp_path: Path) -> None:
     SIGCONT: the service is back by itself, every acknowledged document there."""
     with (
         RedisProc(tmp_path / "redis") as rds,
-        serving(tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning") as server,
+        serving(
+            tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning", **QUICK
+        ) as server,
     ):
         acked = _load(server.url, 20)
         rds.pause()
@@ -169,7 +174,9 @@ def test_a_stream_redis_cuts_is_one_log_line_not_a_traceback(tmp_path: Path) -> 
     traceback."""
     with (
         RedisProc(tmp_path / "redis") as rds,
-        serving(tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning") as server,
+        serving(
+            tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning", **QUICK
+        ) as server,
     ):
         # Groups of near-copies: more documents than one block of the walk reads at once,
         # and more pairs than socket buffers hold, so the walk is mid-way when Redis stops.
@@ -205,7 +212,9 @@ def test_redis_killed_and_restarted(tmp_path: Path) -> None:
     aof = ("--appendonly", "yes", "--appendfsync", "always")
     with (
         RedisProc(tmp_path / "redis", *aof) as rds,
-        serving(tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning") as server,
+        serving(
+            tmp_path, NEARDUP_REDIS_URL=rds.url, NEARDUP_LOG_LEVEL="warning", **QUICK
+        ) as server,
     ):
         acked = _load(server.url, 20)
         acked.update(
@@ -235,8 +244,8 @@ def test_redis_down_at_start_up(tmp_path: Path) -> None:
     with rds.client() as c:
         c.set(f"nd:{other}:config", stored)
     rds.kill()  # down before either service starts
-    good = Server(tmp_path / "good", NEARDUP_REDIS_URL=rds.url)
-    bad = Server(tmp_path / "bad", NEARDUP_REDIS_URL=rds.url, NEARDUP_COLLECTION=other)
+    good = Server(tmp_path / "good", NEARDUP_REDIS_URL=rds.url, **QUICK)
+    bad = Server(tmp_path / "bad", NEARDUP_REDIS_URL=rds.url, NEARDUP_COLLECTION=other, **QUICK)
     try:
         good.wait_up()
         bad.wait_up()
@@ -335,7 +344,10 @@ def test_kill_9_during_bulk_ingest_loses_nothing_acknowledged(tmp_path: Path) ->
         assert not sender.is_alive() and failure, "the kill did not interrupt the ingest"
         # The batch the kill landed in was sent, not refused at connect.
         assert not isinstance(failure[0], httpx.ConnectError), failure[0]
-        assert len(acked) == kill_at * 50
+        # Whole batches, from kill_at on: a loaded machine may let one more batch through
+        # between the handles seen and the kill landing.
+        assert len(acked) % 50 == 0 and len(acked) >= kill_at * 50, len(acked)
+        kill_at = len(acked) // 50  # the batch the kill landed in
 
         again = Server(crashed, NEARDUP_LOG_LEVEL="warning")
         try:

@@ -22,7 +22,11 @@ def test_background_check_removes_a_ghost(redis_url: str, collection: str, tmp_p
     from app.index.check import check
 
     settings = load_settings(
-        redis_url=redis_url, collection=collection, data_dir=tmp_path, check_interval=0.2
+        redis_timeout=5.0,
+        redis_url=redis_url,
+        collection=collection,
+        data_dir=tmp_path,
+        check_interval=0.2,
     )
     ghost_text = "the ghost text about lanterns and copper falcons over a quiet meadow"
     with TestClient(create_app(settings)) as c:
@@ -49,7 +53,9 @@ def test_start_up_pass_drops_dangling_ids_only(
     from app.core.settings import load_settings
     from app.index.check import check
 
-    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    settings = load_settings(
+        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
+    )
     text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
     with TestClient(create_app(settings)) as c:
         for name in ("live", "cut1", "cut2"):
@@ -82,7 +88,9 @@ def test_start_up_pass_covers_every_collection(
     from app.api.app import create_app
     from app.core.settings import load_settings
 
-    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    settings = load_settings(
+        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
+    )
     named = f"{collection}-named"
     text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
     with TestClient(create_app(settings)) as c:
@@ -116,7 +124,11 @@ def test_ids_a_failed_write_could_not_take_back_are_mended_by_the_sweeper(
     from app.core.settings import load_settings
 
     settings = load_settings(
-        redis_url=redis_url, collection=collection, data_dir=tmp_path, expiry_interval=0.05
+        redis_timeout=5.0,
+        redis_url=redis_url,
+        collection=collection,
+        data_dir=tmp_path,
+        expiry_interval=0.05,
     )
     text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
     with TestClient(create_app(settings)) as c:
@@ -167,7 +179,11 @@ def test_batches_cut_by_the_request_deadline_leave_no_dangling_id(
     from app.core.settings import load_settings
 
     settings = load_settings(
-        redis_url=redis_url, collection=collection, data_dir=tmp_path, expiry_interval=0.05
+        redis_timeout=5.0,
+        redis_url=redis_url,
+        collection=collection,
+        data_dir=tmp_path,
+        expiry_interval=0.05,
     ).model_copy(update={"request_timeout": 0.004})
     text = "a text about lanterns and copper falcons over a quiet meadow at dusk number"
     cut = 0
@@ -210,7 +226,11 @@ def test_start_up_waits_for_its_own_collection_not_the_others(
 
     async def make() -> None:
         made = load_settings(
-            redis_url=redis_url, collection=vast, data_dir=tmp_path, capacity=10**9
+            redis_timeout=5.0,
+            redis_url=redis_url,
+            collection=vast,
+            data_dir=tmp_path,
+            capacity=10**9,
         )
         async with open_index(made) as index:
             await index.store.register()  # listed, as POST /collections lists one
@@ -220,7 +240,9 @@ def test_start_up_waits_for_its_own_collection_not_the_others(
     # slow here: the empty buckets read one by one, not found by SCAN.
     monkeypatch.setattr(app_module, "STARTUP_CHECK_WAIT_S", 3600.0)
     monkeypatch.setattr("app.store.ids.SPARSE_FROM", 1 << 40)
-    settings = load_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
+    settings = load_settings(
+        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
+    )
     try:
         started = time.monotonic()
         with TestClient(app_module.create_app(settings)) as c:

@@ -45,7 +45,11 @@ def test_api_returns_the_kept_text(store_url: str, collection: str, tmp_path: Pa
     text field when not."""
     for keep, name in ((True, collection), (False, collection + "n")):
         settings = load_settings(
-            redis_url=store_url, collection=name, data_dir=tmp_path, keep_text=keep
+            redis_timeout=5.0,
+            redis_url=store_url,
+            collection=name,
+            data_dir=tmp_path,
+            keep_text=keep,
         )
         with TestClient(create_app(settings)) as client:
             assert client.put("/documents/a/1", json={"text": TEXT}).status_code == 201
