@@ -1,4 +1,4 @@
-"""Files in over the API: PDF, DOCX and ODT bodies find what their text finds, offsets
+"""Files in over the API: PDF, DOCX, ODT and RTF bodies find what their text finds, offsets
 slice the returned text, and bad files are 422s naming what is wrong."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from support import oracle
 
-from app.index.formats import DOCX, ODT, PDF
+from app.index.formats import DOCX, ODT, PDF, RTF
 
 DATA = Path(__file__).parent / "data" / "formats"
 ESSAY = (DATA / "essay.txt").read_text(encoding="utf-8").split("\n\n")
@@ -45,10 +45,10 @@ def _copied(answer: dict) -> dict[str, list[list[str]]]:
     }
 
 
-def test_pdf_docx_and_odt_find_the_passages_their_text_finds(
+def test_pdf_docx_odt_and_rtf_find_the_passages_their_text_finds(
     client: TestClient, sources: dict[str, str]
 ) -> None:
-    """The essay as text, PDF, DOCX and ODT finds the same sources with the same copied
+    """The essay as text, PDF, DOCX, ODT and RTF finds the same sources with the same copied
     words, and every passage's offsets slice the returned text to the source's words."""
     query = {"measure": "containment", "evidence": True, "return_text": True}
     as_text = client.post("/similar", json={"text": "\n\n".join(ESSAY), **query}).json()
@@ -59,7 +59,8 @@ def test_pdf_docx_and_odt_find_the_passages_their_text_finds(
         assert all(len(p) >= 8 and _run_of(p, source) for p in passages), doc_id
         # The whole source was copied: its words are all in its passages.
         assert sum(map(len, passages)) >= len(source)
-    for name, kind in (("essay.pdf", PDF), ("essay.docx", DOCX), ("essay.odt", ODT)):
+    files = (("essay.pdf", PDF), ("essay.docx", DOCX), ("essay.odt", ODT), ("essay.rtf", RTF))
+    for name, kind in files:
         r = client.post("/similar", json={"content_type": kind, "data": _b64(name), **query})
         assert r.status_code == 200, r.text
         assert _copied(r.json()) == expected, name
@@ -148,12 +149,14 @@ def test_a_file_over_the_time_limit_costs_one_request(settings) -> None:  # type
 
 def test_content_type_is_matched_as_a_media_type(client: TestClient) -> None:
     """A content_type in capitals or with parameters (a charset) is the media type it
-    names, for a file and for a page, on every route."""
+    names, and RTF's other names are RTF, for a file and for a page, on every route."""
     page = "<html><body><main><p>" + ESSAY[1] + "</p></main></body></html>"
     bodies = [
         {"content_type": "APPLICATION/PDF", "data": _b64("essay.pdf")},
         {"content_type": "application/pdf; charset=binary", "data": _b64("essay.pdf")},
         {"content_type": DOCX.upper() + " ; foo=bar", "data": _b64("essay.docx")},
+        {"content_type": "text/rtf", "data": _b64("essay.rtf")},
+        {"content_type": "Application/X-RTF", "data": _b64("essay.rtf")},
         {"content_type": "text/html; charset=utf-8", "text": page},
         {"content_type": "Text/Plain; charset=UTF-8", "text": ESSAY[1]},
     ]

@@ -18,8 +18,8 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_ingest_and_query_files(tmp_path: Path) -> None:
-    """A PDF and an ODT are stored under their file names and a broken PDF is skipped with
-    its reason; a query with the DOCX of the same text finds the PDF and the ODT."""
+    """A PDF, an ODT and an RTF file are stored under their file names and a broken PDF is
+    skipped with its reason; a query with the DOCX of the same text finds all three."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
     broken = tmp_path / "broken.pdf"
@@ -29,22 +29,24 @@ def test_ingest_and_query_files(tmp_path: Path) -> None:
         "--quiet",
         str(DATA / "essay.pdf"),
         str(DATA / "essay.odt"),
+        str(DATA / "essay.rtf"),
         str(broken),
         env=env,
     )
     assert done.returncode == 3, done.stderr  # done, with the broken file skipped
-    assert b"ingested 2 documents" in done.stdout
+    assert b"ingested 3 documents" in done.stdout
     assert b"broken.pdf:1: skipped: the PDF is broken" in done.stderr
     answer = run("query", "--file", str(DATA / "essay.docx"), "--containment", "--json", env=env)
     assert answer.returncode == 0, answer.stderr
     found = {r["id"]: r["containment"] for r in json.loads(answer.stdout)["results"]}
-    assert set(found) == {"essay.pdf", "essay.odt"} and min(found.values()) > 0.95
+    assert set(found) == {"essay.pdf", "essay.odt", "essay.rtf"} and min(found.values()) > 0.95
     bad = run("query", "--file", str(broken), env=env)
     assert bad.returncode == 2 and b"broken" in bad.stderr
 
 
 def test_a_file_misnamed_or_empty_is_said_so_for_a_command_line(tmp_path: Path) -> None:
-    """A DOCX named .pdf, an ODT named .docx and a PDF named .odt are told to be renamed
+    """A DOCX named .pdf or .rtf, an ODT or RTF named .docx and a PDF named .odt are told
+    to be renamed
     (the API's advice, a content_type, means nothing here), and an empty file is empty."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
@@ -52,6 +54,8 @@ def test_a_file_misnamed_or_empty_is_said_so_for_a_command_line(tmp_path: Path) 
         ("essay.docx", "a.pdf", b"name it *.docx"),
         ("essay.odt", "b.docx", b"name it *.odt"),
         ("essay.pdf", "c.odt", b"name it *.pdf"),
+        ("essay.rtf", "d.docx", b"name it *.rtf"),
+        ("essay.docx", "e.rtf", b"name it *.docx"),
     ):
         path = tmp_path / named
         path.write_bytes((DATA / real).read_bytes())

@@ -21,7 +21,7 @@ from support.pdfgen import SCAN, pdf, text_at
 
 from app.core.errors import Invalid
 from app.index import formats, html
-from app.index.formats import DOCX, ODT, PDF, FileError, archive, chunks, decode, extract
+from app.index.formats import DOCX, ODT, PDF, RTF, FileError, archive, chunks, decode, extract
 from app.index.formats import pdf as pdf_text
 from app.index.formats.workers import Extractors
 
@@ -45,6 +45,7 @@ def _words_missed(expected: str, got: str) -> tuple[int, int]:
     [
         ("essay.docx", DOCX, 0),
         ("essay.odt", ODT, 0),
+        ("essay.rtf", RTF, 0),
         ("essay.pdf", PDF, 2),
         ("columns.pdf", PDF, 6),
     ],
@@ -438,11 +439,12 @@ def test_a_files_text_over_the_limit_is_refused_in_the_worker() -> None:
         pool.close()
 
 
-def test_content_types_are_the_three() -> None:
-    """The file types are PDF, DOCX and ODT by their registered media types, and the CLI's
-    suffixes map to them."""
-    assert set(formats.FILE_TYPES) == {PDF, DOCX, ODT}
-    assert formats.SUFFIXES == {".pdf": PDF, ".docx": DOCX, ".odt": ODT}
+def test_content_types_are_the_four() -> None:
+    """The file types are PDF, DOCX, ODT and RTF by their registered media types (RTF's
+    other names taken as it), and the CLI's suffixes map to them."""
+    assert set(formats.FILE_TYPES) == {PDF, DOCX, ODT, RTF} and RTF == "application/rtf"
+    assert formats.SUFFIXES == {".pdf": PDF, ".docx": DOCX, ".odt": ODT, ".rtf": RTF}
+    assert set(formats.ALIASES.values()) == {RTF}
 
 
 def test_a_dead_worker_is_replaced() -> None:
@@ -1012,14 +1014,21 @@ def test_an_ole_file_is_named_for_what_it_is() -> None:
 
 
 def test_other_formats_sent_as_office_files_are_named() -> None:
-    """A PDF or RTF sent as a DOCX or ODT, and each office format sent as the other or
-    as a PDF, is named with the content_type to use."""
+    """A PDF or RTF sent as a DOCX or ODT, and each office format sent as the other, as a
+    PDF or as RTF, is named with the content_type to use."""
     essay_pdf = (DATA / "essay.pdf").read_bytes()
     docx, odt = (DATA / "essay.docx").read_bytes(), (DATA / "essay.odt").read_bytes()
     assert "a PDF, not a DOCX: send it with content_type application/pdf" in _refused(
         DOCX, essay_pdf
     )
-    assert "RTF, not an ODT" in _refused(ODT, b"{\\rtf1\\ansi Hello}")
+    assert "RTF, not an ODT: send it with content_type application/rtf" in _refused(
+        ODT, b"{\\rtf1\\ansi Hello}"
+    )
+    assert _refused(RTF, essay_pdf) == (
+        "the file is a PDF, not RTF: send it with content_type application/pdf"
+    )
+    assert f"a DOCX, not RTF: send it with content_type {DOCX}" in _refused(RTF, docx)
+    assert _refused(RTF, b"plain words") == "the file is not RTF: it does not start with {\\rtf"
     assert f"it is a DOCX: send it with content_type {DOCX}" in _refused(ODT, docx)
     assert f"it is an ODT: send it with content_type {ODT}" in _refused(DOCX, odt)
     assert f"it is a DOCX: send it with content_type {DOCX}" in _refused(PDF, docx)

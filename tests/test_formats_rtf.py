@@ -85,7 +85,7 @@ def test_letters_drawn_not_to_be_seen_read_as_the_docx_reader_reads_them() -> No
     shown = rb"{\highlight7\cf3 on yellow} words\par {\cf3 all white line}\par}"
     lines = rtf_text(head + white + tiny + shown).split("\n")
     assert [" ".join(line.split()) for line in lines] == [
-        "When we speak of ideas", "copy and apart", "on yellow words", "all white line", ""
+        "When we speak of ideas", "copy and apart", "on yellow words", "all white line"
     ]  # fmt: skip
 
 

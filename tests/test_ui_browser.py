@@ -724,6 +724,19 @@ def test_a_file_misnamed_is_checked_as_what_its_bytes_are(page: Page, server: Se
     _marks_are_the_api_passages(page, server, "essay.docx", DOCX)
 
 
+def test_an_rtf_file_is_checked_as_rtf_by_its_first_bytes(
+    page: Page, server: Server, tmp_path: Path
+) -> None:
+    """An RTF file dropped under a .txt name (no type given) is sent as the RTF its
+    first bytes say it is, not pasted as its markup, and marked at the API's offsets."""
+    page.goto(server.url + "/ui/")
+    page.locator("#title", has_text="against").wait_for()
+    _drop(page, FORMATS / "essay.rtf", "essay.txt")
+    _marks_are_the_api_passages(page, server, "essay.rtf", "application/rtf")
+    assert "\\rtf1" not in page.get_by_label("Text to check").input_value()
+    page.screenshot(path=str(tmp_path / "ui-rtf.png"), full_page=True)
+
+
 def test_a_refused_file_says_the_api_detail(page: Page, server: Server) -> None:
     """An encrypted PDF chosen is not checked: the page says the API's 422 detail."""
     data = base64.b64encode((FORMATS / "encrypted.pdf").read_bytes()).decode()

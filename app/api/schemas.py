@@ -103,11 +103,11 @@ class _In(BaseModel):
 CONTENT_TYPE_DOC = (
     "text/plain (the default) or text/html: the document is in text; with text/html its "
     "main text is extracted (menus, footers and banners dropped). application/pdf, "
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX) or "
-    "application/vnd.oasis.opendocument.text (ODT): the file is in data, base64-encoded, "
-    "and its text is extracted. The extracted text is what is indexed and what passage "
-    "offsets refer to. Matched as a media type: case-insensitive, parameters such as "
-    "charset ignored"
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document (DOCX), "
+    "application/vnd.oasis.opendocument.text (ODT) or application/rtf (RTF; text/rtf "
+    "too): the file is in data, base64-encoded, and its text is extracted. The extracted "
+    "text is what is indexed and what passage offsets refer to. Matched as a media "
+    "type: case-insensitive, parameters such as charset ignored"
 )
 BodyType = Literal[
     "text/plain",
@@ -115,6 +115,7 @@ BodyType = Literal[
     "application/pdf",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "application/vnd.oasis.opendocument.text",
+    "application/rtf",
 ]
 
 
@@ -122,9 +123,11 @@ def media_type(value: Any) -> Any:
     """A content_type as its bare media type: type/subtype lower-cased, parameters
     dropped (RFC 9110: media types are case-insensitive and may carry parameters, as
     "application/pdf; charset=binary" or a crawler's "text/html; charset=utf-8" do; the
-    text arrives decoded, in JSON, so a charset has nothing left to say)."""
+    text arrives decoded, in JSON, so a charset has nothing left to say); another name of
+    a file type (text/rtf) as the one the schema lists."""
     if isinstance(value, str):
-        return value.split(";", 1)[0].strip().lower()
+        bare = value.split(";", 1)[0].strip().lower()
+        return formats.ALIASES.get(bare, bare)
     return value
 
 

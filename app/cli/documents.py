@@ -118,7 +118,7 @@ def query_command(args: argparse.Namespace) -> int:
             print(f"neardup: {args.file}: {exc}", file=sys.stderr)
             return 2
         if text is None:
-            print(f"neardup: {args.file}: not a .pdf, .docx or .odt file", file=sys.stderr)
+            print(f"neardup: {args.file}: not a .pdf, .docx, .odt or .rtf file", file=sys.stderr)
             return 2
     elif args.id is None:
         text = files.stdin_text()

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "files",
         nargs="+",
         metavar="FILE",
-        help="JSON Lines ({id, text, metadata?}), 'id text', or .pdf/.docx/.odt",
+        help="JSON Lines ({id, text, metadata?}), 'id text', or .pdf/.docx/.odt/.rtf",
     )
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.add_argument(
@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--file",
         metavar="PATH",
-        help="query with the text of a .pdf, .docx or .odt file instead of stdin",
+        help="query with the text of a .pdf, .docx, .odt or .rtf file instead of stdin",
     )
     query.add_argument(
         "--threshold",

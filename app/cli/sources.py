@@ -77,7 +77,7 @@ _SEND_AS = re.compile("send it with content_type (" + "|".join(map(re.escape, _S
 
 
 def file_text(path: str) -> str | None:
-    """The text of a .pdf, .docx or .odt file (FileError when it cannot be read, saying
+    """The text of a .pdf, .docx, .odt or .rtf file (FileError when it cannot be read, saying
     what a command-line user can do: its type comes from its name); None for any other
     file."""
     kind = SUFFIXES.get(Path(path).suffix.lower())
@@ -96,7 +96,7 @@ def file_text(path: str) -> str | None:
 
 def read_lines(path: str) -> Iterator[Line]:
     """Every non-blank line of a file ('-' is stdin) as a document or an error; a PDF,
-    DOCX or ODT file is one document, with its file name as its id."""
+    DOCX, ODT or RTF file is one document, with its file name as its id."""
     if path != "-" and Path(path).suffix.lower() in SUFFIXES:
         size = Path(path).stat().st_size
         name = Path(path).name

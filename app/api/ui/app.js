@@ -485,7 +485,7 @@ async function loadCollections() {
 
 async function checkText() {
   const text = $("text").value;
-  const file = state.file; // a chosen PDF, DOCX or ODT is sent instead of the text (files in)
+  const file = state.file; // a chosen PDF, DOCX, ODT or RTF is sent instead of the text (files in)
   if (!file && !text.trim()) {
     say("Paste or type a text to check first.", true);
     $("text").focus();
@@ -797,8 +797,8 @@ async function showStored(check) {
 
 window.addEventListener("popstate", () => location.reload()); // Back leaves a check's URL
 
-// --------------------------------------------------- files in: PDF, DOCX and ODT
-// A PDF, DOCX or ODT file is not read here: its bytes go to the service (base64 in `data`,
+// ---------------------------------------------- files in: PDF, DOCX, ODT and RTF
+// A PDF, DOCX, ODT or RTF file is not read here: its bytes go to the service (base64 in `data`,
 // with its content_type and return_text), which extracts the text; the answer's `text`
 // then fills the text box, and every offset of the answer refers to that text.
 
@@ -806,12 +806,14 @@ const FILE_TYPES = {
   pdf: "application/pdf",
   docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
   odt: "application/vnd.oasis.opendocument.text",
+  rtf: "application/rtf",
 };
 
 // The content_type of a file the service extracts: what its first bytes say it is (a
-// PDF's %PDF-, an ODT's uncompressed mimetype entry, another ZIP taken for a DOCX),
-// else by its name (browsers often give no type for DOCX and ODT), or null. The bytes
-// first, so a file named .pdf that is a DOCX is checked, not refused for its name.
+// PDF's %PDF-, RTF's {\rtf, an ODT's uncompressed mimetype entry, another ZIP taken
+// for a DOCX), else by its name (browsers often give no type for DOCX and ODT), or
+// null. The bytes first, so a file named .pdf that is a DOCX is checked, not refused
+// for its name.
 function fileType(file, head) {
   const sniffed = typeByBytes(head);
   if (sniffed) return sniffed;
@@ -830,6 +832,7 @@ async function headOf(file) {
 // head: a file's first bytes as a binary string (headOf).
 function typeByBytes(head) {
   if (head.slice(0, 1024).includes("%PDF-")) return FILE_TYPES.pdf;
+  if (head.trimStart().startsWith("{\\rtf")) return FILE_TYPES.rtf;
   if (!head.startsWith("PK\x03\x04")) return null;
   // ODF writes its mimetype entry first, stored: its name at 30, its text after it.
   if (head.slice(30, 38) === "mimetype") {
@@ -1023,7 +1026,7 @@ async function readFile(file) {
   const content_type = fileType(file, await headOf(file));
   if (content_type) return guarded(() => checkFile(file, content_type)); // files in, above
   if (!(file.type === "text/plain" || /\.txt$/i.test(file.name))) {
-    say("Only .txt, .pdf, .docx and .odt files can be read here: " + file.name + " is none.", true);
+    say("Only .txt, .pdf, .docx, .odt and .rtf files can be read here: " + file.name + " is none.", true);
     return;
   }
   $("text").value = await file.text();

@@ -1,4 +1,4 @@
-"""Files in: the text of a PDF, DOCX or ODT document sent base64-encoded.
+"""Files in: the text of a PDF, DOCX, ODT or RTF document sent base64-encoded.
 
 `decode` turns a body's `data` into bytes (strict base64); `extract` turns a file's
 bytes into the text that is indexed, compared and kept (every passage offset refers
@@ -22,15 +22,20 @@ __all__ = ["NAMES", "FileError", "decode", "extract"]
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 ODT = "application/vnd.oasis.opendocument.text"
+RTF = "application/rtf"
 FileType = Literal[
     "application/pdf",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "application/vnd.oasis.opendocument.text",
+    "application/rtf",
 ]
-FILE_TYPES: tuple[str, ...] = (PDF, DOCX, ODT)
+FILE_TYPES: tuple[str, ...] = (PDF, DOCX, ODT, RTF)
+# Other names of these types that clients send (RTF's registered type is application/rtf;
+# text/rtf is registered too, and older tools wrote application/x-rtf).
+ALIASES = {"text/rtf": RTF, "application/x-rtf": RTF}
 # What a file name's suffix says it is (the CLI's inputs).
-SUFFIXES = {".pdf": PDF, ".docx": DOCX, ".odt": ODT}
-NAMES = {PDF: "PDF", DOCX: "DOCX", ODT: "ODT"}
+SUFFIXES = {".pdf": PDF, ".docx": DOCX, ".odt": ODT, ".rtf": RTF}
+NAMES = {PDF: "PDF", DOCX: "DOCX", ODT: "ODT", RTF: "RTF"}
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _SPACE = re.compile(r"\s+")
@@ -76,4 +81,8 @@ def extract(content_type: str, raw: bytes) -> str:
         from app.index.formats import office
 
         return office.odt_text(raw)
+    if content_type == RTF:
+        from app.index.formats import rtf
+
+        return rtf.file_text(raw)
     raise FileError(f"content_type {content_type!r} is not a file type: {', '.join(FILE_TYPES)}")

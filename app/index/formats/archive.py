@@ -69,8 +69,6 @@ def _not_a_zip(raw: bytes, kind: str) -> str:
     save = "save it as .docx" if kind == "DOCX" else "save it as .odt"
     if raw.startswith(_OLE):
         advice = save
-    elif sniffed == _RTF_KIND:
-        advice = f"RTF is not read; {save}"
     return f"the file is {sniffed.what}, not {_a(kind)}" + (f": {advice}" if advice else "")
 
 
@@ -170,7 +168,7 @@ _MAGIC = (
     (b"7z\xbc\xaf\x27\x1c", Kind("a 7-Zip archive")),
     (b"Rar!", Kind("a RAR archive")),
 )
-_RTF_KIND = Kind("RTF")
+_RTF_KIND = Kind("RTF", "send it with content_type application/rtf")
 _ZIP = Kind("a zip file")
 _AN_ODT = Kind("an ODT", f"send it with content_type {_ODT_TYPE}")
 # A zip's kind by its mimetype member (OpenDocument, EPUB) or its main part (OOXML).

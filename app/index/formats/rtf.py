@@ -24,6 +24,8 @@ import codecs
 import re
 from dataclasses import dataclass, replace
 
+from app.index.errors import FileError
+from app.index.formats.archive import what_it_is
 from app.index.formats.blanking import (
     CLOSE,
     NO_ROOM,
@@ -203,7 +205,19 @@ class _Reader:
             body += "\n" + "".join(self.notes) + CLOSE
         # \uN gives UTF-16 units: a pair of surrogates is one character.
         text = body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-        return resolved(text)
+        # The document's first and last paragraph ends end nothing: no empty lines around.
+        return resolved(text).strip("\n")
+
+
+def file_text(raw: bytes) -> str:
+    """The text of an RTF file sent as one; FileError naming what the bytes are when they
+    are not RTF."""
+    if not raw.lstrip().startswith(b"{\\rtf"):
+        sniffed = what_it_is(raw)
+        what = f"the file is {sniffed.what}, not RTF" if sniffed else "the file is not RTF"
+        advice = sniffed.advice if sniffed and sniffed.advice else None
+        raise FileError(f"{what}: " + (advice or "it does not start with {\\rtf"))
+    return rtf_text(raw)
 
 
 def rtf_text(raw: bytes) -> str:
