@@ -25,20 +25,9 @@ import re
 from dataclasses import dataclass, replace
 
 from app.index.errors import FileError
+from app.index.formats import blanking
 from app.index.formats.archive import what_it_is
-from app.index.formats.blanking import (
-    CLOSE,
-    NO_ROOM,
-    OPEN,
-    RGB,
-    ROOM,
-    ROOM_POINTS,
-    SEEN,
-    UNSEEN_POINTS,
-    UNSEEN_SCALE,
-    faint,
-    resolved,
-)
+from app.index.formats.blanking import RGB, SEEN
 
 # How deep groups may nest before the rest of the document is not read.
 MAX_GROUPS = 512
@@ -155,12 +144,12 @@ class _Reader:
         """How the group's letters are drawn (blanking.SEEN, ROOM, NO_ROOM), as the DOCX
         reader judges a run: tiny or squeezed letters take no room unless spaced apart,
         white ones on no shading of their own take a letter's room."""
-        if group.size <= 2 * UNSEEN_POINTS or group.scale <= 100 * UNSEEN_SCALE:
-            return ROOM if group.spacing >= 20 * ROOM_POINTS else NO_ROOM
+        if group.size <= 2 * blanking.UNSEEN_POINTS or group.scale <= 100 * blanking.UNSEEN_SCALE:
+            return blanking.ROOM if group.spacing >= 20 * blanking.ROOM_POINTS else blanking.NO_ROOM
         if group.colour and not group.shaded and 0 < group.colour < len(self.colours):
             rgb = self.colours[group.colour]
-            if rgb is not None and faint(rgb):
-                return ROOM
+            if rgb is not None and blanking.faint(rgb):
+                return blanking.ROOM
         return SEEN
 
     def mark(self, group: _Group) -> None:
@@ -170,7 +159,8 @@ class _Reader:
             self.flush()
             stream = self.notes if group.note else self.body
             was = self.drawn[group.note]
-            stream.append((CLOSE if was != SEEN else "") + (OPEN[kind] if kind != SEEN else ""))
+            closed = blanking.CLOSE if was != SEEN else ""
+            stream.append(closed + (blanking.OPEN[kind] if kind != SEEN else ""))
             self.drawn[group.note] = kind
 
     def codec(self, group: _Group) -> str:
@@ -200,13 +190,13 @@ class _Reader:
 
     def text(self) -> str:
         self.flush()
-        body = "".join(self.body) + CLOSE
+        body = "".join(self.body) + blanking.CLOSE
         if self.notes:
-            body += "\n" + "".join(self.notes) + CLOSE
+            body += "\n" + "".join(self.notes) + blanking.CLOSE
         # \uN gives UTF-16 units: a pair of surrogates is one character.
         text = body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
         # The document's first and last paragraph ends end nothing: no empty lines around.
-        return resolved(text).strip("\n")
+        return blanking.resolved(text).strip("\n")
 
 
 def file_text(raw: bytes) -> str:
