@@ -107,11 +107,12 @@ def expected(live: set[str]) -> dict[str, object]:
 
 @pytest.mark.both_stores
 def test_a_document_answers_until_its_expiry_and_never_after(expiring: TestClient) -> None:
-    """A document with expires_at = now + 2 s is in every answer (GET, /similar by text and
+    """A document with expires_at = now + 5 s (time for a pass of answers on a loaded
+    machine) is in every answer (GET, /similar by text and
     by id, containment, /duplicates, groups, export) whenever a request ended before that
     instant, and in none that began at or after it, with no sweep in between."""
     c = expiring
-    ends = now_ms() + 2000
+    ends = now_ms() + 5000
     assert c.put("/documents/soon", json={"text": SOON, "expires_at": at(ends)}).status_code == 201
     assert c.put("/documents/stay", json={"text": STAY}).status_code == 201
     assert c.put("/documents/other", json={"text": OTHER}).status_code == 201
@@ -287,7 +288,7 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
 
     async def load() -> int:
         async with open_index(settings) as index:
-            ends = now_ms() + 1500
+            ends = now_ms() + 5000  # still ahead when a loaded machine's ingest ends
             docs = [Document(t, f"e{i}", None, ends) for i, t in enumerate(texts)]
             await index.ingest(docs)
             await index.ingest([Document(STAY, "stay"), Document(OTHER, "other")])

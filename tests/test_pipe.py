@@ -233,6 +233,7 @@ def test_a_timed_out_exchange_resets_the_pipe_and_later_ones_get_their_own_repli
             except StoreUnavailableError as exc:
                 error = exc
             await asyncio.sleep(0.6)
+            transport.timeout = 5.0  # what follows checks replies, not speed
             after = await transport.commands([(b"GET", key), (b"ECHO", b"mine")])
             return error, after
         finally:
@@ -332,6 +333,7 @@ def test_a_connection_quiet_past_twice_the_budget_is_dropped(redis_url: str) -> 
             during = await asyncio.gather(*(one(i) for i in range(12)))
             dropped = transport._lane.pipe._conn is not before
             await asyncio.sleep(1.6)
+            transport.timeout = 5.0  # what follows checks replies, not speed
             after = await transport.commands([(b"ECHO", b"after")])
             return during, dropped, after
         finally:
@@ -419,7 +421,8 @@ def test_a_close_while_an_exchange_connects_leaves_no_connection(redis_url: str)
     async def run() -> tuple[BaseException | None, Any, Any]:
         transport = SingleTransport.connect(redis_url, 5.0, 0, 1.0)
         other = aioredis.Redis.from_url(redis_url)
-        sleeping = asyncio.create_task(other.execute_command("DEBUG", "SLEEP", "0.3"))
+        # Asleep far longer than the steps below take, however loaded the machine.
+        sleeping = asyncio.create_task(other.execute_command("DEBUG", "SLEEP", "2"))
         await asyncio.sleep(0.05)  # Redis is asleep: the exchange's handshake waits
         exchange = asyncio.create_task(transport.commands([(b"ECHO", b"late")]))
         await asyncio.sleep(0.05)

@@ -187,7 +187,7 @@ def test_a_replica_that_cannot_answer_or_is_detached_is_left_out(
         collection=collection,
         data_dir=tmp_path,
         replica_urls=replica,
-        redis_timeout=0.5,
+        redis_timeout=2.0,  # the pause below (3 s) outlasts it
     )
     docs = _corpus(8)
     with _service(settings, min_replicas=1) as writer:
@@ -210,11 +210,13 @@ def test_a_replica_that_cannot_answer_or_is_detached_is_left_out(
         time.sleep(0.5)
         late = docs["a2"] + " written after the replica was detached"
         assert reader.put("/documents/late", json={"text": late}).status_code == 201
-        found = [
-            [m["id"] for m in reader.post("/similar", json={"text": late}).json()["results"]]
-            for _ in range(12)
-        ]
-        assert all("late" in ids for ids in found), found
+
+        def found_by_all() -> bool:
+            answers = [reader.post("/similar", json={"text": late}).json() for _ in range(12)]
+            return all("late" in [m["id"] for m in a["results"]] for a in answers)
+
+        # Once the ROLE check (every ROLE_CHECK_S, in the background) has seen it detached.
+        assert wait_until(found_by_all, 10)
 
 
 def test_replica_urls_must_name_single_servers() -> None:
