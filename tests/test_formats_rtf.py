@@ -47,9 +47,11 @@ def test_a_word_document_reads_as_a_reader_sees_it() -> None:
         "Shown words, a linked phrase here.",
         "Boxed words",
         "An emoji \U0001f600 and \u201cquotes\u201d \u2013 dashes too.",
-        "Cells one",
+        "Cells",
+        "one",
         "Last line",
         "broken tabbed",
+        "Notes",
         "A note of its own.",
     ]
 
@@ -89,13 +91,63 @@ def test_letters_drawn_not_to_be_seen_read_as_the_docx_reader_reads_them() -> No
     ]  # fmt: skip
 
 
+def test_what_word_and_libreoffice_write_around_the_text_reads_as_they_show_it() -> None:
+    """Found by an outside audit: a starred footnote (LibreOffice's) is read after the
+    body; tracked deletions, unstarred destinations no reader shows and \\upr's ANSI
+    copy are not; a line end after "{" or \\* still names the destination; a hidden
+    paragraph end still ends the line."""
+    assert rtf_text(rb"{\rtf1\ansi Body{\*\footnote\pard Note words.} more\par}") == (
+        "Body more\nNotes\nNote words."
+    )
+    assert rtf_text(rb"{\rtf1\ansi Kept {\deleted\revauthdel1 gone words }text.\par}") == (
+        "Kept text."
+    )
+    junk = rb"{\rtf1\ansi copied{\pntxtb junk} words{\title junk} here{\nonesttables junk}.}"
+    assert rtf_text(junk) == "copied words here."
+    upr = rb"{\rtf1 {\upr{A\'3f}{\*\ud{A\u1046?}}} end}"
+    assert rtf_text(upr) == "A\u0416 end"
+    assert (
+        rtf_text(b"{\\rtf1\\ansi{\r\n\\fonttbl{\\f0 Times;}}{\\*\r\n\\bkmkstart bm}Body}") == "Body"
+    )
+    assert rtf_text(rb"{\rtf1 one{\v \par}two}") == "one\ntwo"
+
+
+def test_code_pages_follow_the_font_and_the_old_switches() -> None:
+    """A font of charset 0 is Windows-1252 whatever the document's code page (WordPad
+    writes them so in other locales); \\mac, \\pc and \\ansicpg10000 name theirs."""
+    mixed = rb"{\rtf1\ansi\ansicpg1251{\fonttbl{\f0\fcharset0 Calibri;}{\f1\fcharset204 C;}}"
+    assert (
+        rtf_text(mixed + rb"\f0 caf\'e9 {\f1 \'cf\'f0\'e8}\par}") == "caf\u00e9 \u041f\u0440\u0438"
+    )
+    assert rtf_text(rb"{\rtf1\mac caf\'8e}") == "caf\u00e9"
+    assert rtf_text(rb"{\rtf1\pc caf\'82}") == "caf\u00e9"
+    assert rtf_text(rb"{\rtf1\ansi\ansicpg10000 caf\'8e}") == "caf\u00e9"
+
+
+def test_shading_ends_where_its_paragraph_or_formatting_does() -> None:
+    """White letters in a shaded table cell are read; a paragraph's shading ends at
+    \\pard and a highlight at \\plain, so white letters after them read as spaces."""
+    colours = rb"{\colortbl;\red0\green0\blue0;\red255\green255\blue255;\red0\green0\blue128;}"
+    cell = rb"\trowd\clcbpat3\cellx1000\cellx2000\pard\intbl{\cf2 Header}\cell Value\cell\row"
+    assert rtf_text(rb"{\rtf1\ansi" + colours + cell + b"}").split() == ["Header", "Value"]
+    para = rb"\pard\cbpat3 Shaded.\par\pard\plain When{\cf2 x}we{\cf2 x}speak\par"
+    assert rtf_text(rb"{\rtf1\ansi" + colours + para + b"}") == "Shaded.\nWhen we speak"
+    mark = rb"\highlight3 Marked \plain When\cf2 x\cf0 we\par"
+    assert rtf_text(rb"{\rtf1\ansi" + colours + mark + b"}") == "Marked When we"
+
+
 def test_anything_that_is_not_rtf_or_is_broken_reads_without_error() -> None:
     """Not RTF reads as nothing; an unterminated document reads what it shows; groups past
-    MAX_GROUPS end the reading; random bytes and RTF-like noise never raise."""
+    MAX_GROUPS are read in the state of the last one kept; what follows the document's
+    closing brace is not read; random bytes and RTF-like noise never raise."""
     assert rtf_text(b"plain words") == ""
     assert rtf_text(rb"{\rtf1 unended {\b bold") == "unended bold"
-    deep = b"{\\rtf1 before " + b"{" * (rtf.MAX_GROUPS + 5) + b"deep" + b"}" * 600 + b"after}"
-    assert rtf_text(deep) == "before "
+    assert rtf_text(rb"{\rtf1\ansi body\par} trailing words") == "body"
+    odd = rb"{\rtf1 a\fs123456789012345 b\u128512?c\averyveryverylongcontrolwordgoingon d}"
+    assert rtf_text(odd) == "abcd"  # numbers clamped, a code point past 16 bits dropped
+    past = rtf.MAX_GROUPS + 5
+    deep = b"{\\rtf1 before " + b"{" * past + b"deep" + b"}" * past + b" after}"
+    assert rtf_text(deep) == "before deep after"
     pieces = [b"{", b"}", b"\\", b"\\'", b"\\u", b"\\uc", b"\\bin", b"\\*", b"\\v", b"\\f",
               b"\\fonttbl", b"\\fcharset128", b"\\ansicpg", b"9", b"-", b"x", b" ", b"\xff",
               b"\n", b"\\par", b"\\footnote", b"\\shptxt", b"0", b"e9", b"\\plain"]  # fmt: skip

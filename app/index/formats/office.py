@@ -511,7 +511,9 @@ _DOCX_SKIP = frozenset(
 _NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuationNotice"})
 
 
-def _text(lines: str, kind: str, required: bool = True) -> str:
+def finished_text(lines: str, kind: str, required: bool = True) -> str:
+    """A reader's marked lines as its text: unseen runs resolved (formats/blanking.py),
+    lines right-trimmed, the ends stripped; FileError when required and it has none."""
     lines = resolved(lines)
     text = "\n".join(line.rstrip() for line in lines.splitlines()).strip()
     if required and not any(c.isalnum() for c in text):
@@ -566,7 +568,7 @@ def _docx_text(raw: bytes, depth: int) -> str:
                     notes.append(_walk(el, walker.visit, walker.leave))
     # An embedded DOCX with no text is an empty chunk, not a refusal.
     joined = "\n".join(p.rstrip("\n") for p in parts + _headed(notes))
-    return _text(joined, "DOCX", required=depth == 0)
+    return finished_text(joined, "DOCX", required=depth == 0)
 
 
 def _odt_encrypted(archive: Zip) -> bool:
@@ -702,7 +704,7 @@ def odt_text(raw: bytes) -> str:
     parts = [_odt_walk(body, hidden, unseen, notes)]
     # A note's body is read after the text (a note in a note is not ODF).
     parts += _headed([_odt_walk(note, hidden, unseen, []) for note in notes])
-    return _text("\n".join(p.rstrip("\n") for p in parts), "ODT")
+    return finished_text("\n".join(p.rstrip("\n") for p in parts), "ODT")
 
 
 # The line the notes of a DOCX or ODT are read under, after the body: a heading that

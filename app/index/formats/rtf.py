@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass, replace
 
 from app.index.errors import FileError
 from app.index.formats import blanking
@@ -33,11 +32,11 @@ from app.index.formats.blanking import RGB, SEEN
 MAX_GROUPS = 512
 
 # One token: a control word with its optional number (one space after it is its
-# delimiter), a run of hex bytes, a control symbol, a brace, line ends (not text in RTF), a run
-# of text, or a lone backslash at the end.
+# delimiter), a run of hex bytes, a control symbol, a brace, line ends (not text in
+# RTF), a run of text, or a lone backslash at the end.
 _TOKEN = re.compile(
-    rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"
-    rb"|((?:\\'[0-9a-fA-F]{2})+)"
+    rb"\\([a-zA-Z]+)(-?\d+)? ?"
+    rb"|((?:\\'[0-9a-fA-F]{2}){1,4096})"
     rb"|\\([^a-zA-Z'])"
     rb"|([{}])"
     rb"|([\r\n]+)"
@@ -51,23 +50,28 @@ _TOKEN = re.compile(
 _SKIPPED = frozenset(
     {
         "fonttbl", "colortbl", "stylesheet", "info", "pict", "nonshppict", "shprslt",
-        "sp", "objdata", "fldinst", "xe", "tc", "tcn", "txe", "listtable",
-        "listoverridetable", "revtbl", "rsidtbl", "filetbl", "pgdsctbl", "template",
-        "header", "headerl", "headerr", "headerf", "footer", "footerl", "footerr",
-        "footerf", "ftnsep", "ftnsepc", "ftncn", "aftnsep", "aftnsepc", "aftncn",
-        "datafield", "bkmkstart", "bkmkend", "atnid", "atnauthor", "annotation",
-        "private", "userprops", "docvar", "themedata", "colorschememapping",
-        "latentstyles", "datastore", "xmlnstbl", "generator", "mmathPr", "wgrffmtfilter",
-        "pntext", "listtext",
+        "sp", "sn", "sv", "objdata", "objclass", "objname", "fldinst", "xe", "tc", "tcn",
+        "txe", "listtable", "listoverridetable", "listname", "leveltext", "levelnumbers",
+        "revtbl", "rsidtbl", "filetbl", "pgdsctbl", "template", "header", "headerl",
+        "headerr", "headerf", "footer", "footerl", "footerr", "footerf", "ftnsep", "ftnsepc",
+        "ftncn", "aftnsep", "aftnsepc", "aftncn", "datafield", "bkmkstart", "bkmkend",
+        "atnid", "atnauthor", "annotation", "private", "userprops", "docvar", "themedata",
+        "colorschememapping", "latentstyles", "datastore", "xmlnstbl", "generator",
+        "mmathPr", "wgrffmtfilter", "pntext", "listtext", "pntxta", "pntxtb", "title",
+        "subject", "author", "manager", "company", "operator", "category", "keywords",
+        "comment", "doccomm", "hlinkbase", "creatim", "revtim", "printim", "buptim",
+        "falt", "panose", "fname", "nonesttables", "background", "nextfile", "bkmkpub",
     }
 )  # fmt: skip
-# Ignorable destinations (\*) that hold text a reader sees: a shape and its text box.
-_SHOWN_IGNORABLE = frozenset({"shpinst", "shptxt"})
+# Ignorable destinations (\*) that hold text a reader sees: a shape and its text box,
+# a footnote (LibreOffice stars it), the Unicode half of \upr.
+_SHOWN_IGNORABLE = frozenset({"shpinst", "shptxt", "footnote", "ud"})
 
-# Control words that stand for text.
+# Control words that stand for text (a table cell is a line of its own, as a DOCX
+# cell's paragraph is).
 _TEXT = {
     "par": "\n", "line": "\n", "sect": "\n", "page": "\n", "row": "\n", "column": "\n",
-    "cell": " ", "nestcell": " ", "tab": " ", "emdash": "\u2014", "endash": "\u2013",
+    "cell": "\n", "nestcell": "\n", "tab": " ", "emdash": "\u2014", "endash": "\u2013",
     "emspace": " ", "enspace": " ", "qmspace": " ", "bullet": "\u2022",
     "lquote": "\u2018", "rquote": "\u2019", "ldblquote": "\u201c", "rdblquote": "\u201d",
     "zwj": "\u200d", "zwnj": "\u200c", "zwbo": "\u200b", "zwnbo": "\ufeff",
@@ -87,33 +91,75 @@ _SYMBOLS = {
 
 # Characters no text keeps: controls (among them the marks of unseen text, blanking.OPEN).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-# Font charsets (\fcharsetN) and the code page each stands for.
+# Font charsets (\fcharsetN) and the code page each stands for (1: the document's).
 _CHARSETS = {
-    0: None, 1: None, 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab",
+    0: "cp1252", 1: None, 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab",
     134: "gbk", 136: "cp950", 161: "cp1253", 162: "cp1254", 163: "cp1258", 177: "cp1255",
     178: "cp1256", 186: "cp1257", 204: "cp1251", 222: "cp874", 238: "cp1250", 255: "cp437",
 }  # fmt: skip
+# The document's code page named by the old switches, and \ansicpg numbers Python names
+# otherwise.
+_SWITCHES = {"mac": "mac_roman", "pc": "cp437", "pca": "cp850"}
+_CODE_PAGES = {10000: "mac_roman", 10001: "shift_jis", 10007: "mac_cyrillic"}
+# The most a control word's number counts (RTF's are 16- or 32-bit).
+_NUMBER_DIGITS = 10
 
 
-@dataclass(frozen=True)
 class _Group:
-    """What a group's text is, inherited by the groups it holds."""
+    """What a group's text is, inherited by the groups it holds (each "{" copies it)."""
 
-    skip: bool = False
-    hidden: bool = False
-    note: bool = False  # in a footnote: read after the body
-    box: bool = False  # in a text box's text: a block of its own
-    uc: int = 1  # fallback characters after each \uN
-    font: int | None = None
-    fonts: bool = False  # in the font table
-    colours: bool = False  # in the colour table
-    # How its letters are drawn: font size (half points), width scale (%), spacing
-    # (twips), colour (\cfN, 0: auto), and whether they are on a shading of their own.
-    size: int = 24
-    scale: int = 100
-    spacing: int = 0
-    colour: int = 0
-    shaded: bool = False
+    __slots__ = (
+        "box",
+        "char_shaded",
+        "colour",
+        "colours",
+        "deleted",
+        "font",
+        "fonts",
+        "hidden",
+        "intbl",
+        "note",
+        "para_shaded",
+        "scale",
+        "size",
+        "skip",
+        "spacing",
+        "uc",
+        "upr",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.skip = self.hidden = self.deleted = self.note = self.box = self.upr = False
+        self.fonts = self.colours = False  # in the font or colour table
+        self.uc = 1  # fallback characters after each \uN
+        self.font: int | None = None
+        # How its letters are drawn: font size (half points), width scale (%), spacing
+        # (twips), colour (\cfN, 0: auto), and whether they lie on a shading of their own
+        # (a highlight or character background; the paragraph's; a table cell's).
+        self.size, self.scale, self.spacing, self.colour = 24, 100, 0, 0
+        self.char_shaded = self.para_shaded = self.intbl = False
+
+    def copy(self) -> _Group:
+        inner = _Group.__new__(_Group)
+        # Written out: a loop over __slots__ took twice as long, once a "{".
+        inner.skip, inner.hidden, inner.deleted = self.skip, self.hidden, self.deleted
+        inner.note, inner.box, inner.upr, inner.uc = self.note, self.box, self.upr, self.uc
+        inner.font, inner.fonts, inner.colours = self.font, self.fonts, self.colours
+        inner.size, inner.scale, inner.spacing = self.size, self.scale, self.spacing
+        inner.colour, inner.char_shaded = self.colour, self.char_shaded
+        inner.para_shaded, inner.intbl = self.para_shaded, self.intbl
+        return inner
+
+    @property
+    def gone(self) -> bool:
+        """Whether its text is not shown at all: hidden, or a tracked deletion."""
+        return self.hidden or self.deleted
+
+    def plain(self) -> None:
+        """\\plain: character formatting back to the defaults."""
+        self.hidden = self.deleted = self.char_shaded = False
+        self.font = None
+        self.size, self.scale, self.spacing, self.colour = 24, 100, 0, 0
 
 
 def _codec(name: str | None) -> str | None:
@@ -123,6 +169,10 @@ def _codec(name: str | None) -> str | None:
         return codecs.lookup(name).name
     except LookupError:
         return None
+
+
+def _code_page(n: int) -> str | None:
+    return _CODE_PAGES.get(n) or _codec(f"cp{n}")
 
 
 class _Reader:
@@ -138,6 +188,7 @@ class _Reader:
         self.table_font: int | None = None  # the font table's entry being read
         self.colours: list[RGB | None] = []  # the colour table (None: auto)
         self.colour: list[int] = []  # the colour table's entry being read
+        self.row_shaded = False  # the table row being defined shades a cell
         self.drawn = {False: SEEN, True: SEEN}  # each stream's open mark (by note)
 
     def unseen(self, group: _Group) -> int:
@@ -146,7 +197,8 @@ class _Reader:
         white ones on no shading of their own take a letter's room."""
         if group.size <= 2 * blanking.UNSEEN_POINTS or group.scale <= 100 * blanking.UNSEEN_SCALE:
             return blanking.ROOM if group.spacing >= 20 * blanking.ROOM_POINTS else blanking.NO_ROOM
-        if group.colour and not group.shaded and 0 < group.colour < len(self.colours):
+        shaded = group.char_shaded or group.para_shaded or (group.intbl and self.row_shaded)
+        if group.colour and not shaded and 0 < group.colour < len(self.colours):
             rgb = self.colours[group.colour]
             if rgb is not None and blanking.faint(rgb):
                 return blanking.ROOM
@@ -189,56 +241,88 @@ class _Reader:
             self.pending.clear()
 
     def text(self) -> str:
+        """The body, then the notes under the DOCX reader's heading, marks unresolved."""
+        from app.index.formats.office import NOTES_HEADING  # office imports this module
+
         self.flush()
-        body = "".join(self.body) + blanking.CLOSE
-        if self.notes:
-            body += "\n" + "".join(self.notes) + blanking.CLOSE
+        body = "".join(self.body).rstrip("\n") + blanking.CLOSE
+        notes = "".join(self.notes) + blanking.CLOSE
+        if blanking.resolved(notes).strip():  # each note begins on a line of its own
+            body += "\n" + NOTES_HEADING + notes
         # \uN gives UTF-16 units: a pair of surrogates is one character.
-        text = body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-        # The document's first and last paragraph ends end nothing: no empty lines around.
-        return blanking.resolved(text).strip("\n")
+        return body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def file_text(raw: bytes) -> str:
     """The text of an RTF file sent as one; FileError naming what the bytes are when they
-    are not RTF."""
+    are not RTF, or when it shows no text."""
     if not raw.lstrip().startswith(b"{\\rtf"):
         sniffed = what_it_is(raw)
         what = f"the file is {sniffed.what}, not RTF" if sniffed else "the file is not RTF"
         advice = sniffed.advice if sniffed and sniffed.advice else None
         raise FileError(f"{what}: " + (advice or "it does not start with {\\rtf"))
-    return rtf_text(raw)
+    return rtf_text(raw, required=True)
 
 
-def rtf_text(raw: bytes) -> str:
-    """The text an RTF document shows (module docstring); "" for bytes that are not RTF."""
+def rtf_text(raw: bytes, required: bool = False) -> str:
+    """The text an RTF document shows (module docstring), tidied as the DOCX reader tidies
+    its own; "" for bytes that are not RTF. With required, FileError when it has none."""
+    from app.index.formats.office import finished_text  # office imports this module
+
     if not raw.lstrip().startswith(b"{\\rtf"):
         return ""
+    return finished_text(_read(raw).text(), "RTF", required)
+
+
+def _number(digits: bytes | None) -> int | None:
+    """A control word's number, clamped to what RTF's numbers hold."""
+    if digits is None:
+        return None
+    sign = -1 if digits.startswith(b"-") else 1
+    body = digits.lstrip(b"-")
+    if len(body) > _NUMBER_DIGITS:
+        return sign * 2**31
+    return sign * int(body)
+
+
+def _read(raw: bytes) -> _Reader:
     reader = _Reader()
     stack: list[_Group] = []
     group = _Group()
     first = False  # the token just after "{": where a destination is named
     ignorable = False  # the group began with \*
     fallback = 0  # characters of a \uN's fallback still to skip
+    deeper = 0  # groups opened past MAX_GROUPS: read in the state of the one they are in
     pos, end = 0, len(raw)
     while pos < end:
         m = _TOKEN.match(raw, pos)
         if m is None:  # cannot happen: the last alternative takes any byte left
             break
         pos = m.end()
-        word, number, hexbytes, symbol, brace, _, run, _ = m.groups()
+        word, number, hexbytes, symbol, brace, newline, run, _ = m.groups()
+        if newline is not None:
+            continue  # line ends are no text, and name nothing
         if brace is not None:
             fallback = 0
             if brace == b"{":
-                if len(stack) >= MAX_GROUPS:
-                    break
-                stack.append(group)
                 first, ignorable = True, False
+                if len(stack) >= MAX_GROUPS:
+                    deeper += 1
+                    continue
+                stack.append(group)
+                group = group.copy()
+                if stack[-1].upr:  # \upr's groups: the ANSI one is skipped, \*\ud read
+                    group.skip, group.upr = True, False
+            elif deeper:
+                deeper -= 1
+                first = ignorable = False
             elif stack:
                 inner, group = group, stack.pop()
                 first = ignorable = False
                 if inner.box and not group.box and not inner.skip:
                     reader.emit(inner, "\n")
+                if not stack:
+                    break  # the document's own group is closed: what follows is not RTF
             continue
         starts, first = first, False
         if symbol == b"*" and starts:
@@ -246,9 +330,9 @@ def rtf_text(raw: bytes) -> str:
             continue
         if word is not None:
             name = word.decode("ascii")
-            n = int(number) if number is not None else None
+            n = _number(number)
             if ignorable and starts and name not in _SHOWN_IGNORABLE:
-                group = replace(group, skip=True)
+                group.skip = True
             ignorable = False
             if name == "bin" and n is not None and n > 0:
                 pos = min(end, pos + n)  # binary data, whatever its bytes
@@ -256,11 +340,13 @@ def rtf_text(raw: bytes) -> str:
             if fallback and name != "u":
                 fallback -= 1
                 continue
-            if name in _SKIPPED and starts:
+            if starts and name in _SKIPPED:
                 # The font and colour tables are read for charsets and colours, not shown.
-                group = replace(
-                    group, skip=True, fonts=name == "fonttbl", colours=name == "colortbl"
-                )
+                group.skip = True
+                group.fonts, group.colours = name == "fonttbl", name == "colortbl"
+                continue
+            if starts and name == "ud" and stack:
+                group.skip = stack[-1].skip  # read as the \upr around it would be
                 continue
             if group.fonts:
                 _font_table(reader, name, n)
@@ -270,34 +356,9 @@ def rtf_text(raw: bytes) -> str:
                 continue
             if group.skip:
                 continue
+            _control(reader, group, name, n, starts)
             if name == "u" and n is not None:
-                if not group.hidden:
-                    reader.emit(group, chr(n % 65536))
                 fallback = group.uc
-            elif name == "uc" and n is not None:
-                group = replace(group, uc=max(0, n))
-            elif name == "v":
-                group = replace(group, hidden=n != 0)
-            elif name == "plain":  # character formatting back to the defaults
-                group = replace(
-                    group, hidden=False, font=None, size=24, scale=100, spacing=0, colour=0
-                )
-            elif name in _DRAWING and n is not None:
-                group = _drawn(group, name, n)
-            elif name == "f" and n is not None:
-                group = replace(group, font=n)
-            elif name == "deff" and n is not None:
-                reader.default_font = n
-            elif name == "ansicpg" and n is not None:
-                reader.ansi = _codec(f"cp{n}") or reader.ansi
-            elif name in ("footnote", "endnote") and starts:
-                group = replace(group, note=True)
-                reader.emit(group, "\n")  # each note a paragraph of its own
-            elif name == "shptxt" and starts and not group.box:
-                group = replace(group, box=True)
-                reader.emit(group, "\n")
-            elif name in _TEXT and not group.hidden:
-                reader.emit(group, _TEXT[name])
             continue
         ignorable = False
         if hexbytes is not None:
@@ -306,13 +367,13 @@ def rtf_text(raw: bytes) -> str:
                 skipped = min(fallback, len(data))
                 fallback -= skipped
                 data = data[skipped:]
-            if data and not group.skip and not group.hidden:
+            if data and not group.skip and not group.gone:
                 reader.emit_bytes(group, data)
             continue
         if symbol is not None:
             if fallback:
                 fallback -= 1
-            elif not group.skip and not group.hidden:
+            elif not group.skip and not group.gone:
                 reader.emit(group, _SYMBOLS.get(symbol.decode("latin-1"), ""))
             continue
         if run is not None:
@@ -325,9 +386,55 @@ def rtf_text(raw: bytes) -> str:
                 skipped = min(fallback, len(run))
                 fallback -= skipped
                 run = run[skipped:]
-            if run and not group.skip and not group.hidden:
+            if run and not group.skip and not group.gone:
                 reader.emit_bytes(group, run)
-    return reader.text()
+    return reader
+
+
+def _control(reader: _Reader, group: _Group, name: str, n: int | None, starts: bool) -> None:
+    """A control word of shown text: a character, a change of how what follows is drawn
+    or read, or a destination that holds shown text."""
+    if name in _TEXT:
+        # A hidden paragraph or cell end still ends it (as the DOCX reader's lines do).
+        if not group.gone or _TEXT[name] == "\n":
+            reader.emit(group, _TEXT[name])
+    elif name == "u" and n is not None:
+        if not group.gone and -32768 <= n <= 65535:
+            reader.emit(group, chr(n % 65536))
+    elif name == "uc" and n is not None:
+        group.uc = max(0, min(n, 16))
+    elif name == "v":
+        group.hidden = n != 0
+    elif name == "deleted":  # a tracked deletion, which the DOCX reader leaves out too
+        group.deleted = n != 0
+    elif name == "plain":
+        group.plain()
+    elif name == "pard":  # paragraph properties back to the defaults
+        group.para_shaded = group.intbl = False
+    elif name == "intbl":
+        group.intbl = True
+    elif name == "trowd":
+        reader.row_shaded = False
+    elif name in ("clcbpat", "clcfpat", "clshdng") and n:
+        reader.row_shaded = True
+    elif name in _DRAWING and n is not None:
+        _drawn(group, name, n)
+    elif name == "f" and n is not None:
+        group.font = n
+    elif name == "deff" and n is not None:
+        reader.default_font = n
+    elif name == "ansicpg" and n is not None:
+        reader.ansi = _code_page(n) or reader.ansi
+    elif name in _SWITCHES:
+        reader.ansi = _SWITCHES[name]
+    elif name == "upr" and starts:
+        group.upr = True
+    elif name in ("footnote", "endnote") and starts:
+        group.note = True
+        reader.emit(group, "\n")  # each note a paragraph of its own
+    elif name == "shptxt" and starts and not group.box:
+        group.box = True
+        reader.emit(group, "\n")
 
 
 def _font_table(reader: _Reader, name: str, n: int | None) -> None:
@@ -337,25 +444,28 @@ def _font_table(reader: _Reader, name: str, n: int | None) -> None:
     elif name == "fcharset" and n is not None and reader.table_font is not None:
         reader.charsets[reader.table_font] = _CHARSETS.get(n)
     elif name == "cpg" and n is not None and reader.table_font is not None:
-        reader.charsets[reader.table_font] = _codec(f"cp{n}")
+        reader.charsets[reader.table_font] = _code_page(n)
 
 
 # Control words that say how letters are drawn (_drawn).
 _DRAWING = frozenset({"fs", "charscalex", "expndtw", "cf", "highlight", "cb", "chcbpat", "cbpat"})
 
 
-def _drawn(group: _Group, name: str, n: int) -> _Group:
-    """The group with a drawing control word applied: size, width, spacing, colour, or
-    a shading of its own (a highlight, a character or paragraph background)."""
+def _drawn(group: _Group, name: str, n: int) -> None:
+    """A drawing control word applied to the group: size, width, spacing, colour, or
+    a shading of its own (a highlight or character background; the paragraph's)."""
     if name == "fs":
-        return replace(group, size=n)
-    if name == "charscalex":
-        return replace(group, scale=n)
-    if name == "expndtw":
-        return replace(group, spacing=n)
-    if name == "cf":
-        return replace(group, colour=n)
-    return replace(group, shaded=n > 0)
+        group.size = n
+    elif name == "charscalex":
+        group.scale = n
+    elif name == "expndtw":
+        group.spacing = n
+    elif name == "cf":
+        group.colour = n
+    elif name == "cbpat":
+        group.para_shaded = n > 0
+    else:
+        group.char_shaded = n > 0
 
 
 def _colour_table(reader: _Reader, name: str, n: int | None) -> None:
