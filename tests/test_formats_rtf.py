@@ -40,13 +40,14 @@ WORDISH = (
 def test_a_word_document_reads_as_a_reader_sees_it() -> None:
     """Body text in order with its characters decoded by each font's charset; the header's
     tables, page headers and footers, hidden text, field codes, pictures and binary data
-    left out; a field's result and a text box read once, the footnote after the body."""
+    left out; a field's result read, a text box once after its paragraph, the footnote
+    after the body."""
     lines = [" ".join(line.split()) for line in rtf_text(WORDISH).split("\n")]
     assert [line for line in lines if line] == [
         "The café served naïve Привет and 日本 guests.",
         "Shown words, a linked phrase here.",
-        "Boxed words",
         "An emoji \U0001f600 and \u201cquotes\u201d \u2013 dashes too.",
+        "Boxed words",  # after the paragraph it is anchored in, as in a DOCX
         "Cells",
         "one",
         "Last line",
@@ -110,6 +111,13 @@ def test_what_word_and_libreoffice_write_around_the_text_reads_as_they_show_it()
         rtf_text(b"{\\rtf1\\ansi{\r\n\\fonttbl{\\f0 Times;}}{\\*\r\n\\bkmkstart bm}Body}") == "Body"
     )
     assert rtf_text(rb"{\rtf1 one{\v \par}two}") == "one\ntwo"
+
+
+def test_a_text_box_is_read_after_the_paragraph_it_is_anchored_in() -> None:
+    """A box drawn mid-sentence does not cut the sentence: its text follows the
+    paragraph on lines of its own, as the DOCX reader reads one (an outside audit)."""
+    box = rb"{\rtf1\ansi First half {\shp{\*\shpinst{\shptxt Box\par}}}second half.\par Next.}"
+    assert rtf_text(box).split("\n") == ["First half second half.", "Box", "Next."]
 
 
 def test_code_pages_follow_the_font_and_the_old_switches() -> None:

@@ -1,21 +1,23 @@
 """The text of an RTF document, as a reader sees it: a DOCX chunk (w:altChunk) in RTF,
 which Word shows where it stands (formats/chunks.py).
 
-Read as the other formats are: the body's text in order, paragraphs and line breaks as
-line ends, table cells and tabs as spaces; letters drawn not to be seen (white on no
-shading of their own, a point high, squeezed) as a DOCX run's are (formats/blanking.py);
-text boxes' text where they stand (a shape's fallback rendering, which repeats it, is
-not read); footnotes after the body, so a note never splits a passage; hidden text
-(\\v), page headers and footers, field codes (their shown result is read), pictures,
-objects' data and every table of the header (fonts, colours, styles, lists, document
-information) left out, as are the destinations a reader may ignore (\\*) but those
-that hold a shape's text.
+Read as the DOCX reader reads its files: the body's text in order, a paragraph (and a
+table cell) a line, tabs kept; letters drawn not to be seen (white on no shading of
+their own, a point high, squeezed) as a DOCX run's are (formats/blanking.py); a text
+box's text once (not a shape's fallback rendering), after the paragraph it is anchored
+in, so a box drawn mid-sentence does not cut the sentence; footnotes after the body
+under office.NOTES_HEADING; hidden text (\\v), tracked deletions (\\deleted), page
+headers and footers, field codes (their shown result is read), comments, list numbers,
+pictures, objects' data and the header's tables and document information left out, as
+are the destinations a reader may ignore (\\*) but those that hold shown text.
 
 Characters: \\uN with its fallback skipped (\\ucN, per group), \\'hh bytes in the
 code page of the current font's charset or the document's \\ansicpgN (Windows-1252 when
-none is said), surrogate pairs joined. \\binN data is skipped whole. The reading is
-linear in the input; groups nest at most MAX_GROUPS deep (deeper, the rest reads as
-nothing: Word itself stops far sooner).
+none is said; charset 0 is Windows-1252; \\mac, \\pc and \\pca name theirs),
+\\upr's Unicode copy, surrogate pairs joined. \\binN data is skipped whole, and
+nothing after the document's closing brace is read. The reading is linear in the
+input; past MAX_GROUPS nested groups, deeper ones are read in the state of the last
+one kept.
 """
 
 from __future__ import annotations
@@ -68,10 +70,10 @@ _SKIPPED = frozenset(
 _SHOWN_IGNORABLE = frozenset({"shpinst", "shptxt", "footnote", "ud"})
 
 # Control words that stand for text (a table cell is a line of its own, as a DOCX
-# cell's paragraph is).
+# cell's paragraph is; the row's end adds none).
 _TEXT = {
-    "par": "\n", "line": "\n", "sect": "\n", "page": "\n", "row": "\n", "column": "\n",
-    "cell": "\n", "nestcell": "\n", "tab": " ", "emdash": "\u2014", "endash": "\u2013",
+    "par": "\n", "line": "\n", "sect": "\n", "page": "\n", "row": "", "column": "\n",
+    "cell": "\n", "nestcell": "\n", "tab": "\t", "emdash": "\u2014", "endash": "\u2013",
     "emspace": " ", "enspace": " ", "qmspace": " ", "bullet": "\u2022",
     "lquote": "\u2018", "rquote": "\u2019", "ldblquote": "\u201c", "rdblquote": "\u201d",
     "zwj": "\u200d", "zwnj": "\u200c", "zwbo": "\u200b", "zwnbo": "\ufeff",
@@ -175,13 +177,22 @@ def _code_page(n: int) -> str | None:
     return _CODE_PAGES.get(n) or _codec(f"cp{n}")
 
 
+# Where a group's text goes: the body, the notes (read after it), or a text box (read
+# after the paragraph it is anchored in, as the DOCX reader reads one).
+_BODY, _NOTES, _BOX = 0, 1, 2
+
+
+def _stream(group: _Group) -> int:
+    return _BOX if group.box else _NOTES if group.note else _BODY
+
+
 class _Reader:
     def __init__(self) -> None:
-        self.body: list[str] = []
-        self.notes: list[str] = []
+        self.streams: tuple[list[str], list[str], list[str]] = ([], [], [])
+        self.drawn = [SEEN, SEEN, SEEN]  # each stream's open mark
         self.pending = bytearray()  # bytes awaiting their code page
         self.pending_codec = "cp1252"
-        self.pending_note = False
+        self.pending_stream = _BODY
         self.ansi = "cp1252"
         self.default_font: int | None = None
         self.charsets: dict[int, str | None] = {}  # font number -> its code page
@@ -189,7 +200,6 @@ class _Reader:
         self.colours: list[RGB | None] = []  # the colour table (None: auto)
         self.colour: list[int] = []  # the colour table's entry being read
         self.row_shaded = False  # the table row being defined shades a cell
-        self.drawn = {False: SEEN, True: SEEN}  # each stream's open mark (by note)
 
     def unseen(self, group: _Group) -> int:
         """How the group's letters are drawn (blanking.SEEN, ROOM, NO_ROOM), as the DOCX
@@ -206,14 +216,18 @@ class _Reader:
 
     def mark(self, group: _Group) -> None:
         """Open the mark of how the group draws what comes next (formats/blanking.py)."""
-        kind = self.unseen(group)
-        if kind != self.drawn[group.note]:
+        kind, at = self.unseen(group), _stream(group)
+        if kind != self.drawn[at]:
             self.flush()
-            stream = self.notes if group.note else self.body
-            was = self.drawn[group.note]
-            closed = blanking.CLOSE if was != SEEN else ""
-            stream.append(closed + (blanking.OPEN[kind] if kind != SEEN else ""))
-            self.drawn[group.note] = kind
+            self._close(at)
+            if kind != SEEN:
+                self.streams[at].append(blanking.OPEN[kind])
+            self.drawn[at] = kind
+
+    def _close(self, at: int) -> None:
+        if self.drawn[at] != SEEN:
+            self.streams[at].append(blanking.CLOSE)
+            self.drawn[at] = SEEN
 
     def codec(self, group: _Group) -> str:
         """The code page of the group's font's charset, else the document's."""
@@ -223,21 +237,33 @@ class _Reader:
     def emit(self, group: _Group, text: str) -> None:
         self.flush()
         self.mark(group)
-        (self.notes if group.note else self.body).append(_CONTROLS.sub("", text))
+        at = _stream(group)
+        self.streams[at].append(_CONTROLS.sub("", text))
+        if text == "\n" and at != _BOX and self.streams[_BOX]:
+            self.place_boxes(at)
+
+    def place_boxes(self, at: int) -> None:
+        """The text boxes met since the last paragraph end, each on its own lines, after
+        that paragraph of stream at."""
+        self._close(_BOX)
+        self._close(at)
+        boxes = "".join(self.streams[_BOX]).strip("\n")
+        self.streams[_BOX].clear()
+        self.streams[at].append(boxes + "\n")
 
     def emit_bytes(self, group: _Group, data: bytes) -> None:
-        codec = self.codec(group)
-        if self.pending and (codec != self.pending_codec or group.note != self.pending_note):
+        codec, at = self.codec(group), _stream(group)
+        if self.pending and (codec != self.pending_codec or at != self.pending_stream):
             self.flush()
         self.mark(group)
         self.pending_codec = codec
         self.pending += data
-        self.pending_note = group.note
+        self.pending_stream = at
 
     def flush(self) -> None:
         if self.pending:
             text = _CONTROLS.sub("", bytes(self.pending).decode(self.pending_codec, "replace"))
-            (self.notes if self.pending_note else self.body).append(text)
+            self.streams[self.pending_stream].append(text)
             self.pending.clear()
 
     def text(self) -> str:
@@ -245,8 +271,11 @@ class _Reader:
         from app.index.formats.office import NOTES_HEADING  # office imports this module
 
         self.flush()
-        body = "".join(self.body).rstrip("\n") + blanking.CLOSE
-        notes = "".join(self.notes) + blanking.CLOSE
+        if self.streams[_BOX]:  # a box in the last paragraph, which no end closed
+            self.streams[_BODY].append("\n")
+            self.place_boxes(_BODY)
+        body = "".join(self.streams[_BODY]).rstrip("\n") + blanking.CLOSE
+        notes = "".join(self.streams[_NOTES]) + blanking.CLOSE
         if blanking.resolved(notes).strip():  # each note begins on a line of its own
             body += "\n" + NOTES_HEADING + notes
         # \uN gives UTF-16 units: a pair of surrogates is one character.
@@ -317,10 +346,8 @@ def _read(raw: bytes) -> _Reader:
                 deeper -= 1
                 first = ignorable = False
             elif stack:
-                inner, group = group, stack.pop()
+                group = stack.pop()
                 first = ignorable = False
-                if inner.box and not group.box and not inner.skip:
-                    reader.emit(inner, "\n")
                 if not stack:
                     break  # the document's own group is closed: what follows is not RTF
             continue
@@ -434,7 +461,7 @@ def _control(reader: _Reader, group: _Group, name: str, n: int | None, starts: b
         reader.emit(group, "\n")  # each note a paragraph of its own
     elif name == "shptxt" and starts and not group.box:
         group.box = True
-        reader.emit(group, "\n")
+        reader.emit(group, "\n")  # each box on lines of its own
 
 
 def _font_table(reader: _Reader, name: str, n: int | None) -> None:
