@@ -46,6 +46,7 @@ from app.index.formats.blanking import (
     resolved,
 )
 from app.index.formats.chunks import Chunks
+from app.index.formats.finish import NOTES_HEADING, finished_text
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Strict Open XML (ISO 29500 strict) names the same elements in another namespace.
@@ -511,16 +512,6 @@ _DOCX_SKIP = frozenset(
 _NOTE_FURNITURE = frozenset({"separator", "continuationSeparator", "continuationNotice"})
 
 
-def finished_text(lines: str, kind: str, required: bool = True) -> str:
-    """A reader's marked lines as its text: unseen runs resolved (formats/blanking.py),
-    lines right-trimmed, the ends stripped; FileError when required and it has none."""
-    lines = resolved(lines)
-    text = "\n".join(line.rstrip() for line in lines.splitlines()).strip()
-    if required and not any(c.isalnum() for c in text):
-        raise FileError(f"the {kind} has no text")
-    return text
-
-
 def _strict(root: ET.Element) -> ET.Element:
     """A Strict Open XML tree with its elements and attributes renamed to the
     transitional namespace (the same vocabulary, so one reader serves both); any other
@@ -705,11 +696,6 @@ def odt_text(raw: bytes) -> str:
     # A note's body is read after the text (a note in a note is not ODF).
     parts += _headed([_odt_walk(note, hidden, unseen, []) for note in notes])
     return finished_text("\n".join(p.rstrip("\n") for p in parts), "ODT")
-
-
-# The line the notes of a DOCX or ODT are read under, after the body: a heading that
-# ends a reference list before it (exclusions.END_HEADINGS).
-NOTES_HEADING = "Notes"
 
 
 def _headed(notes: list[str]) -> list[str]:

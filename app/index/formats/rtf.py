@@ -6,7 +6,7 @@ table cell) a line, tabs kept; letters drawn not to be seen (white on no shading
 their own, a point high, squeezed) as a DOCX run's are (formats/blanking.py); a text
 box's text once (not a shape's fallback rendering), after the paragraph it is anchored
 in, so a box drawn mid-sentence does not cut the sentence; footnotes after the body
-under office.NOTES_HEADING; hidden text (\\v), tracked deletions (\\deleted), page
+under finish.NOTES_HEADING; hidden text (\\v), tracked deletions (\\deleted), page
 headers and footers, field codes (their shown result is read), comments, list numbers,
 pictures, objects' data and the header's tables and document information left out, as
 are the destinations a reader may ignore (\\*) but those that hold shown text.
@@ -29,6 +29,7 @@ from app.index.errors import FileError
 from app.index.formats import blanking
 from app.index.formats.archive import what_it_is
 from app.index.formats.blanking import RGB, SEEN
+from app.index.formats.finish import NOTES_HEADING, finished_text
 
 # How deep groups may nest before the rest of the document is not read.
 MAX_GROUPS = 512
@@ -268,8 +269,6 @@ class _Reader:
 
     def text(self) -> str:
         """The body, then the notes under the DOCX reader's heading, marks unresolved."""
-        from app.index.formats.office import NOTES_HEADING  # office imports this module
-
         self.flush()
         if self.streams[_BOX]:  # a box in the last paragraph, which no end closed
             self.streams[_BODY].append("\n")
@@ -296,8 +295,6 @@ def file_text(raw: bytes) -> str:
 def rtf_text(raw: bytes, required: bool = False) -> str:
     """The text an RTF document shows (module docstring), tidied as the DOCX reader tidies
     its own; "" for bytes that are not RTF. With required, FileError when it has none."""
-    from app.index.formats.office import finished_text  # office imports this module
-
     if not raw.lstrip().startswith(b"{\\rtf"):
         return ""
     return finished_text(_read(raw).text(), "RTF", required)
