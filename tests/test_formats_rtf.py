@@ -118,6 +118,8 @@ def test_a_text_box_is_read_after_the_paragraph_it_is_anchored_in() -> None:
     paragraph on lines of its own, as the DOCX reader reads one (an outside audit)."""
     box = rb"{\rtf1\ansi First half {\shp{\*\shpinst{\shptxt Box\par}}}second half.\par Next.}"
     assert rtf_text(box).split("\n") == ["First half second half.", "Box", "Next."]
+    noted = rb"{\rtf1 A {\shp{\*\shpinst{\shptxt Box\par}}}b{\footnote\pard N.}c.\par}"
+    assert rtf_text(noted).split("\n") == ["A bc.", "Box", "Notes", "N."]
 
 
 def test_code_pages_follow_the_font_and_the_old_switches() -> None:

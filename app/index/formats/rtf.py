@@ -240,7 +240,9 @@ class _Reader:
         self.mark(group)
         at = _stream(group)
         self.streams[at].append(_CONTROLS.sub("", text))
-        if text == "\n" and at != _BOX and self.streams[_BOX]:
+        # A body paragraph's end places its boxes (a footnote's start, inside that
+        # paragraph, does not take them into the notes).
+        if text == "\n" and at == _BODY and self.streams[_BOX]:
             self.place_boxes(at)
 
     def place_boxes(self, at: int) -> None:
