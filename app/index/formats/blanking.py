@@ -13,6 +13,7 @@ it on its line was drawn to be seen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 RGB = tuple[int, int, int]
@@ -33,6 +34,9 @@ ROOM_POINTS = 2.0
 # high, squeezed to a sliver: a reader sees the letters beside it touch, so it reads as
 # nothing, and a letter slipped into a word does not split it).
 SEEN, ROOM, NO_ROOM = 0, 1, 2
+# Characters no text a reader gives keeps: controls, among them the marks below (a text
+# that held them would mark runs of its own).
+CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # What the DOCX and ODT readers put around unseen text (OPEN[kind] ... CLOSE):
 # characters XML 1.0 cannot hold, so no file's text can hold them.
 OPEN = {ROOM: "\x01", NO_ROOM: "\x03"}

@@ -27,7 +27,8 @@ from email.message import Message
 from app.index import html
 from app.index.errors import FileError
 from app.index.formats.archive import MAX_PART, Zip
-from app.index.formats.rtf import rtf_text
+from app.index.formats.blanking import CONTROLS
+from app.index.formats.rtf import is_rtf, rtf_text
 
 # How deep DOCX chunks may hold DOCX chunks (Word itself stops sooner).
 MAX_DEPTH = 3
@@ -45,7 +46,7 @@ _TYPES = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
 _PLAIN = frozenset({"text/plain"})
 _MHT = frozenset({"message/rfc822", "multipart/related"})
-_RTF = frozenset({"application/rtf", "text/rtf", "application/x-rtf", "text/richtext"})
+_RTF = frozenset({"application/rtf", "text/rtf", "application/x-rtf"})
 # A whole DOCX package in a part: its main document's content types, and the package's.
 _DOCX = frozenset(
     {
@@ -64,8 +65,6 @@ _BY_EXTENSION = {
     "txt": "text/plain", "mht": "message/rfc822", "mhtml": "message/rfc822",
     "docx": _PACKAGE, "dotx": _PACKAGE, "rtf": "application/rtf",
 }  # fmt: skip
-# Characters no text of a chunk keeps: controls (the blanking marks among them).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # Where an HTML part says its encoding: a meta tag, or an XHTML part's XML declaration.
 _META_CHARSET = re.compile(
     rb"""<meta\b[^>]*?charset\s*=\s*["']?([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
@@ -99,7 +98,7 @@ class Chunks:
             return ""
         text = self._read.get(name)
         if text is None:
-            text = self._read[name] = _CONTROLS.sub("", self._part_text(name))
+            text = self._read[name] = CONTROLS.sub("", self._part_text(name))
         self._given += len(text)
         if self._given > MAX_CHARACTERS:
             raise FileError(
@@ -180,7 +179,7 @@ class Chunks:
             return _decoded(raw, self._charset(name))
         if kind in _MHT:
             return _mht_text(raw)
-        if kind in _RTF or raw.lstrip().startswith(b"{\\rtf"):
+        if kind in _RTF or is_rtf(raw):
             return rtf_text(raw)
         return ""  # Flat OPC XML and the rest: not read here
 

@@ -92,8 +92,8 @@ _SYMBOLS = {
     "\r": "\n",
 }
 
-# Characters no text keeps: controls (among them the marks of unseen text, blanking.OPEN).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+# How every RTF document begins (blank lines before it tolerated).
+_START = re.compile(rb"\s*\{\\rtf")
 # Font charsets (\fcharsetN) and the code page each stands for (1: the document's).
 _CHARSETS = {
     0: "cp1252", 1: None, 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab",
@@ -239,7 +239,7 @@ class _Reader:
         self.flush()
         self.mark(group)
         at = _stream(group)
-        self.streams[at].append(_CONTROLS.sub("", text))
+        self.streams[at].append(blanking.CONTROLS.sub("", text))
         # A body paragraph's end places its boxes (a footnote's start, inside that
         # paragraph, does not take them into the notes).
         if text == "\n" and at == _BODY and self.streams[_BOX]:
@@ -265,7 +265,9 @@ class _Reader:
 
     def flush(self) -> None:
         if self.pending:
-            text = _CONTROLS.sub("", bytes(self.pending).decode(self.pending_codec, "replace"))
+            text = blanking.CONTROLS.sub(
+                "", bytes(self.pending).decode(self.pending_codec, "replace")
+            )
             self.streams[self.pending_stream].append(text)
             self.pending.clear()
 
@@ -283,10 +285,15 @@ class _Reader:
         return body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def is_rtf(raw: bytes) -> bool:
+    """Whether bytes are an RTF document (its {\\rtf first, after any blanks)."""
+    return _START.match(raw) is not None
+
+
 def file_text(raw: bytes) -> str:
     """The text of an RTF file sent as one; FileError naming what the bytes are when they
     are not RTF, or when it shows no text."""
-    if not raw.lstrip().startswith(b"{\\rtf"):
+    if not is_rtf(raw):
         sniffed = what_it_is(raw)
         what = f"the file is {sniffed.what}, not RTF" if sniffed else "the file is not RTF"
         advice = sniffed.advice if sniffed and sniffed.advice else None
@@ -297,7 +304,7 @@ def file_text(raw: bytes) -> str:
 def rtf_text(raw: bytes, required: bool = False) -> str:
     """The text an RTF document shows (module docstring), tidied as the DOCX reader tidies
     its own; "" for bytes that are not RTF. With required, FileError when it has none."""
-    if not raw.lstrip().startswith(b"{\\rtf"):
+    if not is_rtf(raw):
         return ""
     return finished_text(_read(raw).text(), "RTF", required)
 
