@@ -19,3 +19,9 @@ def finished_text(lines: str, kind: str, required: bool = True) -> str:
     if required and not any(c.isalnum() for c in text):
         raise FileError(f"the {kind} has no text")
     return text
+
+
+def headed(notes: list[str]) -> list[str]:
+    """The notes' texts under NOTES_HEADING; none when no note has text (an empty
+    unseen run's marks are no text)."""
+    return [NOTES_HEADING, *notes] if any(resolved(n).strip() for n in notes) else []

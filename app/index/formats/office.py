@@ -43,10 +43,9 @@ from app.index.formats.blanking import (
     blend,
     faint,
     hex_colour,
-    resolved,
 )
 from app.index.formats.chunks import Chunks
-from app.index.formats.finish import NOTES_HEADING, finished_text
+from app.index.formats.finish import finished_text, headed
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Strict Open XML (ISO 29500 strict) names the same elements in another namespace.
@@ -558,7 +557,7 @@ def _docx_text(raw: bytes, depth: int) -> str:
                 if el.get(f"{_W}type") not in _NOTE_FURNITURE:
                     notes.append(_walk(el, walker.visit, walker.leave))
     # An embedded DOCX with no text is an empty chunk, not a refusal.
-    joined = "\n".join(p.rstrip("\n") for p in parts + _headed(notes))
+    joined = "\n".join(p.rstrip("\n") for p in parts + headed(notes))
     return finished_text(joined, "DOCX", required=depth == 0)
 
 
@@ -694,14 +693,8 @@ def odt_text(raw: bytes) -> str:
     notes: list[ET.Element] = []
     parts = [_odt_walk(body, hidden, unseen, notes)]
     # A note's body is read after the text (a note in a note is not ODF).
-    parts += _headed([_odt_walk(note, hidden, unseen, []) for note in notes])
+    parts += headed([_odt_walk(note, hidden, unseen, []) for note in notes])
     return finished_text("\n".join(p.rstrip("\n") for p in parts), "ODT")
-
-
-def _headed(notes: list[str]) -> list[str]:
-    """The notes' texts under NOTES_HEADING; none when no note has text (an empty
-    unseen run's marks are no text)."""
-    return [NOTES_HEADING, *notes] if any(resolved(n).strip() for n in notes) else []
 
 
 class _Unseen(NamedTuple):

@@ -6,10 +6,11 @@ table cell) a line, tabs kept; letters drawn not to be seen (white on no shading
 their own, a point high, squeezed) as a DOCX run's are (formats/blanking.py); a text
 box's text once (not a shape's fallback rendering), after the paragraph it is anchored
 in, so a box drawn mid-sentence does not cut the sentence; footnotes after the body
-under finish.NOTES_HEADING; hidden text (\\v), tracked deletions (\\deleted), page
-headers and footers, field codes (their shown result is read), comments, list numbers,
-pictures, objects' data and the header's tables and document information left out, as
-are the destinations a reader may ignore (\\*) but those that hold shown text.
+under finish.NOTES_HEADING (finish.headed); hidden text (\\v), tracked deletions
+(\\deleted), page headers and footers, field codes (their shown result is read),
+comments, list numbers, pictures, objects' data and the header's tables and document
+information left out, as are the destinations a reader may ignore (\\*) but those
+that hold shown text.
 
 Characters: \\uN with its fallback skipped (\\ucN, per group), \\'hh bytes in the
 code page of the current font's charset or the document's \\ansicpgN (Windows-1252 when
@@ -29,7 +30,7 @@ from app.index.errors import FileError
 from app.index.formats import blanking
 from app.index.formats.archive import what_it_is
 from app.index.formats.blanking import RGB, SEEN
-from app.index.formats.finish import NOTES_HEADING, finished_text
+from app.index.formats.finish import finished_text, headed
 
 # How deep groups may nest before the rest of the document is not read.
 MAX_GROUPS = 512
@@ -278,9 +279,9 @@ class _Reader:
             self.streams[_BODY].append("\n")
             self.place_boxes(_BODY)
         body = "".join(self.streams[_BODY]).rstrip("\n") + blanking.CLOSE
-        notes = "".join(self.streams[_NOTES]) + blanking.CLOSE
-        if blanking.resolved(notes).strip():  # each note begins on a line of its own
-            body += "\n" + NOTES_HEADING + notes
+        # Each note began with a line end of its own: the first is the heading's.
+        notes = "".join(self.streams[_NOTES]).lstrip("\n") + blanking.CLOSE
+        body = "\n".join([body, *headed([notes])])
         # \uN gives UTF-16 units: a pair of surrogates is one character.
         return body.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
