@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.procs import RedisProc
+from support.settings import loaded_settings
 
 
 @pytest.fixture(scope="session")
@@ -60,13 +61,7 @@ def collection() -> str:
 
 @pytest.fixture
 def settings(store_url: str, collection: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from app.core.settings import load_settings
-
-    # A generous Redis timeout: these tests prove answers, not timeouts (the served-process
-    # tests keep the 0.5 s default and prove those), and a loaded CI machine must not flake.
-    return load_settings(
-        redis_url=store_url, collection=collection, data_dir=tmp_path, redis_timeout=5.0
-    )
+    return loaded_settings(redis_url=store_url, collection=collection, data_dir=tmp_path)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.settings import loaded_settings
 
 BASE = (
     "Officials in the northern province said on Tuesday that heavy rain had flooded "
@@ -29,10 +30,8 @@ IDS = ["base", "near", "far", "a/b", "line break", "ünï", "x" * 512]
 @pytest.fixture(scope="module")
 def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=f"fast{os.getpid()}",
         data_dir=tmp_path_factory.mktemp("fast"),

@@ -12,10 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from support import oracle
 from support.corpus import read_corpus, read_truth
+from support.settings import loaded_settings
 from support.textgen import mutate
 
 from app.api.app import create_app
-from app.core.settings import Settings, load_settings
+from app.core.settings import Settings
 from app.index.check import check
 from app.store import PLACE_BITS
 
@@ -255,8 +256,7 @@ def test_export_import_round_trip_gives_identical_answers(client: TestClient, se
     head, exported, end = lines[0], lines[1:-1], lines[-1]
     assert head["format"] == "neardup-export" and len(exported) == len(corpus) - 1
     assert end == {"end": True, "documents": len(exported)}
-    copy = load_settings(redis_timeout=5.0,
-        redis_url=settings.redis_url, collection=settings.collection + "copy",
+    copy = loaded_settings(redis_url=settings.redis_url, collection=settings.collection + "copy",
         data_dir=settings.data_dir, capacity=2000,  # another bucket count: keys only move
     )  # fmt: skip
     with TestClient(create_app(copy)) as other:
@@ -288,8 +288,7 @@ def test_whole_hash_exports_import_into_24_bit_collections_and_not_back(  # type
     24-bit export into a 32-bit collection is refused (the lost bits cannot come back)."""
     client.put("/documents/own", json={"text": BASE})
     own = _ndjson(client.get("/export"))[1]
-    whole = load_settings(redis_timeout=5.0,
-        redis_url=settings.redis_url, collection=settings.collection + "w32",
+    whole = loaded_settings(redis_url=settings.redis_url, collection=settings.collection + "w32",
         data_dir=settings.data_dir, fingerprint_bits=32,
     )  # fmt: skip
     with TestClient(create_app(whole)) as source:
@@ -354,8 +353,7 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
     taken = client.post("/import", json={"header": spelt, "documents": [{**doc, "id": "s"}]})
     assert taken.status_code == 200, taken.text
     assert client.delete("/documents/s").status_code == 204
-    other = load_settings(redis_timeout=5.0,
-        redis_url=settings.redis_url, collection=settings.collection + "t8",
+    other = loaded_settings(redis_url=settings.redis_url, collection=settings.collection + "t8",
         data_dir=settings.data_dir, threshold=0.8,
     )  # fmt: skip
     with TestClient(create_app(other)) as target:

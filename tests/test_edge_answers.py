@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from support import oracle
+from support.settings import loaded_settings
 
 TEXTS = {
     "a": "the quick brown fox jumps over the lazy dog by the river",
@@ -31,10 +32,8 @@ RID = "edge-answers-1"
 @pytest.fixture(scope="module")
 def served(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=f"edgeanswers{os.getpid()}",
         data_dir=tmp_path_factory.mktemp("edge-answers"),

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from support import oracle
 from support.keys import scan_keys
 from support.procs import Server
+from support.settings import loaded_settings
 
 BASE = (
     "the harbour master counted seven copper lanterns along the northern quay while the "
@@ -39,15 +40,13 @@ def now_ms() -> int:
 
 def make_client(store_url: str, collection: str, tmp_path: Path, **extra: object) -> TestClient:
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
     # The sweeper ticks once at start-up, then not for an hour: answers must drop expired
     # documents by themselves, not because something removed them.
-    settings = load_settings(
+    settings = loaded_settings(
         redis_url=store_url,
         collection=collection,
         data_dir=tmp_path,
-        redis_timeout=5.0,
         **{"expiry_interval": 3600.0, **extra},
     )
     return TestClient(create_app(settings))
@@ -275,14 +274,11 @@ def test_a_killed_sweeper_resumes_and_leaves_nothing(
     """A served process sweeping a due backlog is killed (SIGKILL) midway, and one sweep is
     left cut after its bands and id were gone; after a restart every expired document is
     gone, the ones that stay answer as before, and the consistency check is clean."""
-    from app.core.settings import load_settings
     from app.index import Document
     from app.index.check import check
     from app.service.runtime import open_index
 
-    settings = load_settings(
-        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
-    )
+    settings = loaded_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
     n = 120
     texts = [f"{BASE} item {i} of the backlog with its own words w{i} x{i * 7}" for i in range(n)]
 

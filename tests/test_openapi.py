@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
+from support.settings import loaded_settings
 
 from app.api.app import create_app
-from app.core.settings import load_settings
 
 WRITE = "w" * 24
 EXPECTED_IDS = {
@@ -35,8 +35,7 @@ EXPECTED_IDS |= {f"{i}_in_collection" for i in PREFIXED}
 
 @pytest.fixture
 def keyed(redis_url: str, collection: str, tmp_path) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=collection,
         data_dir=tmp_path,

@@ -11,8 +11,8 @@ import httpx
 import redis
 from support.oracle import exact_jaccard, shingles
 from support.procs import RedisProc, neardup_check, serving
+from support.settings import loaded_settings
 
-from app.core.settings import load_settings
 from app.service.runtime import open_index
 
 TOPICS = ["harbour", "railway", "library", "orchard", "bakery", "stadium", "museum", "market"]
@@ -117,9 +117,7 @@ def test_a_redis_that_evicts_is_warned_about(tmp_path: Path, caplog) -> None:  #
         ) as r:
 
             async def open_once(url: str = r.url) -> None:
-                async with open_index(
-                    load_settings(redis_timeout=5.0, redis_url=url, collection="evict")
-                ):
+                async with open_index(loaded_settings(redis_url=url, collection="evict")):
                     pass
 
             with caplog.at_level(logging.WARNING, logger="neardup"):
@@ -179,9 +177,7 @@ def test_a_write_refused_at_its_record_takes_back_its_id_though_redis_is_full(
                     r.config_set("maxmemory", 1)
             return await real(self, items)
 
-        async with open_index(
-            load_settings(redis_timeout=5.0, redis_url=url, collection="full")
-        ) as index:
+        async with open_index(loaded_settings(redis_url=url, collection="full")) as index:
             await index.ingest([Document(base, "base")])
             monkeypatch.setattr(Store, "put_records", full_at_the_record)
             try:

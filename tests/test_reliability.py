@@ -33,7 +33,7 @@ from app.store.errors import StoreUnavailableError
 TEXT = "Storm waters rose along the coast on Monday as residents moved inland for safety"
 FAST_S = 1.0  # the longest a request may take while Redis is away
 # The service's own Redis timeout, which these tests hold it to (the tests' services wait
-# longer: support.procs.LOADED_REDIS_TIMEOUT).
+# longer: support.settings.LOADED_REDIS_TIMEOUT).
 QUICK = {"NEARDUP_REDIS_TIMEOUT": "0.5"}
 
 

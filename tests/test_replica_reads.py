@@ -18,6 +18,7 @@ import redis
 from fastapi.testclient import TestClient
 from support.oracle import exact_jaccard, shingles
 from support.procs import RedisProc, wait_until
+from support.settings import loaded_settings
 from support.textgen import mutate
 
 from app.api.app import create_app
@@ -159,11 +160,10 @@ def test_single_master_replica_reads_answer_as_master(
     """With NEARDUP_REPLICA_URLS, one server's replica serves its share of the query
     commands (its read scripts too) with the master's answers; strong reads none."""
     master, replica = master_and_replica
-    settings = load_settings(
+    settings = loaded_settings(
         redis_url=master,
         collection=collection,
         data_dir=tmp_path,
-        redis_timeout=5.0,
         replica_urls=replica,
     )
     _check_replicas(master, settings, _nodes(f"{master},{replica}"))

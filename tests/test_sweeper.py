@@ -10,6 +10,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 from support.ids import all_ids, handle_of, unmap
+from support.settings import loaded_settings
 
 from app.index.locks import LOCK_TTL_MS
 
@@ -18,11 +19,9 @@ def test_background_check_removes_a_ghost(redis_url: str, collection: str, tmp_p
     """A record whose id was unmapped answers queries until the background check, running
     every 0.2 s, removes it; the other document is untouched."""
     from app.api.app import create_app
-    from app.core.settings import load_settings
     from app.index.check import check
 
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=collection,
         data_dir=tmp_path,
@@ -50,12 +49,9 @@ def test_start_up_pass_drops_dangling_ids_only(
     are dropped before /readyz answers, live documents and their answers are untouched, and
     what the dropped handles left in the bands is for the full check, which removes it."""
     from app.api.app import create_app
-    from app.core.settings import load_settings
     from app.index.check import check
 
-    settings = load_settings(
-        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
-    )
+    settings = loaded_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
     text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
     with TestClient(create_app(settings)) as c:
         for name in ("live", "cut1", "cut2"):
@@ -86,11 +82,8 @@ def test_start_up_pass_covers_every_collection(
     one in the service's own collection is (right after it, while the service serves):
     its count is what GET reads again."""
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
-    settings = load_settings(
-        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
-    )
+    settings = loaded_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
     named = f"{collection}-named"
     text = "a live text about lanterns and copper falcons over a quiet meadow at dusk"
     with TestClient(create_app(settings)) as c:
@@ -121,10 +114,8 @@ def test_ids_a_failed_write_could_not_take_back_are_mended_by_the_sweeper(
     ids_to_check), the background sweeper runs the id check once Redis answers: the id
     without a record is dropped and the count is what GET reads, without a restart."""
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=collection,
         data_dir=tmp_path,
@@ -176,10 +167,8 @@ def test_batches_cut_by_the_request_deadline_leave_no_dangling_id(
     their ids, the reply then lost) leave no id without a record once the sweeper has run:
     the count is what GET reads (found from outside: 300 of 1,131 counted ids read 404)."""
     from app.api.app import create_app
-    from app.core.settings import load_settings
 
-    settings = load_settings(
-        redis_timeout=5.0,
+    settings = loaded_settings(
         redis_url=redis_url,
         collection=collection,
         data_dir=tmp_path,
@@ -218,15 +207,13 @@ def test_start_up_waits_for_its_own_collection_not_the_others(
     its Redis whose start-up pass takes minutes (2^26 id buckets read one by one) is
     checked after, while the service serves."""
     from app.api import app as app_module
-    from app.core.settings import load_settings
     from app.service.runtime import open_index
     from app.store.store import REGISTRY
 
     vast = f"{collection}-vast"
 
     async def make() -> None:
-        made = load_settings(
-            redis_timeout=5.0,
+        made = loaded_settings(
             redis_url=redis_url,
             collection=vast,
             data_dir=tmp_path,
@@ -240,9 +227,7 @@ def test_start_up_waits_for_its_own_collection_not_the_others(
     # slow here: the empty buckets read one by one, not found by SCAN.
     monkeypatch.setattr(app_module, "STARTUP_CHECK_WAIT_S", 3600.0)
     monkeypatch.setattr("app.store.ids.SPARSE_FROM", 1 << 40)
-    settings = load_settings(
-        redis_timeout=5.0, redis_url=redis_url, collection=collection, data_dir=tmp_path
-    )
+    settings = loaded_settings(redis_url=redis_url, collection=collection, data_dir=tmp_path)
     try:
         started = time.monotonic()
         with TestClient(app_module.create_app(settings)) as c:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from support.keys import scan_keys
+from support.settings import loaded_settings
 
 from app.api.app import create_app
-from app.core.settings import load_settings
 from app.index import ConfigMismatchError, Document, Index, Params, records, texts
 from app.index.check import check
 from app.index.removal import delete_ids
@@ -44,8 +44,7 @@ def test_api_returns_the_kept_text(store_url: str, collection: str, tmp_path: Pa
     """GET /documents/{id} returns exactly the text sent when texts are kept, no
     text field when not."""
     for keep, name in ((True, collection), (False, collection + "n")):
-        settings = load_settings(
-            redis_timeout=5.0,
+        settings = loaded_settings(
             redis_url=store_url,
             collection=name,
             data_dir=tmp_path,

@@ -24,6 +24,7 @@ import httpx
 import redis
 
 from support.corpus import neardup_cmd
+from support.settings import LOADED_REDIS_TIMEOUT
 
 
 def neardup_check(*args: str, **env: str) -> tuple[int, dict]:
@@ -187,9 +188,8 @@ class Server:
         self.log_path = workdir / f"serve-{self.port}-{time.monotonic_ns()}.log"
         environ = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
         environ.setdefault("NEARDUP_DATA_DIR", str(workdir / "data"))
-        # A loaded CI machine must not turn a slow Redis reply into a 503 (as conftest's
-        # settings); a test of the quick 503 sets NEARDUP_REDIS_TIMEOUT itself.
-        environ["NEARDUP_REDIS_TIMEOUT"] = LOADED_REDIS_TIMEOUT
+        # As in-process apps (support.settings); a test of the quick 503 sets its own.
+        environ["NEARDUP_REDIS_TIMEOUT"] = str(LOADED_REDIS_TIMEOUT)
         environ.update(env)
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
@@ -238,10 +238,6 @@ class Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-# The Redis timeout of the services tests start, unless a test gives its own.
-LOADED_REDIS_TIMEOUT = "5"
 
 
 @contextlib.contextmanager
