@@ -4,7 +4,6 @@ text, against expectations written by hand."""
 from __future__ import annotations
 
 from app.index.exclusions import (
-    MAX_QUOTE,
     REFERENCE_HEADINGS,
     bibliography_span,
     detect,
