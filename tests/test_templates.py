@@ -562,6 +562,37 @@ def test_copies_of_an_article_differing_by_a_counter_line_count_once() -> None:
     assert len(distinct_pages(topics)) == 3
     paths = {f"https://news.example/a{n}": t for n, t in enumerate(copies.values())}
     assert len(distinct_pages(paths)) == 3
+    # Thin pages of one path (a forum's viewtopic.php?t=N) share most of their blocks, all
+    # of them template: each is a page of its own, so the template is learned.
+    thin = {f"https://forum.example/viewtopic.php?t={i}": extract(_page(f"Topic {i}", text))
+            for i, text in enumerate(_thin_texts(12))}  # fmt: skip
+    assert len(distinct_pages(thin)) == 12
+
+
+def _thin_texts(n: int) -> list[str]:
+    """n short texts of a dozen words each, none sharing a word shingle with another."""
+    words = " ".join(t for _, t in read_corpus()[:20]).split()
+    return [" ".join(words[i * 12 : i * 12 + 12]) for i in range(n)]
+
+
+def test_thin_pages_of_one_path_learn_the_template(client: TestClient) -> None:
+    """A site whose pages differ only in their query string (viewtopic.php?t=N), each a
+    dozen words of its own in a template many times longer: the template is learned, each
+    stored page is its own text (the oracle's shingle count), and no two pages match."""
+    name = "forum"
+    r = client.post("/collections", json={"name": name, "template_pages": 8})
+    assert r.status_code == 201, r.text
+    forum = "https://forum.example/viewtopic.php?t="
+    pages = {f"{forum}{i}": _page(f"Topic {i}", text) for i, text in enumerate(_thin_texts(12))}
+    for doc_id, html in pages.items():
+        body = {"text": html, "content_type": "text/html"}
+        put = client.put(f"/collections/{name}/documents/{quote(doc_id, safe='')}", json=body)
+        assert put.status_code in (200, 201), put.text
+    for doc_id, html in pages.items():
+        got = client.get(f"/collections/{name}/documents/{quote(doc_id, safe='')}").json()
+        assert got["shingles"] == len(_own(html)), (doc_id, got)
+        found = client.get(f"/collections/{name}/similar/{quote(doc_id, safe='')}").json()
+        assert found["results"] == [], (doc_id, found)
 
 
 def test_an_article_under_tracking_urls_does_not_become_the_template(client: TestClient) -> None:
