@@ -344,6 +344,30 @@ def test_bibliography_ends_at_the_next_section() -> None:
         assert span is not None and span.end == len(wrapped), tail
 
 
+def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
+    """A paragraph of prose after the reference entries or between two of them stays in
+    (an outside audit: a 100-word copy put there was set aside with the list); the
+    entries around it are still the bibliography, and a short line among them is too."""
+    body = "Some words of the essay itself, long enough to be most of it. " * 8
+    refs = [f"Author{i}, A. B. ({2000 + i}). Title of work {i}. Journal, {i}(2), 1-9."
+            for i in range(4)]  # fmt: skip
+    copy = (
+        "When the water grows too warm the corals expel the algae that live in their "
+        "tissues and give them their colour, and the reef turns white in a matter of weeks."
+    )
+    for text in (
+        f"{body}\nReferences\n" + "\n".join(refs) + f"\n\n{copy}\n",
+        f"{body}\nReferences\n" + "\n".join(refs[:2]) + f"\n{copy}\n" + "\n".join(refs[2:]),
+    ):
+        spans = detect(text, quotes=False, bibliography=True)
+        set_aside = "".join(text[s.start : s.end] for s in spans)
+        assert copy not in set_aside and all(r in set_aside for r in refs), spans
+        assert all(s.reason == "bibliography" for s in spans)
+    short = f"{body}\nReferences\n{refs[0]}\nPersonal communication.\n{refs[1]}\n"
+    (whole,) = detect(short, quotes=False, bibliography=True)
+    assert short[whole.start : whole.end] == short[short.index("References") :].strip()
+
+
 def test_detect_keeps_quotes_out_of_the_bibliography() -> None:
     """With both on, a title quoted in the reference list is part of the bibliography
     span, not a quotation of its own."""

@@ -3,7 +3,7 @@ code-point spans of the query's text.
 
 A reviewer does not count a passage the writer quoted, nor a shared reference list,
 nor a phrase of a few words everyone writes. The detection here is pure functions over
-the query's text (`quote_spans`, `bibliography_span`, `html_quote_spans`, `detect` for
+the query's text (`quote_spans`, `bibliography_spans`, `html_quote_spans`, `detect` for
 a query's options); app.index.trimming applies the spans, and the least length that
 counts (short matches), to aligned passages.
 """
@@ -517,6 +517,41 @@ def bibliography_span(text: str) -> Span | None:
     return Span(start, end, "bibliography")
 
 
+# Entries under a reference heading that do not cite, one after another, holding at least
+# this many words, are prose: a paragraph put among or after the references (a copy hidden
+# there, which set aside with the list went unfound), so they stay in.
+PROSE_WORDS = 25
+
+
+def bibliography_spans(text: str) -> list[Span]:
+    """The reference list (bibliography_span) without the prose in it (PROSE_WORDS): one
+    span, or several around such paragraphs; none when there is no list."""
+    whole = bibliography_span(text)
+    if whole is None:
+        return []
+    out: list[Span] = []
+    start = whole.start
+    run: list[tuple[int, int]] = []  # the non-citing entries met since the last citing one
+
+    def cut() -> None:
+        nonlocal start
+        if run and len(_WORDS.findall(text, run[0][0], run[-1][1])) >= PROSE_WORDS:
+            if _WORD.search(text, start, run[0][0]):
+                out.append(Span(start, run[0][0], "bibliography"))
+            start = run[-1][1]
+        run.clear()
+
+    for first, last, _, cites in _entries(text[whole.start : whole.end]):
+        if cites:
+            cut()
+        else:
+            run.append((whole.start + first, whole.start + last))
+    cut()
+    if _WORD.search(text, start, whole.end):
+        out.append(Span(start, whole.end, "bibliography"))
+    return [Span(s.start, len(text[: s.end].rstrip()), s.reason) for s in out]
+
+
 def _next_section(section: str) -> int | None:
     """Where in the lines after a reference heading the first one that starts another
     section begins (_ends_section; never the first line), or None."""
@@ -543,7 +578,14 @@ EARLY_LIST_SHARE = 0.8
 
 def _citing(section: str) -> tuple[int, int, int]:
     """A section's entries, its characters in lines with words, and those of its entries
-    that cite. An entry is a line with words and the lines after it that go on with it
+    that cite (_entries)."""
+    entries = _entries(section)
+    return len(entries), sum(e[2] for e in entries), sum(e[2] for e in entries if e[3])
+
+
+def _entries(section: str) -> list[tuple[int, int, int, bool]]:
+    """A section's entries: (start, end, characters in lines with words, whether it cites).
+    An entry is a line with words and the lines after it that go on with it
     (no blank line between): while its last line does not end it (_ends_entry) or the
     next goes on in lower case, the next does not open an item itself (a reference's
     number or initials, a bullet: _starts_item) nor cites on its own after a line of
@@ -553,37 +595,33 @@ def _citing(section: str) -> tuple[int, int, int]:
     its first line (APA) or its last (MLA), and prose is entries of its sentences, none
     citing. An entry cites when its lines, joined, read as a reference (_cites) in at
     most REFERENCE_LINE characters."""
-    entries = size = citing = 0
+    out: list[tuple[int, int, int, bool]] = []
     lines: list[str] = []  # the open entry's lines, stripped
-    weight = 0  # the open entry's characters
+    weight = first = last = 0  # the open entry's characters, its start and end
     cited = False  # whether a line of the open entry cites on its own
-
-    def close() -> None:
-        nonlocal entries, citing, weight
-        if lines:
+    at = 0
+    for line in [*section.split("\n"), ""]:
+        here, at = at, at + len(line) + 1
+        text = line.strip()
+        cites = bool(text) and _WORD.search(line) is not None and _cites(line)
+        goes_on = lines and text and (not _ends_entry(lines[-1]) or text[:1].islower())
+        if lines and (
+            not _WORD.search(line) or not goes_on or (cites and cited) or _starts_item(line)
+        ):
             joined = " ".join(lines)
-            entries += 1
-            citing += weight if len(joined) <= REFERENCE_LINE and _cites(joined) else 0
+            out.append((first, last, weight, len(joined) <= REFERENCE_LINE and _cites(joined)))
             lines.clear()
-            weight = 0
-
-    for line in section.split("\n"):
+            weight, cited = 0, False
         if not _WORD.search(line):
-            close()
             cited = False
             continue
-        size += len(line)
-        text = line.strip()
-        cites = _cites(line)
-        goes_on = lines and (not _ends_entry(lines[-1]) or text[:1].islower())
-        if not goes_on or (cites and cited) or _starts_item(line):
-            close()
-            cited = False
+        if not lines:
+            first = here
         cited = cited or cites
         lines.append(text)
         weight += len(line)
-    close()
-    return entries, size, citing
+        last = here + len(line)
+    return out
 
 
 def _listed(section: str) -> bool:
@@ -658,11 +696,11 @@ def detect(
         spans.extend(quote_spans(text))
         if quoted_html:
             spans.extend(html_quote_spans(quoted_html, text))
-    bib = bibliography_span(text) if bibliography else None
-    if bib is not None:
+    bib = bibliography_spans(text) if bibliography else []
+    if bib:
         # Quotations inside the bibliography are part of it (titles are often quoted).
-        spans = [s for s in spans if s.end <= bib.start]
-        spans.append(bib)
+        spans = [s for s in spans if not any(b.start < s.end and s.start < b.end for b in bib)]
+        spans.extend(bib)
     if quotes:
         quoted = merge([(s.start, s.end) for s in spans if s.reason == "quote"])
         spans = [Span(a, b, "quote") for a, b in quoted] + [s for s in spans if s.reason != "quote"]
