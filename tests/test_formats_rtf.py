@@ -6,8 +6,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from support import oracle
 
+from app.index.errors import FileError
 from app.index.formats import rtf
 from app.index.formats.rtf import rtf_text
 
@@ -166,3 +168,20 @@ def test_anything_that_is_not_rtf_or_is_broken_reads_without_error() -> None:
         noise = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 120)))
         assert isinstance(rtf_text(b"{\\rtf1" + noise), str)
         assert isinstance(rtf_text(bytes(rng.getrandbits(8) for _ in range(40))), str)
+
+
+def test_an_rtf_file_cut_short_is_refused_as_truncated() -> None:
+    """An RTF file whose document group never closes (the essay fixture cut anywhere after
+    its start, as an interrupted upload leaves it) is a FileError saying it is truncated,
+    where it read as the text before the cut; the whole file, and one with trailing bytes
+    after its closing brace, read as before."""
+    whole = (DATA / "essay.rtf").read_bytes()
+    assert rtf.file_text(whole) == rtf_text(whole) != ""
+    assert rtf.file_text(whole + b"\r\n\x00") == rtf_text(whole)
+    for share in (0.2, 0.6, 0.95):
+        cut = whole[: int(len(whole) * share)]
+        assert share < 0.5 or rtf_text(cut) != ""  # read before the cut, as a chunk still is
+        with pytest.raises(FileError, match="truncated"):
+            rtf.file_text(cut)
+    with pytest.raises(FileError, match="truncated"):
+        rtf.file_text(whole.rstrip()[:-1])  # only the last brace missing

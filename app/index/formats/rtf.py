@@ -16,7 +16,8 @@ Characters: \\uN with its fallback skipped (\\ucN, per group), \\'hh bytes in th
 code page of the current font's charset or the document's \\ansicpgN (Windows-1252 when
 none is said; charset 0 is Windows-1252; \\mac, \\pc and \\pca name theirs),
 \\upr's Unicode copy, surrogate pairs joined. \\binN data is skipped whole, and
-nothing after the document's closing brace is read. The reading is linear in the
+nothing after the document's closing brace is read; a file sent as RTF whose closing
+brace never comes was cut short and is refused. The reading is linear in the
 input; past MAX_GROUPS nested groups, deeper ones are read in the state of the last
 one kept.
 """
@@ -202,6 +203,7 @@ class _Reader:
         self.colours: list[RGB | None] = []  # the colour table (None: auto)
         self.colour: list[int] = []  # the colour table's entry being read
         self.row_shaded = False  # the table row being defined shades a cell
+        self.closed = False  # the document's own group was closed: not cut short
 
     def unseen(self, group: _Group) -> int:
         """How the group's letters are drawn (blanking.SEEN, ROOM, NO_ROOM), as the DOCX
@@ -299,7 +301,12 @@ def file_text(raw: bytes) -> str:
         what = f"the file is {sniffed.what}, not RTF" if sniffed else "the file is not RTF"
         advice = sniffed.advice if sniffed and sniffed.advice else None
         raise FileError(f"{what}: " + (advice or "it does not start with {\\rtf"))
-    return rtf_text(raw, required=True)
+    reader = _read(raw)
+    if not reader.closed:
+        # Its groups still open at the end: the file was cut (an upload, a copy), and its
+        # text would be only what came before the cut, as a truncated DOCX or PDF is a 422.
+        raise FileError("the RTF is broken: it ends before its closing brace (is it truncated?)")
+    return finished_text(reader.text(), "RTF", True)
 
 
 def rtf_text(raw: bytes, required: bool = False) -> str:
@@ -356,6 +363,7 @@ def _read(raw: bytes) -> _Reader:
                 group = stack.pop()
                 first = ignorable = False
                 if not stack:
+                    reader.closed = True
                     break  # the document's own group is closed: what follows is not RTF
             continue
         starts, first = first, False
