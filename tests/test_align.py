@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from support.pan import Span, score
 from support.plant import plantings, swapped
+from support.corpus import read_corpus
 from support.segmented import segmented
 
 from app import kernel
@@ -262,8 +263,6 @@ def test_an_ingest_batch_packs_as_each_layout_does() -> None:
     """pack_batch (the ingest path) makes, for every text of a batch, the bytes that
     Layout.pack makes of that text alone: empty and one-word texts, long gaps and words,
     odd and even word counts, anchors far apart, at 8, 16 and 6 bits."""
-    from support.corpus import read_corpus
-
     from app.index.passages import pack_batch
 
     texts = [t for _, t in read_corpus()[:40]] + [
@@ -803,3 +802,53 @@ def test_a_chinese_or_japanese_copy_with_letters_swapped_is_one_passage(lang: st
         assert len(on_copy) == 1, (lang, i, [(p.query_start, p.query_end) for p in passages])
         (p,) = on_copy
         assert min(p.query_end, end) - max(p.query_start, start) >= 0.8 * len(copy), (lang, i)
+
+
+def test_phrases_shared_by_chance_before_an_edited_copy_do_not_hide_it(
+    redis_url: str, collection: str
+) -> None:
+    """A locally shuffled copy of an article's second half that is named alone is still
+    named when up to eight three-word phrases of the article's first part come before it,
+    each in other text (an outside audit: with four looks at a pair's neighbourhoods, the
+    phrases, met first, used them up and the copy went unnamed)."""
+    docs = dict(read_corpus())
+    ids = [i for i, t in list(docs.items())[:300] if len(t.split()) >= 250]
+    others = [t for t in list(docs.values())[500:]]
+    queries: list[str] = []
+    for sid in ids:
+        text = docs[sid]
+        cut = len(" ".join(text.split()[:130]))
+        rng = random.Random(sid)
+        words = text[cut:].split()
+        for _ in range(len(words) // 4):  # a quarter of the words moved one or two places
+            i = rng.randrange(len(words) - 2)
+            j = i + rng.choice([1, 2])
+            words[i], words[j] = words[j], words[i]
+        found = kernel.winnow([text], shingle="word:3", passage_words=30, seed=1, tokenizer=4)
+        phrases = [" ".join(text[int(s) :].split()[:3]) for s in found.starts if s < cut - 100]
+        filler = [" ".join(others[(len(queries) + i) % len(others)].split()[:40]) for i in range(9)]
+        for n in (0, 5, 8):
+            parts = [f"{filler[i]} as in {ph}." for i, ph in enumerate(reversed(phrases[:n]))]
+            queries.append(" ".join([*parts, filler[8], " ".join(words)]))
+    params = Params.create(
+        "word:3", 128, 256, 1, 0.5, 2_000, passage_words=30, passage_bits=8, tokenizer=4
+    )
+    answers = asyncio.run(_named(redis_url, collection, params, docs, queries))
+    named = [answers[3 * k : 3 * k + 3] for k in range(len(ids))]
+    alone = [(sid, got) for sid, got in zip(ids, named, strict=True) if sid in got[0]]
+    assert len(alone) >= len(ids) // 2  # most such copies are named alone
+    lost = [(sid, [sid in g for g in got]) for sid, got in alone if not all(sid in g for g in got)]
+    assert not lost, lost
+
+
+async def _named(
+    url: str, collection: str, params: Params, docs: dict[str, str], queries: list[str]
+) -> list[set[str]]:
+    """The ids each query's containment names (no threshold: a passage's worth each)."""
+    store = Store.connect(url, collection, 30.0)
+    try:
+        index = await Index.open(store, params, 200)
+        await index.ingest([Document(t, i) for i, t in list(docs.items())[:400]])
+        return [{r.id for r in (await index.containment_of_text(q)).results} for q in queries]
+    finally:
+        await store.close()
