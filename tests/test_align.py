@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.corpus import read_corpus
 from support.pan import Span, score
 from support.plant import plantings, swapped
-from support.corpus import read_corpus
 from support.segmented import segmented
 
 from app import kernel

@@ -96,11 +96,11 @@ GATE_WORDS = 8
 GATE_WINDOW = 12
 GATE_SHARE = 0.6
 # ... looked at for at most this many anchors of a pair, or one per GATE_SPREAD query
-# words when that is more (a long text meets more such phrases): with 4, a few short phrases the text shares with the source by
-# chance, met first, used the looks up and an edited copy further on went unnamed (an
-# outside audit's: 4, 5 or 8 three-word phrases hid a shuffled 144-word copy). A look
-# costs a few microseconds, spent only on a pair's anchors that do not already make it
-# a copy.
+# words when that is more (a long text meets more such phrases): with 4, a few short
+# phrases the text shares with the source by chance, met first, used the looks up and an
+# edited copy further on went unnamed (an outside audit's: 4, 5 or 8 three-word phrases
+# hid a shuffled 144-word copy). A look costs a few microseconds, spent only on a pair's
+# anchors that do not already make it a copy.
 GATE_TRIES = 16
 GATE_SPREAD = 250
 # Work bounds (see the module's docstring).
