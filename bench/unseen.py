@@ -78,6 +78,9 @@ class _NoCandidates:
         self.candidates: set[int] = set()
         self.every = False
 
+    def may_hide(self) -> bool:
+        return False
+
 
 def _best(fn: Callable[[], object], rounds: int) -> float:
     best = float("inf")

@@ -1545,6 +1545,65 @@ def test_pdf_glyphs_nobody_sees_between_seen_words_read_as_spaces(between: str) 
     assert text.split() == words
 
 
+def _placed(words: list[str], hide: str) -> str:
+    """Words in black 11 pt Helvetica along a line, each its own text object, with a junk
+    word after each but the last, drawn as `hide` makes it ({x}, {y}: the junk's place;
+    {junk}: a text object showing it there)."""
+    out, x = [], 72.0
+    for k, word in enumerate(words):
+        out.append(f"BT 0 g /F1 11 Tf {x:.1f} 700 Td ({word}) Tj ET")
+        x += 7 * (len(word) + 1)
+        if k < len(words) - 1:
+            junk = f"BT 0 g /F1 11 Tf {x:.1f} 700 Td (zebra) Tj ET"
+            out.append(hide.format(x=x, y=700, junk=junk, w=7 * 5))
+            x += 7 * 6
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize(
+    "hide",
+    [
+        "{junk} 1 g {x} 696 {w} 14 re f 0 g",  # a white box painted over it
+        "q 0 0 1 1 re W n {junk} Q",  # inside a one-point clipping path
+        "q 1 0 0 1 -2000 0 cm {junk} Q",  # 2,000 points left of the page
+        "q 1 0 0 1 {x} 0 cm /Cut Do Q",  # the same, in a form drawn there
+    ],
+    ids=["painted-over", "clipped", "off-the-page", "clipped-in-a-form"],
+)
+def test_pdf_words_painted_over_clipped_or_off_the_page_read_as_spaces(hide: str) -> None:
+    """Junk words between seen ones that a reader cannot see, though drawn in black: a box
+    the page's colour painted over them, a clipping path they lie outside, or a place off
+    the page (an outside audit: each hid a copy from the check), read as spaces."""
+    words = ["When", "we", "speak", "of", "free", "software"]
+    text = extract(PDF, pdf([_placed(words, hide).encode()], _CLIPPING_FORMS))
+    assert text.split() == words
+
+
+# Forms showing a junk word at their origin's height 700: clipped to a point (Cut), and
+# clipped to a box around it in the form's own space (Held: it shows where it is drawn).
+_JUNK = b"BT 0 g /F1 11 Tf 0 700 Td (zebra) Tj ET"
+_CLIPPING_FORMS = {
+    "Cut": b"q 0 0 1 1 re W n " + _JUNK + b" Q",
+    "Held": b"q -5 690 60 20 re W n " + _JUNK + b" Q",
+}
+
+
+def test_pdf_words_under_a_box_drawn_before_them_or_in_a_large_clip_are_read() -> None:
+    """The controls: words on a white or pale box painted before them, inside a clipping
+    path that holds them (in a form too, whose clip moves with the form), or under a black
+    box drawn after them (a redaction's bar, not a page-coloured cover), are read."""
+    words = ["When", "we", "speak", "of", "free", "software"]
+    for hide in (
+        "1 g {x} 696 {w} 14 re f 0 g {junk}",
+        "0.9 0.9 1 rg {x} 696 {w} 14 re f 0 g {junk}",
+        "q 0 0 612 792 re W n {junk} Q",
+        "{junk} 0 g {x} 696 {w} 14 re f",
+        "q 1 0 0 1 {x} 0 cm /Held Do Q",  # a form's clip is in its own space, moved with it
+    ):
+        text = extract(PDF, pdf([_placed(words, hide).encode()], _CLIPPING_FORMS))
+        assert text.split().count("zebra") == len(words) - 1, (hide, text)
+
+
 def test_pdf_glyphs_that_take_no_room_read_as_nothing() -> None:
     """A glyph half a point high or squeezed to a sliver takes no room: slipped into a
     word it does not split it (a reader sees "software"); between two words with no gap

@@ -353,7 +353,7 @@ def _page(textpage: pdfium.PdfTextPage, height: float, page: pdfium.PdfPage | No
     text = textpage.get_text_range()
     if page is not None:
         drawing = unseen.Drawing(page)
-        if drawing.candidates or drawing.every:
+        if drawing.may_hide():
             text = unseen.blanked(textpage, text, drawing)
     rows: list[list[columns.Piece]] = []
     unit = 0  # PDFium's character index (_units)

@@ -4,7 +4,9 @@ A letter drawn invisible (text render mode 3 or 7, or fully transparent), in the
 of what lies under it (white on the page, black on a black box), at most UNSEEN_POINTS
 high or squeezed to a sliver, in place of each space ("Whenxwexspeak"), or junk words
 drawn so between the words of a copy, are the oldest ways to hide a copy from a
-plagiarism checker: PDFium gives their text as any other. Such glyphs read as spaces
+plagiarism checker: PDFium gives their text as any other. So is a glyph drawn in black
+and then painted over by a box the colour of its ground, drawn outside its clipping
+path, or drawn off the page. Such glyphs read as spaces
 here where the text beside them on their line is seen. A line that is all such glyphs
 stays as it is: an OCR layer is drawn invisible over its scan, and what tells a hidden
 glyph is that the glyphs beside it are drawn to be seen.
@@ -61,6 +63,10 @@ MAX_AREAS = 20_000
 STRIP_SHARE = 0.1
 # Past this many distinct path colours, every text object drawn after is looked at.
 MAX_COLOURS = 64
+# A text object's clipping path is read up to this many paths of this many points each:
+# past them, the glyphs are judged by the part read (a bound on a hostile page).
+MAX_CLIP_PATHS = 16
+MAX_CLIP_POINTS = 4096
 
 Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -115,6 +121,40 @@ def _least_scale(m: Matrix) -> float:
     return math.sqrt(max(0.0, (s - math.sqrt(max(0.0, s * s - 4 * det * det))) / 2))
 
 
+def _clip_box(obj: Any) -> tuple[float, float, float, float] | None:
+    """The bounding box of a page object's clipping path (the intersection of its
+    paths' boxes), in the space the object is drawn in; None when it has none."""
+    clip = pdfium_c.FPDFPageObj_GetClipPath(obj)
+    if not clip:
+        return None
+    box: tuple[float, float, float, float] | None = None
+    x, y = ctypes.c_float(), ctypes.c_float()
+    for p in range(max(0, min(pdfium_c.FPDFClipPath_CountPaths(clip), MAX_CLIP_PATHS))):
+        xs: list[float] = []
+        ys: list[float] = []
+        for k in range(
+            max(0, min(pdfium_c.FPDFClipPath_CountPathSegments(clip, p), MAX_CLIP_POINTS))
+        ):
+            seg = pdfium_c.FPDFClipPath_GetPathSegment(clip, p, k)
+            if seg and pdfium_c.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
+                xs.append(x.value)
+                ys.append(y.value)
+        if not xs:
+            continue
+        own = (min(xs), min(ys), max(xs), max(ys))
+        box = (
+            own
+            if box is None
+            else (
+                max(box[0], own[0]),
+                max(box[1], own[1]),
+                min(box[2], own[2]),
+                min(box[3], own[3]),
+            )
+        )
+    return box
+
+
 class Drawing:
     """A page's objects walked once in the order they are painted: the text objects
     that may be unseen (`candidates`: drawn invisible or transparent, in a colour faint
@@ -132,6 +172,11 @@ class Drawing:
         self._cells: tuple[list[list[int]], list[list[int]]] | None = None
         self._bitmaps: dict[int, _Bitmap | None] = {}
         self._boxes: list[tuple[float, float, float, float]] = []  # each area's, on the page
+        # Where a text object's clipping path lets its glyphs show (its bounding box on
+        # the page), for a text object that has one; and the last opaque fill painted,
+        # which may cover the text objects painted before it.
+        self._clips: dict[int, tuple[float, float, float, float]] = {}
+        self._last_cover = -1
         # Buffers PDFium writes into, made once for the walk's thousands of objects.
         self._rgba = [ctypes.c_uint() for _ in range(4)]
         self._rgba_refs = [ctypes.byref(c) for c in self._rgba]
@@ -186,8 +231,10 @@ class Drawing:
                     continue
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
                 alpha = rgba[3].value
-                if len(self._colours) <= MAX_COLOURS and alpha >= 255 - UNSEEN_ALPHA:
-                    self._colours.add(colour)
+                if alpha >= 255 - UNSEEN_ALPHA:
+                    self._last_cover = order
+                    if len(self._colours) <= MAX_COLOURS:
+                        self._colours.add(colour)
             elif kind not in (pdfium_c.FPDF_PAGEOBJ_IMAGE, pdfium_c.FPDF_PAGEOBJ_SHADING):
                 continue
             image = kind == pdfium_c.FPDF_PAGEOBJ_IMAGE
@@ -196,6 +243,21 @@ class Drawing:
     def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
         address = _address(obj)
         self._order[address] = order
+        # Where the object starts (its matrix's origin, on the page): one off the page, or
+        # outside the object's clipping path, has its glyphs looked at (a text's bounds
+        # cost PDFium a layout of its glyphs; its matrix is at hand).
+        own = self._matrix
+        if pdfium_c.FPDFPageObj_GetMatrix(obj, self._matrix_ref):
+            mine = (own.a, own.b, own.c, own.d, own.e, own.f)
+            _, _, _, _, x, y = mine if matrix is _IDENTITY else _then(mine, matrix)
+            left, bottom, width, height = self._frame
+            if not (left <= x <= left + width and bottom <= y <= bottom + height):
+                self.candidates.add(address)
+            clip = _clip_box(obj)
+            if clip is not None:
+                c0, c1, c2, c3 = _on_page(clip, matrix)
+                if not (c0 <= x <= c2 and c1 <= y <= c3):
+                    self._clips[address] = (c0, c1, c2, c3)
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
         colour = self._colour_of(obj, mode)
         may = colour is None or faint(colour) or len(self._colours) > MAX_COLOURS
@@ -225,9 +287,61 @@ class Drawing:
         r, g, b, a = (c.value for c in self._rgba)
         return None if a <= UNSEEN_ALPHA else (r, g, b)
 
+    def may_hide(self) -> bool:
+        """Whether any glyph of the page may be unseen (else none is looked at)."""
+        return bool(self.every or self.candidates or self._clips or self._last_cover >= 0)
+
     def looks_at(self, obj: Any) -> bool:
         """Whether a glyph of this text object is to be looked at."""
-        return self.every or _address(obj) in self.candidates
+        address = _address(obj)
+        return (
+            self.every
+            or address in self.candidates
+            or address in self._clips
+            or self._order.get(address, self._count) < self._last_cover
+        )
+
+    def clipped(self, obj: Any, box: tuple[float, float, float, float]) -> bool:
+        """Whether a glyph of obj with this box on the page lies off the page or outside
+        its object's clipping path (its centre out of the path's bounding box): drawn,
+        never shown."""
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        left, bottom, width, height = self._frame
+        if not (left <= cx <= left + width and bottom <= cy <= bottom + height):
+            return True
+        clip = self._clips.get(_address(obj))
+        return clip is not None and not (clip[0] <= cx <= clip[2] and clip[1] <= cy <= clip[3])
+
+    def covered(self, obj: Any, box: tuple[float, float, float, float], ground: RGB) -> bool:
+        """Whether a glyph of obj with this box on the page is painted over: an opaque
+        fill drawn after obj, in a colour faint on the glyph's ground (a box the colour of
+        the page), holds the glyph's centre and half its box."""
+        if self._order.get(_address(obj), self._count) >= self._last_cover:
+            return False
+        if self._cells is None:
+            self._cells = self._grid()
+        cells, orders = self._cells
+        order = self._order.get(_address(obj), self._count)
+        x0, y0, x1, y1 = box
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        cell = self._cell(cx, cy)
+        size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+        here = cells[cell]
+        start = bisect.bisect_right(orders[cell], order)
+        for index in here[start : start + MAX_WALK]:
+            area = self._areas[index]
+            if area.colour is None or area.alpha < 255 - UNSEEN_ALPHA:
+                continue
+            ax0, ay0, ax1, ay1 = self._boxes[index]
+            if not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
+                continue
+            w = min(x1, ax1) - max(x0, ax0)
+            h = min(y1, ay1) - max(y0, ay0)
+            if size > 0 and (w <= 0 or h <= 0 or w * h < 0.5 * size):
+                continue
+            if faint(area.colour, ground):
+                return True
+        return False
 
     def under(
         self, obj: Any, box: tuple[float, float, float, float], images: bool = True
@@ -449,6 +563,10 @@ def _hidden(
         if 0 < height <= UNSEEN_POINTS or 0 < width <= height * UNSEEN_ASPECT:
             out[k] = NO_ROOM
             continue
+        box = (rect.left, rect.bottom, rect.right, rect.top)
+        if drawing.clipped(obj, box):
+            out[k] = ROOM
+            continue
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
         colour: RGB | None = None
         if mode not in _INVISIBLE:
@@ -462,11 +580,11 @@ def _hidden(
             if rgba[3].value > UNSEEN_ALPHA:
                 colour = (rgba[0].value, rgba[1].value, rgba[2].value)
         # An invisible glyph on any image is seen (an OCR layer over its scan).
-        box = (rect.left, rect.bottom, rect.right, rect.top)
         under = drawing.under(obj, box, images=colour is not None)
         if under is None:
             continue  # on a shading or an image of several colours: seen
-        # Invisible letters are seen only on a scan; coloured ones where they stand out.
-        if colour is None or faint(colour, under):
+        # Invisible letters are seen only on a scan; coloured ones where they stand out,
+        # and are not painted over.
+        if colour is None or faint(colour, under) or drawing.covered(obj, box, under):
             out[k] = ROOM
     return out
