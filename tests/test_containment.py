@@ -20,6 +20,7 @@ from support.corpus import read_corpus
 
 from app.index import Document, Index, Params
 from app.index.errors import TooLargeError
+from app.index.passages import Passage
 from app.store import Store
 
 pytestmark = pytest.mark.both_stores
@@ -415,3 +416,57 @@ def test_kana_weigh_half_by_text_and_by_a_stored_documents_kept_text(
             await index.store.close()
 
     assert asyncio.run(whole()) == ["tiny"]
+
+
+def test_sentences_copied_from_here_and_there_name_their_source_at_the_defaults(
+    store_url: str, collection: str
+) -> None:
+    """Three sentences of 12-25 words copied verbatim from different places of a stored
+    article, each between other articles' words: wherever the passages found (at a low
+    threshold, which names any) hold 30 words together, the article is named with no
+    threshold too (an outside audit found such patchworks unnamed), each passage the
+    oracle's shared run; one such sentence alone names nothing."""
+    corpus = read_corpus()
+    stored, rest = corpus[:STORED], corpus[STORED:]
+    texts = dict(stored)
+    filler = [w for _, text in rest for w in text.split()]
+    sentence = re.compile(r"[A-Z][^.!?]*[.!?](?=\s)")
+    cases = []
+    for doc_id, text in stored:
+        found = [m.group() for m in sentence.finditer(text) if 12 <= len(m.group().split()) <= 25]
+        if len(found) >= 5:
+            cases.append((doc_id, [found[0], found[2], found[4]]))
+
+    def words(p: Passage) -> int:
+        return min(p.query_words[1] - p.query_words[0], p.source_words[1] - p.source_words[0])
+
+    async def run() -> int:
+        index = await _open(store_url, collection)
+        judged = 0
+        try:
+            await index.ingest([Document(t, i) for i, t in stored])
+            for k, (doc_id, picked) in enumerate(cases[:30]):
+                own = filler[k * 200 : k * 200 + 200]
+                parts = [" ".join(own[:60]), picked[0], " ".join(own[60:120]), picked[1],
+                         " ".join(own[120:]), picked[2]]  # fmt: skip
+                query = " ".join(parts)
+                low = await index.containment_of_text(query, 0.01, None)
+                found = [p for r in low.results if r.id == doc_id for p in r.passages]
+                assert all(
+                    oracle.shingles(query[p.query_start : p.query_end])
+                    <= oracle.shingles(texts[doc_id])
+                    for p in found
+                ), (doc_id, found)
+                if len(found) < 2 or sum(map(words, found)) < PASSAGE_WORDS:
+                    continue  # a sentence without an anchor is not found: too few words
+                judged += 1
+                named = await index.containment_of_text(query)
+                assert doc_id in {r.id for r in named.results}, (doc_id, found)
+                alone = " ".join([" ".join(own[:60]), picked[1], " ".join(own[60:])])
+                result = await index.containment_of_text(alone)
+                assert doc_id not in {r.id for r in result.results}, doc_id
+        finally:
+            await index.store.close()
+        return judged
+
+    assert asyncio.run(run()) >= 20

@@ -33,28 +33,40 @@ def test_trim_splits_a_passage_around_an_excluded_span() -> None:
     q, s = _layout(query_text), _layout(source_text)
     quote = Span(int(q.starts[8]), int(q.ends[10]), "quote")
     whole = Passage((0, 20), (5, 25), 0, int(q.ends[19]), int(s.starts[5]), int(s.ends[24]))
-    kept, longest = Exclusions([quote], min_words=0).trim([whole], q, s, least=4)
+    kept, longest, total = Exclusions([quote], min_words=0).trim([whole], q, s, least=4)
     assert [(p.query_words, p.source_words) for p in kept] == [
         ((0, 8), (5, 13)),
         ((11, 20), (16, 25)),
     ]
-    assert longest == 17
+    assert longest == total == 17  # one passage's pieces, counted together
     assert query_text[kept[1].query_start : kept[1].query_end] == " ".join(
         f"w{i}" for i in range(11, 20)
     )
     assert source_text[kept[0].source_start : kept[0].source_end] == " ".join(
         f"s{i}" for i in range(5, 13)
     )
-    kept, _ = Exclusions([quote], min_words=17).trim([whole], q, s, least=4)
+    kept, _, _ = Exclusions([quote], min_words=17).trim([whole], q, s, least=4)
     assert [p.query_words for p in kept] == [(0, 8), (11, 20)]
     rule = Exclusions([quote], min_words=18)
-    kept, longest = rule.trim([whole], q, s, least=4)
-    assert (kept, longest) == ([], 0)
+    assert rule.trim([whole], q, s, least=4) == ([], 0, 0)
     assert [(x.start, x.end, x.reason) for x in rule.listed()] == [
         (0, int(q.ends[7]), "short"),
         (quote.start, quote.end, "quote"),
         (int(q.starts[11]), int(q.ends[19]), "short"),
     ]
+
+
+def test_the_words_of_separate_passages_are_counted_together_and_apart() -> None:
+    """Two passages of 12 and 15 query words (sentences copied from two places), the
+    second's source side 10 words: each is as long as its shorter side, so the longest
+    kept is 12 words and all of them together 22."""
+    q = _layout(" ".join(f"w{i}" for i in range(60)))
+    s = _layout(" ".join(f"s{i}" for i in range(60)))
+    first = Passage((0, 12), (0, 12), 0, int(q.ends[11]), 0, int(s.ends[11]))
+    second = Passage((30, 45), (40, 50), int(q.starts[30]), int(q.ends[44]), int(s.starts[40]),
+                     int(s.ends[49]))  # fmt: skip
+    kept, longest, total = Exclusions([]).trim([first, second], q, s, least=4)
+    assert len(kept) == 2 and longest == 12 and total == 22
 
 
 def test_quoted_words_sprinkled_through_a_copy_take_out_only_themselves() -> None:
@@ -66,16 +78,16 @@ def test_quoted_words_sprinkled_through_a_copy_take_out_only_themselves() -> Non
     q = s = _layout(query_text)
     quotes = [Span(int(q.starts[i]), int(q.ends[i]), "quote") for i in range(5, 60, 6)]
     whole = Passage((0, 60), (0, 60), 0, int(q.ends[59]), 0, int(q.ends[59]))
-    kept, longest = Exclusions(quotes).trim([whole], q, s, least=10)
-    assert longest == 50 and len(kept) == 10
+    kept, longest, total = Exclusions(quotes).trim([whole], q, s, least=10)
+    assert longest == total == 50 and len(kept) == 10
     assert all(query_text[p.query_start : p.query_end] == query_text[p.source_start : p.source_end]
                for p in kept)  # fmt: skip
     mostly = [Span(int(q.starts[2]), int(q.ends[55]), "quote")]
-    assert Exclusions(mostly).trim([whole], q, s, least=10) == ([], 0)
+    assert Exclusions(mostly).trim([whole], q, s, least=10) == ([], 0, 0)
     # Pieces shorter than a shingle hold none of the copy's shingles: not kept.
     thirds = [Span(int(q.starts[i]), int(q.ends[i]), "quote") for i in range(2, 60, 3)]
-    assert Exclusions(thirds).trim([whole], q, s, least=10, k=3) == ([], 0)
-    kept, longest = Exclusions(thirds).trim([whole], q, s, least=10, k=2)
+    assert Exclusions(thirds).trim([whole], q, s, least=10, k=3) == ([], 0, 0)
+    kept, longest, _ = Exclusions(thirds).trim([whole], q, s, least=10, k=2)
     assert longest == 40 and all(b - a == 2 for a, b in (p.query_words for p in kept))
 
 

@@ -417,7 +417,8 @@ MEASURE_DOC = (
     "jaccard: stored documents that resemble the text as a whole (threshold: least "
     "Jaccard, default the collection's); containment: stored documents that hold "
     "passages of it (every one sharing a passage of at least the collection's "
-    "passage_words words; threshold, when given: least share of the text's shingles "
+    "passage_words words, or passages of a third of that or more holding as many together; "
+    "threshold, when given: least share of the text's shingles "
     "found in one source)"
 )
 EVIDENCE_DOC = "with measure=containment, list each source's passages with their offsets"
@@ -463,7 +464,8 @@ SITE_DOC = (
 
 LIMIT_DOC = (
     "most results: default 10 for jaccard; for containment, every source found (each "
-    "holds a passage of at least the collection's passage_words words)"
+    "holds a passage of at least the collection's passage_words words, or shorter ones "
+    "holding as many together)"
 )
 
 

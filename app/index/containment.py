@@ -37,8 +37,9 @@ from app.index.sketch import anchor_key_each, passage_layouts, query_layout, ske
 from app.index.trimming import Exclusions, shorter_side
 
 # A containment query without a threshold names every source that shares a verified
-# passage of at least the collection's passage_words (or min_words) words, whatever
-# the query's length: an absolute criterion, as reviewers count matches in words.
+# passage of at least the collection's passage_words (or min_words) words, or passages
+# of piece_words or more that together hold that many, whatever the query's length: an
+# absolute criterion, as reviewers count matches in words.
 # With a threshold, a source must also cover that share of the query's shingles.
 NO_THRESHOLD = 0.0
 DEFAULT_CONTAINMENT = NO_THRESHOLD
@@ -183,7 +184,8 @@ async def contained(
     """The sources of a query (its fingerprint and passage layout), best first, each id
     once. Without a threshold (NO_THRESHOLD): every source holding a verified passage of
     at least min_words words (default the collection's passage_words; or the whole
-    query, or the whole source, when it is shorter, down to piece_words). With one:
+    query, or the whole source, when it is shorter, down to piece_words), or passages
+    of piece_words or more that hold that many words together. With one:
     every source whose passages cover at least that share of the query's shingles.
     limit None: all. The layout's anchors are looked up and aligned by (a text query's
     hold more: sketch.query_layout). text, the query's when at hand: its words are then
@@ -229,17 +231,18 @@ async def contained(
                 # query's weights count them: a kana or Thai letter for half a word), and
                 # how much a source word weighs where it copies them (its own text is not
                 # at hand): a source copied whole counts as the query's words do.
-                longest, density = 0.0, 1.0
+                longest, total, density = 0.0, 0.0, 1.0
                 for x in passages:
                     qa, qb = x.query_words
                     weight = indexed.weighed(qa, qb)
                     # As long as its shorter side: 30 query words that paraphrase 24 of
                     # the source's are not a 30-word copy.
                     length = weight * shorter_side(x)
+                    total += length
                     if length > longest:
                         longest, density = length, weight / (qb - qa)
                 if set_aside is not None:  # the one place exclusions apply
-                    passages, longest = set_aside.trim(
+                    passages, longest, total = set_aside.trim(
                         passages, layout, source, piece, k, indexed.counted
                     )
             except DamagedLayout:
@@ -250,9 +253,11 @@ async def contained(
                 cut.append(h)
             if not passages:
                 continue
-            # A source shorter than the least passage counts when it is copied whole.
+            # A source shorter than the least passage counts when it is copied whole; and
+            # passages of piece_words or more count together: sentences copied from here
+            # and there (a patchwork, the usual copy) are as much a copy as one passage.
             whole = max(piece, source.words * density)
-            if threshold == NO_THRESHOLD and longest < min(least, whole):
+            if threshold == NO_THRESHOLD and longest < min(least, whole) and total < least:
                 continue
             covered = covered_runs(passages, k)
             size = sum(b - a for a, b in covered)

@@ -72,9 +72,10 @@ class Exclusions:
         least: int,
         k: int = 1,
         counted: np.ndarray | None = None,
-    ) -> tuple[list[Passage], float]:
-        """The passages without their excluded words, and the most words any one passage
-        kept (fewer when its pieces' source sides are shorter: shorter_side). A passage
+    ) -> tuple[list[Passage], float, float]:
+        """The passages without their excluded words, the most words any one passage
+        kept (fewer when its pieces' source sides are shorter: shorter_side), and the
+        words they all kept so counted. A passage
         splits around its excluded words, each edge a cut made moved to the nearest words
         that match the source (_Edges); pieces under k words (no shingle) are dropped,
         and the rest are judged together, by the words they keep: under `least` they are
@@ -86,7 +87,7 @@ class Exclusions:
         excluded = self.mask(query) if self.spans else None
         edges = _Edges(query, source)
         out: list[Passage] = []
-        longest = 0.0
+        longest = total = 0.0
         for p in passages:
             qa, qb = p.query_words
             runs = [(qa, qb)] if excluded is None else _runs(~excluded[qa:qb], qa)
@@ -105,9 +106,10 @@ class Exclusions:
                 continue
             query_words = sum(rb - ra for ra, rb in runs)
             source_words = sum(tb - ta for _, _, ta, tb in placed)
-            longest = max(longest, kept * min(1.0, source_words / query_words))
+            length = kept * min(1.0, source_words / query_words)
+            longest, total = max(longest, length), total + length
             out.extend(spans_of(placed, query, source))
-        return out, longest
+        return out, longest, total
 
     def listed(self) -> list[Span]:
         """Every span set aside, in text order: the detected ones and the short passages,
