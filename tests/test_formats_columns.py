@@ -54,3 +54,33 @@ def test_a_justified_lines_wide_spaces_leave_it_one_line() -> None:
         for i, line in enumerate(words * 3)
     ]
     assert [p.text for p in in_columns(rows)] == [" ".join(line) for line in words * 3]
+
+
+def _line(text: str, y: float, left: float = 72.0, right: float = 500.0) -> list[Piece]:
+    return [Piece(text, left, right, y)]
+
+
+def test_a_paragraph_flowing_on_both_sides_of_a_box_reads_row_by_row() -> None:
+    """Lines cut by a box mid-paragraph, with the paragraph's full lines just above and
+    below at its own spacing, read in PDFium's row order (an outside audit: read as two
+    columns, its sentences came apart); so does a short run at the top of the page with
+    a full line just below; two columns between a title and a page foot set further off,
+    or with nothing across below them, still read column by column."""
+    left = [f"left part of the wrapped line {i} and" for i in range(4)]
+    right = [f"its right part after the box, line {i}" for i in range(4)]
+    rows = _rows(left, right)  # at 0.90, 0.88, 0.86, 0.84
+    above, below = (
+        _line("the paragraph's full line above the box", 0.92),
+        _line("the paragraph's full line below the box", 0.82),
+    )
+    read = [p.text for p in in_columns([above, *rows, below])]
+    assert read == [above[0].text, *(f"{a} {b}" for a, b in zip(left, right)), below[0].text]
+    read = [p.text for p in in_columns([*rows, below])]
+    assert read == [*(f"{a} {b}" for a, b in zip(left, right)), below[0].text]
+    title, foot = (
+        _line("A title across both columns of the page", 0.97),
+        _line("The page's foot across both of its columns", 0.75),
+    )
+    read = [p.text for p in in_columns([title, *rows, foot])]
+    assert read == [title[0].text, *left, *right, foot[0].text]
+    assert [p.text for p in in_columns([above, *rows])] == [above[0].text, *left, *right]

@@ -10,8 +10,10 @@ pieces lie on either side of a wide gap, which PDFium's text rectangles show.
 by one gutter, and the pieces on both sides are prose (lines of MIN_CHARS characters or
 more, not a table's short cells), each run of lines between lines that cross the gutter
 is read left column first, then the right one (right first on a page written mostly
-in a right-to-left script: Arabic, Hebrew, Syriac, Thaana, N'Ko). A page without such
-lines keeps PDFium's order untouched, and a line's wide gaps that are no gutter (a
+in a right-to-left script: Arabic, Hebrew, Syriac, Thaana, N'Ko), unless the run is one
+paragraph flowing on both sides of a box (full lines of it just above and below, at its
+own spacing), which is read row by row. A page without such lines keeps PDFium's order
+untouched, and a line's wide gaps that are no gutter (a
 narrow justified column's spaces) leave it one line.
 """
 
@@ -27,6 +29,14 @@ GUTTER_HEIGHTS = 1.2
 MIN_ROWS = 3
 # The median length of the pieces on each side (characters): prose, not short cells.
 MIN_CHARS = 20
+# Cut lines with prose across the gutter just before and after them, each at most this
+# many times the cut lines' own spacing away, are one paragraph wrapped around a box on
+# both sides (read row by row, as PDFium gives them), not columns: a heading or a page's
+# foot across the gutter stands further off.
+WRAP_LEADING = 1.5
+# ... and so are at most this many cut lines at the top of the page with such a line
+# just after them (a box at the top of the page's first paragraph).
+WRAP_ROWS = 12
 
 
 @dataclass(frozen=True)
@@ -77,22 +87,55 @@ def in_columns(lines: list[list[Piece]]) -> list[Piece]:
     ):
         return flat
     rtl = _right_to_left(flat)
+    sides = [[_side(piece, low, high) for piece in line] for line in lines]
+    across = [k for k, at in enumerate(sides) if "across" in at]
     out: list[Piece] = []
-    left: list[Piece] = []
-    right: list[Piece] = []
-    for line in lines:
-        sides = [_side(piece, low, high) for piece in line]
-        if "across" in sides:
-            out += _in_order(left, right, rtl)
-            left, right = [], []
-            out.append(_joined(line))
+    for first, end in _runs(len(lines), across):
+        if first > 0:
+            out.append(flat[first - 1])  # the line across before the run
+        if _wrapped(flat, first, end):
+            out += flat[first:end]  # one paragraph around a box: read row by row
             continue
-        # Gaps within a column (a justified line's wide spaces) join again.
-        for column, side in ((left, "left"), (right, "right")):
-            pieces = [p for p, at in zip(line, sides, strict=True) if at == side]
-            if pieces:
-                column.append(_joined(pieces))
-    return out + _in_order(left, right, rtl)
+        left: list[Piece] = []
+        right: list[Piece] = []
+        for line, at in zip(lines[first:end], sides[first:end], strict=True):
+            # Gaps within a column (a justified line's wide spaces) join again.
+            for column, side in ((left, "left"), (right, "right")):
+                pieces = [p for p, where in zip(line, at, strict=True) if where == side]
+                if pieces:
+                    column.append(_joined(pieces))
+        out += _in_order(left, right, rtl)
+    return out
+
+
+def _runs(n: int, across: list[int]) -> list[tuple[int, int]]:
+    """The runs of lines between the lines across the gutter: [first, end) each, a run
+    after each line across (empty where two touch), the last one up to n."""
+    starts = [0] + [k + 1 for k in across]
+    ends = across + [n]
+    return list(zip(starts, ends, strict=True))
+
+
+def _wrapped(flat: list[Piece], first: int, end: int) -> bool:
+    """Whether the cut lines [first, end) are one paragraph flowing on both sides of a
+    box (a picture or frame with text wrapped around both its sides), not two columns:
+    prose lines across the gutter just before and just after them, each as near as the
+    run's own lines are to each other (WRAP_LEADING times their median spacing)."""
+    if end >= len(flat) or end - first < 1 or (first == 0 and end > WRAP_ROWS):
+        return False
+    # A box at the top of the page's first paragraph has no line above it: a run that
+    # short, with the paragraph going on across below it, is taken for one too.
+    start = max(first - 1, 0)
+    heights = [p.height for p in flat[start : end + 1]]
+    run = heights[first - start : -1]
+    inner = sorted(abs(a - b) for a, b in zip(run, run[1:])) or [abs(heights[-2] - heights[-1])]
+    step = inner[len(inner) // 2]
+    if step <= 0:
+        return False
+    near = abs(heights[-2] - heights[-1]) <= WRAP_LEADING * step
+    if first > 0:
+        near = near and abs(heights[0] - heights[1]) <= WRAP_LEADING * step
+    return near and all(len(flat[k].text) >= MIN_CHARS for k in range(start, end + 1, end - start))
 
 
 def _joined(pieces: list[Piece]) -> Piece:
