@@ -73,10 +73,10 @@ def test_a_paragraph_flowing_on_both_sides_of_a_box_reads_row_by_row() -> None:
         _line("the paragraph's full line above the box", 0.92),
         _line("the paragraph's full line below the box", 0.82),
     )
+    joined = [f"{a} {b}" for a, b in zip(left, right, strict=True)]
     read = [p.text for p in in_columns([above, *rows, below])]
-    assert read == [above[0].text, *(f"{a} {b}" for a, b in zip(left, right)), below[0].text]
-    read = [p.text for p in in_columns([*rows, below])]
-    assert read == [*(f"{a} {b}" for a, b in zip(left, right)), below[0].text]
+    assert read == [above[0].text, *joined, below[0].text]
+    assert [p.text for p in in_columns([*rows, below])] == [*joined, below[0].text]
     title, foot = (
         _line("A title across both columns of the page", 0.97),
         _line("The page's foot across both of its columns", 0.75),

@@ -20,6 +20,7 @@ narrow justified column's spaces) leave it one line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 # A gap between two of a line's text rectangles at least this wide (points), and this
 # many times the line's height, is a gutter, not a space between words.
@@ -111,8 +112,8 @@ def in_columns(lines: list[list[Piece]]) -> list[Piece]:
 def _runs(n: int, across: list[int]) -> list[tuple[int, int]]:
     """The runs of lines between the lines across the gutter: [first, end) each, a run
     after each line across (empty where two touch), the last one up to n."""
-    starts = [0] + [k + 1 for k in across]
-    ends = across + [n]
+    starts = [0, *(k + 1 for k in across)]
+    ends = [*across, n]
     return list(zip(starts, ends, strict=True))
 
 
@@ -128,7 +129,7 @@ def _wrapped(flat: list[Piece], first: int, end: int) -> bool:
     start = max(first - 1, 0)
     heights = [p.height for p in flat[start : end + 1]]
     run = heights[first - start : -1]
-    inner = sorted(abs(a - b) for a, b in zip(run, run[1:])) or [abs(heights[-2] - heights[-1])]
+    inner = sorted(abs(a - b) for a, b in pairwise(run)) or [abs(heights[-2] - heights[-1])]
     step = inner[len(inner) // 2]
     if step <= 0:
         return False
