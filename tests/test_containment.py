@@ -425,7 +425,7 @@ def test_sentences_copied_from_here_and_there_name_their_source_at_the_defaults(
     article, each between other articles' words: wherever the passages found (at a low
     threshold, which names any) hold 30 words together, the article is named with no
     threshold too (an outside audit found such patchworks unnamed), each passage the
-    oracle's shared run; one such sentence alone names nothing."""
+    oracle's shared run; one such sentence alone, or pasted three times, names nothing."""
     corpus = read_corpus()
     stored, rest = corpus[:STORED], corpus[STORED:]
     texts = dict(stored)
@@ -464,6 +464,11 @@ def test_sentences_copied_from_here_and_there_name_their_source_at_the_defaults(
                 assert doc_id in {r.id for r in named.results}, (doc_id, found)
                 alone = " ".join([" ".join(own[:60]), picked[1], " ".join(own[60:])])
                 result = await index.containment_of_text(alone)
+                assert doc_id not in {r.id for r in result.results}, doc_id
+                # The same sentence pasted three times is still one sentence's words.
+                thrice = " ".join([" ".join(own[:60]), picked[1], " ".join(own[60:120]),
+                                   picked[1], " ".join(own[120:]), picked[1]])  # fmt: skip
+                result = await index.containment_of_text(thrice)
                 assert doc_id not in {r.id for r in result.results}, doc_id
         finally:
             await index.store.close()

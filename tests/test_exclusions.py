@@ -109,6 +109,15 @@ def test_a_quotation_nested_in_marks_of_its_own_kind_ends_at_the_outer_closer() 
         + "As my teacher said, \u201calways cite your sources\u201d and I agree."
     )  # fmt: skip
     assert _quoted(stray) == ["\u201calways cite your sources\u201d"]
+    # An opener in a later paragraph proves nothing: a quotation of two paragraphs whose
+    # second holds one of its own is still set aside from its first.
+    going_on = (
+        "The report: \u201cThe river has risen every spring for a decade.\n\n\u201cThe "
+        "council must act, as the mayor said \u201cbefore the flood\u201d or lose the "
+        "streets.\u201d That was all."
+    )
+    (span,) = quote_spans(going_on)
+    assert going_on[span.start :].startswith("\u201cThe river")
 
 
 def test_a_single_quote_closing_after_a_hyphen_pairs_with_its_opener() -> None:

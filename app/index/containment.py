@@ -255,8 +255,10 @@ async def contained(
                 continue
             # A source shorter than the least passage counts when it is copied whole; and
             # passages of piece_words or more count together: sentences copied from here
-            # and there (a patchwork, the usual copy) are as much a copy as one passage.
+            # and there (a patchwork, the usual copy) are as much a copy as one passage,
+            # each source word once (one sentence pasted three times is still one).
             whole = max(piece, source.words * density)
+            total = min(total, _spanned([x.source_words for x in passages]))
             if threshold == NO_THRESHOLD and longest < min(least, whole) and total < least:
                 continue
             covered = covered_runs(passages, k)

@@ -86,8 +86,7 @@ _AMBIGUOUS = [
 ]
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _LINE_END = re.compile(r"\n(?:[ \t\u00a0]*\n)*")  # a line end, with the blank lines after it
-_INDENTS = " \t\u00a0\u3000"
-_INDENT = re.compile(f"[{_INDENTS}]*")
+_INDENT = re.compile(r"[ \t\u00a0\u3000]*")
 _WORD = re.compile(r"\w")
 
 
@@ -223,8 +222,8 @@ _SINGLE_CLOSE = re.compile("[\u2018\u2019](?!\\w)")
 
 def _balanced(text: str, at: int, opener: str, ahead: _Ahead, breaks: re.Pattern[str]) -> int:
     """Where the closer is that balances an opener ending at `at` (within MAX_QUOTE and
-    BALANCE_MARKS marks); else the nearest closer within MAX_QUOTE if every opener of its
-    kind before it starts a paragraph (a quotation going on over paragraphs); else -1."""
+    BALANCE_MARKS marks); else the nearest closer within MAX_QUOTE unless another opener
+    of its kind comes before it in the opener's paragraph; else -1."""
     if opener == "\u201a":
         # Its closers are apostrophes too (and the mark a comma in mojibake): the nearest
         # in a closing place, within the paragraph (_goes_on), never nested.
@@ -246,30 +245,14 @@ def _balanced(text: str, at: int, opener: str, ahead: _Ahead, breaks: re.Pattern
                 return m.start()
         else:
             depth += 1
-    # Unbalanced. An opener of its kind again inside the paragraph means this one was
-    # stray: taking everything up to the later quotation's closer set aside the words
+    # Unbalanced. An opener of its kind again before its paragraph ends means this one
+    # was stray: taking everything up to the later quotation's closer set aside the words
     # between (a copy, after a stray mark), so it takes nothing and the later one pairs.
-    for n, m in enumerate(_MARKS_AGAIN[opener].finditer(text, at, nearest)):
-        if n == BALANCE_MARKS or not _starts_paragraph(text, m.start(), breaks):
-            return -1
+    # (One in a later paragraph may go on a quotation of several, or nest in it.)
+    brk = breaks.search(text, at, nearest)
+    if ahead.next(opener, at) < (nearest if brk is None else brk.start()):
+        return -1
     return nearest
-
-
-_MARKS_AGAIN = {mark: re.compile(re.escape(mark)) for mark in _PAIRS if mark != "``"}
-
-
-def _starts_paragraph(text: str, at: int, breaks: re.Pattern[str]) -> bool:
-    """Whether the mark at `at` opens a paragraph (after its indent), as a quotation going
-    on over paragraphs opens each with its mark again."""
-    start = at
-    while start > 0 and text[start - 1] in _INDENTS:
-        start -= 1
-    if start == 0 or text[start - 1] != "\n":
-        return False
-    if breaks is _LINE_END:
-        return True
-    before = text.rfind("\n", max(0, start - 1 - WRAPPED_LINE), start - 1)
-    return before >= 0 and not text[before + 1 : start - 1].strip()
 
 
 def _ambiguous(text: str, breaks: re.Pattern[str]) -> list[tuple[int, int]]:
