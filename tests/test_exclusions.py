@@ -356,7 +356,8 @@ def test_bibliography_ends_at_the_next_section() -> None:
 def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
     """A paragraph of prose after the reference entries or between two of them stays in
     (an outside audit: a 100-word copy put there was set aside with the list); the
-    entries around it are still the bibliography, and a short line among them is too."""
+    entries around it are still the bibliography, and so are a reference of twenty
+    authors and a short line among them."""
     body = "Some words of the essay itself, long enough to be most of it. " * 8
     refs = [f"Author{i}, A. B. ({2000 + i}). Title of work {i}. Journal, {i}(2), 1-9."
             for i in range(4)]  # fmt: skip
@@ -372,6 +373,13 @@ def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
         set_aside = "".join(text[s.start : s.end] for s in spans)
         assert copy not in set_aside and all(r in set_aside for r in refs), spans
         assert all(s.reason == "bibliography" for s in spans)
+    # A reference too long to read as one (APA lists twenty authors) is still one.
+    authors = ", ".join(f"Author{i}, A. B." for i in range(20))
+    long = f"{authors} (2021). A study of many hands at work in one place. Journal, 3, 1-9."
+    assert len(long) > 400
+    text = f"{body}\nReferences\n{refs[0]}\n{long}\n{refs[1]}\n"
+    (whole,) = detect(text, quotes=False, bibliography=True)
+    assert text[whole.start : whole.end] == text[text.index("References") :].strip()
     short = f"{body}\nReferences\n{refs[0]}\nPersonal communication.\n{refs[1]}\n"
     (whole,) = detect(short, quotes=False, bibliography=True)
     assert short[whole.start : whole.end] == short[short.index("References") :].strip()

@@ -524,15 +524,23 @@ def bibliography_spans(text: str) -> list[Span]:
             start = run[-1][1]
         run.clear()
 
-    for first, last, _, cites in _entries(text[whole.start : whole.end]):
-        if cites:
+    for first, last, _, cites, opens in _entries(text[whole.start : whole.end]):
+        # A reference too long to read as one (APA's twenty authors) still opens as one.
+        if cites or opens:
             cut()
         else:
             run.append((whole.start + first, whole.start + last))
     cut()
     if _WORD.search(text, start, whole.end):
         out.append(Span(start, whole.end, "bibliography"))
-    return [Span(s.start, len(text[: s.end].rstrip()), s.reason) for s in out]
+    return [Span(s.start, _stripped_end(text, s.start, s.end), s.reason) for s in out]
+
+
+def _stripped_end(text: str, start: int, end: int) -> int:
+    """end moved back over the white space before it (not past start)."""
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def _next_section(section: str) -> int | None:
@@ -566,8 +574,9 @@ def _citing(section: str) -> tuple[int, int, int]:
     return len(entries), sum(e[2] for e in entries), sum(e[2] for e in entries if e[3])
 
 
-def _entries(section: str) -> list[tuple[int, int, int, bool]]:
-    """A section's entries: (start, end, characters in lines with words, whether it cites).
+def _entries(section: str) -> list[tuple[int, int, int, bool, bool]]:
+    """A section's entries: (start, end, characters in lines with words, whether it cites,
+    whether it opens as a reference: a number or a name with initials).
     An entry is a line with words and the lines after it that go on with it
     (no blank line between): while its last line does not end it (_ends_entry) or the
     next goes on in lower case, the next does not open an item itself (a reference's
@@ -578,7 +587,7 @@ def _entries(section: str) -> list[tuple[int, int, int, bool]]:
     its first line (APA) or its last (MLA), and prose is entries of its sentences, none
     citing. An entry cites when its lines, joined, read as a reference (_cites) in at
     most REFERENCE_LINE characters."""
-    out: list[tuple[int, int, int, bool]] = []
+    out: list[tuple[int, int, int, bool, bool]] = []
     lines: list[str] = []  # the open entry's lines, stripped
     weight = first = last = 0  # the open entry's characters, its start and end
     cited = False  # whether a line of the open entry cites on its own
@@ -592,7 +601,8 @@ def _entries(section: str) -> list[tuple[int, int, int, bool]]:
             not _WORD.search(line) or not goes_on or (cites and cited) or _starts_item(line)
         ):
             joined = " ".join(lines)
-            out.append((first, last, weight, len(joined) <= REFERENCE_LINE and _cites(joined)))
+            cites_whole = len(joined) <= REFERENCE_LINE and _cites(joined)
+            out.append((first, last, weight, cites_whole, _opens(lines[0])))
             lines.clear()
             weight, cited = 0, False
         if not _WORD.search(line):
@@ -682,7 +692,13 @@ def detect(
     bib = bibliography_spans(text) if bibliography else []
     if bib:
         # Quotations inside the bibliography are part of it (titles are often quoted).
-        spans = [s for s in spans if not any(b.start < s.end and s.start < b.end for b in bib)]
+        starts = [b.start for b in bib]
+
+        def inside(s: Span) -> bool:
+            at = bisect.bisect_left(starts, s.end) - 1  # the last list span starting before
+            return at >= 0 and bib[at].end > s.start
+
+        spans = [s for s in spans if not inside(s)]
         spans.extend(bib)
     if quotes:
         quoted = merge([(s.start, s.end) for s in spans if s.reason == "quote"])
