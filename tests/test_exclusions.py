@@ -375,7 +375,7 @@ def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
         assert all(s.reason == "bibliography" for s in spans)
     # A reference too long to read as one (APA lists twenty authors) is still one.
     authors = ", ".join(f"Author{i}, A. B." for i in range(20))
-    long = f"{authors} (2021). A study of many hands at work in one place. Journal, 3, 1-9."
+    long = f"{authors} (2021). A study of many hands at work in one place. Journal of Work, 3, 1-9."
     assert len(long) > 400
     text = f"{body}\nReferences\n{refs[0]}\n{long}\n{refs[1]}\n"
     (whole,) = detect(text, quotes=False, bibliography=True)
