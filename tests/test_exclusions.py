@@ -374,8 +374,12 @@ def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
         assert copy not in set_aside and all(r in set_aside for r in refs), spans
         assert all(s.reason == "bibliography" for s in spans)
     # A reference too long to read as one (APA lists twenty authors) is still one.
-    authors = ", ".join(f"Author{i}, A. B." for i in range(20))
-    long = f"{authors} (2021). A study of many hands at work in one place. Journal of Work, 3, 1-9."
+    names = "Adams Baker Clark Davis Evans Fisher Green Hall Irwin Jones King Lewis Moore Nash "
+    authors = ", ".join(
+        f"{n}, A. B." for n in (names + "Owen Price Quinn Reed Scott Young").split()
+    )
+    title = "A study of many hands at work in one place over a long time"
+    long = f"{authors} (2021). {title}. Journal of Work in Many Places, 3(4), 101-119."
     assert len(long) > 400
     text = f"{body}\nReferences\n{refs[0]}\n{long}\n{refs[1]}\n"
     (whole,) = detect(text, quotes=False, bibliography=True)

@@ -524,9 +524,8 @@ def bibliography_spans(text: str) -> list[Span]:
             start = run[-1][1]
         run.clear()
 
-    for first, last, _, cites, opens in _entries(text[whole.start : whole.end]):
-        # A reference too long to read as one (APA's twenty authors) still opens as one.
-        if cites or opens:
+    for first, last, _, cites in _entries(text[whole.start : whole.end]):
+        if cites:
             cut()
         else:
             run.append((whole.start + first, whole.start + last))
@@ -574,9 +573,8 @@ def _citing(section: str) -> tuple[int, int, int]:
     return len(entries), sum(e[2] for e in entries), sum(e[2] for e in entries if e[3])
 
 
-def _entries(section: str) -> list[tuple[int, int, int, bool, bool]]:
-    """A section's entries: (start, end, characters in lines with words, whether it cites,
-    whether it opens as a reference: a number or a name with initials).
+def _entries(section: str) -> list[tuple[int, int, int, bool]]:
+    """A section's entries: (start, end, characters in lines with words, whether it cites).
     An entry is a line with words and the lines after it that go on with it
     (no blank line between): while its last line does not end it (_ends_entry) or the
     next goes on in lower case, the next does not open an item itself (a reference's
@@ -586,8 +584,9 @@ def _entries(section: str) -> list[tuple[int, int, int, bool, bool]]:
     So a reference wrapped in a PDF's narrow column is one entry whether its year is on
     its first line (APA) or its last (MLA), and prose is entries of its sentences, none
     citing. An entry cites when its lines, joined, read as a reference (_cites) in at
-    most REFERENCE_LINE characters."""
-    out: list[tuple[int, int, int, bool, bool]] = []
+    most REFERENCE_LINE characters, or when it opens as one (_opens: a number, a name
+    with initials) however long."""
+    out: list[tuple[int, int, int, bool]] = []
     lines: list[str] = []  # the open entry's lines, stripped
     weight = first = last = 0  # the open entry's characters, its start and end
     cited = False  # whether a line of the open entry cites on its own
@@ -601,8 +600,9 @@ def _entries(section: str) -> list[tuple[int, int, int, bool, bool]]:
             not _WORD.search(line) or not goes_on or (cites and cited) or _starts_item(line)
         ):
             joined = " ".join(lines)
+            # A reference too long to read as one (APA's twenty authors) opens as one.
             cites_whole = len(joined) <= REFERENCE_LINE and _cites(joined)
-            out.append((first, last, weight, cites_whole, _opens(lines[0])))
+            out.append((first, last, weight, cites_whole or _opens(lines[0])))
             lines.clear()
             weight, cited = 0, False
         if not _WORD.search(line):
