@@ -379,7 +379,7 @@ def test_prose_among_or_after_the_references_is_not_set_aside() -> None:
         f"{n}, A. B." for n in (names + "Owen Price Quinn Reed Scott Young").split()
     )
     title = "A study of many hands at work in one place over a long time"
-    long = f"{authors} (2021). {title}. Journal of Work in Many Places, 3(4), 101-119."
+    long = f"{authors} (2021). {title}. Journal of Work, 3(4), 101-119. https://doi.org/10.1000/jw.2021.104"
     assert len(long) > 400
     text = f"{body}\nReferences\n{refs[0]}\n{long}\n{refs[1]}\n"
     (whole,) = detect(text, quotes=False, bibliography=True)
