@@ -545,7 +545,7 @@ def test_copies_of_an_article_differing_by_a_counter_line_count_once() -> None:
     of their blocks (one article, its view counter differing) are one page in learning;
     pages of one path whose texts differ (index.php?id=1, ?id=2) stay apart, and so do
     near-copies under different paths."""
-    from app.index.templates import distinct_pages
+    from app.index.templates import distinct_pages, template_of
 
     article = "<h1>Council approves flood barrier</h1><p>" + "the council voted " * 20 + "</p>"
     copies = {
@@ -567,6 +567,30 @@ def test_copies_of_an_article_differing_by_a_counter_line_count_once() -> None:
     thin = {f"https://forum.example/viewtopic.php?t={i}": extract(_page(f"Topic {i}", text))
             for i, text in enumerate(_thin_texts(12))}  # fmt: skip
     assert len(distinct_pages(thin)) == 12
+    # ... even with lines that change on every request (phpBB's clock and head count).
+    forum = {
+        f"https://forum.example/viewtopic.php?t={i}": extract(
+            _page(f"Topic {i}", f"It is currently 10:{i:02d}</p><p>{i + 3} users online"
+                  f"</p><p>{text}")
+        )
+        for i, text in enumerate(_thin_texts(12))
+    }  # fmt: skip
+    assert len(distinct_pages(forum)) == 12
+    # Copies of one article, most of the pages learned from, whose counter lines differ
+    # in words: still one page, and its text no template.
+    ago = ["a minute ago", "two hours ago", "yesterday", "last week"]
+    tracked = {
+        f"https://news.example/a?sid={n}": extract(
+            f"<html><body><nav>Home News Sport</nav><main>{article}<p>Updated {ago[n % 4]}"
+            "</p></main></body></html>"
+        )
+        for n in range(18)
+    }
+    tracked |= {f"https://news.example/b{n}": extract(_page(f"Other {n}", t))
+                for n, t in enumerate(texts[:2])}  # fmt: skip
+    assert len(distinct_pages(tracked)) == 3  # the article once, and the two others
+    learned = set(template_of(distinct_pages(tracked)).tolist())
+    assert not learned & {h for h in blocks(extract(article)) if h is not None}
 
 
 def _thin_texts(n: int) -> list[str]:

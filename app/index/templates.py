@@ -43,8 +43,9 @@ DEFAULT_TEMPLATE_PAGES = 20
 # copies whose view counter or timestamp line differs would otherwise be as many pages,
 # and its text the site's template.
 COPY_SHARE = 0.5
-# Blocks on at least this share of those pages are left out of that comparison: they are
-# the template, which thin pages of one path (index.php?id=1, ?id=2: forums, blogs)
+# Blocks on at least this share of those pages, and of their paths, are left out of that
+# comparison (each read without its digits: "It is currently 10:42", "12 users online"):
+# they are the template, which thin pages of one path (index.php?id=1, ?id=2: forums, blogs)
 # share in full, so that judged with it every such page was a copy of the first and the
 # site never learned its template. An article's own blocks, on its copies only, stay in.
 UNIVERSAL_SHARE = 0.8
@@ -155,30 +156,35 @@ def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
     (template_of counts them once: one article stored under ten URL variants, tracking
     parameters, would otherwise be half the pages, and its text the site's template);
     so too pages whose ids are one URL but for its query or fragment and that share
-    COPY_SHARE of their blocks outside those on UNIVERSAL_SHARE of the pages, read without
-    their digits: the same article whose counter or date line differs. Pages of one path
-    that differ more (index.php?id=1, ?id=2), however much template they share, stay
-    apart."""
-    lines = {
-        i: [line for line in text.split("\n") if _ALNUM.search(line)] for i, text in pages.items()
+    COPY_SHARE of their blocks, read without their digits (the same article whose
+    counter or date line differs), outside those on UNIVERSAL_SHARE of the pages and of
+    their paths (the template). Pages of one path that differ more (index.php?id=1,
+    ?id=2), however much template they share, stay apart."""
+    blocks_of: dict[str, list[int]] = {}
+    masked_of: dict[str, frozenset[int]] = {}
+    for doc_id, text in pages.items():
+        lines = [line for line in text.split("\n") if _ALNUM.search(line)]
+        blocks_of[doc_id] = [h for h in map(_block_hash, lines) if h is not None]
+        hidden = (_block_hash(_DIGITS.sub("0", line)) for line in lines)
+        masked_of[doc_id] = frozenset(h for h in hidden if h is not None)
+    counts: Counter[int] = Counter()
+    paths: dict[str, set[int]] = {}  # each path's blocks, on any of its pages
+    for doc_id, masked in masked_of.items():
+        counts.update(masked)
+        paths.setdefault(_without_query(doc_id), set()).update(masked)
+    groups: Counter[int] = Counter()
+    for on_path in paths.values():
+        groups.update(on_path)
+    least = max(TEMPLATE_LEAST_PAGES, UNIVERSAL_SHARE * len(masked_of))
+    universal = {
+        h for h, n in counts.items() if n >= least and groups[h] >= UNIVERSAL_SHARE * len(paths)
     }
-    hashes = {i: [_block_hash(line) for line in page] for i, page in lines.items()}
-    counts: Counter[int | None] = Counter()
-    for page in hashes.values():
-        counts.update(set(page))
-    least = max(TEMPLATE_LEAST_PAGES, UNIVERSAL_SHARE * len(hashes))
-    kept: dict[str, list[tuple[frozenset[int], frozenset[int | None]]]] = {}
-    for doc_id, page in hashes.items():
-        # Compared without their digits: a copy's counter or date line differs only there,
-        # and with the article's blocks on every page the counter lines are all that is left.
-        own = frozenset(
-            _block_hash(_DIGITS.sub("0", line))
-            for line, h in zip(lines[doc_id], page, strict=True)
-            if counts[h] < least
-        )
+    kept: dict[str, list[tuple[frozenset[int], frozenset[int]]]] = {}
+    for doc_id, masked in masked_of.items():
+        own = masked - universal
         same_path = kept.setdefault(_without_query(doc_id), [])
         if not any(_share(own, other) >= COPY_SHARE for _, other in same_path):
-            same_path.append((frozenset(h for h in page if h is not None), own))
+            same_path.append((frozenset(blocks_of[doc_id]), own))
     return {page for group in kept.values() for page, _ in group}
 
 
@@ -189,7 +195,7 @@ def _without_query(doc_id: str) -> str:
     return f"{parts.netloc.lower()}{parts.path}"
 
 
-def _share(a: frozenset[int | None], b: frozenset[int | None]) -> float:
+def _share(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
