@@ -1567,8 +1567,19 @@ def _placed(words: list[str], hide: str) -> str:
         "q 0 0 1 1 re W n {junk} Q",  # inside a one-point clipping path
         "q 1 0 0 1 -2000 0 cm {junk} Q",  # 2,000 points left of the page
         "q 1 0 0 1 {x} 0 cm /Cut Do Q",  # the same, in a form drawn there
+        # its object starting inside a sliver of a clip, its glyphs beyond it
+        "q {x} 0 1 1000 re W n BT 0 g /F1 11 Tf {x} 700 Td (zebra) Tj ET Q",
+        # sent off the page and back by a kerning jump of its object (TJ)
+        "BT 0 g /F1 11 Tf {x} 700 Td [220000 (zebra) -220000] TJ ET",
     ],
-    ids=["painted-over", "clipped", "off-the-page", "clipped-in-a-form"],
+    ids=[
+        "painted-over",
+        "clipped",
+        "off-the-page",
+        "clipped-in-a-form",
+        "clipped-past-its-start",
+        "kerned-off-the-page",
+    ],
 )
 def test_pdf_words_painted_over_clipped_or_off_the_page_read_as_spaces(hide: str) -> None:
     """Junk words between seen ones that a reader cannot see, though drawn in black: a box
@@ -1590,8 +1601,10 @@ _CLIPPING_FORMS = {
 
 def test_pdf_words_under_a_box_drawn_before_them_or_in_a_large_clip_are_read() -> None:
     """The controls: words on a white or pale box painted before them, inside a clipping
-    path that holds them (in a form too, whose clip moves with the form), or under a black
-    box drawn after them (a redaction's bar, not a page-coloured cover), are read."""
+    path that holds them (in a form too, whose clip moves with the form), under a black
+    box drawn after them (a redaction's bar, not a page-coloured cover), or under a white
+    fill drawn after them that their place is clipped out of or is a hole in (a review:
+    judged by its bounds, such fills hid seen words), are read."""
     words = ["When", "we", "speak", "of", "free", "software"]
     for hide in (
         "1 g {x} 696 {w} 14 re f 0 g {junk}",
@@ -1599,6 +1612,8 @@ def test_pdf_words_under_a_box_drawn_before_them_or_in_a_large_clip_are_read() -
         "q 0 0 612 792 re W n {junk} Q",
         "{junk} 0 g {x} 696 {w} 14 re f",
         "q 1 0 0 1 {x} 0 cm /Held Do Q",  # a form's clip is in its own space, moved with it
+        "{junk} q 0 0 612 50 re W n 1 g 0 0 612 792 re f Q 0 g",  # a white page, clipped off
+        "{junk} 1 g 0 0 612 792 re 36 36 540 720 re f* 0 g",  # a white frame, its hole here
     ):
         text = extract(PDF, pdf([_placed(words, hide).encode()], _CLIPPING_FORMS))
         assert text.split().count("zebra") == len(words) - 1, (hide, text)

@@ -63,10 +63,11 @@ MAX_AREAS = 20_000
 STRIP_SHARE = 0.1
 # Past this many distinct path colours, every text object drawn after is looked at.
 MAX_COLOURS = 64
-# A text object's clipping path is read up to this many paths of this many points each:
-# past them, the glyphs are judged by the part read (a bound on a hostile page).
-MAX_CLIP_PATHS = 16
-MAX_CLIP_POINTS = 4096
+# A clipping path of more paths, or a path of more points, than these is not read (a
+# glyph is judged as unclipped): the clips that hide text are boxes, and reading a long
+# path for each of a page's text objects cost seconds (a review's 1,000-point clip).
+MAX_CLIP_PATHS = 4
+MAX_CLIP_POINTS = 16
 
 Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -121,20 +122,51 @@ def _least_scale(m: Matrix) -> float:
     return math.sqrt(max(0.0, (s - math.sqrt(max(0.0, s * s - 4 * det * det))) / 2))
 
 
-def _clip_box(obj: Any) -> tuple[float, float, float, float] | None:
+def _one_rectangle(obj: Any) -> bool:
+    """Whether a path object is one closed rectangle's outline (`re`, or four lines),
+    axis-aligned in its own space: filled, it covers all of its bounds."""
+    n = pdfium_c.FPDFPath_CountSegments(obj)
+    if not 4 <= n <= 6:
+        return False
+    x, y = ctypes.c_float(), ctypes.c_float()
+    xs: set[float] = set()
+    ys: set[float] = set()
+    for k in range(n):
+        seg = pdfium_c.FPDFPath_GetPathSegment(obj, k)
+        kind = pdfium_c.FPDFPathSegment_GetType(seg)
+        if (k == 0) != (
+            kind == pdfium_c.FPDF_SEGMENT_MOVETO
+        ) or kind == pdfium_c.FPDF_SEGMENT_BEZIERTO:
+            return False
+        if not pdfium_c.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
+            return False
+        xs.add(round(x.value, 2))
+        ys.add(round(y.value, 2))
+    return len(xs) <= 2 and len(ys) <= 2
+
+
+_NOWHERE = (0.0, 0.0, -1.0, -1.0)
+
+
+def _clip_box(obj: Any, unread: Any = None) -> tuple[float, float, float, float] | None:
     """The bounding box of a page object's clipping path (the intersection of its
-    paths' boxes), in the space the object is drawn in; None when it has none."""
+    paths' boxes), in the space the object is drawn in; None when it has none, and
+    `unread` when it is past MAX_CLIP_PATHS or MAX_CLIP_POINTS."""
     clip = pdfium_c.FPDFPageObj_GetClipPath(obj)
     if not clip:
         return None
     box: tuple[float, float, float, float] | None = None
     x, y = ctypes.c_float(), ctypes.c_float()
-    for p in range(max(0, min(pdfium_c.FPDFClipPath_CountPaths(clip), MAX_CLIP_PATHS))):
+    paths = pdfium_c.FPDFClipPath_CountPaths(clip)
+    if paths > MAX_CLIP_PATHS:
+        return unread
+    for p in range(max(0, paths)):
+        points = pdfium_c.FPDFClipPath_CountPathSegments(clip, p)
+        if points > MAX_CLIP_POINTS:
+            return unread
         xs: list[float] = []
         ys: list[float] = []
-        for k in range(
-            max(0, min(pdfium_c.FPDFClipPath_CountPathSegments(clip, p), MAX_CLIP_POINTS))
-        ):
+        for k in range(max(0, points)):
             seg = pdfium_c.FPDFClipPath_GetPathSegment(clip, p, k)
             if seg and pdfium_c.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
                 xs.append(x.value)
@@ -177,6 +209,7 @@ class Drawing:
         # which may cover the text objects painted before it.
         self._clips: dict[int, tuple[float, float, float, float]] = {}
         self._last_cover = -1
+        self._rectangles: dict[int, bool] = {}  # an area's index: whether one rectangle
         # Buffers PDFium writes into, made once for the walk's thousands of objects.
         self._rgba = [ctypes.c_uint() for _ in range(4)]
         self._rgba_refs = [ctypes.byref(c) for c in self._rgba]
@@ -184,6 +217,8 @@ class Drawing:
         self._size_ref = ctypes.byref(self._size)
         self._matrix = pdfium_c.FS_MATRIX()
         self._matrix_ref = ctypes.byref(self._matrix)
+        self._box = [ctypes.c_float() for _ in range(4)]
+        self._box_refs = [ctypes.byref(c) for c in self._box]
         self._count = 0
         self._walk(
             page.raw, pdfium_c.FPDFPage_CountObjects, pdfium_c.FPDFPage_GetObject, _IDENTITY, 0
@@ -243,20 +278,17 @@ class Drawing:
     def _text(self, obj: Any, order: int, matrix: Matrix) -> None:
         address = _address(obj)
         self._order[address] = order
-        # Where the object starts (its matrix's origin, on the page): one off the page, or
-        # outside the object's clipping path, has its glyphs looked at (a text's bounds
-        # cost PDFium a layout of its glyphs; its matrix is at hand).
-        own = self._matrix
-        if pdfium_c.FPDFPageObj_GetMatrix(obj, self._matrix_ref):
-            mine = (own.a, own.b, own.c, own.d, own.e, own.f)
-            _, _, _, _, x, y = mine if matrix is _IDENTITY else _then(mine, matrix)
+        # An object reaching off the page, or out of its clipping path, has its glyphs
+        # looked at (a glyph a kerning jump sends off the page lies in its bounds).
+        if pdfium_c.FPDFPageObj_GetBounds(obj, *self._box_refs):
+            x0, y0, x1, y1 = _on_page(tuple(c.value for c in self._box), matrix)  # type: ignore[arg-type]
             left, bottom, width, height = self._frame
-            if not (left <= x <= left + width and bottom <= y <= bottom + height):
+            if x0 < left or y0 < bottom or x1 > left + width or y1 > bottom + height:
                 self.candidates.add(address)
             clip = _clip_box(obj)
             if clip is not None:
                 c0, c1, c2, c3 = _on_page(clip, matrix)
-                if not (c0 <= x <= c2 and c1 <= y <= c3):
+                if x0 < c0 or y0 < c1 or x1 > c2 or y1 > c3:
                     self._clips[address] = (c0, c1, c2, c3)
         mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj)
         colour = self._colour_of(obj, mode)
@@ -333,6 +365,16 @@ class Drawing:
             if area.colour is None or area.alpha < 255 - UNSEEN_ALPHA:
                 continue
             ax0, ay0, ax1, ay1 = self._boxes[index]
+            if not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
+                continue
+            if index not in self._rectangles:  # only a plain rectangle covers its bounds
+                self._rectangles[index] = _one_rectangle(area.obj)
+            if not self._rectangles[index]:
+                continue
+            clip = _clip_box(area.obj, unread=_NOWHERE)  # a clip not read: covers nothing
+            if clip is not None:  # what of it its clip (a form's box among it) lets show
+                c0, c1, c2, c3 = _on_page(clip, area.matrix)
+                ax0, ay0, ax1, ay1 = max(ax0, c0), max(ay0, c1), min(ax1, c2), min(ay1, c3)
             if not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
                 continue
             w = min(x1, ax1) - max(x0, ax0)
