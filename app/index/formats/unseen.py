@@ -348,18 +348,11 @@ class Drawing:
         """Whether a glyph of obj with this box on the page is painted over: an opaque
         fill drawn after obj, in a colour faint on the glyph's ground (a box the colour of
         the page), holds the glyph's centre and half its box."""
-        if self._order.get(_address(obj), self._count) >= self._last_cover:
+        order, here, orders, (cx, cy), size = self._place(obj, box)
+        if order >= self._last_cover:
             return False
-        if self._cells is None:
-            self._cells = self._grid()
-        cells, orders = self._cells
-        order = self._order.get(_address(obj), self._count)
         x0, y0, x1, y1 = box
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        cell = self._cell(cx, cy)
-        size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
-        here = cells[cell]
-        start = bisect.bisect_right(orders[cell], order)
+        start = bisect.bisect_right(orders, order)
         for index in here[start : start + MAX_WALK]:
             area = self._areas[index]
             if area.colour is None or area.alpha < 255 - UNSEEN_ALPHA:
@@ -393,19 +386,12 @@ class Drawing:
         alpha with those below it, down to an opaque one or the page's WHITE; an image's
         where its pixels under the box are of one colour (and images is true); None where
         an image of several colours, or a shading, is the ground."""
-        if self._cells is None:
-            self._cells = self._grid()
-        cells, orders = self._cells
-        order = self._order.get(_address(obj), self._count)
+        order, here, orders, (cx, cy), size = self._place(obj, box)
         x0, y0, x1, y1 = box
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        cell = self._cell(cx, cy)
-        size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
         layers: list[_Area] = []
         ground: RGB | None = WHITE
         # The cell's areas are in paint order: those painted after obj are skipped at once.
-        here = cells[cell]
-        k = bisect.bisect_left(orders[cell], order)
+        k = bisect.bisect_left(orders, order)
         for walked, at in enumerate(range(k - 1, -1, -1)):
             if walked >= MAX_WALK:
                 break  # judged as on the page
@@ -437,6 +423,21 @@ class Drawing:
             assert area.colour is not None
             ground = blend(area.colour, ground, area.alpha / 255)
         return ground
+
+    def _place(
+        self, obj: Any, box: tuple[float, float, float, float]
+    ) -> tuple[int, list[int], list[int], tuple[float, float], float]:
+        """A glyph's object's paint order, the areas of its box's centre's cell (indexes,
+        and their orders, in paint order), that centre and the box's size."""
+        if self._cells is None:
+            self._cells = self._grid()
+        cells, orders = self._cells
+        x0, y0, x1, y1 = box
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        cell = self._cell(cx, cy)
+        size = max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+        order = self._order.get(_address(obj), self._count)
+        return order, cells[cell], orders[cell], (cx, cy), size
 
     def _pixels(self, area: _Area, box: tuple[float, float, float, float]) -> RGB | None:
         """The colour of an image's pixels under a glyph's box (five of them looked at),
