@@ -155,11 +155,11 @@ def _clip_box(obj: Any, unread: Any = None) -> tuple[float, float, float, float]
     clip = pdfium_c.FPDFPageObj_GetClipPath(obj)
     if not clip:
         return None
-    box: tuple[float, float, float, float] | None = None
     x, y = ctypes.c_float(), ctypes.c_float()
     paths = pdfium_c.FPDFClipPath_CountPaths(clip)
     if paths > MAX_CLIP_PATHS:
         return unread
+    boxes: list[tuple[float, float, float, float]] = []
     for p in range(max(0, paths)):
         points = pdfium_c.FPDFClipPath_CountPathSegments(clip, p)
         if points > MAX_CLIP_POINTS:
@@ -171,20 +171,17 @@ def _clip_box(obj: Any, unread: Any = None) -> tuple[float, float, float, float]
             if seg and pdfium_c.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
                 xs.append(x.value)
                 ys.append(y.value)
-        if not xs:
-            continue
-        own = (min(xs), min(ys), max(xs), max(ys))
-        box = (
-            own
-            if box is None
-            else (
-                max(box[0], own[0]),
-                max(box[1], own[1]),
-                min(box[2], own[2]),
-                min(box[3], own[3]),
-            )
-        )
-    return box
+        if xs:
+            boxes.append((min(xs), min(ys), max(xs), max(ys)))
+    if not boxes:
+        return None
+    x0s, y0s, x1s, y1s = zip(*boxes, strict=True)
+    return max(x0s), max(y0s), min(x1s), min(y1s)
+
+
+def _holds(box: tuple[float, float, float, float], x: float, y: float) -> bool:
+    """Whether the point (x, y) lies in box (left, bottom, right, top)."""
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
 
 
 class Drawing:
@@ -209,7 +206,7 @@ class Drawing:
         # which may cover the text objects painted before it.
         self._clips: dict[int, tuple[float, float, float, float]] = {}
         self._last_cover = -1
-        self._rectangles: dict[int, bool] = {}  # an area's index: whether one rectangle
+        self._covers: dict[int, tuple[float, float, float, float] | None] = {}  # _cover's
         # Buffers PDFium writes into, made once for the walk's thousands of objects.
         self._rgba = [ctypes.c_uint() for _ in range(4)]
         self._rgba_refs = [ctypes.byref(c) for c in self._rgba]
@@ -339,10 +336,10 @@ class Drawing:
         never shown."""
         cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
         left, bottom, width, height = self._frame
-        if not (left <= cx <= left + width and bottom <= cy <= bottom + height):
+        if not _holds((left, bottom, left + width, bottom + height), cx, cy):
             return True
         clip = self._clips.get(_address(obj))
-        return clip is not None and not (clip[0] <= cx <= clip[2] and clip[1] <= cy <= clip[3])
+        return clip is not None and not _holds(clip, cx, cy)
 
     def covered(self, obj: Any, box: tuple[float, float, float, float], ground: RGB) -> bool:
         """Whether a glyph of obj with this box on the page is painted over: an opaque
@@ -357,19 +354,14 @@ class Drawing:
             area = self._areas[index]
             if area.colour is None or area.alpha < 255 - UNSEEN_ALPHA:
                 continue
-            ax0, ay0, ax1, ay1 = self._boxes[index]
-            if not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
+            if not _holds(self._boxes[index], cx, cy):
                 continue
-            if index not in self._rectangles:  # only a plain rectangle covers its bounds
-                self._rectangles[index] = _one_rectangle(area.obj)
-            if not self._rectangles[index]:
+            if index not in self._covers:
+                self._covers[index] = self._cover(index)
+            cover = self._covers[index]
+            if cover is None or not _holds(cover, cx, cy):
                 continue
-            clip = _clip_box(area.obj, unread=_NOWHERE)  # a clip not read: covers nothing
-            if clip is not None:  # what of it its clip (a form's box among it) lets show
-                c0, c1, c2, c3 = _on_page(clip, area.matrix)
-                ax0, ay0, ax1, ay1 = max(ax0, c0), max(ay0, c1), min(ax1, c2), min(ay1, c3)
-            if not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
-                continue
+            ax0, ay0, ax1, ay1 = cover
             w = min(x1, ax1) - max(x0, ax0)
             h = min(y1, ay1) - max(y0, ay0)
             if size > 0 and (w <= 0 or h <= 0 or w * h < 0.5 * size):
@@ -377,6 +369,19 @@ class Drawing:
             if faint(area.colour, ground):
                 return True
         return False
+
+    def _cover(self, index: int) -> tuple[float, float, float, float] | None:
+        """What an area covers for sure, on the page: its bounds less what its clip (a
+        form's box among it) cuts off, if it is one plain rectangle; else None."""
+        area = self._areas[index]
+        if not _one_rectangle(area.obj):
+            return None
+        ax0, ay0, ax1, ay1 = self._boxes[index]
+        clip = _clip_box(area.obj, unread=_NOWHERE)  # a clip not read: covers nothing
+        if clip is None:
+            return ax0, ay0, ax1, ay1
+        c0, c1, c2, c3 = _on_page(clip, area.matrix)
+        return max(ax0, c0), max(ay0, c1), min(ax1, c2), min(ay1, c3)
 
     def under(
         self, obj: Any, box: tuple[float, float, float, float], images: bool = True
@@ -404,10 +409,10 @@ class Drawing:
                 if w <= 0 or h <= 0:
                     continue
                 share = w * h / size
-                inside = ax0 <= cx <= ax1 and ay0 <= cy <= ay1
+                inside = _holds(self._boxes[index], cx, cy)
                 if share < 0.5 and not (inside and share >= STRIP_SHARE):
                     continue
-            elif not (ax0 <= cx <= ax1 and ay0 <= cy <= ay1):
+            elif not _holds(self._boxes[index], cx, cy):
                 continue
             if area.alpha <= UNSEEN_ALPHA:
                 continue  # paints nothing to speak of
