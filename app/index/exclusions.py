@@ -594,18 +594,17 @@ def _entries(section: str) -> list[tuple[int, int, int, bool]]:
     for line in [*section.split("\n"), ""]:
         here, at = at, at + len(line) + 1
         text = line.strip()
-        cites = bool(text) and _WORD.search(line) is not None and _cites(line)
-        goes_on = lines and text and (not _ends_entry(lines[-1]) or text[:1].islower())
-        if lines and (
-            not _WORD.search(line) or not goes_on or (cites and cited) or _starts_item(line)
-        ):
+        worded = _WORD.search(line) is not None
+        cites = worded and _cites(line)
+        goes_on = worded and (not _ends_entry(lines[-1]) or text[:1].islower()) if lines else False
+        if lines and (not goes_on or (cites and cited) or _starts_item(line)):
             joined = " ".join(lines)
             # A reference too long to read as one (APA's twenty authors) opens as one.
             cites_whole = len(joined) <= REFERENCE_LINE and _cites(joined)
             out.append((first, last, weight, cites_whole or _opens(lines[0])))
             lines.clear()
             weight, cited = 0, False
-        if not _WORD.search(line):
+        if not worded:
             cited = False
             continue
         if not lines:

@@ -160,18 +160,18 @@ def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
     counter or date line differs), outside those on UNIVERSAL_SHARE of the pages and of
     their paths (the template). Pages of one path that differ more (index.php?id=1,
     ?id=2), however much template they share, stay apart."""
-    blocks_of: dict[str, list[int]] = {}
+    path_of = {doc_id: _without_query(doc_id) for doc_id in pages}
+    blocks_of: dict[str, frozenset[int]] = {}
     masked_of: dict[str, frozenset[int]] = {}
     for doc_id, text in pages.items():
-        lines = [line for line in text.split("\n") if _ALNUM.search(line)]
-        blocks_of[doc_id] = [h for h in map(_block_hash, lines) if h is not None]
-        hidden = (_block_hash(_DIGITS.sub("0", line)) for line in lines)
+        blocks_of[doc_id] = frozenset(h for h in blocks(text) if h is not None)
+        hidden = (_block_hash(_DIGITS.sub("0", line)) for line in text.split("\n"))
         masked_of[doc_id] = frozenset(h for h in hidden if h is not None)
     counts: Counter[int] = Counter()
     paths: dict[str, set[int]] = {}  # each path's blocks, on any of its pages
     for doc_id, masked in masked_of.items():
         counts.update(masked)
-        paths.setdefault(_without_query(doc_id), set()).update(masked)
+        paths.setdefault(path_of[doc_id], set()).update(masked)
     groups: Counter[int] = Counter()
     for on_path in paths.values():
         groups.update(on_path)
@@ -182,9 +182,9 @@ def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
     kept: dict[str, list[tuple[frozenset[int], frozenset[int]]]] = {}
     for doc_id, masked in masked_of.items():
         own = masked - universal
-        same_path = kept.setdefault(_without_query(doc_id), [])
+        same_path = kept.setdefault(path_of[doc_id], [])
         if not any(_share(own, other) >= COPY_SHARE for _, other in same_path):
-            same_path.append((frozenset(blocks_of[doc_id]), own))
+            same_path.append((blocks_of[doc_id], own))
     return {page for group in kept.values() for page, _ in group}
 
 

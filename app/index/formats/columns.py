@@ -136,7 +136,8 @@ def _wrapped(flat: list[Piece], first: int, end: int) -> bool:
     near = abs(heights[-2] - heights[-1]) <= WRAP_LEADING * step
     if first > 0:
         near = near and abs(heights[0] - heights[1]) <= WRAP_LEADING * step
-    return near and all(len(flat[k].text) >= MIN_CHARS for k in range(start, end + 1, end - start))
+    around = [end] if first == 0 else [first - 1, end]  # the lines across it
+    return near and all(len(flat[k].text) >= MIN_CHARS for k in around)
 
 
 def _joined(pieces: list[Piece]) -> Piece:
