@@ -66,3 +66,12 @@ def test_a_file_misnamed_or_empty_is_said_so_for_a_command_line(tmp_path: Path) 
     empty.write_bytes(b"")
     done = run("query", "--file", str(empty), "--url", "http://127.0.0.1:9", env=env)
     assert done.returncode == 2 and b"the file is empty" in done.stderr, done.stderr
+
+
+def test_the_help_names_every_format_ingest_reads() -> None:
+    """`neardup --help` names each file format the tools read (RTF was left out)."""
+    from app.index.formats import NAMES
+
+    shown = subprocess.run([*neardup_cmd(), "--help"], capture_output=True, text=True, timeout=60)
+    ingest = " ".join(shown.stdout.split("\n    ingest ", 1)[1].split("\n    query ")[0].split())
+    assert all(name in ingest for name in NAMES.values()), ingest

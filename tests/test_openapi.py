@@ -175,6 +175,19 @@ def test_links_lead_from_a_write_to_what_it_made(client: TestClient) -> None:
     )
 
 
+def test_every_answer_with_a_body_says_what_the_body_is(client: TestClient) -> None:
+    """A 2xx answer other than 204 declares its content, so a link reading
+    $response.body (POST /collections' 200 had none) has a body to read."""
+    schema = client.get("/openapi.json").json()
+    bare = [
+        (path, status)
+        for _, path, op in _operations(schema)
+        for status, answer in op["responses"].items()
+        if status.startswith("2") and status != "204" and "content" not in answer
+    ]
+    assert bare == []
+
+
 REQUEST_BODIES = (
     "DocumentIn",
     "DocumentPut",

@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = command(
         "ingest",
         help="load documents from JSON Lines or 'id text' files ('-' is stdin), or PDF, "
-        "DOCX and ODT files (one document each, its file name as id); exit 3 if any line "
+        "DOCX, ODT and RTF files (one document each, its file name as id); exit 3 if any line "
         "was skipped",
         description="Load documents; a bad line is reported as file:line: skipped: why and "
         "the rest goes on. Exits 0 when every line was stored, 3 when some were skipped.",

@@ -39,7 +39,7 @@ async def _described(index: Index, name: str) -> dict[str, Any]:
     status_code=201,
     response_model=dict[str, Any],
     responses={
-        200: {"description": "it exists with these parameters already"},
+        200: {"model": dict[str, Any], "description": "it exists with these parameters already"},
         409: {"model": replies.Problem, "description": "it exists with other parameters"},
     },
 )

@@ -30,7 +30,16 @@ async def healthz(request: Request) -> Response:
     return Response(_OK, media_type="application/json")  # the same answer, not re-validated
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "the Prometheus text exposition format",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
 async def prometheus(request: Request) -> Response:
     """Prometheus metrics: requests, latency, candidates, verification, Redis, documents."""
     index = request.app.state.index
