@@ -38,6 +38,19 @@ def test_post_stores_and_reports_shingle_count(client: TestClient) -> None:
     assert got == {"id": "a", "shingles": resp.json()["shingles"], "metadata": {"k": 1}}
 
 
+@pytest.mark.parametrize("query", ["threshold=0.8", "limit=5"])
+def test_search_parameters_without_similar_are_refused_and_nothing_stored(
+    client: TestClient, query: str
+) -> None:
+    """threshold and limit on POST /documents without similar=true are a 422 naming the
+    fix (taken and ignored, they read as a search that found nothing); nothing is stored."""
+    resp = client.post(f"/documents?{query}", json={"id": "unasked", "text": TEXT})
+    assert resp.status_code == 422 and "similar=true" in resp.json()["detail"], resp.text
+    assert client.get("/documents/unasked").status_code == 404
+    asked = client.post(f"/documents?similar=true&{query}", json={"id": "asked", "text": TEXT})
+    assert asked.status_code == 201 and asked.json()["similar"] is not None, asked.text
+
+
 def test_post_without_id_generates_one(client: TestClient) -> None:
     """A document without an id gets a fresh one that GET then finds."""
     doc_id = client.post("/documents", json={"text": TEXT}).json()["id"]

@@ -14,6 +14,7 @@ from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
 from app.api.routes.similar import similar_out
 from app.api.routing import Route
+from app.core.errors import Invalid
 from app.index import Document, Index, IngestResult
 from app.index.formats import FileError
 from app.index.html import HTMLError
@@ -42,9 +43,15 @@ async def ingest(
     index: IndexDep,
     similar: Annotated[bool, Query(description="also return near-duplicates found")] = False,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
-    limit: Annotated[schemas.Limit, Query()] = 10,
+    limit: Annotated[
+        schemas.Limit | None, Query(description=f"default {schemas.DEFAULT_LIMIT}")
+    ] = None,
 ) -> replies.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
+    if not similar and (threshold is not None or limit is not None):
+        # Taken and ignored, they would read as a search that found nothing.
+        raise Invalid("threshold and limit are read only with similar=true: add it or drop them")
+    limit = schemas.DEFAULT_LIMIT if limit is None else limit
     doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
