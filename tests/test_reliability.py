@@ -168,6 +168,35 @@ def test_readiness_does_not_flap_when_redis_drops_its_connections(tmp_path: Path
             asyncio.run(run(url))
 
 
+def test_a_scan_redis_does_not_answer_in_time_is_unavailable(tmp_path: Path) -> None:
+    """A SCAN or HSCAN Redis does not answer in time (a collection's delete steps, the id
+    scans) is StoreUnavailableError, a 503 with Retry-After, as every other command's
+    timeout is (an outside audit: redis-py's TimeoutError reached the route, a 500)."""
+
+    async def run(rds: RedisProc) -> None:
+        store = Store.connect(rds.url, "scanned", 0.3)
+        try:
+            keys = [store._keys.prefix + b"k%d" % i for i in range(50)]
+            await store.transport.commands([(b"SET", k, b"1") for k in keys], write=True)
+            hashed = store._keys.prefix + b"h"
+            await store.transport.commands([(b"HSET", hashed, b"f", b"v")], write=True)
+            rds.pause()
+            try:
+                with pytest.raises(StoreUnavailableError):
+                    await store.drop_some(10)
+                with pytest.raises(StoreUnavailableError):
+                    async for _ in store.transport.hscan(hashed, 10):
+                        pass
+            finally:
+                rds.resume()
+            assert await store.drop_some(100) == 51  # nothing dropped while it slept
+        finally:
+            await store.close()
+
+    with RedisProc(tmp_path / "redis") as rds:
+        asyncio.run(run(rds))
+
+
 def test_a_stream_redis_cuts_is_one_log_line_not_a_traceback(tmp_path: Path) -> None:
     """A /duplicates stream whose Redis stops answering mid-way ends without its last
     chunk (the client sees it cut), and the log says so in one warning line, with no

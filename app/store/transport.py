@@ -188,13 +188,28 @@ class Transport(ABC):
 
     def scan(self, pattern: bytes) -> AsyncIterator[bytes]:
         """Every key that matches pattern (SCAN; on every master of a cluster), in no order."""
-        iterator: AsyncIterator[bytes] = self.client.scan_iter(match=pattern, count=1000)
-        return iterator
+        return self._translated(self.client.scan_iter(match=pattern, count=1000))
 
     def hscan(self, key: bytes, count: int) -> AsyncIterator[tuple[bytes, bytes]]:
         """Every field and value of a HASH (HSCAN, count at a time), in no order."""
-        iterator: AsyncIterator[tuple[bytes, bytes]] = self.client.hscan_iter(key, count=count)
-        return iterator
+        return self._translated(self.client.hscan_iter(key, count=count))
+
+    async def _translated(self, iterator: Any) -> AsyncIterator[Any]:
+        """iterator's items, its errors translated as run's are (a SCAN that timed out
+        is Redis unavailable, a 503, not an error of redis-py's reaching a route)."""
+        try:
+            async for item in iterator:
+                yield item
+        except (RedisError, RedisClusterException, OSError) as exc:
+            raise self._failed(exc) from exc
+        finally:
+            await iterator.aclose()
+
+    def _failed(self, exc: Exception) -> Exception:
+        error = translate(exc)
+        if isinstance(error, StoreUnavailableError):
+            self.unavailable()
+        return error
 
     async def run(self, coro: Any, op: str = "command") -> Any:
         """Await one redis-py call, timed, its errors translated."""
@@ -202,10 +217,7 @@ class Transport(ABC):
         try:
             return await coro
         except (RedisError, RedisClusterException, OSError) as exc:
-            error = translate(exc)
-            if isinstance(error, StoreUnavailableError):
-                self.unavailable()
-            raise error from exc
+            raise self._failed(exc) from exc
         finally:
             metrics.REDIS_SECONDS.labels(op).observe(time.perf_counter() - started)
 
