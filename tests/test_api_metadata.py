@@ -18,6 +18,7 @@ from support.textgen import mutate
 from app.api.app import create_app
 from app.core.settings import Settings
 from app.index.check import check
+from app.index.passages import Layout
 from app.store import PLACE_BITS
 
 BASE = (
@@ -405,6 +406,35 @@ def test_import_refuses_other_parameters_and_bad_lines(client: TestClient, setti
     resp = client.post("/import", json={"header": {**head, "version": True}, "documents": [doc]})
     assert resp.status_code == 422
     assert client.get("/readyz").json()["documents"] == 1  # a, from the start
+
+
+def test_import_refuses_a_passage_layout_no_text_has(client: TestClient) -> None:
+    """A layout that decodes but whose spans go below 0, past 2**31 or backwards, or whose
+    anchors lie past the text's words, is a 422 naming its line, and nothing is stored
+    (an outside audit: answers about a sound source then gave its passages at -10**9)."""
+    client.put("/documents/src", json={"text": BASE})
+    head, doc, _ = _ndjson(client.get("/export"))
+    read = Layout.unpack(base64.b64decode(doc["passages"]))
+    n = read.words
+    below = np.full(n, -(10**9), np.int64)
+    past = np.arange(n, dtype=np.int64) * (2**31 - 100)
+    backwards = read.starts[::-1].copy()
+    spans = [(below, below + 3), (past, past + 5), (backwards, backwards + 2)]
+    layouts = [
+        Layout(read.anchor_hashes, read.anchor_words, read.word_hashes, s, e, bits=read.bits)
+        for s, e in spans
+    ]
+    layouts.append(
+        Layout(read.anchor_hashes, read.anchor_words + n, read.word_hashes,
+               read.starts, read.ends, bits=read.bits)
+    )  # fmt: skip
+    for layout in layouts:
+        evil = {**doc, "id": "evil", "passages": base64.b64encode(layout.pack()).decode()}
+        resp = client.post("/import", json={"header": head, "documents": [evil]})
+        assert resp.status_code == 422 and "'evil'" in resp.json()["detail"], resp.text
+        assert client.get("/documents/evil").status_code == 404
+    ok = {**doc, "id": "copy"}  # the layout as exported is a text's
+    assert client.post("/import", json={"header": head, "documents": [ok]}).status_code == 200
 
 
 def test_import_drops_an_epoch_expiry_and_counts_a_repeated_id(client: TestClient) -> None:

@@ -42,6 +42,9 @@ MERGE_GAP = 8
 # (quadratic, each extension running the whole repeat); the first ones find the passage.
 REPEATS = 32
 
+# A text's offsets stay under this: a layout's overflow values are int32.
+MAX_OFFSET = 2**31 - 1
+
 _HEAD = struct.Struct("<III")  # anchors, words, overflowing gaps and lengths
 _ESCAPE = 15
 # Format 3 (a collection's passage_bits > 0) sets this bit in the head's word count; the
@@ -151,6 +154,30 @@ class Layout:
     def words(self) -> int:
         """How many words the text has."""
         return len(self.word_hashes)
+
+    def fault(self) -> str | None:
+        """Why no text has this layout (None: one may): its anchors' words must be word
+        indexes of the text (in no set order: a text of several scripts winnows each
+        apart), its words' spans ascending code-point offsets under 2**31. A layout from outside (an import) is checked so: answers
+        read offsets out of it, and kept checks keep them."""
+        n, words = self.words, self.anchor_words
+        if len(words) and (words.min() < 0 or words.max() >= n):
+            return "its anchors are not at words of the text"
+        if not n:
+            return None
+        try:
+            starts, ends = self.starts, self.ends
+        except DamagedLayout as exc:
+            return str(exc)
+        if (
+            starts[0] < 0
+            or ends[-1] > MAX_OFFSET
+            or np.any(ends < starts)
+            or np.any(np.diff(starts) < 0)
+            or np.any(np.diff(ends) < 0)
+        ):
+            return "its words' spans are not ascending code-point offsets"
+        return None
 
     def pack(self) -> bytes:
         """The record's passage section: anchors (uint32 hash, then word index as

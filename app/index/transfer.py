@@ -269,11 +269,14 @@ def _restore(
                                "keeps a passage index")  # fmt: skip
         if layout:
             try:
-                same = Layout.unpack(layout).pack() == layout
+                read = Layout.unpack(layout)
+                same = read.pack() == layout
             except Exception:  # any garbage: refused, never stored
                 same = False
             if not same:
                 raise ImportRefused(f"{where}: passages is not a passage layout")
+            if fault := read.fault():
+                raise ImportRefused(f"{where}: passages is not a text's layout: {fault}")
         end = doc.get("expires_ms", 0)
         if type(end) is not int or not 0 <= end <= now_ms() + 1000 * MAX_TTL_S:
             raise ImportRefused(f"{where}: expires_ms must be ms since the epoch, at most "
