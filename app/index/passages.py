@@ -158,8 +158,9 @@ class Layout:
     def fault(self) -> str | None:
         """Why no text has this layout (None: one may): its anchors' words must be word
         indexes of the text (in no set order: a text of several scripts winnows each
-        apart), its words' spans ascending code-point offsets under 2**31. A layout from outside (an import) is checked so: answers
-        read offsets out of it, and kept checks keep them."""
+        apart), its words' spans ascending code-point offsets under 2**31. A layout from
+        outside (an import) is checked so: answers read offsets out of it, and kept
+        checks keep them."""
         n, words = self.words, self.anchor_words
         if len(words) and (words.min() < 0 or words.max() >= n):
             return "its anchors are not at words of the text"
