@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from support.corpus import neardup_cmd
+from support.pdfgen import pdf
 
 DATA = Path(__file__).parent / "data" / "formats"
 
@@ -75,3 +76,22 @@ def test_the_help_names_every_format_ingest_reads() -> None:
     shown = subprocess.run([*neardup_cmd(), "--help"], capture_output=True, text=True, timeout=60)
     ingest = " ".join(shown.stdout.split("\n    ingest ", 1)[1].split("\n    query ")[0].split())
     assert all(name in ingest for name in NAMES.values()), ingest
+
+
+def test_a_file_that_would_take_the_machine_is_read_within_the_service_limits(
+    tmp_path: Path,
+) -> None:
+    """A 1 KB PDF whose two forms draw each other (read in the CLI's own process it took
+    memory without end: an outside audit) is read in a worker within
+    NEARDUP_EXTRACT_TIMEOUT and skipped saying why; the next file is stored."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env.update(NEARDUP_DATA_DIR=str(tmp_path / "data"), NEARDUP_EXTRACT_TIMEOUT="2")
+    hostile = tmp_path / "forms.pdf"
+    page = b"BT /F1 12 Tf 72 700 Td (mutual forms) Tj ET /X1 Do"
+    hostile.write_bytes(pdf([page], {"X1": b"/X2 Do /X2 Do", "X2": b"/X1 Do /X1 Do"}))
+    done = run("ingest", "--quiet", str(hostile), str(DATA / "essay.pdf"), env=env)
+    assert done.returncode == 3, done.stderr
+    assert b"forms.pdf:1: skipped: the PDF" in done.stderr
+    assert b"ingested 1 documents" in done.stdout
+    asked = run("query", "--file", str(hostile), env=env)
+    assert asked.returncode == 2 and b"forms.pdf: the PDF" in asked.stderr, asked.stderr

@@ -24,7 +24,8 @@ from app.index import Document, Index
 from app.index.collections import NoCollectionError
 from app.index.expiry import now_ms
 from app.index.filters import Filter
-from app.index.html import HTMLError, extract
+from app.index.formats import workers
+from app.index.html import HTMLError
 from app.index.removal import MAX_STEP, delete_ids, delete_where
 from app.index.transfer import export, import_documents
 from app.service.collections import Collections, describe
@@ -128,7 +129,7 @@ class LocalBackend:
         match = None if where is None else Filter.parse(where)
         if page:  # as the API reads a text/html body: its main text, less its site's template
             try:
-                text = extract(text or "")
+                text, _ = await workers.shared().page(text or "", False)
             except HTMLError as exc:
                 raise RefusedError(str(exc)) from None
             if site is not None:

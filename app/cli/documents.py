@@ -19,11 +19,17 @@ if TYPE_CHECKING:
 
 
 def settings_or_exit() -> Settings:
+    """The NEARDUP_* settings (exit 2 naming a bad one); files and pages this process reads
+    are read as the service reads them, in workers within its time and size limits."""
+    from app.index.formats import workers
+
     try:
-        return load_settings()
+        settings = load_settings()
     except SettingsError as exc:
         print(f"neardup: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    workers.configure(settings.extract_workers, settings.extract_timeout, settings.max_text_bytes)
+    return settings
 
 
 def run_tool(
@@ -106,6 +112,7 @@ def query_command(args: argparse.Namespace) -> int:
         return 2
     if args.file is not None:
         from app.cli.sources import file_text
+        from app.index.errors import TooLargeError
         from app.index.formats import FileError
 
         problem = files.unreadable(args.file)
@@ -114,7 +121,7 @@ def query_command(args: argparse.Namespace) -> int:
             return 2
         try:
             text = file_text(args.file)
-        except (FileError, OSError) as exc:
+        except (FileError, TooLargeError, OSError) as exc:
             print(f"neardup: {args.file}: {exc}", file=sys.stderr)
             return 2
         if text is None:

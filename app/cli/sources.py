@@ -13,7 +13,8 @@ from typing import IO
 import orjson
 
 from app.index import Document
-from app.index.formats import SUFFIXES, FileError, extract
+from app.index.errors import TooLargeError
+from app.index.formats import SUFFIXES, FileError, workers
 from app.index.ids import check_id
 
 
@@ -87,7 +88,9 @@ def file_text(path: str) -> str | None:
     if not raw:
         raise FileError("the file is empty")
     try:
-        return extract(kind, raw)
+        # In a worker, within the service's time and memory limits: a hostile file
+        # (forms drawing each other) must not take the user's machine.
+        return workers.shared().run(kind, raw)
     except FileError as exc:
         # The API's advice (another content_type) is a name here: the file's suffix.
         renamed = _SEND_AS.sub(lambda m: f"name it *{_SUFFIX_OF[m.group(1)]}", str(exc))
@@ -103,7 +106,7 @@ def read_lines(path: str) -> Iterator[Line]:
         try:
             text = file_text(path)
             check_id(name)
-        except (FileError, ValueError) as exc:
+        except (FileError, TooLargeError, ValueError) as exc:
             yield Line(path, 1, size, None, str(exc))
             return
         yield Line(path, 1, size, Document(text=text or "", id=name))

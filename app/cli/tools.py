@@ -28,7 +28,8 @@ from app.cli.sources import Line, read_lines, total_bytes
 from app.core.errors import NeardupError
 from app.core.jsonl import json_line
 from app.index.check import KINDS, CheckReport
-from app.index.html import HTMLError, extract
+from app.index.formats import workers
+from app.index.html import HTMLError
 
 BATCH = 500
 IN_FLIGHT = 4
@@ -74,7 +75,7 @@ def html_lines(lines: Iterator[Line]) -> Iterator[Line]:
             yield ln
             continue
         try:
-            text = extract(ln.document.text)
+            text = workers.shared().main_text(ln.document.text)
         except HTMLError as exc:
             yield dataclasses.replace(ln, document=None, error=str(exc))
             continue

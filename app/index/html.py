@@ -119,6 +119,15 @@ _ROLE_MAIN = re.compile(r"role\s*=\s*[\"']?main\b")
 # read whole, in linear time.
 MAX_DEPTH = 512
 _DEEPER = "body" + " > *" * (MAX_DEPTH + 1)
+# Attributes one element may have: the HTML parser's time grows with the square of one
+# element's attributes (25,000 took 1.7 s, 50,000 eleven), and no page written for a reader
+# has more than a few dozen. A tag is found as the parser finds it, quoted values and
+# all; only one long enough to hold that many (two characters each at least) is counted.
+MAX_ATTRIBUTES = 2_000
+_TAG = re.compile(r"""<[A-Za-z](?:[^"'<>]|"[^"]*"|'[^']*')*>""")
+_QUOTED = re.compile(r""""[^"]*"|'[^']*'""")
+_ATTRIBUTE = re.compile(r"[^\s=/>]+(?:\s*=\s*[^\s=/>]*)?")
+_LONG_TAG = 2 * MAX_ATTRIBUTES
 # The quotation elements; only those not inside another are read (an inner one is part
 # of its outer one's text: reading each of 2,000 nested <q>s took 10 s).
 _QUOTES = ("q", "blockquote")
@@ -192,6 +201,15 @@ def check_page(html: str) -> None:
             "characters or U+FFFD (send the page decoded with its real charset, not a "
             "binary file)"
         )
+    for tag in _TAG.finditer(html):
+        if tag.end() - tag.start() > _LONG_TAG:
+            many = len(_ATTRIBUTE.findall(_QUOTED.sub("v", tag.group()[1:-1]))) - 1
+            if many > MAX_ATTRIBUTES:
+                raise HTMLError(
+                    f"an element of the HTML has {many:,} attributes, over the "
+                    f"{MAX_ATTRIBUTES:,} a page is read with (send the page as a browser "
+                    "would show it)"
+                )
 
 
 def marked_text(page: str, low: str, skips: list[str]) -> str | None:

@@ -127,6 +127,12 @@ class Extractors:
         """The file's text (blocking: from a thread, or the CLI); FileError otherwise."""
         return str(self._threads.submit(self._run, content_type, raw).result())
 
+    def main_text(self, page: str) -> str:
+        """A page's main text (html.extract; blocking: for the CLI), read by a worker
+        within the same limits (HTMLError otherwise)."""
+        text, _ = self._threads.submit(self._run, PAGE, (page, False)).result()
+        return str(text)
+
     async def text(self, content_type: str, raw: bytes) -> str:
         """The file's text, awaited: the event loop goes on while a worker reads it."""
         loop = asyncio.get_running_loop()
