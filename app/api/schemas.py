@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 from app.core.settings import COLLECTION_PATTERN, COLLECTION_RULE, Settings
 from app.index import formats
 from app.index.exclusions import detect
-from app.index.expiry import LATEST_MS, MAX_TTL_S
+from app.index.expiry import MAX_TTL_S
 from app.index.formats import workers
 from app.index.html import HTML, PLAIN, HTMLError, check_page
 from app.index.ids import MAX_ID_BYTES, check_id
@@ -37,7 +37,6 @@ from app.index.writes import MAX_BATCH
 from app.service.collections import PARAMETERS
 
 MAX_LIMIT = 1000
-DEFAULT_LIMIT = 10
 
 
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -311,19 +310,6 @@ def parse_expiry(value: str) -> datetime:
             "e.g. 2030-01-31T12:00:00Z",
         )
     return when
-
-
-def rfc3339(ms: int) -> str:
-    """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
-    # Clamped: a record stored before expiries were bounded may say a year past 9999,
-    # which datetime cannot hold; it still reads (`neardup check` reports it).
-    ms = min(ms, LATEST_MS)
-    return (
-        datetime.fromtimestamp(ms // 1000, UTC)
-        .replace(microsecond=ms % 1000 * 1000)
-        .isoformat(timespec="milliseconds")[:-6]
-        + "Z"
-    )
 
 
 class _Expiring(_In):

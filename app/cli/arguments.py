@@ -7,8 +7,6 @@ import argparse
 import math
 import sys
 
-import httpx
-
 from app.client import MAX_BATCH
 
 
@@ -51,6 +49,8 @@ def limit(value: str) -> int:
 
 def service_url(value: str) -> str:
     """--url: an http(s) URL with a host, and a port, if any, that a socket can take."""
+    import httpx
+
     try:
         url = httpx.URL(value)
         port = url.port

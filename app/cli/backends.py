@@ -10,19 +10,19 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from app.api.answers import (
+    DEFAULT_LIMIT,
     containment_answer,
     duplicate_answers,
     ingest_status,
     query_answer,
     text_answer,
 )
-from app.api.schemas import DEFAULT_LIMIT, rfc3339
 from app.client import MAX_BATCH, Client, ClientError
 from app.core.errors import Invalid
 from app.core.settings import Settings
 from app.index import Document, Index
 from app.index.collections import NoCollectionError
-from app.index.expiry import now_ms
+from app.index.expiry import now_ms, rfc3339
 from app.index.filters import Filter
 from app.index.formats import workers
 from app.index.html import HTMLError

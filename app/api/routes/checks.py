@@ -21,6 +21,7 @@ from app.api.problems import problem
 from app.api.routing import Route
 from app.api.text_query import answer_text
 from app.index import reports
+from app.index.expiry import rfc3339
 
 router = APIRouter(tags=["checks"], route_class=Route)
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -45,8 +46,8 @@ def _out(
     return {
         "id": saved.id,
         "report": _paths(request, saved.id)[1],
-        "created_at": schemas.rfc3339(saved.created_ms),
-        "expires_at": schemas.rfc3339(saved.expires_ms),
+        "created_at": rfc3339(saved.created_ms),
+        "expires_at": rfc3339(saved.expires_ms),
         "answer": answer,
         "metadata": saved.metadata,
         "changed_sources": [{"id": c.id, "change": c.change} for c in changed],
@@ -124,8 +125,8 @@ async def list_checks(
             {
                 "id": check.id,
                 "report": _paths(request, check.id)[1],
-                "created_at": schemas.rfc3339(about["created_ms"]),
-                "expires_at": schemas.rfc3339(about["expires_ms"]),
+                "created_at": rfc3339(about["created_ms"]),
+                "expires_at": rfc3339(about["expires_ms"]),
                 **{k: about[k] for k in _LISTED},
             }
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.api import replies, schemas
+from app.api import answers, replies, schemas
 from app.api.routing import Route
 from app.index import Index
 from app.index.containment import DEFAULT_CONTAINMENT
@@ -28,7 +28,7 @@ async def _described(index: Index, name: str) -> dict[str, Any]:
     described = await describe(index, name)
     described["defaults"] = {
         "threshold": {"jaccard": index.params.threshold, "containment": DEFAULT_CONTAINMENT},
-        "limit": schemas.DEFAULT_LIMIT,
+        "limit": answers.DEFAULT_LIMIT,
         "max_limit": schemas.MAX_LIMIT,
     }
     return described

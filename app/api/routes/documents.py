@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from app.api import replies, schemas
+from app.api import answers, replies, schemas
 from app.api.answers import ingest_status
 from app.api.deps import get_index
 from app.api.problems import ProblemResponse, problem
@@ -16,6 +16,7 @@ from app.api.routes.similar import similar_out
 from app.api.routing import Route
 from app.core.errors import Invalid
 from app.index import Document, Index, IngestResult
+from app.index.expiry import rfc3339
 from app.index.formats import FileError
 from app.index.html import HTMLError
 from app.index.sites import no_words
@@ -44,14 +45,14 @@ async def ingest(
     similar: Annotated[bool, Query(description="also return near-duplicates found")] = False,
     threshold: Annotated[schemas.Threshold | None, Query()] = None,
     limit: Annotated[
-        schemas.Limit | None, Query(description=f"default {schemas.DEFAULT_LIMIT}")
+        schemas.Limit | None, Query(description=f"default {answers.DEFAULT_LIMIT}")
     ] = None,
 ) -> replies.IngestOut:
     """Store a document; with ?similar=true also its near-duplicates before it was stored."""
     if not similar and (threshold is not None or limit is not None):
         # Taken and ignored, they would read as a search that found nothing.
         raise Invalid("threshold and limit are read only with similar=true: add it or drop them")
-    limit = schemas.DEFAULT_LIMIT if limit is None else limit
+    limit = answers.DEFAULT_LIMIT if limit is None else limit
     doc = Document(await body.extracted(), body.id, body.metadata, body.expires_ms(), body.is_html)
     (result,) = await index.ingest([doc], similar=similar, threshold=threshold, limit=limit)
     used = index.check_threshold(threshold) if similar else None
@@ -135,7 +136,7 @@ async def read(doc_id: PathId, index: IndexDep) -> replies.DocumentOut | Problem
     rec, text = found
     out = replies.DocumentOut(id=rec.id, shingles=rec.shingles, metadata=rec.metadata)
     if rec.expires_ms:
-        out.expires_at = schemas.rfc3339(rec.expires_ms)
+        out.expires_at = rfc3339(rec.expires_ms)
     if index.params.keep_text:
         out.text = text  # null when a crash left another version's text (see app.index.texts)
     return out

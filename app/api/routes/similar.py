@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from app.api import replies, schemas
+from app.api import answers, replies, schemas
 from app.api.answers import containment_answer, query_answer
 from app.api.deps import deadline_of, get_index
 from app.api.problems import problem
@@ -22,7 +22,7 @@ router = APIRouter(tags=["similar"], route_class=Route)
 IndexDep = Annotated[Index, Depends(get_index)]
 # numpy scalars, should a result ever carry one, are written as plain numbers.
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-DEFAULT_LIMIT = schemas.DEFAULT_LIMIT
+DEFAULT_LIMIT = answers.DEFAULT_LIMIT
 
 
 def similar_out(
