@@ -960,7 +960,7 @@ def test_odt_notes_are_read_after_the_body() -> None:
 def test_notes_after_a_reference_list_are_not_part_of_it() -> None:
     """A document's notes are read after its reference list, yet the bibliography it
     sets aside ends before them: a copy hidden in a footnote still counts."""
-    from app.index.exclusions import bibliography_span
+    from app.index.bibliography import bibliography_span
 
     prose = " ".join(f"Paragraph {i} of the essay says something of its own." for i in range(9))
     refs = "Smith, J. (2001). A book on things. Press.\nDoe, A. (1999). On more. Journal, 4."

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.index.exclusions import Span
 from app.index.passages import Layout, Passage
+from app.index.spans import Span
 from app.index.trimming import Exclusions, shorter_side
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.index.exclusions import Span
 from app.index.passages import merge, spans_of
+from app.index.spans import Span
 
 if TYPE_CHECKING:
     from app.index.passages import Layout, Passage

@@ -7,7 +7,7 @@ from app.index.errors import FileError
 from app.index.formats.blanking import resolved
 
 # The line the notes of a document are read under, after the body: a heading that ends
-# a reference list before it (exclusions.END_HEADINGS).
+# a reference list before it (bibliography.END_HEADINGS).
 NOTES_HEADING = "Notes"
 
 
