@@ -113,21 +113,12 @@ def _ascii_host(name: str) -> str:
         return name
 
 
-# No host or URL holds one; a site named with one is a client's bug.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def site_problem(site: str) -> str | None:
     """What is wrong with a site a query names (the API's `site`, the CLI's --site): blank,
     or an http(s) URL that names no host (http://, http://:80); None when nothing is."""
     name = site.strip()
     if not name:
         return "site is blank: name the page's site, or leave site out"
-    if control := _CONTROL.search(name):
-        return (
-            f"site holds the control character U+{ord(control.group()):04X}: name the "
-            "page's host or URL"
-        )
     if re.match(r"https?://", name, re.IGNORECASE) and _host(name) is None:
         return "site is a URL without a host: name the page's host"
     return None
