@@ -119,6 +119,8 @@ def query_command(args: argparse.Namespace) -> int:
         if problem:
             print(f"neardup: {problem}", file=sys.stderr)
             return 2
+        if args.url is None:
+            settings_or_exit()  # the file is read within its NEARDUP_* limits
         try:
             text = file_text(args.file)
         except (FileError, TooLargeError, OSError) as exc:
