@@ -420,6 +420,18 @@ def test_workers_read_files_and_give_up_on_slow_ones() -> None:
         pool.close()
 
 
+def test_a_new_workers_start_is_not_counted_in_a_files_time() -> None:
+    """A file read by a worker started for it gets its whole time limit for reading: the
+    worker's start (an interpreter importing the readers, 0.4-0.6 s here) came out of it,
+    so a short limit failed every first file."""
+    small = pdf([text_at([(72, 700, "a few words on one page of a small file")])])
+    pool = Extractors(workers=1, timeout=0.2)
+    try:
+        assert pool.run(PDF, small) == extract(PDF, small)
+    finally:
+        pool.close()
+
+
 def test_a_files_text_over_the_limit_is_refused_in_the_worker() -> None:
     """A file whose text runs past the pool's most bytes of UTF-8 (NEARDUP_MAX_TEXT_BYTES)
     is refused by the worker as a text too large, naming the setting, and its text never

@@ -30,6 +30,8 @@ DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT = 20.0
 # Address space a worker may take (RLIMIT_AS): a file that needs more fails alone.
 DEFAULT_MEMORY = 2 * 1024 * 1024 * 1024
+# The longest a new worker may take to start (its imports) before it counts as failed.
+START_TIMEOUT = 60.0
 
 
 # The kind of a page's read (html.read_page), beside the file types.
@@ -58,6 +60,10 @@ def _serve(conn: Connection, memory: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     except (ImportError, ValueError, OSError):
         pass  # no such limit here: the time limit still holds
+    try:
+        conn.send(("ready", None))  # started and imported: a file's time starts now
+    except (OSError, ValueError):
+        return
     while True:
         try:
             content_type, raw, most = conn.recv()
@@ -99,6 +105,18 @@ class _Worker:
         )
         self.process.start()
         child.close()
+        self.started = False
+
+    def wait_started(self) -> bool:
+        """Whether the worker said it is ready within START_TIMEOUT seconds: its start
+        (a new interpreter importing the readers, a second or more on a loaded machine)
+        is not counted in the first file's time limit."""
+        if not self.started:
+            try:
+                self.started = self.conn.poll(START_TIMEOUT) and self.conn.recv()[0] == "ready"
+            except (EOFError, OSError):
+                return False
+        return self.started
 
     def kill(self) -> None:
         self.process.kill()
@@ -156,6 +174,8 @@ class Extractors:
         kind = _NAMES.get(content_type, "file")
         failed = html.HTMLError if content_type == PAGE else FileError
         try:
+            if not worker.wait_started():
+                raise EOFError  # it died starting, or never got going: as a crash
             worker.conn.send((content_type, raw, self.max_chars))
             if not worker.conn.poll(self.timeout):
                 worker.kill()
