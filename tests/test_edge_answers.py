@@ -165,6 +165,19 @@ def test_post_similar_answers_whole(served: TestClient) -> None:
                 )
             ],
         ),
+        (  # a value without a name (a client's bug: it was dropped unseen)
+            "/similar/b?=5",
+            422,
+            "unknown query parameter ''; this route takes: consistency, evidence, "
+            "filter, limit, measure, threshold",
+            [
+                (
+                    "",
+                    "unknown query parameter ''; this route takes: consistency, "
+                    "evidence, filter, limit, measure, threshold",
+                )
+            ],
+        ),
         (
             "/similar/b?limit=1&threshold=0.9&limit=2&threshold=0.6",
             422,

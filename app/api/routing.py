@@ -60,11 +60,11 @@ def _decoded(raw: bytes) -> str:
 
 def query_pairs(query_string: bytes) -> list[tuple[str, str]]:
     """The (name, value) of each parameter in query_string, in order, as often as given
-    (a name without "=" has the value "")."""
+    (a name without "=" has the value ""; "=x" has the name "", which no route takes)."""
     pairs = []
     for part in query_string.split(b"&"):
         raw, _, value = part.partition(b"=")
-        if raw:
+        if part:  # an empty part ("a=1&&b=2", a trailing "&") is no parameter
             pairs.append((_decoded(raw), _decoded(value)))
     return pairs
 
