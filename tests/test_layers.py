@@ -5,6 +5,9 @@ and no modules import each other in a circle, inside a layer or across."""
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import app
@@ -174,3 +177,18 @@ def test_the_check_sees_circles_between_layers(tmp_path: Path) -> None:
     (tmp_path / "store" / "s.py").write_text("def f():\n    import app.index.i\n")
     (tmp_path / "index" / "i.py").write_text("from app.store.s import f\n")
     assert _circles(tmp_path) == [["app.index.i", "app.store.s"]]
+
+
+def test_the_index_package_loads_each_name_when_asked() -> None:
+    """Importing app.index loads none of its modules (a tool that needs the id rule does
+    not load the index with it); each name it offers is its home module's own."""
+    code = "import sys, app.index; print(sorted(m for m in sys.modules if 'app.index.' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    import app.index as index
+
+    for name in index.__all__:
+        home = importlib.import_module(index._HOMES[name])
+        assert getattr(index, name) is (
+            home if home.__name__.endswith("." + name) else getattr(home, name)
+        )
