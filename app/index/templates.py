@@ -161,10 +161,8 @@ def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
     their paths (the template). Pages of one path that differ more (index.php?id=1,
     ?id=2), however much template they share, stay apart."""
     path_of = {doc_id: _without_query(doc_id) for doc_id in pages}
-    blocks_of: dict[str, frozenset[int]] = {}
     masked_of: dict[str, frozenset[int]] = {}
     for doc_id, text in pages.items():
-        blocks_of[doc_id] = frozenset(h for h in blocks(text) if h is not None)
         hidden = (_block_hash(_DIGITS.sub("0", line)) for line in text.split("\n"))
         masked_of[doc_id] = frozenset(h for h in hidden if h is not None)
     counts: Counter[int] = Counter()
@@ -184,7 +182,8 @@ def distinct_pages(pages: dict[str, str]) -> set[frozenset[int]]:
         own = masked - universal
         same_path = kept.setdefault(path_of[doc_id], [])
         if not any(_share(own, other) >= COPY_SHARE for _, other in same_path):
-            same_path.append((blocks_of[doc_id], own))
+            page = frozenset(h for h in blocks(pages[doc_id]) if h is not None)
+            same_path.append((page, own))
     return {page for group in kept.values() for page, _ in group}
 
 

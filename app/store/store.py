@@ -261,9 +261,7 @@ class Store:
                     if len(found) >= most:
                         break
         finally:
-            close = getattr(keys, "aclose", None)  # redis-py's scan_iter is a generator
-            if close is not None:
-                await close()
+            await keys.aclose()  # the SCAN left part way is not read on
         if found:
             await self.transport.commands([(b"UNLINK", k) for k in found], write=True)
         return len(found)

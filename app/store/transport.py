@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar
@@ -186,15 +186,15 @@ class Transport(ABC):
         """How many keys the Redis holds (DBSIZE; summed over a cluster's masters)."""
         return int(await self.run(self.client.dbsize()))
 
-    def scan(self, pattern: bytes) -> AsyncIterator[bytes]:
+    def scan(self, pattern: bytes) -> AsyncGenerator[bytes, None]:
         """Every key that matches pattern (SCAN; on every master of a cluster), in no order."""
         return self._translated(self.client.scan_iter(match=pattern, count=1000))
 
-    def hscan(self, key: bytes, count: int) -> AsyncIterator[tuple[bytes, bytes]]:
+    def hscan(self, key: bytes, count: int) -> AsyncGenerator[tuple[bytes, bytes], None]:
         """Every field and value of a HASH (HSCAN, count at a time), in no order."""
         return self._translated(self.client.hscan_iter(key, count=count))
 
-    async def _translated(self, iterator: Any) -> AsyncIterator[Any]:
+    async def _translated(self, iterator: Any) -> AsyncGenerator[Any, None]:
         """iterator's items, its errors translated as run's are (a SCAN that timed out
         is Redis unavailable, a 503, not an error of redis-py's reaching a route)."""
         try:
